@@ -1,1 +1,59 @@
-//! placeholder
+//! Communication between timely_py workers.
+//!
+//! This crate owns the movement of typed data between workers: the [`Push`] and [`Pull`]
+//! endpoints, the allocators that create them for each channel (one worker thread, or several
+//! threads of one process), and the setup of worker threads ([`initialize()`]).
+//!
+//! It must not know about timestamps, operators, progress tracking or Python: a channel is an
+//! identifier and an element type, nothing more. Engines built on top decide what travels.
+//!
+//! Designed for rescaling: the number of workers is read through [`Allocator::peers`] every time
+//! it is needed, and every allocation is recorded ([`Allocator::allocations`]) so that channels
+//! can later be back-filled with endpoints to workers that join.
+
+pub mod allocator;
+pub mod initialize;
+
+pub use allocator::{Allocator, AllocatorBuilder, ChannelEndpoints, ChannelRecord};
+pub use initialize::{initialize, initialize_from, Config, WorkerGuards};
+
+/// Sends elements of type `T` towards one destination.
+///
+/// Pushing `Some(element)` sends it; pushing `None` asks the implementation to flush anything it
+/// buffered. After a push an implementation may leave a recycled (empty) buffer in `element` for
+/// the caller to reuse, or leave `None`.
+pub trait Push<T> {
+    /// Sends `Some` contents of `element`, or flushes when `element` is `None`.
+    fn push(&mut self, element: &mut Option<T>);
+    /// Sends `element`, discarding any recycled buffer.
+    fn send(&mut self, element: T) {
+        self.push(&mut Some(element));
+    }
+    /// Flushes anything buffered.
+    fn done(&mut self) {
+        self.push(&mut None);
+    }
+}
+
+/// Receives elements of type `T` sent to this worker on one channel.
+pub trait Pull<T> {
+    /// Returns a slot that is `Some` while an element arrived; the caller takes from it.
+    /// `None` means nothing is available right now.
+    fn pull(&mut self) -> &mut Option<T>;
+    /// Takes the next available element, if any.
+    fn recv(&mut self) -> Option<T> {
+        self.pull().take()
+    }
+}
+
+impl<T, P: Push<T> + ?Sized> Push<T> for Box<P> {
+    fn push(&mut self, element: &mut Option<T>) {
+        (**self).push(element);
+    }
+}
+
+impl<T, P: Pull<T> + ?Sized> Pull<T> for Box<P> {
+    fn pull(&mut self) -> &mut Option<T> {
+        (**self).pull()
+    }
+}

@@ -1,1 +1,40 @@
-//! placeholder
+//! The timely_py engine: timely dataflow in Rust.
+//!
+//! Layout: `order` (partial orders), `progress` (timestamps, frontiers, reachability,
+//! the progress protocol, scopes at run time), `scheduling` (activations), `dataflow`
+//! (scopes, streams, channels, operators), `worker` and `execute` (running workers),
+//! `logging` (trace event points).
+//!
+//! ```
+//! use timely_engine::dataflow::{InputHandle, ProbeHandle};
+//!
+//! let seen = timely_engine::example(|worker| {
+//!     let mut input = InputHandle::new();
+//!     let probe = ProbeHandle::new();
+//!     let captured = worker.dataflow::<u64, _>(|scope| {
+//!         let stream = scope.input_from(&mut input).map(|x: u64| x * 2).probe_with(&probe);
+//!         stream.capture()
+//!     });
+//!     for round in 0..3u64 {
+//!         input.send(round);
+//!         input.advance_to(round + 1);
+//!         worker.step_while(|| probe.less_than(input.time()));
+//!     }
+//!     captured
+//! });
+//! assert_eq!(seen.extract(), vec![(0, 0), (1, 2), (2, 4)]);
+//! ```
+
+pub mod dataflow;
+pub mod execute;
+pub mod logging;
+pub mod order;
+pub mod progress;
+pub mod scheduling;
+pub mod worker;
+
+pub use execute::{example, execute, execute_from_args, ExecuteError};
+pub use order::{PartialOrder, Product, TotalOrder};
+pub use progress::{Antichain, ChangeBatch, MutableAntichain, PathSummary, Refines, Timestamp};
+pub use timely_communication::Config;
+pub use worker::Worker;

@@ -1,0 +1,185 @@
+//! Allocators: per-worker factories of channel endpoints.
+//!
+//! This module owns the [`Allocator`] a worker uses to create channels, the [`AllocatorBuilder`]
+//! that is moved to a worker thread to make it, the per-worker list of channel events, and the
+//! record of allocations ([`ChannelRecord`]). Each variant lives in its own submodule:
+//! [`thread`] for a single worker, [`process`] for several worker threads of one process.
+//!
+//! It must not spawn threads (that is [`mod@crate::initialize`]'s job) nor interpret what travels on
+//! a channel.
+
+pub mod process;
+pub mod thread;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+use crate::{Pull, Push};
+use process::{ProcessAllocator, ProcessBuilder};
+use thread::{ThreadAllocator, ThreadBuilder};
+
+/// What allocating a channel gives a worker: one pusher per worker (index `i` sends to worker `i`)
+/// and this worker's puller.
+pub type ChannelEndpoints<T> = (Vec<Box<dyn Push<T>>>, Box<dyn Pull<T>>);
+
+/// Channel identifiers that received data, shared between an allocator and its pushers.
+pub(crate) type Events = Rc<RefCell<Vec<usize>>>;
+
+/// One channel allocation, kept so that channels can be back-filled when workers join.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChannelRecord {
+    /// The channel identifier passed to [`Allocator::allocate`].
+    pub identifier: usize,
+    /// The element type of the channel, as given by [`std::any::type_name`].
+    pub type_name: &'static str,
+}
+
+/// The allocations of one worker, in order; shared bookkeeping of every allocator variant.
+#[derive(Default)]
+pub(crate) struct Allocations(Vec<ChannelRecord>);
+
+impl Allocations {
+    /// Records that channel `identifier` was allocated with elements of type `T`.
+    ///
+    /// Panics if this worker allocated `identifier` before: each channel has one set of endpoints.
+    pub(crate) fn record<T>(&mut self, identifier: usize) {
+        let type_name = std::any::type_name::<T>();
+        if let Some(previous) = self.0.iter().find(|record| record.identifier == identifier) {
+            panic!(
+                "channel {identifier} allocated twice by the same worker (as {} and as {type_name})",
+                previous.type_name
+            );
+        }
+        self.0.push(ChannelRecord {
+            identifier,
+            type_name,
+        });
+    }
+
+    /// Every allocation recorded so far, in order.
+    pub(crate) fn as_slice(&self) -> &[ChannelRecord] {
+        &self.0
+    }
+}
+
+/// Everything needed to build an [`Allocator`] on a worker thread; it is `Send`, the allocator is not.
+pub enum AllocatorBuilder {
+    /// Builds the allocator of a single worker.
+    Thread(ThreadBuilder),
+    /// Builds the allocator of one of several worker threads in this process.
+    Process(ProcessBuilder),
+}
+
+impl AllocatorBuilder {
+    /// Builds the allocator; call this on the worker thread that will use it.
+    pub fn build(self) -> Allocator {
+        match self {
+            AllocatorBuilder::Thread(builder) => Allocator::Thread(builder.build()),
+            AllocatorBuilder::Process(builder) => Allocator::Process(builder.build()),
+        }
+    }
+
+    /// The global index of the worker this builder is for.
+    pub(crate) fn index(&self) -> usize {
+        match self {
+            AllocatorBuilder::Thread(_) => 0,
+            AllocatorBuilder::Process(builder) => builder.index(),
+        }
+    }
+}
+
+/// Creates channel endpoints for one worker and tells it which channels received data.
+///
+/// An allocator lives on its worker's thread and is not `Send`.
+pub enum Allocator {
+    /// The only worker.
+    Thread(ThreadAllocator),
+    /// One of several worker threads in this process.
+    Process(ProcessAllocator),
+}
+
+impl Allocator {
+    /// This worker's global index.
+    pub fn index(&self) -> usize {
+        match self {
+            Allocator::Thread(_) => 0,
+            Allocator::Process(allocator) => allocator.index(),
+        }
+    }
+
+    /// The number of workers now. It may grow when workers join, so read it when needed.
+    pub fn peers(&self) -> usize {
+        match self {
+            Allocator::Thread(_) => 1,
+            Allocator::Process(allocator) => allocator.peers(),
+        }
+    }
+
+    /// Allocates channel `identifier` (the same id on every worker, dataflows are built in the same order).
+    ///
+    /// Returns one pusher per worker (index `i` sends to worker `i`) and this worker's puller.
+    /// Elements pushed by worker `a` to worker `b` arrive at `b` in FIFO order per sender.
+    ///
+    /// # Panics
+    ///
+    /// If another worker allocated `identifier` with a different element type, or this worker
+    /// allocated it before.
+    pub fn allocate<T: Send + 'static>(&mut self, identifier: usize) -> ChannelEndpoints<T> {
+        match self {
+            Allocator::Thread(allocator) => allocator.allocate(identifier),
+            Allocator::Process(allocator) => allocator.allocate(identifier),
+        }
+    }
+
+    /// Moves notices of arrived data into [`Allocator::events`]; called at the start of each worker step.
+    pub fn receive(&mut self) {
+        match self {
+            Allocator::Thread(_) => {}
+            Allocator::Process(allocator) => allocator.receive(),
+        }
+    }
+
+    /// Flushes anything buffered; called at the end of each worker step.
+    ///
+    /// The thread and process allocators hand every element over as it is pushed, so there is
+    /// nothing to flush yet; allocators that batch (over the network) flush here.
+    pub fn release(&mut self) {}
+
+    /// Channel identifiers that received data since the engine last drained this list (duplicates allowed).
+    ///
+    /// Includes pushes from this worker to itself and, after [`Allocator::receive`], pushes from
+    /// other workers.
+    pub fn events(&self) -> &Rc<RefCell<Vec<usize>>> {
+        match self {
+            Allocator::Thread(allocator) => allocator.events(),
+            Allocator::Process(allocator) => allocator.events(),
+        }
+    }
+
+    /// Blocks the thread until an event arrives for this worker or `timeout` passes (`None` = indefinitely).
+    ///
+    /// Returns immediately if events are already pending. Any push from another worker to this
+    /// worker wakes it. It may also return early, on a spurious wake-up or when something else
+    /// unparks this thread, so callers re-check their state and call again.
+    pub fn await_events(&self, timeout: Option<Duration>) {
+        let pending = match self {
+            Allocator::Thread(allocator) => allocator.has_pending(),
+            Allocator::Process(allocator) => allocator.has_pending(),
+        };
+        if !pending {
+            match timeout {
+                Some(timeout) => std::thread::park_timeout(timeout),
+                None => std::thread::park(),
+            }
+        }
+    }
+
+    /// Every allocation made so far, in order (for back-filling channels when workers join).
+    pub fn allocations(&self) -> &[ChannelRecord] {
+        match self {
+            Allocator::Thread(allocator) => allocator.allocations(),
+            Allocator::Process(allocator) => allocator.allocations(),
+        }
+    }
+}

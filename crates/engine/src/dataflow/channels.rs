@@ -1,0 +1,277 @@
+//! Data channels between operators.
+//!
+//! A `Message` is a batch of records at one time. A `Tee` fans an output's messages out to
+//! every consumer. A parallelization contract (`Pact`) decides how an edge moves messages:
+//! `Pipeline` keeps them on this worker (an in-memory queue, no copies), `Exchange` routes
+//! each record to the worker chosen by a hash of the record, through the allocator.
+//! Pushing to a consumer activates it. Sends and receives are numbered per channel and
+//! target, and logged when a logger is installed.
+//!
+//! This module owns how records travel; it does not count progress (operator ports do).
+
+use super::Scope;
+use crate::logging::{self, Event, Logger};
+use crate::progress::Timestamp;
+use crate::scheduling::Activator;
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+use timely_communication::{Pull, Push};
+
+/// Records that can flow on a pipeline edge.
+pub trait Data: Clone + 'static {}
+impl<D: Clone + 'static> Data for D {}
+
+/// Records that can be exchanged between worker threads.
+pub trait ExchangeData: Data + Send {}
+impl<D: Data + Send> ExchangeData for D {}
+
+/// A batch of records at one time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message<T, D> {
+    /// The records' timestamp.
+    pub time: T,
+    /// The records.
+    pub data: Vec<D>,
+    /// The sending worker.
+    pub from: usize,
+    /// Sequence number of this message on its (channel, sender, receiver).
+    pub seq: u64,
+}
+
+impl<T, D> Message<T, D> {
+    /// A message from worker `from`; the sequence number is assigned when it is sent.
+    pub fn new(time: T, data: Vec<D>, from: usize) -> Self {
+        Message { time, data, from, seq: 0 }
+    }
+}
+
+/// Boxed pusher of messages.
+pub type MessagePusher<T, D> = Box<dyn Push<Message<T, D>>>;
+/// Boxed puller of messages.
+pub type MessagePuller<T, D> = Box<dyn Pull<Message<T, D>>>;
+
+/// The consumers of one output; pushing a message gives every consumer a copy.
+pub struct Tee<T, D> {
+    pushers: Rc<RefCell<Vec<MessagePusher<T, D>>>>,
+}
+
+impl<T, D> Clone for Tee<T, D> {
+    fn clone(&self) -> Self {
+        Tee { pushers: self.pushers.clone() }
+    }
+}
+
+impl<T, D> Default for Tee<T, D> {
+    fn default() -> Self {
+        Tee { pushers: Rc::new(RefCell::new(Vec::new())) }
+    }
+}
+
+impl<T, D> Tee<T, D> {
+    /// Adds a consumer.
+    pub fn add_pusher(&self, pusher: MessagePusher<T, D>) {
+        self.pushers.borrow_mut().push(pusher);
+    }
+
+    /// True when nothing consumes the output.
+    pub fn is_empty(&self) -> bool {
+        self.pushers.borrow().is_empty()
+    }
+}
+
+impl<T: Clone, D: Clone> Push<Message<T, D>> for Tee<T, D> {
+    fn push(&mut self, element: &mut Option<Message<T, D>>) {
+        let mut pushers = self.pushers.borrow_mut();
+        match element.take() {
+            Some(message) => {
+                if let Some((last, rest)) = pushers.split_last_mut() {
+                    for pusher in rest {
+                        pusher.send(message.clone());
+                    }
+                    last.send(message);
+                }
+            }
+            None => pushers.iter_mut().for_each(|p| p.done()),
+        }
+    }
+}
+
+/// How an edge moves records between workers.
+pub trait Pact<T: Timestamp, D: Data> {
+    /// Creates the channel `identifier` into an operator activated by `activator`; returns
+    /// the sending end (for the upstream tee) and the receiving end (for the operator).
+    fn connect(self, scope: &Scope<T>, identifier: usize, activator: Activator) -> (MessagePusher<T, D>, MessagePuller<T, D>);
+}
+
+/// Keeps records on the worker that produced them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Pipeline;
+
+impl<T: Timestamp, D: Data> Pact<T, D> for Pipeline {
+    fn connect(self, scope: &Scope<T>, identifier: usize, activator: Activator) -> (MessagePusher<T, D>, MessagePuller<T, D>) {
+        let queue = Rc::new(RefCell::new(VecDeque::new()));
+        let pusher = QueuePusher { queue: queue.clone(), activator };
+        let puller = QueuePuller { queue, current: None };
+        let index = scope.index();
+        let logger = scope.logger();
+        (
+            Box::new(LogPusher::new(pusher, identifier, index, index, logger.clone())),
+            Box::new(LogPuller::new(puller, identifier, index, logger)),
+        )
+    }
+}
+
+struct QueuePusher<T, D> {
+    queue: Rc<RefCell<VecDeque<Message<T, D>>>>,
+    activator: Activator,
+}
+
+impl<T, D> Push<Message<T, D>> for QueuePusher<T, D> {
+    fn push(&mut self, element: &mut Option<Message<T, D>>) {
+        if let Some(message) = element.take() {
+            self.queue.borrow_mut().push_back(message);
+            self.activator.activate();
+        }
+    }
+}
+
+struct QueuePuller<T, D> {
+    queue: Rc<RefCell<VecDeque<Message<T, D>>>>,
+    current: Option<Message<T, D>>,
+}
+
+impl<T, D> Pull<Message<T, D>> for QueuePuller<T, D> {
+    fn pull(&mut self) -> &mut Option<Message<T, D>> {
+        self.current = self.queue.borrow_mut().pop_front();
+        &mut self.current
+    }
+}
+
+/// Routes each record to worker `hash(record) % peers`.
+pub struct Exchange<D, F: Fn(&D) -> u64> {
+    hash: F,
+    marker: std::marker::PhantomData<D>,
+}
+
+impl<D, F: Fn(&D) -> u64> Exchange<D, F> {
+    /// Routes records by `hash`.
+    pub fn new(hash: F) -> Self {
+        Exchange { hash, marker: std::marker::PhantomData }
+    }
+}
+
+impl<T: Timestamp, D: ExchangeData, F: Fn(&D) -> u64 + 'static> Pact<T, D> for Exchange<D, F> {
+    fn connect(self, scope: &Scope<T>, identifier: usize, activator: Activator) -> (MessagePusher<T, D>, MessagePuller<T, D>) {
+        let worker = scope.worker();
+        let (pushers, puller) = worker.allocator().allocate::<Message<T, D>>(identifier);
+        worker.activate_on_channel(identifier, activator);
+        let index = scope.index();
+        let logger = scope.logger();
+        let pushers = pushers
+            .into_iter()
+            .enumerate()
+            .map(|(target, p)| LogPusher::new(p, identifier, index, target, logger.clone()))
+            .collect::<Vec<_>>();
+        let buffers = (0..pushers.len()).map(|_| Vec::new()).collect();
+        let pusher = ExchangePusher { pushers, buffers, hash: self.hash };
+        (Box::new(pusher), Box::new(LogPuller::new(puller, identifier, index, logger)))
+    }
+}
+
+struct ExchangePusher<T, D, F> {
+    pushers: Vec<LogPusher<Box<dyn Push<Message<T, D>>>>>,
+    buffers: Vec<Vec<D>>,
+    hash: F,
+}
+
+impl<T: Clone, D, F: Fn(&D) -> u64> Push<Message<T, D>> for ExchangePusher<T, D, F> {
+    fn push(&mut self, element: &mut Option<Message<T, D>>) {
+        let peers = self.pushers.len() as u64;
+        match element.take() {
+            Some(message) if peers == 1 => self.pushers[0].send(message),
+            Some(message) => {
+                let from = message.from;
+                for datum in message.data {
+                    let target = ((self.hash)(&datum) % peers) as usize;
+                    self.buffers[target].push(datum);
+                }
+                for (target, buffer) in self.buffers.iter_mut().enumerate() {
+                    if !buffer.is_empty() {
+                        let data = std::mem::take(buffer);
+                        self.pushers[target].send(Message::new(message.time.clone(), data, from));
+                    }
+                }
+            }
+            None => self.pushers.iter_mut().for_each(|p| p.done()),
+        }
+    }
+}
+
+/// Numbers the messages sent on a (channel, sender, receiver) and logs them.
+struct LogPusher<P> {
+    pusher: P,
+    channel: usize,
+    source: usize,
+    target: usize,
+    next_seq: u64,
+    logger: Option<Logger>,
+}
+
+impl<P> LogPusher<P> {
+    fn new(pusher: P, channel: usize, source: usize, target: usize, logger: Option<Logger>) -> Self {
+        LogPusher { pusher, channel, source, target, next_seq: 0, logger }
+    }
+}
+
+impl<T, D, P: Push<Message<T, D>>> Push<Message<T, D>> for LogPusher<P> {
+    #[inline]
+    fn push(&mut self, element: &mut Option<Message<T, D>>) {
+        if let Some(message) = element.as_mut() {
+            message.from = self.source;
+            message.seq = self.next_seq;
+            self.next_seq += 1;
+            logging::log(&self.logger, || Event::Messages {
+                send: true,
+                channel: self.channel,
+                source: self.source,
+                target: self.target,
+                sequence: message.seq,
+                length: message.data.len(),
+            });
+        }
+        self.pusher.push(element);
+    }
+}
+
+/// Logs the messages received on a channel.
+struct LogPuller<P> {
+    puller: P,
+    channel: usize,
+    target: usize,
+    logger: Option<Logger>,
+}
+
+impl<P> LogPuller<P> {
+    fn new(puller: P, channel: usize, target: usize, logger: Option<Logger>) -> Self {
+        LogPuller { puller, channel, target, logger }
+    }
+}
+
+impl<T, D, P: Pull<Message<T, D>>> Pull<Message<T, D>> for LogPuller<P> {
+    #[inline]
+    fn pull(&mut self) -> &mut Option<Message<T, D>> {
+        let slot = self.puller.pull();
+        if let (Some(logger), Some(message)) = (&self.logger, slot.as_ref()) {
+            logger.log(Event::Messages {
+                send: false,
+                channel: self.channel,
+                source: message.from,
+                target: self.target,
+                sequence: message.seq,
+                length: message.data.len(),
+            });
+        }
+        slot
+    }
+}

@@ -1,0 +1,196 @@
+//! Generic operators: sources, sinks, unary and binary operators with user logic.
+//!
+//! Each takes a constructor that receives an initial capability and the operator's facts
+//! and returns the logic to run at each scheduling. The `_frontier` variants show the
+//! logic its input frontiers; the `_notify` variants give it a `Notificator`. Operators
+//! without frontier access are not scheduled for frontier changes alone.
+
+use super::builder::{InputPort, OperatorBuilder, OperatorInfo, OutputPort};
+use super::capability::Capability;
+use super::notificator::{FrontierNotificator, Notificator};
+use crate::dataflow::channels::{Data, Pact};
+use crate::dataflow::{Scope, Stream};
+use crate::progress::{MutableAntichain, Timestamp};
+
+impl<T: Timestamp> Scope<T> {
+    /// An operator with no inputs and one output. Its logic runs when activated (see
+    /// `OperatorInfo::activator`) and once at start; it holds the output capability.
+    pub fn source<D, B, L>(&self, name: &str, constructor: B) -> Stream<T, D>
+    where
+        D: Data,
+        B: FnOnce(Capability<T>, OperatorInfo) -> L,
+        L: FnMut(&mut OutputPort<T, D>) + 'static,
+    {
+        let mut builder = OperatorBuilder::new(name, self);
+        let (mut output, stream) = builder.new_output();
+        let info = builder.info().clone();
+        builder.build(move |capability| {
+            let mut logic = constructor(capability, info);
+            move |_frontiers| {
+                logic(&mut output);
+                false
+            }
+        });
+        stream
+    }
+}
+
+impl<T: Timestamp, D: Data> Stream<T, D> {
+    /// A one-input, one-output operator that does not watch its input frontier.
+    pub fn unary<D2, P, B, L>(&self, pact: P, name: &str, constructor: B) -> Stream<T, D2>
+    where
+        D2: Data,
+        P: Pact<T, D>,
+        B: FnOnce(Capability<T>, OperatorInfo) -> L,
+        L: FnMut(&mut InputPort<T, D>, &mut OutputPort<T, D2>) + 'static,
+    {
+        let mut builder = OperatorBuilder::new(name, self.scope());
+        builder.set_notify(false);
+        let mut input = builder.new_input(self, pact);
+        let (mut output, stream) = builder.new_output();
+        let info = builder.info().clone();
+        builder.build(move |capability| {
+            let mut logic = constructor(capability, info);
+            move |_frontiers| {
+                logic(&mut input, &mut output);
+                false
+            }
+        });
+        stream
+    }
+
+    /// A one-input, one-output operator whose logic sees its input frontier.
+    pub fn unary_frontier<D2, P, B, L>(&self, pact: P, name: &str, constructor: B) -> Stream<T, D2>
+    where
+        D2: Data,
+        P: Pact<T, D>,
+        B: FnOnce(Capability<T>, OperatorInfo) -> L,
+        L: FnMut(&mut InputPort<T, D>, &MutableAntichain<T>, &mut OutputPort<T, D2>) + 'static,
+    {
+        let mut builder = OperatorBuilder::new(name, self.scope());
+        let mut input = builder.new_input(self, pact);
+        let (mut output, stream) = builder.new_output();
+        let info = builder.info().clone();
+        builder.build(move |capability| {
+            let mut logic = constructor(capability, info);
+            move |frontiers| {
+                logic(&mut input, &frontiers[0], &mut output);
+                false
+            }
+        });
+        stream
+    }
+
+    /// A one-input, one-output operator with notifications: the logic requests them with
+    /// `notify_at` and receives each once its time is complete, in time order.
+    pub fn unary_notify<D2, P, L>(&self, pact: P, name: &str, mut logic: L) -> Stream<T, D2>
+    where
+        D2: Data,
+        P: Pact<T, D>,
+        L: FnMut(&mut InputPort<T, D>, &mut OutputPort<T, D2>, &mut Notificator<T>) + 'static,
+    {
+        let mut notificator = FrontierNotificator::new();
+        self.unary_frontier(pact, name, move |_capability, _info| {
+            move |input, frontier, output| {
+                let frontiers = [frontier];
+                let mut notificator = Notificator::new(&frontiers, &mut notificator);
+                logic(input, output, &mut notificator);
+            }
+        })
+    }
+
+    /// A one-input operator with no output.
+    pub fn sink<P, L>(&self, pact: P, name: &str, mut logic: L)
+    where
+        P: Pact<T, D>,
+        L: FnMut(&mut InputPort<T, D>, &MutableAntichain<T>) + 'static,
+    {
+        let mut builder = OperatorBuilder::new(name, self.scope());
+        let mut input = builder.new_input(self, pact);
+        builder.build(move |_capability| {
+            move |frontiers| {
+                logic(&mut input, &frontiers[0]);
+                false
+            }
+        });
+    }
+
+    /// A two-input, one-output operator that does not watch its input frontiers.
+    pub fn binary<D2, D3, P1, P2, B, L>(&self, other: &Stream<T, D2>, pact1: P1, pact2: P2, name: &str, constructor: B) -> Stream<T, D3>
+    where
+        D2: Data,
+        D3: Data,
+        P1: Pact<T, D>,
+        P2: Pact<T, D2>,
+        B: FnOnce(Capability<T>, OperatorInfo) -> L,
+        L: FnMut(&mut InputPort<T, D>, &mut InputPort<T, D2>, &mut OutputPort<T, D3>) + 'static,
+    {
+        let mut builder = OperatorBuilder::new(name, self.scope());
+        builder.set_notify(false);
+        let mut input1 = builder.new_input(self, pact1);
+        let mut input2 = builder.new_input(other, pact2);
+        let (mut output, stream) = builder.new_output();
+        let info = builder.info().clone();
+        builder.build(move |capability| {
+            let mut logic = constructor(capability, info);
+            move |_frontiers| {
+                logic(&mut input1, &mut input2, &mut output);
+                false
+            }
+        });
+        stream
+    }
+
+    /// A two-input, one-output operator whose logic sees both input frontiers.
+    #[allow(clippy::type_complexity)]
+    pub fn binary_frontier<D2, D3, P1, P2, B, L>(
+        &self,
+        other: &Stream<T, D2>,
+        pact1: P1,
+        pact2: P2,
+        name: &str,
+        constructor: B,
+    ) -> Stream<T, D3>
+    where
+        D2: Data,
+        D3: Data,
+        P1: Pact<T, D>,
+        P2: Pact<T, D2>,
+        B: FnOnce(Capability<T>, OperatorInfo) -> L,
+        L: FnMut(&mut InputPort<T, D>, &MutableAntichain<T>, &mut InputPort<T, D2>, &MutableAntichain<T>, &mut OutputPort<T, D3>)
+            + 'static,
+    {
+        let mut builder = OperatorBuilder::new(name, self.scope());
+        let mut input1 = builder.new_input(self, pact1);
+        let mut input2 = builder.new_input(other, pact2);
+        let (mut output, stream) = builder.new_output();
+        let info = builder.info().clone();
+        builder.build(move |capability| {
+            let mut logic = constructor(capability, info);
+            move |frontiers| {
+                logic(&mut input1, &frontiers[0], &mut input2, &frontiers[1], &mut output);
+                false
+            }
+        });
+        stream
+    }
+
+    /// A two-input, one-output operator with notifications (times complete on both inputs).
+    pub fn binary_notify<D2, D3, P1, P2, L>(&self, other: &Stream<T, D2>, pact1: P1, pact2: P2, name: &str, mut logic: L) -> Stream<T, D3>
+    where
+        D2: Data,
+        D3: Data,
+        P1: Pact<T, D>,
+        P2: Pact<T, D2>,
+        L: FnMut(&mut InputPort<T, D>, &mut InputPort<T, D2>, &mut OutputPort<T, D3>, &mut Notificator<T>) + 'static,
+    {
+        let mut notificator = FrontierNotificator::new();
+        self.binary_frontier(other, pact1, pact2, name, move |_capability, _info| {
+            move |input1, frontier1, input2, frontier2, output| {
+                let frontiers = [frontier1, frontier2];
+                let mut notificator = Notificator::new(&frontiers, &mut notificator);
+                logic(input1, input2, output, &mut notificator);
+            }
+        })
+    }
+}

@@ -1,0 +1,21 @@
+//! Operators: the generic builder and everything built with it.
+
+pub mod aggregate;
+pub mod basic;
+pub mod builder;
+pub mod capability;
+pub mod capture;
+pub mod generic;
+pub mod input;
+pub mod iterate;
+pub mod notificator;
+pub mod probe;
+
+pub use aggregate::hash_of;
+pub use builder::{InputPort, OperatorBuilder, OperatorInfo, OutputPort, Session};
+pub use capability::{Capability, CapabilityError, CapabilityRef, CapabilitySet, InputCapability};
+pub use capture::Captured;
+pub use input::{InputError, InputHandle};
+pub use iterate::LoopHandle;
+pub use notificator::{FrontierNotificator, Notificator};
+pub use probe::ProbeHandle;

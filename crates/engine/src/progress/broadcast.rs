@@ -1,0 +1,133 @@
+//! The progcaster: exchange of progress batches between the workers of one scope.
+//!
+//! Every worker broadcasts its scope's progress updates as atomic batches of
+//! `((location, time), delta)`, each stamped with the sender's index and a per-sender
+//! sequence number. Receivers accept batches in any order across senders; a missing or
+//! repeated sequence number from one sender is a protocol error and is reported, never
+//! ignored. The progcaster keeps the compacted accumulation of every batch it received
+//! (its own included) and the next expected sequence number per sender: the progress
+//! state a joining worker is bootstrapped from.
+//!
+//! This module owns the wire shape of progress batches and their bookkeeping; it does not
+//! interpret the updates (that is the tracker's job).
+
+use super::change_batch::ChangeBatch;
+use super::location::Location;
+use super::timestamp::Timestamp;
+use crate::logging::{self, Event, Logger};
+use serde::{Deserialize, Serialize};
+use timely_communication::{Allocator, Pull, Push};
+
+/// One atomic batch of progress updates from one worker.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgressBatch<T> {
+    /// The sending worker.
+    pub source: usize,
+    /// The sender's sequence number (0, 1, 2, ... per scope).
+    pub sequence: u64,
+    /// The updates, compacted.
+    pub updates: Vec<((Location, T), i64)>,
+}
+
+/// The progress state a joining worker needs: the accumulation of all batches received and,
+/// per sender, the sequence number of the next batch not included.
+#[derive(Clone, Debug)]
+pub struct ProgressState<T: Timestamp> {
+    /// Accumulated updates.
+    pub accumulated: Vec<((Location, T), i64)>,
+    /// Per sender: the next sequence number not included.
+    pub next_sequence: Vec<u64>,
+}
+
+/// Broadcasts and receives progress batches for one scope.
+pub struct Progcaster<T: Timestamp> {
+    pushers: Vec<Box<dyn Push<ProgressBatch<T>>>>,
+    puller: Box<dyn Pull<ProgressBatch<T>>>,
+    worker: usize,
+    channel: usize,
+    next_send: u64,
+    next_receive: Vec<u64>,
+    accumulated: ChangeBatch<(Location, T)>,
+    address: Vec<usize>,
+    logger: Option<Logger>,
+}
+
+impl<T: Timestamp> Progcaster<T> {
+    /// Allocates the progress channel `channel` for the scope at `address`.
+    pub fn new(allocator: &mut Allocator, channel: usize, address: Vec<usize>, logger: Option<Logger>) -> Self {
+        let (pushers, puller) = allocator.allocate::<ProgressBatch<T>>(channel);
+        Progcaster {
+            pushers,
+            puller,
+            worker: allocator.index(),
+            channel,
+            next_send: 0,
+            next_receive: vec![0; allocator.peers()],
+            accumulated: ChangeBatch::new(),
+            address,
+            logger,
+        }
+    }
+
+    /// The progress channel's identifier.
+    pub fn channel(&self) -> usize {
+        self.channel
+    }
+
+    /// Sends the updates in `changes` to every worker as one batch, leaving it empty.
+    pub fn send(&mut self, changes: &mut ChangeBatch<(Location, T)>) {
+        if changes.is_empty() {
+            return;
+        }
+        let updates: Vec<_> = changes.drain().collect();
+        let sequence = self.next_send;
+        self.next_send += 1;
+        logging::log(&self.logger, || Event::Progress {
+            send: true,
+            source: self.worker,
+            channel: self.channel,
+            sequence,
+            address: self.address.clone(),
+            updates: updates.len(),
+        });
+        let last = self.pushers.len() - 1;
+        for pusher in self.pushers[..last].iter_mut() {
+            pusher.send(ProgressBatch { source: self.worker, sequence, updates: updates.clone() });
+            pusher.done();
+        }
+        self.pushers[last].send(ProgressBatch { source: self.worker, sequence, updates });
+        self.pushers[last].done();
+    }
+
+    /// Moves the updates of every received batch into `changes`.
+    ///
+    /// Panics with a protocol error if a sender's batches arrive out of sequence.
+    pub fn recv(&mut self, changes: &mut ChangeBatch<(Location, T)>) {
+        while let Some(batch) = self.puller.recv() {
+            let expected = self.next_receive.get(batch.source).copied();
+            if expected != Some(batch.sequence) {
+                panic!(
+                    "progress protocol error in scope {:?}: worker {} expected batch {:?} from worker {} but received batch {}",
+                    self.address, self.worker, expected, batch.source, batch.sequence
+                );
+            }
+            self.next_receive[batch.source] += 1;
+            logging::log(&self.logger, || Event::Progress {
+                send: false,
+                source: batch.source,
+                channel: self.channel,
+                sequence: batch.sequence,
+                address: self.address.clone(),
+                updates: batch.updates.len(),
+            });
+            self.accumulated.extend(batch.updates.iter().cloned());
+            changes.extend(batch.updates);
+        }
+    }
+
+    /// The compacted accumulation of all received batches and the next expected sequence
+    /// number per sender.
+    pub fn state(&mut self) -> ProgressState<T> {
+        ProgressState { accumulated: self.accumulated.iter().cloned().collect(), next_sequence: self.next_receive.clone() }
+    }
+}

@@ -1,0 +1,26 @@
+//! Progress tracking: timestamps, frontiers, reachability and the progress protocol.
+//!
+//! This module owns everything needed to decide which times may still arrive at which
+//! operator input: the timestamp traits, antichains and change batches, the per-scope
+//! reachability `Tracker`, the `Operate` interface through which operators describe their
+//! shape and report progress, the `Subgraph` that schedules a scope, and the `Progcaster`
+//! that exchanges progress batches between workers. It does not know about streams, data
+//! channels or the Python layer.
+
+pub mod antichain;
+pub mod change_batch;
+pub mod location;
+pub mod reachability;
+pub mod timestamp;
+
+pub use antichain::{Antichain, MutableAntichain};
+pub use change_batch::ChangeBatch;
+pub use location::{Location, Port, Source, Target};
+pub use timestamp::{PathSummary, Refines, Timestamp};
+pub mod broadcast;
+pub mod operate;
+pub mod subgraph;
+
+pub use broadcast::{Progcaster, ProgressBatch, ProgressState};
+pub use operate::{Operate, SharedProgress};
+pub use subgraph::{Subgraph, SubgraphBuilder};

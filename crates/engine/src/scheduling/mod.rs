@@ -1,0 +1,72 @@
+//! Activations: which operators must run.
+//!
+//! Every scope owns an `ActiveSet`, the indices of its children that asked to run. An
+//! `Activator` names one operator by the chain of sets from the worker down to the
+//! operator's scope; activating it marks the operator and every enclosing scope, so the
+//! worker schedules exactly the scopes on the path. Operators are activated when data
+//! arrives for them, when their input frontier changes, or explicitly (an input handle was
+//! fed, a user asked). This module owns that bookkeeping, not the scheduling loop itself.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// Indices of the children of one scope (or dataflows of a worker) that asked to run.
+/// Duplicates are allowed; the scheduler removes them.
+pub type ActiveSet = Rc<RefCell<Vec<usize>>>;
+
+/// Activates one operator (or scope) and every scope enclosing it.
+#[derive(Clone)]
+pub struct Activator {
+    chain: Rc<[(ActiveSet, usize)]>,
+}
+
+impl Activator {
+    /// An activator that marks `index` in `set`, outermost first.
+    pub fn new(chain: Vec<(ActiveSet, usize)>) -> Self {
+        Activator { chain: chain.into() }
+    }
+
+    /// An activator for child `index` of the scope whose own activator is `self` and whose
+    /// set of active children is `set`.
+    pub fn child(&self, set: &ActiveSet, index: usize) -> Self {
+        let mut chain = self.chain.to_vec();
+        chain.push((set.clone(), index));
+        Activator::new(chain)
+    }
+
+    /// Asks for the operator to be scheduled at the worker's next step.
+    #[inline]
+    pub fn activate(&self) {
+        for (set, index) in self.chain.iter() {
+            set.borrow_mut().push(*index);
+        }
+    }
+}
+
+/// Removes duplicates from `set` and returns its indices in increasing order.
+pub fn drain_sorted(set: &ActiveSet, into: &mut Vec<usize>) {
+    let mut set = set.borrow_mut();
+    into.extend(set.drain(..));
+    into.sort_unstable();
+    into.dedup();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn activation_marks_every_enclosing_scope() {
+        let worker: ActiveSet = Default::default();
+        let scope: ActiveSet = Default::default();
+        let dataflow = Activator::new(vec![(worker.clone(), 2)]);
+        let operator = dataflow.child(&scope, 5);
+        operator.activate();
+        operator.activate();
+        assert_eq!(*worker.borrow(), vec![2, 2]);
+        let mut sorted = Vec::new();
+        drain_sorted(&scope, &mut sorted);
+        assert_eq!(sorted, vec![5]);
+        assert!(scope.borrow().is_empty());
+    }
+}

@@ -1,0 +1,227 @@
+//! The worker: owns a thread's dataflows and runs them.
+//!
+//! A `Worker` holds the allocator, the dataflows built on it, and the activations that say
+//! which dataflows must run. `step` receives arrived data and progress (turning channel
+//! events into operator activations), schedules every active dataflow once, and flushes.
+//! An idle worker parks in `step_or_park` until data or progress arrives. Dataflows that
+//! complete are dropped.
+//!
+//! `WorkerState` is the part shared with scopes while dataflows are built (allocator,
+//! identifiers, channel activations, logger). This module does not know about particular
+//! operators.
+
+use crate::dataflow::Scope;
+use crate::logging::{self, Event, Logger, Timestamped};
+use crate::progress::{Refines, Subgraph, Timestamp};
+use crate::scheduling::{drain_sorted, ActiveSet, Activator};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::Duration;
+use timely_communication::Allocator;
+
+/// A dataflow as the worker sees it: something to schedule until it completes.
+pub trait Dataflow {
+    /// Runs the dataflow's active operators; returns true while it is incomplete.
+    fn schedule(&mut self) -> bool;
+}
+
+/// A dataflow's root scope; its outer timestamp is its own (it has no inputs or outputs).
+impl<T: Timestamp + Refines<T>> Dataflow for Subgraph<T, T> {
+    fn schedule(&mut self) -> bool {
+        crate::progress::Operate::schedule(self)
+    }
+}
+
+/// State of a worker that scopes and operators share while dataflows are built and run.
+pub struct WorkerState {
+    allocator: RefCell<Allocator>,
+    index: usize,
+    identifiers: Cell<usize>,
+    channel_activators: RefCell<HashMap<usize, Activator>>,
+    active_dataflows: ActiveSet,
+    dataflows: RefCell<Vec<Option<Box<dyn Dataflow>>>>,
+    logger: RefCell<Option<Logger>>,
+}
+
+impl WorkerState {
+    /// This worker's index among all workers.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The number of workers now (it may grow when workers join).
+    pub fn peers(&self) -> usize {
+        self.allocator.borrow().peers()
+    }
+
+    /// A fresh identifier, unique on this worker and the same on every worker that builds
+    /// the same dataflows in the same order (used for channels and operators).
+    pub fn new_identifier(&self) -> usize {
+        let id = self.identifiers.get();
+        self.identifiers.set(id + 1);
+        id
+    }
+
+    /// Mutable access to the allocator.
+    pub fn allocator(&self) -> std::cell::RefMut<'_, Allocator> {
+        self.allocator.borrow_mut()
+    }
+
+    /// Arranges that data arriving on channel `channel` activates `activator`.
+    pub fn activate_on_channel(&self, channel: usize, activator: Activator) {
+        self.channel_activators.borrow_mut().insert(channel, activator);
+    }
+
+    /// The installed logger, if any.
+    pub fn logger(&self) -> Option<Logger> {
+        self.logger.borrow().clone()
+    }
+
+    fn new_dataflow_slot(&self) -> (usize, Activator) {
+        let mut dataflows = self.dataflows.borrow_mut();
+        dataflows.push(None);
+        let index = dataflows.len() - 1;
+        (index, Activator::new(vec![(self.active_dataflows.clone(), index)]))
+    }
+
+    fn install_dataflow(&self, index: usize, dataflow: Box<dyn Dataflow>) {
+        self.dataflows.borrow_mut()[index] = Some(dataflow);
+        self.active_dataflows.borrow_mut().push(index);
+    }
+}
+
+/// A worker: one thread's share of every dataflow.
+pub struct Worker {
+    state: Rc<WorkerState>,
+    scheduled: Vec<usize>,
+}
+
+impl Worker {
+    /// A worker communicating through `allocator`.
+    pub fn new(allocator: Allocator) -> Self {
+        let index = allocator.index();
+        let state = WorkerState {
+            allocator: RefCell::new(allocator),
+            index,
+            identifiers: Cell::new(0),
+            channel_activators: RefCell::new(HashMap::new()),
+            active_dataflows: Default::default(),
+            dataflows: RefCell::new(Vec::new()),
+            logger: RefCell::new(None),
+        };
+        Worker { state: Rc::new(state), scheduled: Vec::new() }
+    }
+
+    /// This worker's index among all workers.
+    pub fn index(&self) -> usize {
+        self.state.index
+    }
+
+    /// The number of workers.
+    pub fn peers(&self) -> usize {
+        self.state.peers()
+    }
+
+    /// Installs a logger: dataflows built afterwards report trace events to
+    /// `action(worker, events)`.
+    pub fn install_logger<F: FnMut(usize, &mut Vec<Timestamped>) + 'static>(&mut self, action: F) {
+        *self.state.logger.borrow_mut() = Some(Logger::new(self.state.index, action));
+    }
+
+    /// Records the start or stop of a user-defined activity in the trace.
+    pub fn log_application(&self, id: usize, start: bool) {
+        logging::log(&self.state.logger.borrow(), || Event::Application { id, start });
+    }
+
+    /// Builds a dataflow with top-level timestamp `T`, described by `func`.
+    pub fn dataflow<T: Timestamp, R>(&mut self, func: impl FnOnce(&Scope<T>) -> R) -> R {
+        self.dataflow_named("Dataflow", func)
+    }
+
+    /// Builds a dataflow with a name (shown in traces).
+    pub fn dataflow_named<T: Timestamp, R>(&mut self, name: &str, func: impl FnOnce(&Scope<T>) -> R) -> R {
+        let scope = self.new_dataflow(name);
+        let result = func(&scope);
+        scope.finish();
+        result
+    }
+
+    /// Starts describing a dataflow; `Scope::finish` installs it. Prefer `dataflow`; this
+    /// form serves callers that cannot pass a closure (the Python layer).
+    pub fn new_dataflow<T: Timestamp>(&mut self, name: &str) -> Scope<T> {
+        let (index, activator) = self.state.new_dataflow_slot();
+        let state = self.state.clone();
+        let install = Box::new(move |dataflow: Box<dyn Dataflow>| state.install_dataflow(index, dataflow));
+        Scope::new_root(self.state.clone(), name, index, activator, install)
+    }
+
+    /// Receives arrived data and progress, runs every active dataflow once and flushes.
+    /// Returns true while some dataflow is incomplete.
+    pub fn step(&mut self) -> bool {
+        self.step_or_park(Some(Duration::ZERO))
+    }
+
+    /// Steps while `condition` holds.
+    pub fn step_while(&mut self, mut condition: impl FnMut() -> bool) {
+        while condition() {
+            self.step();
+        }
+    }
+
+    /// Like `step`, but if nothing is active, first waits up to `timeout` (None: until
+    /// something arrives) for data or progress from other workers.
+    pub fn step_or_park(&mut self, timeout: Option<Duration>) -> bool {
+        self.receive_events();
+        let idle = self.state.active_dataflows.borrow().is_empty();
+        if idle && timeout != Some(Duration::ZERO) && self.has_dataflows() {
+            let logger = self.state.logger();
+            logging::log(&logger, || Event::Park { timeout });
+            self.state.allocator.borrow().await_events(timeout);
+            logging::log(&logger, || Event::Unpark);
+            self.receive_events();
+        }
+        drain_sorted(&self.state.active_dataflows, &mut self.scheduled);
+        for index in self.scheduled.drain(..) {
+            let dataflow = self.state.dataflows.borrow_mut()[index].take();
+            if let Some(mut dataflow) = dataflow {
+                if dataflow.schedule() {
+                    self.state.dataflows.borrow_mut()[index] = Some(dataflow);
+                }
+            }
+        }
+        self.state.allocator.borrow_mut().release();
+        if let Some(logger) = self.state.logger() {
+            logger.flush();
+        }
+        self.has_dataflows()
+    }
+
+    /// True while some dataflow is incomplete.
+    pub fn has_dataflows(&self) -> bool {
+        self.state.dataflows.borrow().iter().any(|d| d.is_some())
+    }
+
+    /// The shared worker state (for building custom scopes and operators).
+    pub fn state(&self) -> &Rc<WorkerState> {
+        &self.state
+    }
+
+    fn receive_events(&mut self) {
+        let mut allocator = self.state.allocator.borrow_mut();
+        allocator.receive();
+        let activators = self.state.channel_activators.borrow();
+        for channel in allocator.events().borrow_mut().drain(..) {
+            if let Some(activator) = activators.get(&channel) {
+                activator.activate();
+            }
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // Dataflows hold handles into the worker state; drop them first.
+        self.state.dataflows.borrow_mut().clear();
+    }
+}
