@@ -253,7 +253,9 @@ impl<T: Timestamp, L: FnMut(&[MutableAntichain<T>]) -> bool> Operate<T> for Gene
     }
 
     fn initialize(&mut self) -> (Summary<T>, Rc<RefCell<SharedProgress<T>>>) {
-        self.report_capabilities();
+        // Only the initial capabilities of all workers are reported here; changes made
+        // while constructing (like dropping the initial capability) are this worker's own
+        // and are reported, and broadcast, after the first run.
         (self.summary.take().expect("initialized once"), self.shared.clone())
     }
 

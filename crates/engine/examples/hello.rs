@@ -1,0 +1,51 @@
+//! The seed's hello program: input → exchange → inspect → probe, one round at a time.
+//!
+//! `cargo run --release --example hello -- [ROUNDS] [-w WORKERS] [--quiet]`
+//! With `--quiet` nothing is printed per record and the program reports the mean time per
+//! round, which measures the engine's per-round latency.
+
+use std::time::Instant;
+use timely_engine::dataflow::{InputHandle, ProbeHandle};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let quiet = args.iter().any(|a| a == "--quiet");
+    let (config, rest) = timely_engine::Config::from_args(args).unwrap_or_else(|e| {
+        eprintln!("{}", e);
+        std::process::exit(2)
+    });
+    let rounds: u64 = rest.iter().find(|a| !a.starts_with('-')).map_or(10, |a| a.parse().expect("ROUNDS must be a number"));
+    let start = Instant::now();
+    timely_engine::execute(config, move |worker| {
+        let index = worker.index();
+        let mut input = InputHandle::new();
+        let probe = ProbeHandle::new();
+        worker.dataflow(|scope| {
+            scope
+                .input_from(&mut input)
+                .exchange(|x: &u64| *x)
+                .inspect(move |x| {
+                    if !quiet {
+                        println!("worker {}: seen {}", index, x)
+                    }
+                })
+                .probe_with(&probe);
+        });
+        let peers = worker.peers() as u64;
+        for round in 0..rounds {
+            if round % peers == index as u64 {
+                input.send(round);
+            }
+            input.advance_to(round + 1);
+            worker.step_while(|| probe.less_than(input.time()));
+        }
+    })
+    .unwrap_or_else(|e| {
+        eprintln!("hello failed: {}", e);
+        std::process::exit(1)
+    });
+    if quiet {
+        let elapsed = start.elapsed();
+        println!("{} rounds in {:?}: {:.3} µs per round", rounds, elapsed, elapsed.as_secs_f64() * 1e6 / rounds as f64);
+    }
+}
