@@ -134,9 +134,9 @@ impl<T: Timestamp> Scope<T> {
         self.state.builder.borrow().is_some()
     }
 
-    /// Reserves the index of an operator to be added with `add_operator`.
-    pub fn allocate_operator_index(&self) -> usize {
-        self.with_builder(|b| b.allocate_child_index())
+    /// Reserves the index of an operator named `name`, to be added with `add_operator`.
+    pub fn allocate_operator_index(&self, name: &str) -> usize {
+        self.with_builder(|b| b.allocate_child_index(name))
     }
 
     /// An activator for the operator at `index`.
@@ -170,7 +170,7 @@ impl<T: Timestamp> Scope<T> {
     /// Starts a nested scope with timestamp `TInner`; `finish` it to add it to `self`.
     /// Prefer `scoped`; this form serves callers that cannot pass a closure.
     pub fn new_child<TInner: Timestamp + Refines<T>>(&self, name: &str) -> Scope<TInner> {
-        let index = self.allocate_operator_index();
+        let index = self.allocate_operator_index(name);
         let activator = self.activator_for(index);
         let mut address = self.state.address.clone();
         address.push(index);

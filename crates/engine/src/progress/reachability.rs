@@ -184,11 +184,13 @@ impl Layout {
 
     #[inline]
     fn source_id(&self, s: Source) -> usize {
+        debug_assert!(s.port < self.outputs(s.node), "no port {:?}", s);
         self.source_base[s.node] + s.port
     }
 
     #[inline]
     fn target_id(&self, t: Target) -> usize {
+        debug_assert!(t.port < self.inputs(t.node), "no port {:?}", t);
         self.target_base[t.node] + t.port
     }
 

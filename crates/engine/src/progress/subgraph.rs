@@ -109,6 +109,8 @@ pub struct SubgraphBuilder<T: Timestamp> {
     name: String,
     address: Vec<usize>,
     children: Vec<Option<Child<T>>>,
+    /// Names of the children, including those reserved but not yet added.
+    names: Vec<String>,
     edges: Vec<(Source, Target)>,
     input_messages: Vec<Rc<RefCell<ChangeBatch<T>>>>,
     outputs: usize,
@@ -124,6 +126,7 @@ impl<T: Timestamp> SubgraphBuilder<T> {
             name: name.to_owned(),
             address,
             children: vec![None],
+            names: vec!["Outside".to_owned()],
             edges: Vec::new(),
             input_messages: Vec::new(),
             outputs: 0,
@@ -138,9 +141,10 @@ impl<T: Timestamp> SubgraphBuilder<T> {
         &self.address
     }
 
-    /// Reserves the index of a child that will be added later.
-    pub fn allocate_child_index(&mut self) -> usize {
+    /// Reserves the index of a child named `name` that will be added later.
+    pub fn allocate_child_index(&mut self, name: &str) -> usize {
         self.children.push(None);
+        self.names.push(name.to_owned());
         self.children.len() - 1
     }
 
@@ -206,7 +210,14 @@ impl<T: Timestamp> SubgraphBuilder<T> {
                     outputs: inputs,
                     summary: vec![vec![Antichain::new(); inputs]; outputs],
                 }),
-                None => panic!("scope {:?} ({}): operator {} was reserved but never built", self.address, self.name, index),
+                None => panic!(
+                    "scope {:?} ({}): operator {} ({}) was started but never built{}",
+                    self.address,
+                    self.name,
+                    index,
+                    self.names[index],
+                    if self.names[index] == "Feedback" { " (a feedback handle must be passed to connect_loop)" } else { "" }
+                ),
             }
         }
         let mut graph = GraphBuilder::new();

@@ -51,7 +51,7 @@ pub struct OperatorBuilder<T: Timestamp> {
 impl<T: Timestamp> OperatorBuilder<T> {
     /// Starts an operator named `name` in `scope`.
     pub fn new(name: &str, scope: &Scope<T>) -> Self {
-        let index = scope.allocate_operator_index();
+        let index = scope.allocate_operator_index(name);
         let mut address = scope.address().to_vec();
         address.push(index);
         let info = OperatorInfo {
