@@ -202,6 +202,12 @@ impl Worker {
         self.state.dataflows.borrow().iter().any(|d| d.is_some())
     }
 
+    /// Drops every dataflow, complete or not (when a run is abandoned).
+    pub fn drop_dataflows(&mut self) {
+        let dataflows = std::mem::take(&mut *self.state.dataflows.borrow_mut());
+        drop(dataflows);
+    }
+
     /// The shared worker state (for building custom scopes and operators).
     pub fn state(&self) -> &Rc<WorkerState> {
         &self.state
@@ -222,6 +228,6 @@ impl Worker {
 impl Drop for Worker {
     fn drop(&mut self) {
         // Dataflows hold handles into the worker state; drop them first.
-        self.state.dataflows.borrow_mut().clear();
+        self.drop_dataflows();
     }
 }

@@ -1,0 +1,133 @@
+//! `InputHandle` and `ProbeHandle`: how a worker's program feeds and watches dataflows.
+
+use crate::record::Record;
+use crate::time::{PyTime, T0};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use timely_engine::dataflow::{InputHandle, ProbeHandle};
+
+/// Feeds records into a dataflow input at the handle's current time (an int epoch).
+///
+/// Create it before the dataflow, attach it with `scope.input_from(handle)`, then `send`
+/// records, `advance_to` later epochs and `close` it (or use it as a context manager).
+#[pyclass(name = "InputHandle", module = "timely_py._core", unsendable)]
+pub struct PyInputHandle {
+    handle: InputHandle<T0, Record>,
+}
+
+impl PyInputHandle {
+    /// The engine handle.
+    pub fn handle_mut(&mut self) -> &mut InputHandle<T0, Record> {
+        &mut self.handle
+    }
+}
+
+fn input_error(error: timely_engine::dataflow::operators::InputError) -> PyErr {
+    PyValueError::new_err(error.to_string())
+}
+
+#[pymethods]
+impl PyInputHandle {
+    #[new]
+    fn new() -> Self {
+        PyInputHandle { handle: InputHandle::new() }
+    }
+
+    /// The epoch at which records are sent now.
+    #[getter]
+    fn time(&self) -> u64 {
+        *self.handle.time()
+    }
+
+    /// True once closed.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.handle.is_closed()
+    }
+
+    /// Sends one record at the current epoch.
+    fn send(&mut self, record: Py<PyAny>) -> PyResult<()> {
+        self.handle.try_send_batch(&mut vec![Record(record)]).map_err(input_error)
+    }
+
+    /// Sends every record of an iterable at the current epoch.
+    fn send_batch(&mut self, records: &Bound<'_, PyAny>) -> PyResult<()> {
+        let mut batch = records.try_iter()?.map(|r| r.map(|r| Record(r.unbind()))).collect::<PyResult<Vec<_>>>()?;
+        self.handle.try_send_batch(&mut batch).map_err(input_error)
+    }
+
+    /// Moves to epoch `time` (not earlier than the current one): no more records will be
+    /// sent at earlier epochs.
+    fn advance_to(&mut self, time: &Bound<'_, PyAny>) -> PyResult<()> {
+        let time = T0::from_py(time)?;
+        self.handle.try_advance_to(time).map_err(input_error)
+    }
+
+    /// Closes the input: no more records will be sent. Idempotent.
+    fn close(&mut self) {
+        self.handle.close();
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&mut self, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.handle.close();
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        format!("InputHandle(time={}, closed={})", self.handle.time(), self.handle.is_closed())
+    }
+}
+
+/// Watches the frontier of streams: which epochs may still appear there.
+#[pyclass(name = "ProbeHandle", module = "timely_py._core", unsendable)]
+#[derive(Default)]
+pub struct PyProbeHandle {
+    handle: ProbeHandle<T0>,
+}
+
+impl PyProbeHandle {
+    /// The engine handle.
+    pub fn handle(&self) -> &ProbeHandle<T0> {
+        &self.handle
+    }
+}
+
+#[pymethods]
+impl PyProbeHandle {
+    #[new]
+    fn new() -> Self {
+        Self::default()
+    }
+
+    /// True while records at some epoch strictly before `time` may still appear.
+    fn less_than(&self, time: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(self.handle.less_than(&T0::from_py(time)?))
+    }
+
+    /// True while records at some epoch at or before `time` may still appear.
+    fn less_equal(&self, time: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(self.handle.less_equal(&T0::from_py(time)?))
+    }
+
+    /// True once no more records can appear.
+    fn done(&self) -> bool {
+        self.handle.done()
+    }
+
+    /// The epochs that may still appear, as a sorted list of minimal epochs.
+    #[getter]
+    fn frontier(&self) -> Vec<u64> {
+        let mut elements = self.handle.frontier().into_elements();
+        elements.sort_unstable();
+        elements
+    }
+
+    fn __repr__(&self) -> String {
+        format!("ProbeHandle(frontier={:?})", self.frontier())
+    }
+}

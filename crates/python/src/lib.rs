@@ -1,0 +1,54 @@
+//! `timely_py._core`: the engine, as Python sees it.
+//!
+//! The only crate that touches Python. It owns the Python classes (`Worker`, `Scope`,
+//! `Stream`, `InputHandle`, `ProbeHandle`, ...), records as Python objects, timestamp
+//! conversions, and the translation of user exceptions and engine misuse into Python
+//! exceptions. It holds no dataflow logic of its own.
+
+mod errors;
+mod handles;
+mod record;
+mod scope;
+mod stream;
+mod time;
+mod worker;
+
+use pyo3::prelude::*;
+use timely_communication::Config;
+
+/// Runs `main(worker)` on `workers` worker threads; returns their results in worker order.
+#[pyfunction]
+#[pyo3(signature = (main, workers=1))]
+fn execute(py: Python<'_>, main: Py<PyAny>, workers: usize) -> PyResult<Vec<Py<PyAny>>> {
+    if workers == 0 {
+        return Err(pyo3::exceptions::PyValueError::new_err("workers must be at least 1"));
+    }
+    let config = if workers == 1 { Config::Thread } else { Config::Process(workers) };
+    worker::run(py, config, main)
+}
+
+/// Like `execute`, configured from command-line arguments (`-w N`); other arguments are
+/// ignored.
+#[pyfunction]
+fn execute_from_args(py: Python<'_>, argv: Vec<String>, main: Py<PyAny>) -> PyResult<Vec<Py<PyAny>>> {
+    let (config, _rest) = Config::from_args(argv).map_err(pyo3::exceptions::PyValueError::new_err)?;
+    worker::run(py, config, main)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::install_panic_hook();
+    m.add_function(wrap_pyfunction!(execute, m)?)?;
+    m.add_function(wrap_pyfunction!(execute_from_args, m)?)?;
+    m.add_class::<worker::PyWorker>()?;
+    m.add_class::<scope::PyScope>()?;
+    m.add_class::<scope::PyLoopHandle>()?;
+    m.add_class::<stream::PyStream>()?;
+    m.add_class::<handles::PyInputHandle>()?;
+    m.add_class::<handles::PyProbeHandle>()?;
+    let py = m.py();
+    m.add("TimelyError", py.get_type::<errors::TimelyError>())?;
+    m.add("DataflowError", py.get_type::<errors::DataflowError>())?;
+    m.add("WorkerCancelled", py.get_type::<errors::WorkerCancelled>())?;
+    Ok(())
+}

@@ -1,0 +1,229 @@
+//! `Worker` and `execute`: running Python programs on engine workers.
+//!
+//! `execute` starts the workers (threads of this process), calls the user's `main(worker)`
+//! on each with the interpreter attached, and after `main` returns keeps stepping the
+//! worker until its dataflows complete. Stepping runs without the interpreter; operators
+//! re-attach once per batch. The calling thread waits without the interpreter, checking
+//! for Ctrl-C; an interrupt or a failed worker stops every worker, and the first real
+//! exception (not a cancellation) is raised to the caller of `execute`.
+
+use crate::errors::{catch_panic, WorkerCancelled, WorkerContext};
+use crate::scope::PyScope;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use std::cell::{Cell, RefCell, RefMut};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+use timely_communication::{initialize_from, Allocator, Config};
+use timely_engine::Worker;
+
+/// How long a parked worker sleeps before checking whether the run is being stopped.
+const PARK_SLICE: Duration = Duration::from_millis(50);
+
+/// Lets the worker cross `Python::detach`, whose closure runs on this same thread.
+struct SameThread<T>(T);
+// SAFETY: `Python::detach` runs its closure synchronously on the calling thread, so the
+// wrapped value never moves to, or is shared with, another thread.
+unsafe impl<T> Send for SameThread<T> {}
+
+/// One worker: its index among all workers, the number of workers, and the means to step
+/// its dataflows.
+#[pyclass(name = "Worker", module = "timely_py._core", unsendable)]
+pub struct PyWorker {
+    index: usize,
+    peers: Cell<usize>,
+    worker: RefCell<Worker>,
+    context: Rc<WorkerContext>,
+}
+
+impl PyWorker {
+    fn new(allocator: Allocator, abort: Arc<AtomicBool>) -> Self {
+        let worker = Worker::new(allocator);
+        let context = Rc::new(WorkerContext::new(worker.index(), abort));
+        PyWorker { index: worker.index(), peers: Cell::new(worker.peers()), worker: RefCell::new(worker), context }
+    }
+
+    fn worker(&self) -> PyResult<RefMut<'_, Worker>> {
+        self.worker
+            .try_borrow_mut()
+            .map_err(|_| PyRuntimeError::new_err("the worker is busy: step() and dataflow() cannot be called from inside an operator"))
+    }
+
+    fn step_detached(&self, py: Python<'_>, timeout: Option<Duration>) -> PyResult<bool> {
+        let mut worker = self.worker()?;
+        let worker = SameThread(&mut *worker);
+        let active = py.detach(move || {
+            let worker = worker;
+            worker.0.step_or_park(timeout)
+        });
+        self.context.check()?;
+        Ok(active)
+    }
+
+    /// Steps until every dataflow completes or the run is stopped.
+    fn drain(&self, py: Python<'_>) -> PyResult<()> {
+        while self.step_detached(py, Some(PARK_SLICE))? {}
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl PyWorker {
+    /// This worker's index, from 0 to `peers - 1`.
+    #[getter]
+    fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The number of workers.
+    #[getter]
+    fn peers(&self) -> usize {
+        self.peers.get()
+    }
+
+    /// Runs every operator that has work once; returns True while dataflows are incomplete.
+    fn step(&self, py: Python<'_>) -> PyResult<bool> {
+        self.step_detached(py, Some(Duration::ZERO))
+    }
+
+    /// Steps while `condition()` is true.
+    fn step_while(&self, py: Python<'_>, condition: Bound<'_, PyAny>) -> PyResult<()> {
+        while condition.call0()?.is_truthy()? {
+            self.step_detached(py, Some(Duration::ZERO))?;
+        }
+        Ok(())
+    }
+
+    /// Like `step`, but if nothing is active first waits up to `timeout` seconds (None: until
+    /// data or progress arrives) for other workers.
+    #[pyo3(signature = (timeout=None))]
+    fn step_or_park(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+        let timeout = match timeout {
+            Some(t) if !(t >= 0.0 && t.is_finite()) => {
+                return Err(PyValueError::new_err(format!("timeout must be a non-negative number of seconds, got {}", t)))
+            }
+            Some(t) => Duration::from_secs_f64(t).min(PARK_SLICE),
+            None => PARK_SLICE,
+        };
+        self.step_detached(py, Some(timeout))
+    }
+
+    /// Starts describing a dataflow. Use it as a context manager:
+    /// `with worker.dataflow() as scope: ...`; leaving the block installs the dataflow.
+    #[pyo3(signature = (name="Dataflow"))]
+    fn dataflow(&self, name: &str) -> PyResult<PyScope> {
+        let mut worker = self.worker()?;
+        let scope = catch_panic(|| worker.new_dataflow::<u64>(name))?;
+        Ok(PyScope::root(scope, self.context.clone()))
+    }
+
+    /// True once bootstrapped as a worker that joined a running computation; always False
+    /// for workers started with the computation.
+    fn bootstrap(&self) -> bool {
+        false
+    }
+
+    /// True while some dataflow is incomplete.
+    #[getter]
+    fn has_dataflows(&self) -> PyResult<bool> {
+        Ok(self.worker()?.has_dataflows())
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Worker(index={}, peers={})", self.index, self.peers.get())
+    }
+}
+
+/// Runs `main(worker)` on every worker of `config`; returns the results in worker order.
+pub fn run(py: Python<'_>, config: Config, main: Py<PyAny>) -> PyResult<Vec<Py<PyAny>>> {
+    let builders = config.try_build().map_err(PyValueError::new_err)?;
+    let workers = builders.len();
+    let abort = Arc::new(AtomicBool::new(false));
+    let (done, finished) = mpsc::channel::<()>();
+    let worker_abort = abort.clone();
+    let guards = initialize_from(builders, move |allocator| {
+        let outcome = Python::attach(|py| run_worker(py, allocator, &main, worker_abort.clone()));
+        let _ = done.send(());
+        outcome
+    })
+    .map_err(PyRuntimeError::new_err)?;
+    let mut interrupt = None;
+    let mut remaining = workers;
+    while remaining > 0 {
+        let receiver = SameThread(&finished);
+        match py.detach(move || {
+            let receiver = receiver;
+            receiver.0.recv_timeout(Duration::from_millis(50))
+        }) {
+            Ok(()) => remaining -= 1,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(error) = py.check_signals() {
+                    abort.store(true, Ordering::SeqCst);
+                    interrupt.get_or_insert(error);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let results = py.detach(|| guards.join());
+    if let Some(error) = interrupt {
+        return Err(error);
+    }
+    collect_results(py, results)
+}
+
+fn run_worker(py: Python<'_>, allocator: Allocator, main: &Py<PyAny>, abort: Arc<AtomicBool>) -> PyResult<Py<PyAny>> {
+    let worker = Py::new(py, PyWorker::new(allocator, abort))?;
+    let result = main.call1(py, (worker.clone_ref(py),));
+    let worker = worker.borrow(py);
+    let result = result.and_then(|value| worker.drain(py).map(|()| value));
+    if result.is_err() {
+        worker.context.stop_run();
+    }
+    // Operators hold user callbacks, which may hold this worker: drop them here, on the
+    // worker's thread, and let go of the frames an exception's traceback keeps alive.
+    if let Ok(mut engine) = worker.worker.try_borrow_mut() {
+        engine.drop_dataflows();
+    }
+    result.map_err(|error| release_frames(py, error))
+}
+
+/// Clears the local variables of a traceback's frames (keeping file and line information):
+/// the exception travels to the calling thread, and worker-local objects must not.
+fn release_frames(py: Python<'_>, error: PyErr) -> PyErr {
+    if let Some(traceback) = error.traceback(py) {
+        if let Ok(module) = py.import("traceback") {
+            let _ = module.call_method1("clear_frames", (traceback,));
+        }
+    }
+    error
+}
+
+/// The workers' results, or the most telling failure: a user exception before a
+/// cancellation, a cancellation before a panic.
+fn collect_results(py: Python<'_>, results: Vec<Result<PyResult<Py<PyAny>>, String>>) -> PyResult<Vec<Py<PyAny>>> {
+    let mut values = Vec::with_capacity(results.len());
+    let mut cancelled = None;
+    let mut panicked = None;
+    for result in results {
+        match result {
+            Ok(Ok(value)) => values.push(value),
+            Ok(Err(error)) if error.is_instance_of::<WorkerCancelled>(py) => {
+                cancelled.get_or_insert(error);
+            }
+            Ok(Err(error)) => return Err(error),
+            Err(message) => {
+                panicked.get_or_insert(message);
+            }
+        }
+    }
+    if let Some(message) = panicked {
+        return Err(PyRuntimeError::new_err(message));
+    }
+    if let Some(error) = cancelled {
+        return Err(error);
+    }
+    Ok(values)
+}
