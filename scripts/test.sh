@@ -1,5 +1,13 @@
 #!/usr/bin/env bash
-# Runs every test of the project: the Rust crates' tests (unit, integration, doc, examples).
+# Runs every test of the project: the Rust crates' tests (unit, integration, doc), then
+# builds the Python package with `pip install .` into .venv and runs the pytest suites.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --workspace --release
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+.venv/bin/pip install -q --upgrade pip >/dev/null
+.venv/bin/pip install -q "pytest>=7"
+.venv/bin/pip install -q .
+.venv/bin/python -m pytest -q tests

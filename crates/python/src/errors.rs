@@ -68,11 +68,6 @@ impl WorkerContext {
         self.abort.store(true, Ordering::SeqCst);
     }
 
-    /// True once this worker failed or the run is being stopped.
-    pub fn stopping(&self) -> bool {
-        self.failed.get() || self.abort.load(Ordering::SeqCst)
-    }
-
     /// Raises this worker's recorded exception, or `WorkerCancelled` if another worker
     /// stopped the run.
     pub fn check(&self) -> PyResult<()> {

@@ -6,6 +6,7 @@
 //! exceptions. It holds no dataflow logic of its own.
 
 mod errors;
+mod generic;
 mod handles;
 mod record;
 mod scope;

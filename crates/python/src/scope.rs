@@ -53,8 +53,8 @@ pub trait ScopeObj {
     fn concatenate(&self, streams: Vec<&dyn StreamObj>) -> PyResult<Box<dyn StreamObj>>;
     /// Finishes the scope, installing it into its parent.
     fn finish(&self) -> PyResult<()>;
-    /// The worker's error context.
-    fn context(&self) -> &Rc<WorkerContext>;
+    /// The generic operators (see `generic`).
+    fn generic(&self) -> &dyn crate::generic::GenericScope;
 }
 
 /// How a timestamp depth relates to the depths around it.
@@ -191,8 +191,8 @@ impl<T: Nest> ScopeObj for ScopeHandle<T> {
         catch_panic(|| self.scope.finish())
     }
 
-    fn context(&self) -> &Rc<WorkerContext> {
-        &self.context
+    fn generic(&self) -> &dyn crate::generic::GenericScope {
+        self
     }
 }
 

@@ -98,6 +98,8 @@ pub trait StreamObj {
     fn leave(&self, scope: &dyn Any) -> PyResult<Box<dyn StreamObj>>;
     /// Connects the stream to a feedback edge.
     fn connect_loop(&self, handle: Box<dyn Any>) -> PyResult<()>;
+    /// The generic operators (see `generic`).
+    fn generic(&self) -> &dyn crate::generic::GenericStream;
 }
 
 fn record(object: Bound<'_, PyAny>) -> Record {
@@ -328,6 +330,10 @@ impl<T: Nest> StreamObj for StreamHandle<T> {
             .downcast::<LoopHandle<T, Record>>()
             .map_err(|_| DataflowError::new_err("connect_loop: the feedback handle belongs to another scope"))?;
         catch_panic(|| self.stream.connect_loop(*handle))
+    }
+
+    fn generic(&self) -> &dyn crate::generic::GenericStream {
+        self
     }
 }
 
