@@ -4,7 +4,9 @@
 //! worker after the closure returns until its dataflows complete. Returns each worker's
 //! result, or the first failure.
 
-use crate::worker::Worker;
+use crate::worker::{StopSignal, StoppedByPeer, Worker};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex};
 use timely_communication::{initialize_from, Config};
 
 /// Why a run failed.
@@ -28,20 +30,53 @@ impl std::fmt::Display for ExecuteError {
 impl std::error::Error for ExecuteError {}
 
 /// Runs `func` on every worker of `config`; returns the workers' results in index order.
+///
+/// If a worker panics, the others stop at their next step (or within 100 ms when parked)
+/// and the error names the worker that failed first and its panic message.
 pub fn execute<T, F>(config: Config, func: F) -> Result<Vec<T>, ExecuteError>
 where
     T: Send + 'static,
     F: Fn(&mut Worker) -> T + Send + Sync + 'static,
 {
     let builders = config.try_build().map_err(ExecuteError::Config)?;
+    let signal = StopSignal::new();
+    let first_failure: Arc<Mutex<Option<String>>> = Default::default();
+    let failure = first_failure.clone();
     let guards = initialize_from(builders, move |allocator| {
         let mut worker = Worker::new(allocator);
-        let result = func(&mut worker);
-        while worker.step_or_park(None) {}
-        result
+        worker.set_stop_signal(signal.clone());
+        let index = worker.index();
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            let result = func(&mut worker);
+            while worker.step_or_park(None) {}
+            result
+        }));
+        outcome.unwrap_or_else(|payload| {
+            if !payload.is::<StoppedByPeer>() {
+                let message = format!("worker {} panicked: {}", index, panic_message(payload.as_ref()));
+                failure.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(message);
+            }
+            signal.raise();
+            resume_unwind(payload)
+        })
     })
     .map_err(ExecuteError::Config)?;
-    guards.join().into_iter().map(|r| r.map_err(ExecuteError::Worker)).collect()
+    let results = guards.join();
+    if let Some(message) = first_failure.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        return Err(ExecuteError::Worker(message));
+    }
+    results.into_iter().map(|r| r.map_err(ExecuteError::Worker)).collect()
+}
+
+/// The message of a panic payload.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(message) = payload.downcast_ref::<&str>() {
+        (*message).to_owned()
+    } else if let Some(message) = payload.downcast_ref::<String>() {
+        message.clone()
+    } else {
+        "(a panic without a message)".to_owned()
+    }
 }
 
 /// Like `execute`, with the configuration read from command-line arguments (`-w N`).

@@ -17,8 +17,39 @@ use crate::scheduling::{drain_sorted, ActiveSet, Activator};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use timely_communication::Allocator;
+
+/// How long a parked worker sleeps at most before checking its `StopSignal`.
+const STOP_CHECK: Duration = Duration::from_millis(100);
+
+/// Shared by the workers of one run: raised when one of them fails, so that the others stop
+/// instead of waiting for progress that will never come.
+#[derive(Clone, Default, Debug)]
+pub struct StopSignal(Arc<AtomicBool>);
+
+impl StopSignal {
+    /// A signal not yet raised.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks every worker holding the signal to stop.
+    pub fn raise(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// True once raised.
+    pub fn is_raised(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// The payload with which a worker unwinds when another worker's failure stopped the run.
+#[derive(Debug)]
+pub struct StoppedByPeer;
 
 /// A dataflow as the worker sees it: something to schedule until it completes.
 pub trait Dataflow {
@@ -95,6 +126,7 @@ impl WorkerState {
 pub struct Worker {
     state: Rc<WorkerState>,
     scheduled: Vec<usize>,
+    stop: Option<StopSignal>,
 }
 
 impl Worker {
@@ -110,7 +142,7 @@ impl Worker {
             dataflows: RefCell::new(Vec::new()),
             logger: RefCell::new(None),
         };
-        Worker { state: Rc::new(state), scheduled: Vec::new() }
+        Worker { state: Rc::new(state), scheduled: Vec::new(), stop: None }
     }
 
     /// This worker's index among all workers.
@@ -162,16 +194,28 @@ impl Worker {
         self.step_or_park(Some(Duration::ZERO))
     }
 
-    /// Steps while `condition` holds.
+    /// Steps while `condition` holds, parking whenever nothing is active until data or
+    /// progress arrives (so `condition` must depend on the dataflows' progress).
     pub fn step_while(&mut self, mut condition: impl FnMut() -> bool) {
         while condition() {
-            self.step();
+            self.step_or_park(None);
         }
+    }
+
+    /// Makes this worker stop (unwinding with `StoppedByPeer` from its next step) once
+    /// `signal` is raised; a parked worker notices within 100 ms.
+    pub fn set_stop_signal(&mut self, signal: StopSignal) {
+        self.stop = Some(signal);
     }
 
     /// Like `step`, but if nothing is active, first waits up to `timeout` (None: until
     /// something arrives) for data or progress from other workers.
     pub fn step_or_park(&mut self, timeout: Option<Duration>) -> bool {
+        let timeout = match &self.stop {
+            Some(signal) if signal.is_raised() => std::panic::resume_unwind(Box::new(StoppedByPeer)),
+            Some(_) => Some(timeout.map_or(STOP_CHECK, |t| t.min(STOP_CHECK))),
+            None => timeout,
+        };
         self.receive_events();
         let idle = self.state.active_dataflows.borrow().is_empty();
         if idle && timeout != Some(Duration::ZERO) && self.has_dataflows() {

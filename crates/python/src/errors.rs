@@ -111,16 +111,5 @@ pub fn catch_panic<R>(f: impl FnOnce() -> R) -> PyResult<R> {
     QUIET_PANICS.with(|q| q.set(true));
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     QUIET_PANICS.with(|q| q.set(false));
-    result.map_err(|payload| DataflowError::new_err(panic_message(payload.as_ref())))
-}
-
-/// The message of a panic payload.
-pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "the engine panicked".to_owned()
-    }
+    result.map_err(|payload| DataflowError::new_err(timely_engine::execute::panic_message(payload.as_ref())))
 }

@@ -47,7 +47,7 @@ impl PyInputHandle {
 
     /// Sends one record at the current epoch.
     fn send(&mut self, record: Py<PyAny>) -> PyResult<()> {
-        self.handle.try_send_batch(&mut vec![Record(record)]).map_err(input_error)
+        self.handle.try_send(Record(record)).map_err(input_error)
     }
 
     /// Sends every record of an iterable at the current epoch.

@@ -80,7 +80,23 @@ impl<T: Timestamp, D: Data> InputHandle<T, D> {
 
     /// Sends one record at the current time.
     pub fn send(&mut self, datum: D) {
-        self.try_send_batch(&mut vec![datum]).unwrap_or_else(|e| panic!("{}", e))
+        self.try_send(datum).unwrap_or_else(|e| panic!("{}", e))
+    }
+
+    /// Like `send`, but returns an error if the handle is closed.
+    pub fn try_send(&mut self, datum: D) -> Result<(), InputError> {
+        if self.closed {
+            return Err(InputError::Closed);
+        }
+        if let Some((last, rest)) = self.attachments.split_last_mut() {
+            for attachment in rest {
+                attachment.output.session(&attachment.capability).give(datum.clone());
+                attachment.activator.activate();
+            }
+            last.output.session(&last.capability).give(datum);
+            last.activator.activate();
+        }
+        Ok(())
     }
 
     /// Sends every record of `data` at the current time, leaving it empty.

@@ -1,0 +1,98 @@
+//! Exchange throughput: records routed between workers by hash.
+//!
+//! `cargo run --release --example exchange -- [RECORDS_PER_ROUND] [ROUNDS] [-w WORKERS]`
+//! (defaults: 1000000 records per round per worker, 10 rounds).
+//!
+//! Every worker pushes RECORDS_PER_ROUND `u64` records per round into an input, in batches;
+//! the records go through `exchange(|x| *x)` to a sink that counts them and checks that
+//! each landed on worker `x % peers`. After each round the worker steps until a probe
+//! shows the round complete. The program prints the records received (which must equal
+//! workers x records x rounds, else it exits with status 1) and the rate in records/s.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::Instant;
+use timely_engine::dataflow::{InputHandle, Pipeline, ProbeHandle};
+
+const BATCH: u64 = 1024;
+
+fn parse_args() -> (timely_engine::Config, u64, u64) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (config, rest) = timely_engine::Config::from_args(args).unwrap_or_else(|e| {
+        eprintln!("{}", e);
+        std::process::exit(2)
+    });
+    let mut numbers = rest.iter().filter(|a| !a.starts_with('-')).map(|a| {
+        a.parse::<u64>().unwrap_or_else(|_| {
+            eprintln!("usage: exchange [RECORDS_PER_ROUND] [ROUNDS] [-w WORKERS]");
+            std::process::exit(2)
+        })
+    });
+    let records = numbers.next().unwrap_or(1_000_000);
+    let rounds = numbers.next().unwrap_or(10);
+    (config, records, rounds)
+}
+
+fn main() {
+    let (config, records, rounds) = parse_args();
+    let start = Instant::now();
+    let results = timely_engine::execute(config, move |worker| {
+        let (index, peers) = (worker.index(), worker.peers() as u64);
+        let mut input = InputHandle::new();
+        let probe = ProbeHandle::new();
+        let received = Rc::new(Cell::new(0u64));
+        let misrouted = Rc::new(Cell::new(0u64));
+        let (count, wrong) = (received.clone(), misrouted.clone());
+        worker.dataflow::<u64, _>(|scope| {
+            scope.input_from(&mut input).exchange(|x: &u64| *x).probe_with(&probe).sink(Pipeline, "Count", move |input, _| {
+                input.for_each(|_time, data| {
+                    count.set(count.get() + data.len() as u64);
+                    wrong.set(wrong.get() + data.iter().filter(|&&x| x % peers != index as u64).count() as u64);
+                    data.clear();
+                })
+            });
+        });
+        let mut batch = Vec::with_capacity(BATCH as usize);
+        // Records are this worker's index in the high bits and a counter below, so every
+        // worker sends to every worker.
+        let mut next = (index as u64) << 40;
+        for round in 0..rounds {
+            let mut left = records;
+            while left > 0 {
+                let n = left.min(BATCH);
+                batch.extend(next..next + n);
+                next += n;
+                input.send_batch(&mut batch);
+                left -= n;
+                worker.step();
+            }
+            input.advance_to(round + 1);
+            worker.step_while(|| probe.less_than(input.time()));
+        }
+        (received.get(), misrouted.get())
+    })
+    .unwrap_or_else(|e| {
+        eprintln!("exchange failed: {}", e);
+        std::process::exit(1)
+    });
+    let elapsed = start.elapsed();
+    let workers = results.len() as u64;
+    let received: u64 = results.iter().map(|(r, _)| r).sum();
+    let misrouted: u64 = results.iter().map(|(_, m)| m).sum();
+    let rate = received as f64 / elapsed.as_secs_f64();
+    println!(
+        "{} workers: {} records received ({} per round per worker, {} rounds) in {:.3?}: {:.2} M records/s",
+        workers,
+        received,
+        records,
+        rounds,
+        elapsed,
+        rate / 1e6
+    );
+    let expected = workers * records * rounds;
+    if received != expected || misrouted != 0 {
+        println!("MISMATCH: expected {} records, got {} ({} on the wrong worker)", expected, received, misrouted);
+        std::process::exit(1);
+    }
+    println!("ok");
+}
