@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Builds the engine and runs the main demo on local defaults: the hello dataflow on two
-# worker threads, then a 100,000-round latency measurement on one and two workers.
+# Sets everything up on a fresh machine and runs the main demo on local defaults:
+# builds the engine and the Python package (into .venv), runs BFS on a generated random
+# graph with two worker threads from Python, then the Rust hello latency measurement.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --examples
-cargo run --release -q --example hello -- 10 -w 2
+bash scripts/dev_install.sh
+.venv/bin/python examples/bfs.py -w 2
 cargo run --release -q --example hello -- 100000 -w 1 --quiet
-cargo run --release -q --example hello -- 100000 -w 2 --quiet

@@ -25,6 +25,10 @@ use timely_communication::Allocator;
 /// How long a parked worker sleeps at most before checking its `StopSignal`.
 const STOP_CHECK: Duration = Duration::from_millis(100);
 
+/// How long `step_while` keeps stepping an idle worker before parking it: waking a parked
+/// thread costs tens of microseconds, more than most progress round trips take.
+const SPIN_BEFORE_PARK: Duration = Duration::from_micros(200);
+
 /// Shared by the workers of one run: raised when one of them fails, so that the others stop
 /// instead of waiting for progress that will never come.
 #[derive(Clone, Default, Debug)]
@@ -127,6 +131,8 @@ pub struct Worker {
     state: Rc<WorkerState>,
     scheduled: Vec<usize>,
     stop: Option<StopSignal>,
+    /// Whether the last step ran any dataflow.
+    worked: bool,
 }
 
 impl Worker {
@@ -142,7 +148,7 @@ impl Worker {
             dataflows: RefCell::new(Vec::new()),
             logger: RefCell::new(None),
         };
-        Worker { state: Rc::new(state), scheduled: Vec::new(), stop: None }
+        Worker { state: Rc::new(state), scheduled: Vec::new(), stop: None, worked: false }
     }
 
     /// This worker's index among all workers.
@@ -194,11 +200,18 @@ impl Worker {
         self.step_or_park(Some(Duration::ZERO))
     }
 
-    /// Steps while `condition` holds, parking whenever nothing is active until data or
-    /// progress arrives (so `condition` must depend on the dataflows' progress).
+    /// Steps while `condition` holds. A worker that stays idle for a moment parks until
+    /// data or progress arrives, so `condition` must depend on the dataflows' progress.
     pub fn step_while(&mut self, mut condition: impl FnMut() -> bool) {
+        let mut idle_since: Option<std::time::Instant> = None;
         while condition() {
-            self.step_or_park(None);
+            let park = idle_since.map_or(false, |since| since.elapsed() > SPIN_BEFORE_PARK);
+            self.step_or_park(if park { None } else { Some(Duration::ZERO) });
+            if self.worked {
+                idle_since = None;
+            } else if idle_since.is_none() {
+                idle_since = Some(std::time::Instant::now());
+            }
         }
     }
 
@@ -226,6 +239,7 @@ impl Worker {
             self.receive_events();
         }
         drain_sorted(&self.state.active_dataflows, &mut self.scheduled);
+        self.worked = !self.scheduled.is_empty();
         for index in self.scheduled.drain(..) {
             let dataflow = self.state.dataflows.borrow_mut()[index].take();
             if let Some(mut dataflow) = dataflow {
