@@ -62,9 +62,9 @@ pub trait Nest: PyTime {
     /// Opens a loop scope nested in `scope`.
     fn open_loop(scope: &ScopeHandle<Self>, name: &str) -> PyResult<Box<dyn ScopeObj>>;
     /// Brings `stream` into `inner` if it is a loop scope nested in the stream's scope.
-    fn enter_loop(stream: &StreamHandle<Self>, inner: &dyn Any) -> Option<Box<dyn StreamObj>>;
+    fn enter_loop(stream: &StreamHandle<Self>, inner: &dyn Any) -> Option<PyResult<Box<dyn StreamObj>>>;
     /// Takes `stream` out of its loop scope into `outer` if that is the loop's parent.
-    fn leave_loop(stream: &StreamHandle<Self>, outer: &dyn Any) -> Option<Box<dyn StreamObj>>;
+    fn leave_loop(stream: &StreamHandle<Self>, outer: &dyn Any) -> Option<PyResult<Box<dyn StreamObj>>>;
 }
 
 fn open_loop<T: Nest, TInner: Nest + timely_engine::Refines<T>>(scope: &ScopeHandle<T>, name: &str) -> PyResult<Box<dyn ScopeObj>> {
@@ -72,26 +72,24 @@ fn open_loop<T: Nest, TInner: Nest + timely_engine::Refines<T>>(scope: &ScopeHan
     Ok(Box::new(ScopeHandle { scope: child, context: scope.context.clone() }))
 }
 
-fn enter<T: Nest, TInner: Nest + timely_engine::Refines<T>>(stream: &StreamHandle<T>, inner: &dyn Any) -> Option<Box<dyn StreamObj>> {
+fn enter<T: Nest, TInner: Nest + timely_engine::Refines<T>>(stream: &StreamHandle<T>, inner: &dyn Any) -> Option<PyResult<Box<dyn StreamObj>>> {
     let inner = inner.downcast_ref::<ScopeHandle<TInner>>()?;
-    let entered = catch_panic(|| stream.stream.enter(&inner.scope)).ok()?;
-    Some(inner.stream(entered))
+    Some(catch_panic(|| stream.stream.enter(&inner.scope)).map(|entered| inner.stream(entered)))
 }
 
-fn leave<T: Nest + timely_engine::Refines<TOuter>, TOuter: Nest>(stream: &StreamHandle<T>, outer: &dyn Any) -> Option<Box<dyn StreamObj>> {
+fn leave<T: Nest + timely_engine::Refines<TOuter>, TOuter: Nest>(stream: &StreamHandle<T>, outer: &dyn Any) -> Option<PyResult<Box<dyn StreamObj>>> {
     let outer = outer.downcast_ref::<ScopeHandle<TOuter>>()?;
-    let left = catch_panic(|| stream.stream.leave(&outer.scope)).ok()?;
-    Some(outer.stream(left))
+    Some(catch_panic(|| stream.stream.leave(&outer.scope)).map(|left| outer.stream(left)))
 }
 
 impl Nest for T0 {
     fn open_loop(scope: &ScopeHandle<Self>, name: &str) -> PyResult<Box<dyn ScopeObj>> {
         open_loop::<T0, T1>(scope, name)
     }
-    fn enter_loop(stream: &StreamHandle<Self>, inner: &dyn Any) -> Option<Box<dyn StreamObj>> {
+    fn enter_loop(stream: &StreamHandle<Self>, inner: &dyn Any) -> Option<PyResult<Box<dyn StreamObj>>> {
         enter::<T0, T1>(stream, inner)
     }
-    fn leave_loop(_stream: &StreamHandle<Self>, _outer: &dyn Any) -> Option<Box<dyn StreamObj>> {
+    fn leave_loop(_stream: &StreamHandle<Self>, _outer: &dyn Any) -> Option<PyResult<Box<dyn StreamObj>>> {
         None
     }
 }
@@ -100,10 +98,10 @@ impl Nest for T1 {
     fn open_loop(scope: &ScopeHandle<Self>, name: &str) -> PyResult<Box<dyn ScopeObj>> {
         open_loop::<T1, T2>(scope, name)
     }
-    fn enter_loop(stream: &StreamHandle<Self>, inner: &dyn Any) -> Option<Box<dyn StreamObj>> {
+    fn enter_loop(stream: &StreamHandle<Self>, inner: &dyn Any) -> Option<PyResult<Box<dyn StreamObj>>> {
         enter::<T1, T2>(stream, inner)
     }
-    fn leave_loop(stream: &StreamHandle<Self>, outer: &dyn Any) -> Option<Box<dyn StreamObj>> {
+    fn leave_loop(stream: &StreamHandle<Self>, outer: &dyn Any) -> Option<PyResult<Box<dyn StreamObj>>> {
         leave::<T1, T0>(stream, outer)
     }
 }
@@ -112,10 +110,10 @@ impl Nest for T2 {
     fn open_loop(scope: &ScopeHandle<Self>, name: &str) -> PyResult<Box<dyn ScopeObj>> {
         open_loop::<T2, T3>(scope, name)
     }
-    fn enter_loop(stream: &StreamHandle<Self>, inner: &dyn Any) -> Option<Box<dyn StreamObj>> {
+    fn enter_loop(stream: &StreamHandle<Self>, inner: &dyn Any) -> Option<PyResult<Box<dyn StreamObj>>> {
         enter::<T2, T3>(stream, inner)
     }
-    fn leave_loop(stream: &StreamHandle<Self>, outer: &dyn Any) -> Option<Box<dyn StreamObj>> {
+    fn leave_loop(stream: &StreamHandle<Self>, outer: &dyn Any) -> Option<PyResult<Box<dyn StreamObj>>> {
         leave::<T2, T1>(stream, outer)
     }
 }
@@ -124,10 +122,10 @@ impl Nest for T3 {
     fn open_loop(_scope: &ScopeHandle<Self>, _name: &str) -> PyResult<Box<dyn ScopeObj>> {
         Err(DataflowError::new_err(format!("loops nest at most {} deep", MAX_LOOP_DEPTH)))
     }
-    fn enter_loop(_stream: &StreamHandle<Self>, _inner: &dyn Any) -> Option<Box<dyn StreamObj>> {
+    fn enter_loop(_stream: &StreamHandle<Self>, _inner: &dyn Any) -> Option<PyResult<Box<dyn StreamObj>>> {
         None
     }
-    fn leave_loop(stream: &StreamHandle<Self>, outer: &dyn Any) -> Option<Box<dyn StreamObj>> {
+    fn leave_loop(stream: &StreamHandle<Self>, outer: &dyn Any) -> Option<PyResult<Box<dyn StreamObj>>> {
         leave::<T3, T2>(stream, outer)
     }
 }

@@ -314,7 +314,7 @@ impl<T: Nest> StreamObj for StreamHandle<T> {
             let entered = catch_panic(|| self.stream.enter(&region.scope))?;
             return Ok(region.stream(entered));
         }
-        T::enter_loop(self, scope).ok_or_else(|| DataflowError::new_err("enter: the scope must be nested directly in the stream's scope"))
+        T::enter_loop(self, scope).unwrap_or_else(|| Err(DataflowError::new_err("enter: the scope must be nested directly in the stream's scope")))
     }
 
     fn leave(&self, scope: &dyn Any) -> PyResult<Box<dyn StreamObj>> {
@@ -322,7 +322,7 @@ impl<T: Nest> StreamObj for StreamHandle<T> {
             let left = catch_panic(|| self.stream.leave(&parent.scope))?;
             return Ok(parent.stream(left));
         }
-        T::leave_loop(self, scope).ok_or_else(|| DataflowError::new_err("leave: the scope must directly enclose the stream's scope"))
+        T::leave_loop(self, scope).unwrap_or_else(|| Err(DataflowError::new_err("leave: the scope must directly enclose the stream's scope")))
     }
 
     fn connect_loop(&self, handle: Box<dyn Any>) -> PyResult<()> {
@@ -449,6 +449,11 @@ fn wrap(inner: Box<dyn StreamObj>) -> PyStream {
     PyStream { inner }
 }
 
+/// Adds an operator, turning engine panics (such as a finished scope) into `DataflowError`.
+fn build(inner: &Box<dyn StreamObj>, add: impl FnOnce(&dyn StreamObj) -> Box<dyn StreamObj>) -> PyResult<PyStream> {
+    catch_panic(|| add(&**inner)).map(wrap)
+}
+
 #[pymethods]
 impl PyStream {
     /// Number of loops around the stream's scope.
@@ -458,45 +463,45 @@ impl PyStream {
     }
 
     /// `f(x)` for every record `x`.
-    fn map(&self, f: Py<PyAny>) -> PyStream {
-        wrap(self.inner.map(f))
+    fn map(&self, f: Py<PyAny>) -> PyResult<PyStream> {
+        build(&self.inner, |s| s.map(f))
     }
 
     /// Every item of the iterable `f(x)`, for every record `x`.
-    fn flat_map(&self, f: Py<PyAny>) -> PyStream {
-        wrap(self.inner.flat_map(f))
+    fn flat_map(&self, f: Py<PyAny>) -> PyResult<PyStream> {
+        build(&self.inner, |s| s.flat_map(f))
     }
 
     /// The records `x` for which `predicate(x)` is true.
-    fn filter(&self, predicate: Py<PyAny>) -> PyStream {
-        wrap(self.inner.filter(predicate))
+    fn filter(&self, predicate: Py<PyAny>) -> PyResult<PyStream> {
+        build(&self.inner, |s| s.filter(predicate))
     }
 
     /// Calls `f(x)` for every record and passes the records on.
-    fn inspect(&self, f: Py<PyAny>) -> PyStream {
-        wrap(self.inner.inspect(f))
+    fn inspect(&self, f: Py<PyAny>) -> PyResult<PyStream> {
+        build(&self.inner, |s| s.inspect(f))
     }
 
     /// Calls `f(time, x)` for every record and passes the records on.
-    fn inspect_time(&self, f: Py<PyAny>) -> PyStream {
-        wrap(self.inner.inspect_time(f))
+    fn inspect_time(&self, f: Py<PyAny>) -> PyResult<PyStream> {
+        build(&self.inner, |s| s.inspect_time(f))
     }
 
     /// Calls `f(time, records)` for every batch (a list) and passes the records on.
-    fn inspect_batch(&self, f: Py<PyAny>) -> PyStream {
-        wrap(self.inner.inspect_batch(f))
+    fn inspect_batch(&self, f: Py<PyAny>) -> PyResult<PyStream> {
+        build(&self.inner, |s| s.inspect_batch(f))
     }
 
     /// Sends each record to worker `hash(key(x)) % peers` (`key` None: the record itself).
     /// Ints route to `key % peers`; str, bytes, floats and tuples hash stably.
     #[pyo3(signature = (key=None))]
-    fn exchange(&self, key: Option<Py<PyAny>>) -> PyStream {
-        wrap(self.inner.exchange(key))
+    fn exchange(&self, key: Option<Py<PyAny>>) -> PyResult<PyStream> {
+        build(&self.inner, |s| s.exchange(key))
     }
 
     /// Sends every record to every worker.
-    fn broadcast(&self) -> PyStream {
-        wrap(self.inner.broadcast())
+    fn broadcast(&self) -> PyResult<PyStream> {
+        build(&self.inner, |s| s.broadcast())
     }
 
     /// Merges `other` (a stream of the same scope) into this stream.
@@ -510,44 +515,45 @@ impl PyStream {
         if parts == 0 {
             return Err(pyo3::exceptions::PyValueError::new_err("partition needs at least one part"));
         }
-        Ok(self.inner.partition(parts, route).into_iter().map(wrap).collect())
+        let parts = catch_panic(|| self.inner.partition(parts, route))?;
+        Ok(parts.into_iter().map(wrap).collect())
     }
 
     /// Splits the stream in two by `predicate(time, x)`: returns `(false_stream, true_stream)`.
-    fn branch(&self, predicate: Py<PyAny>) -> (PyStream, PyStream) {
-        let (no, yes) = self.inner.branch(predicate);
-        (wrap(no), wrap(yes))
+    fn branch(&self, predicate: Py<PyAny>) -> PyResult<(PyStream, PyStream)> {
+        let (no, yes) = catch_panic(|| self.inner.branch(predicate))?;
+        Ok((wrap(no), wrap(yes)))
     }
 
     /// Moves each record to the later time `f(x, time)`, released once that time completes.
-    fn delay(&self, f: Py<PyAny>) -> PyStream {
-        wrap(self.inner.delay(f))
+    fn delay(&self, f: Py<PyAny>) -> PyResult<PyStream> {
+        build(&self.inner, |s| s.delay(f))
     }
 
     /// Watches the stream's frontier with `handle` and passes the records on.
     fn probe_with(&self, handle: &PyProbeHandle) -> PyResult<PyStream> {
-        Ok(wrap(self.inner.probe_with(handle)?))
+        Ok(wrap(catch_panic(|| self.inner.probe_with(handle))??))
     }
 
     /// Watches the stream's frontier with a new `ProbeHandle`, which is returned.
     fn probe(&self, py: Python<'_>) -> PyResult<Py<PyProbeHandle>> {
         let handle = PyProbeHandle::default();
-        self.inner.probe_with(&handle)?;
+        catch_panic(|| self.inner.probe_with(&handle))??;
         Py::new(py, handle)
     }
 
     /// For each time, `(k, n)`: how many records had key `k = key(x)` (`key` None: the
     /// record itself), emitted once the time is complete.
     #[pyo3(signature = (key=None))]
-    fn count_by_key(&self, key: Option<Py<PyAny>>) -> PyStream {
-        wrap(self.inner.count_by_key(key))
+    fn count_by_key(&self, key: Option<Py<PyAny>>) -> PyResult<PyStream> {
+        build(&self.inner, |s| s.count_by_key(key))
     }
 
     /// For each time and key `k = key(x)`: `acc = fold(acc, x)` starting from `init()`,
     /// emitting `emit(k, acc)` (default `(k, acc)`) once the time is complete.
     #[pyo3(signature = (key, fold, init, emit=None))]
-    fn aggregate(&self, key: Py<PyAny>, fold: Py<PyAny>, init: Py<PyAny>, emit: Option<Py<PyAny>>) -> PyStream {
-        wrap(self.inner.aggregate(key, fold, init, emit))
+    fn aggregate(&self, key: Py<PyAny>, fold: Py<PyAny>, init: Py<PyAny>, emit: Option<Py<PyAny>>) -> PyResult<PyStream> {
+        build(&self.inner, |s| s.aggregate(key, fold, init, emit))
     }
 
     /// Brings the stream into `scope`, nested directly in the stream's scope.

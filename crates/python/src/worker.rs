@@ -12,6 +12,7 @@ use crate::scope::PyScope;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::cell::{Cell, RefCell, RefMut};
+use std::thread::ThreadId;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -28,25 +29,79 @@ struct SameThread<T>(T);
 // wrapped value never moves to, or is shared with, another thread.
 unsafe impl<T> Send for SameThread<T> {}
 
-/// One worker: its index among all workers, the number of workers, and the means to step
-/// its dataflows.
-#[pyclass(name = "Worker", module = "timely_py._core", unsendable)]
-pub struct PyWorker {
-    index: usize,
+/// A value that lives on the thread that created it. It can only be used there; when its
+/// owner drops it on another thread (a user callback kept by an exception's traceback
+/// can carry a worker to the caller of `execute`), the value is leaked rather than touched.
+struct ThreadBound<T> {
+    owner: ThreadId,
+    value: Option<T>,
+}
+
+// SAFETY: the value is only reached through `get`, which checks that the current thread is
+// the owner, and `Drop` never touches it on another thread.
+unsafe impl<T> Send for ThreadBound<T> {}
+unsafe impl<T> Sync for ThreadBound<T> {}
+
+impl<T> ThreadBound<T> {
+    fn new(value: T) -> Self {
+        ThreadBound { owner: std::thread::current().id(), value: Some(value) }
+    }
+
+    fn get(&self) -> PyResult<&T> {
+        if std::thread::current().id() != self.owner {
+            return Err(PyRuntimeError::new_err("a Worker can only be used on its own thread"));
+        }
+        self.value.as_ref().ok_or_else(|| PyRuntimeError::new_err("the worker has finished its run"))
+    }
+
+    /// Takes the value out (on its own thread), leaving an empty shell.
+    fn take(&mut self) -> Option<T> {
+        if std::thread::current().id() == self.owner {
+            self.value.take()
+        } else {
+            None
+        }
+    }
+}
+
+impl<T> Drop for ThreadBound<T> {
+    fn drop(&mut self) {
+        if std::thread::current().id() != self.owner {
+            std::mem::forget(self.value.take());
+        }
+    }
+}
+
+/// What a worker owns on its thread.
+struct WorkerParts {
     peers: Cell<usize>,
     worker: RefCell<Worker>,
     context: Rc<WorkerContext>,
+}
+
+/// One worker: its index among all workers, the number of workers, and the means to step
+/// its dataflows.
+#[pyclass(name = "Worker", module = "timely_py._core")]
+pub struct PyWorker {
+    index: usize,
+    parts: ThreadBound<WorkerParts>,
 }
 
 impl PyWorker {
     fn new(allocator: Allocator, abort: Arc<AtomicBool>) -> Self {
         let worker = Worker::new(allocator);
         let context = Rc::new(WorkerContext::new(worker.index(), abort));
-        PyWorker { index: worker.index(), peers: Cell::new(worker.peers()), worker: RefCell::new(worker), context }
+        let parts = WorkerParts { peers: Cell::new(worker.peers()), worker: RefCell::new(worker), context };
+        PyWorker { index: parts.context.index, parts: ThreadBound::new(parts) }
+    }
+
+    fn parts(&self) -> PyResult<&WorkerParts> {
+        self.parts.get()
     }
 
     fn worker(&self) -> PyResult<RefMut<'_, Worker>> {
-        self.worker
+        self.parts()?
+            .worker
             .try_borrow_mut()
             .map_err(|_| PyRuntimeError::new_err("the worker is busy: step() and dataflow() cannot be called from inside an operator"))
     }
@@ -58,7 +113,7 @@ impl PyWorker {
             let worker = worker;
             worker.0.step_or_park(timeout)
         });
-        self.context.check()?;
+        self.parts()?.context.check()?;
         Ok(active)
     }
 
@@ -79,8 +134,8 @@ impl PyWorker {
 
     /// The number of workers.
     #[getter]
-    fn peers(&self) -> usize {
-        self.peers.get()
+    fn peers(&self) -> PyResult<usize> {
+        Ok(self.parts()?.peers.get())
     }
 
     /// Runs every operator that has work once; returns True while dataflows are incomplete.
@@ -116,7 +171,7 @@ impl PyWorker {
     fn dataflow(&self, name: &str) -> PyResult<PyScope> {
         let mut worker = self.worker()?;
         let scope = catch_panic(|| worker.new_dataflow::<u64>(name))?;
-        Ok(PyScope::root(scope, self.context.clone()))
+        Ok(PyScope::root(scope, self.parts()?.context.clone()))
     }
 
     /// True once bootstrapped as a worker that joined a running computation; always False
@@ -132,7 +187,10 @@ impl PyWorker {
     }
 
     fn __repr__(&self) -> String {
-        format!("Worker(index={}, peers={})", self.index, self.peers.get())
+        match self.parts() {
+            Ok(parts) => format!("Worker(index={}, peers={})", self.index, parts.peers.get()),
+            Err(_) => format!("Worker(index={})", self.index),
+        }
     }
 }
 
@@ -177,16 +235,16 @@ pub fn run(py: Python<'_>, config: Config, main: Py<PyAny>) -> PyResult<Vec<Py<P
 fn run_worker(py: Python<'_>, allocator: Allocator, main: &Py<PyAny>, abort: Arc<AtomicBool>) -> PyResult<Py<PyAny>> {
     let worker = Py::new(py, PyWorker::new(allocator, abort))?;
     let result = main.call1(py, (worker.clone_ref(py),));
-    let worker = worker.borrow(py);
-    let result = result.and_then(|value| worker.drain(py).map(|()| value));
-    if result.is_err() {
-        worker.context.stop_run();
+    let result = result.and_then(|value| worker.borrow(py).drain(py).map(|()| value));
+    // The worker's engine state (and the user callbacks its operators hold) is dropped
+    // here, on its own thread; what may travel with an exception is an empty shell.
+    let parts = worker.borrow_mut(py).parts.take();
+    if let Some(parts) = &parts {
+        if result.is_err() {
+            parts.context.stop_run();
+        }
     }
-    // Operators hold user callbacks, which may hold this worker: drop them here, on the
-    // worker's thread, and let go of the frames an exception's traceback keeps alive.
-    if let Ok(mut engine) = worker.worker.try_borrow_mut() {
-        engine.drop_dataflows();
-    }
+    drop(parts);
     result.map_err(|error| release_frames(py, error))
 }
 

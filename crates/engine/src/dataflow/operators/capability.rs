@@ -95,16 +95,12 @@ impl<T: Timestamp> Capability<T> {
 
     /// A new capability for `time`, which must be greater or equal.
     pub fn delayed(&self, time: &T) -> Capability<T> {
-        self.try_delayed(time).unwrap_or_else(|e| panic!("{}", e))
+        delayed(&self.time, &self.changes, time).unwrap_or_else(|e| panic!("{}", e))
     }
 
     /// Like `delayed`, but returns an error instead of panicking.
     pub fn try_delayed(&self, time: &T) -> Result<Capability<T>, CapabilityError> {
-        if self.time.less_equal(time) {
-            Ok(Capability::new(time.clone(), self.changes.clone()))
-        } else {
-            Err(not_in_future(&self.time, time))
-        }
+        delayed(&self.time, &self.changes, time)
     }
 
     /// Moves this capability to `time`, which must be greater or equal.
@@ -121,8 +117,13 @@ impl<T: Timestamp> Capability<T> {
 
 }
 
-fn not_in_future<T: fmt::Debug>(held: &T, requested: &T) -> CapabilityError {
-    CapabilityError::NotInFuture { held: format!("{:?}", held), requested: format!("{:?}", requested) }
+/// A new capability at `requested`, allowed by a capability (or records) at `held`.
+fn delayed<T: Timestamp>(held: &T, changes: &CapabilityChanges<T>, requested: &T) -> Result<Capability<T>, CapabilityError> {
+    if held.less_equal(requested) {
+        Ok(Capability::new(requested.clone(), changes.clone()))
+    } else {
+        Err(CapabilityError::NotInFuture { held: format!("{:?}", held), requested: format!("{:?}", requested) })
+    }
 }
 
 impl<T: Timestamp> Clone for Capability<T> {
@@ -173,16 +174,12 @@ impl<T: Timestamp> InputCapability<T> {
 
     /// A capability for `time`, which must be greater or equal to the records' time.
     pub fn delayed(&self, time: &T) -> Capability<T> {
-        self.try_delayed(time).unwrap_or_else(|e| panic!("{}", e))
+        delayed(&self.time, &self.changes, time).unwrap_or_else(|e| panic!("{}", e))
     }
 
     /// Like `delayed`, but returns an error instead of panicking.
     pub fn try_delayed(&self, time: &T) -> Result<Capability<T>, CapabilityError> {
-        if self.time.less_equal(time) {
-            Ok(Capability::new(time.clone(), self.changes.clone()))
-        } else {
-            Err(not_in_future(&self.time, time))
-        }
+        delayed(&self.time, &self.changes, time)
     }
 }
 

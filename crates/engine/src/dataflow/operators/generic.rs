@@ -44,19 +44,10 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
         B: FnOnce(Capability<T>, OperatorInfo) -> L,
         L: FnMut(&mut InputPort<T, D>, &mut OutputPort<T, D2>) + 'static,
     {
-        let mut builder = OperatorBuilder::new(name, self.scope());
-        builder.set_notify(false);
-        let mut input = builder.new_input(self, pact);
-        let (mut output, stream) = builder.new_output();
-        let info = builder.info().clone();
-        builder.build(move |capability| {
+        self.unary_operator(pact, name, false, move |capability, info| {
             let mut logic = constructor(capability, info);
-            move |_frontiers| {
-                logic(&mut input, &mut output);
-                false
-            }
-        });
-        stream
+            move |input, _frontier, output| logic(input, output)
+        })
     }
 
     /// A one-input, one-output operator whose logic sees its input frontier.
@@ -67,7 +58,20 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
         B: FnOnce(Capability<T>, OperatorInfo) -> L,
         L: FnMut(&mut InputPort<T, D>, &MutableAntichain<T>, &mut OutputPort<T, D2>) + 'static,
     {
+        self.unary_operator(pact, name, true, constructor)
+    }
+
+    /// The one-input, one-output operator behind `unary` and `unary_frontier`; `notify`
+    /// says whether frontier changes alone schedule it.
+    fn unary_operator<D2, P, B, L>(&self, pact: P, name: &str, notify: bool, constructor: B) -> Stream<T, D2>
+    where
+        D2: Data,
+        P: Pact<T, D>,
+        B: FnOnce(Capability<T>, OperatorInfo) -> L,
+        L: FnMut(&mut InputPort<T, D>, &MutableAntichain<T>, &mut OutputPort<T, D2>) + 'static,
+    {
         let mut builder = OperatorBuilder::new(name, self.scope());
+        builder.set_notify(notify);
         let mut input = builder.new_input(self, pact);
         let (mut output, stream) = builder.new_output();
         let info = builder.info().clone();
@@ -125,20 +129,10 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
         B: FnOnce(Capability<T>, OperatorInfo) -> L,
         L: FnMut(&mut InputPort<T, D>, &mut InputPort<T, D2>, &mut OutputPort<T, D3>) + 'static,
     {
-        let mut builder = OperatorBuilder::new(name, self.scope());
-        builder.set_notify(false);
-        let mut input1 = builder.new_input(self, pact1);
-        let mut input2 = builder.new_input(other, pact2);
-        let (mut output, stream) = builder.new_output();
-        let info = builder.info().clone();
-        builder.build(move |capability| {
+        self.binary_operator(other, pact1, pact2, name, false, move |capability, info| {
             let mut logic = constructor(capability, info);
-            move |_frontiers| {
-                logic(&mut input1, &mut input2, &mut output);
-                false
-            }
-        });
-        stream
+            move |input1, _frontier1, input2, _frontier2, output| logic(input1, input2, output)
+        })
     }
 
     /// A two-input, one-output operator whose logic sees both input frontiers.
@@ -160,7 +154,31 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
         L: FnMut(&mut InputPort<T, D>, &MutableAntichain<T>, &mut InputPort<T, D2>, &MutableAntichain<T>, &mut OutputPort<T, D3>)
             + 'static,
     {
+        self.binary_operator(other, pact1, pact2, name, true, constructor)
+    }
+
+    /// The two-input, one-output operator behind `binary` and `binary_frontier`.
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
+    fn binary_operator<D2, D3, P1, P2, B, L>(
+        &self,
+        other: &Stream<T, D2>,
+        pact1: P1,
+        pact2: P2,
+        name: &str,
+        notify: bool,
+        constructor: B,
+    ) -> Stream<T, D3>
+    where
+        D2: Data,
+        D3: Data,
+        P1: Pact<T, D>,
+        P2: Pact<T, D2>,
+        B: FnOnce(Capability<T>, OperatorInfo) -> L,
+        L: FnMut(&mut InputPort<T, D>, &MutableAntichain<T>, &mut InputPort<T, D2>, &MutableAntichain<T>, &mut OutputPort<T, D3>)
+            + 'static,
+    {
         let mut builder = OperatorBuilder::new(name, self.scope());
+        builder.set_notify(notify);
         let mut input1 = builder.new_input(self, pact1);
         let mut input2 = builder.new_input(other, pact2);
         let (mut output, stream) = builder.new_output();
