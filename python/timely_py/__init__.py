@@ -38,6 +38,16 @@ from ._core import (
     execute,
     execute_from_args,
 )
+from ._core import (
+    Capability,
+    Frontier,
+    InputCapability,
+    InputPort,
+    Notificator,
+    OperatorInfo,
+    OutputPort,
+    OutputSession,
+)
 
 __all__ = [
     "DataflowError",
@@ -51,4 +61,12 @@ __all__ = [
     "WorkerCancelled",
     "execute",
     "execute_from_args",
+    "Capability",
+    "Frontier",
+    "InputCapability",
+    "InputPort",
+    "Notificator",
+    "OperatorInfo",
+    "OutputPort",
+    "OutputSession",
 ]

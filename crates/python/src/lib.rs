@@ -47,6 +47,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stream::PyStream>()?;
     m.add_class::<handles::PyInputHandle>()?;
     m.add_class::<handles::PyProbeHandle>()?;
+    generic::register(m)?;
     let py = m.py();
     m.add("TimelyError", py.get_type::<errors::TimelyError>())?;
     m.add("DataflowError", py.get_type::<errors::DataflowError>())?;

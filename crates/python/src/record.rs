@@ -5,9 +5,9 @@
 //! operators) takes a new reference, which needs the interpreter; the engine clones only
 //! when a stream fans out.
 //!
-//! `route_hash` turns an exchange key into the worker-routing hash. It is stable across
-//! processes for built-in types (ints route to `key % peers`), unlike Python's `hash`,
-//! which is salted per process for strings.
+//! `route` turns an exchange key into the worker that receives the record: `key % peers`
+//! (Python's modulo) for ints, and a hash of the contents for other built-in types that is
+//! stable across processes, unlike Python's `hash`, which is salted per process for strings.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyString, PyTuple};
@@ -44,9 +44,18 @@ fn mix(mut x: u64) -> u64 {
     x
 }
 
-/// The routing hash of an exchange key: the value itself for ints and bools (so that
-/// `key % peers` picks the worker), a fixed hash of the contents for str, bytes, floats and
-/// tuples of these, and Python's `hash` for anything else (stable within one process only).
+/// The worker (of `peers`) that receives records with exchange key `key`: Python's
+/// `key % peers` for ints (and bools), otherwise `route_hash(key) % peers`.
+pub fn route(key: &Bound<'_, PyAny>, peers: u64) -> PyResult<u64> {
+    if key.is_instance_of::<PyInt>() {
+        return key.rem(peers)?.extract::<u64>();
+    }
+    Ok(route_hash(key)? % peers)
+}
+
+/// The routing hash of an exchange key: the value itself for ints and bools, a fixed hash of
+/// the contents for str, bytes, floats and tuples of these, and Python's `hash` for anything
+/// else (stable within one process only).
 pub fn route_hash(key: &Bound<'_, PyAny>) -> PyResult<u64> {
     if key.is_instance_of::<PyBool>() {
         return Ok(u64::from(key.is_truthy()?));

@@ -7,7 +7,7 @@
 
 use crate::errors::{catch_panic, DataflowError, WorkerContext};
 use crate::handles::PyProbeHandle;
-use crate::record::{route_hash, Record};
+use crate::record::{route, Record};
 use crate::scope::{Nest, PyLoopHandle, PyScope, ScopeHandle};
 use crate::time::{PyTime, T0};
 use pyo3::prelude::*;
@@ -182,7 +182,7 @@ impl<T: Nest> StreamObj for StreamHandle<T> {
     }
 
     fn exchange(&self, key: Option<Py<PyAny>>) -> Box<dyn StreamObj> {
-        let keyed = keyed_records(self, "ExchangeKey", key);
+        let keyed = keyed_records(&self.stream, &self.context, "ExchangeKey".to_owned(), key);
         let routed = keyed.exchange(|(hash, _): &(u64, Record)| *hash).map(|(_, x)| x);
         self.wrap(routed)
     }
@@ -386,20 +386,28 @@ impl<T: Nest> StreamHandle<T> {
     }
 }
 
-/// `(hash(key(x)), x)` for every record (`key` None: the record itself).
-fn keyed_records<T: Nest>(stream: &StreamHandle<T>, name: &'static str, key: Option<Py<PyAny>>) -> Stream<T, (u64, Record)> {
-    let context = stream.context.clone();
-    stream.stream.unary(Pipeline, name, move |_, _| {
+/// `(worker, x)` for every record, the worker chosen by `route(key(x))` (`key` None: the
+/// record itself), computed with the interpreter attached once per run so that routing on
+/// the worker index needs no interpreter.
+pub(crate) fn keyed_records<T: Nest>(
+    stream: &Stream<T, Record>,
+    context: &Rc<WorkerContext>,
+    name: String,
+    key: Option<Py<PyAny>>,
+) -> Stream<T, (u64, Record)> {
+    let context = context.clone();
+    stream.unary(Pipeline, &name.clone(), move |_, info| {
+        let peers = info.peers as u64;
         move |input, output| {
-            context.run(name, |py| {
+            context.run(&name, |py| {
                 while let Some((time, data)) = input.next() {
                     let mut session = output.session(&time);
                     for x in data.drain(..) {
-                        let hash = match &key {
-                            Some(key) => route_hash(&key.bind(py).call1((x.bind(py),))?)?,
-                            None => route_hash(x.bind(py))?,
+                        let worker = match &key {
+                            Some(key) => route(&key.bind(py).call1((x.bind(py),))?, peers)?,
+                            None => route(x.bind(py), peers)?,
                         };
-                        session.give((hash, x));
+                        session.give((worker, x));
                     }
                 }
                 Ok(())
@@ -409,10 +417,12 @@ fn keyed_records<T: Nest>(stream: &StreamHandle<T>, name: &'static str, key: Opt
     })
 }
 
-/// `(hash(k), k, x)` with `k = key(x)` for every record (`key` None: the record itself).
+/// `(worker, k, x)` with `k = key(x)` for every record (`key` None: the record itself),
+/// the worker chosen by `route(k)`.
 fn keyed_pairs<T: Nest>(stream: &StreamHandle<T>, name: &'static str, key: Option<Py<PyAny>>) -> Stream<T, (u64, Record, Record)> {
     let context = stream.context.clone();
-    stream.stream.unary(Pipeline, name, move |_, _| {
+    stream.stream.unary(Pipeline, name, move |_, info| {
+        let peers = info.peers as u64;
         move |input, output| {
             context.run(name, |py| {
                 while let Some((time, data)) = input.next() {
@@ -422,7 +432,7 @@ fn keyed_pairs<T: Nest>(stream: &StreamHandle<T>, name: &'static str, key: Optio
                             Some(key) => key.bind(py).call1((x.bind(py),))?,
                             None => x.bind(py).clone(),
                         };
-                        session.give((route_hash(&k)?, record(k), x));
+                        session.give((route(&k, peers)?, record(k), x));
                     }
                 }
                 Ok(())
@@ -492,8 +502,9 @@ impl PyStream {
         build(&self.inner, |s| s.inspect_batch(f))
     }
 
-    /// Sends each record to worker `hash(key(x)) % peers` (`key` None: the record itself).
-    /// Ints route to `key % peers`; str, bytes, floats and tuples hash stably.
+    /// Sends each record to worker `key(x) % peers` for int keys (`key` None: the record
+    /// itself), or to a worker chosen by a hash of the key that is stable across processes for
+    /// str, bytes, floats and tuples (other objects use Python's `hash`).
     #[pyo3(signature = (key=None))]
     fn exchange(&self, key: Option<Py<PyAny>>) -> PyResult<PyStream> {
         build(&self.inner, |s| s.exchange(key))

@@ -1,0 +1,101 @@
+"""Shared helpers for the pytest suites.
+
+The helpers run small dataflows through the public API only: `run` executes `main` on a
+number of workers, `drive` feeds epochs of records into an input and steps until a probe
+passes them, and `merged` flattens the per-worker results for comparison with a plain-Python
+reference.
+"""
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import timely_py as timely
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+#: Worker counts every multi-worker test runs with.
+WORKER_COUNTS = (1, 2, 4)
+
+
+def run(main, workers=1):
+    """Runs `main(worker)` on `workers` workers; returns the results in worker order."""
+    results = timely.execute(main, workers=workers)
+    assert isinstance(results, list) and len(results) == workers
+    return results
+
+
+def merged(results):
+    """Concatenates per-worker lists of results into one list."""
+    return [item for part in results for item in part]
+
+
+def counts(items):
+    """A multiset of `items` (order does not matter, multiplicity does)."""
+    return Counter(items)
+
+
+def step_until(worker, condition, limit=200_000):
+    """Steps `worker` until `condition()` is false; fails instead of hanging forever."""
+    for _ in range(limit):
+        if not condition():
+            return
+        worker.step_or_park(0.001)
+    raise AssertionError("the dataflow made no progress")
+
+
+def drive(worker, inp, probe, epochs, *, by=0):
+    """Feeds `epochs` (a list of lists of records, one list per epoch) into `inp` and steps
+    until `probe` has passed each epoch, then closes the input and steps until the dataflow
+    completes. Only worker `by` sends (every worker when `by` is None)."""
+    for epoch, records in enumerate(epochs):
+        assert inp.time == epoch
+        if by is None or worker.index == by:
+            inp.send_batch(records)
+        inp.advance_to(epoch + 1)
+        step_until(worker, lambda: probe.less_than(inp.time))
+    inp.close()
+    step_until(worker, lambda: not probe.done())
+
+
+def pipeline(build, epochs, workers=1, *, by=0):
+    """Runs `build(stream)` on an input fed with `epochs` (a list of lists of records, sent by
+    worker `by`, or by every worker when `by` is None) on `workers` workers. Returns, per
+    worker, the `(time, record)` pairs the stream built by `build` produced there."""
+
+    def main(worker):
+        inp, probe = timely.InputHandle(), timely.ProbeHandle()
+        seen = []
+        with worker.dataflow() as scope:
+            stream = build(scope.input_from(inp))
+            stream.inspect_time(lambda time, x: seen.append((time, x))).probe_with(probe)
+        drive(worker, inp, probe, epochs, by=by)
+        return seen
+
+    return run(main, workers)
+
+
+def python_subprocess(args, *, timeout=60, env=None, **kwargs):
+    """Runs `python args...` from the repository root; returns the CompletedProcess."""
+    env = dict(os.environ if env is None else env)
+    env["PYTHONUNBUFFERED"] = "1"
+    return subprocess.run(
+        [sys.executable, *map(str, args)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kwargs,
+    )
+
+
+@pytest.fixture(params=WORKER_COUNTS, ids=lambda n: f"w{n}")
+def workers(request):
+    """Every multi-worker test runs once per worker count in `WORKER_COUNTS`."""
+    return request.param
