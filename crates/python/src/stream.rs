@@ -284,7 +284,20 @@ impl<T: Nest> StreamObj for StreamHandle<T> {
             .as_any()
             .downcast_ref::<StreamHandle<T0>>()
             .ok_or_else(|| DataflowError::new_err("probes watch streams of a dataflow's root scope; leave() loops first"))?;
-        Ok(root.wrap(root.stream.probe_with(handle.handle())))
+        // The probe watches a record-free copy of the stream: records that end at the probe
+        // are released here, with the interpreter attached, not one by one while stepping.
+        let context = root.context.clone();
+        let frontier_only = root.stream.unary::<(), _, _, _>(Pipeline, "ProbeFeed", move |_, _| {
+            move |input, _output| {
+                let _ = context.run("Probe", |_py| {
+                    while input.next().is_some() {}
+                    Ok(())
+                });
+                while input.next().is_some() {}
+            }
+        });
+        frontier_only.probe_with(handle.handle());
+        Ok(root.wrap(root.stream.clone()))
     }
 
     fn count_by_key(&self, key: Option<Py<PyAny>>) -> Box<dyn StreamObj> {
