@@ -268,8 +268,8 @@ impl<T: Timestamp> Graph<T> {
         for start in 0..count {
             let Some(c) = component[start] else { continue };
             let start_port = self.port(start);
-            // Minimal summaries from `start` to ports of its component.
-            let mut reached: Vec<Antichain<T::Summary>> = vec![Antichain::new(); count];
+            // Minimal summaries from `start` to ports of its component (only those reached).
+            let mut reached: std::collections::HashMap<usize, Antichain<T::Summary>> = Default::default();
             let mut work = vec![(start_port, identity.clone())];
             while let Some((port, summary)) = work.pop() {
                 self.successors(port, |next, step| {
@@ -278,12 +278,12 @@ impl<T: Timestamp> Graph<T> {
                         return;
                     }
                     if let Some(total) = summary.followed_by(step) {
-                        if reached[i].insert(total.clone()) {
+                        if reached.entry(i).or_default().insert(total.clone()) {
                             work.push((next, total));
                         }
                     }
                 });
-                if reached[start].elements().iter().any(|s| s.less_equal(&identity)) {
+                if reached.get(&start).map_or(false, |a| a.elements().iter().any(|s| s.less_equal(&identity))) {
                     return Err(GraphError::NonAdvancingCycle(self.location(start_port)));
                 }
             }
