@@ -28,8 +28,20 @@ pub fn workers_of(config: &Config) -> usize {
 /// Returns the slowest worker's time for the rounds alone (all workers start the clock
 /// together, after building the dataflow).
 pub fn hello_rounds(config: Config, rounds: u64) -> Duration {
+    hello_rounds_traced(config, rounds, false)
+}
+
+/// `hello_rounds`, optionally with a logger installed on every worker that receives all
+/// trace events and discards them (the cost of the event points when tracing is on).
+pub fn hello_rounds_traced(config: Config, rounds: u64, traced: bool) -> Duration {
     let barrier = Arc::new(Barrier::new(workers_of(&config)));
     let times = timely_engine::execute(config, move |worker| {
+        if traced {
+            worker.install_logger(|_worker, events| {
+                std::hint::black_box(&events);
+                events.clear();
+            });
+        }
         let index = worker.index() as u64;
         let peers = worker.peers() as u64;
         let mut input = InputHandle::new();
