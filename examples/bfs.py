@@ -18,20 +18,6 @@ from collections import Counter, deque
 
 import timely_py as timely
 
-#: Options taken by `timely.execute_from_args` together with a value.
-RUNTIME_OPTIONS = {"-w", "--workers", "--threads"}
-
-
-def own_arguments(argv):
-    """The positional arguments of `argv`, without the runtime's options and their values."""
-    positional, rest = [], iter(argv)
-    for arg in rest:
-        if arg in RUNTIME_OPTIONS:
-            next(rest, None)
-        elif not arg.startswith("-"):
-            positional.append(arg)
-    return positional
-
 
 def random_graph(nodes, edges, seed):
     """`edges` directed edges between `nodes` nodes, the same for every worker and run."""
@@ -100,7 +86,7 @@ def bfs(nodes, graph):
 
 
 def main_program(argv):
-    args = own_arguments(argv)
+    args = [a for a in timely.program_args(argv) if not a.startswith("-")]
     nodes = int(args[0]) if len(args) > 0 else 1000
     edges = int(args[1]) if len(args) > 1 else 2500
     seed = int(args[2]) if len(args) > 2 else 42

@@ -14,20 +14,6 @@ from collections import Counter
 
 import timely_py as timely
 
-#: Options taken by `timely.execute_from_args` together with a value.
-RUNTIME_OPTIONS = {"-w", "--workers", "--threads"}
-
-
-def own_arguments(argv):
-    """The positional arguments of `argv`, without the runtime's options and their values."""
-    positional, rest = [], iter(argv)
-    for arg in rest:
-        if arg in RUNTIME_OPTIONS:
-            next(rest, None)
-        elif not arg.startswith("-"):
-            positional.append(arg)
-    return positional
-
 
 def sequential_steps(n):
     steps = 0
@@ -73,7 +59,7 @@ def collatz_steps(numbers):
 
 
 def main_program(argv):
-    args = own_arguments(argv)
+    args = [a for a in timely.program_args(argv) if not a.startswith("-")]
     limit = int(args[0]) if args else 1000
     numbers = list(range(1, limit + 1))
     results = timely.execute_from_args(argv, collatz_steps(numbers))

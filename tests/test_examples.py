@@ -5,6 +5,7 @@ import re
 from collections import Counter, deque
 
 import pytest
+import timely_py as timely
 
 from conftest import EXAMPLES, python_subprocess
 
@@ -119,3 +120,10 @@ def test_bfs_on_a_graph_without_edges_reaches_only_the_root():
     out = run_example("bfs.py", "10", "0", "1")
     assert parse_bfs(out) == (1, 10, {0: 1})
     assert out.splitlines()[-1] == "ok"
+
+
+def test_program_args_leave_out_the_runtime_options():
+    argv = ["500", "-w", "2", "--workers=3", "-w4", "--threads", "1", "7", "--", "-w", "9"]
+    assert timely.program_args(argv) == ["500", "7", "--", "-w", "9"]
+    with pytest.raises(ValueError, match="-w"):
+        timely.program_args(["-w"])

@@ -37,6 +37,7 @@ from ._core import (
     WorkerCancelled,
     execute,
     execute_from_args,
+    program_args,
 )
 from ._core import (
     Capability,
@@ -61,6 +62,7 @@ __all__ = [
     "WorkerCancelled",
     "execute",
     "execute_from_args",
+    "program_args",
     "Capability",
     "Frontier",
     "InputCapability",

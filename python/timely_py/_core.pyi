@@ -23,6 +23,9 @@ def execute(main: Callable[[Worker], R], workers: int = 1) -> list[R]:
 def execute_from_args(argv: Sequence[str], main: Callable[[Worker], R]) -> list[R]:
     """Like `execute`, configured from command-line arguments (`-w N`)."""
 
+def program_args(argv: Sequence[str]) -> list[str]:
+    """The arguments of `argv` that are the program's own (without `-w N` and its spellings)."""
+
 class Worker:
     @property
     def index(self) -> int: ...

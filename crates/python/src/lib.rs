@@ -36,11 +36,20 @@ fn execute_from_args(py: Python<'_>, argv: Vec<String>, main: Py<PyAny>) -> PyRe
     worker::run(py, config, main)
 }
 
+/// The arguments of `argv` that are the program's own: everything except the runtime's
+/// options (`-w N` and its spellings) that `execute_from_args` reads.
+#[pyfunction]
+fn program_args(argv: Vec<String>) -> PyResult<Vec<String>> {
+    let (_config, rest) = Config::from_args(argv).map_err(pyo3::exceptions::PyValueError::new_err)?;
+    Ok(rest)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::install_panic_hook();
     m.add_function(wrap_pyfunction!(execute, m)?)?;
     m.add_function(wrap_pyfunction!(execute_from_args, m)?)?;
+    m.add_function(wrap_pyfunction!(program_args, m)?)?;
     m.add_class::<worker::PyWorker>()?;
     m.add_class::<scope::PyScope>()?;
     m.add_class::<scope::PyLoopHandle>()?;
