@@ -12,29 +12,15 @@
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Instant;
+mod common;
+
 use timely_engine::dataflow::{InputHandle, Pipeline, ProbeHandle};
 
 const BATCH: u64 = 1024;
 
-fn parse_args() -> (timely_engine::Config, u64, u64) {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let (config, rest) = timely_engine::Config::from_args(args).unwrap_or_else(|e| {
-        eprintln!("{}", e);
-        std::process::exit(2)
-    });
-    let mut numbers = rest.iter().filter(|a| !a.starts_with('-')).map(|a| {
-        a.parse::<u64>().unwrap_or_else(|_| {
-            eprintln!("usage: exchange [RECORDS_PER_ROUND] [ROUNDS] [-w WORKERS]");
-            std::process::exit(2)
-        })
-    });
-    let records = numbers.next().unwrap_or(1_000_000);
-    let rounds = numbers.next().unwrap_or(10);
-    (config, records, rounds)
-}
-
 fn main() {
-    let (config, records, rounds) = parse_args();
+    let (config, numbers) = common::config_and_numbers("exchange [RECORDS_PER_ROUND] [ROUNDS] [-w WORKERS]", &[1_000_000, 10]);
+    let (records, rounds) = (numbers[0], numbers[1]);
     let start = Instant::now();
     let results = timely_engine::execute(config, move |worker| {
         let (index, peers) = (worker.index(), worker.peers() as u64);

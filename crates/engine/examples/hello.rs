@@ -4,17 +4,15 @@
 //! With `--quiet` nothing is printed per record and the program reports the mean time per
 //! round, which measures the engine's per-round latency.
 
+mod common;
+
 use std::time::Instant;
 use timely_engine::dataflow::{InputHandle, ProbeHandle};
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let quiet = args.iter().any(|a| a == "--quiet");
-    let (config, rest) = timely_engine::Config::from_args(args).unwrap_or_else(|e| {
-        eprintln!("{}", e);
-        std::process::exit(2)
-    });
-    let rounds: u64 = rest.iter().find(|a| !a.starts_with('-')).map_or(10, |a| a.parse().expect("ROUNDS must be a number"));
+    let quiet = common::has_flag("--quiet");
+    let (config, numbers) = common::config_and_numbers("hello [ROUNDS] [-w WORKERS] [--quiet]", &[10]);
+    let rounds = numbers[0];
     let start = Instant::now();
     timely_engine::execute(config, move |worker| {
         let index = worker.index();

@@ -15,6 +15,8 @@
 //! It prints the number of reached nodes and the histogram of distances, checks them
 //! against a sequential BFS of the same graph, and prints `ok` (or exits with status 1).
 
+mod common;
+
 use std::collections::{HashMap, VecDeque};
 use timely_engine::dataflow::operators::Captured;
 use timely_engine::dataflow::{Exchange, InputHandle};
@@ -75,20 +77,8 @@ fn histogram<'a>(distances: impl Iterator<Item = &'a u64>) -> Vec<usize> {
 }
 
 fn parse_args() -> (timely_engine::Config, u32, usize, u64) {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let (config, rest) = timely_engine::Config::from_args(args).unwrap_or_else(|e| {
-        eprintln!("{}", e);
-        std::process::exit(2)
-    });
-    let mut numbers = rest.iter().filter(|a| !a.starts_with('-')).map(|a| {
-        a.parse::<u64>().unwrap_or_else(|_| {
-            eprintln!("usage: loops [NODES] [EDGES] [SEED] [-w WORKERS]");
-            std::process::exit(2)
-        })
-    });
-    let nodes = numbers.next().unwrap_or(100_000);
-    let edges = numbers.next().unwrap_or(200_000) as usize;
-    let seed = numbers.next().unwrap_or(1);
+    let (config, numbers) = common::config_and_numbers("loops [NODES] [EDGES] [SEED] [-w WORKERS]", &[100_000, 200_000, 1]);
+    let (nodes, edges, seed) = (numbers[0], numbers[1] as usize, numbers[2]);
     if nodes == 0 || nodes > u32::MAX as u64 {
         eprintln!("NODES must be between 1 and {}", u32::MAX);
         std::process::exit(2);

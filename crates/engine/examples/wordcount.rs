@@ -14,6 +14,8 @@
 //! `(epoch, word, count)` results, and finally `ok` if the counts equal a sequential count
 //! of the same text (it exits with status 1 otherwise).
 
+mod common;
+
 use std::collections::HashMap;
 use timely_engine::dataflow::operators::{hash_of, Captured};
 use timely_engine::dataflow::{Exchange, InputHandle, ProbeHandle};
@@ -83,25 +85,9 @@ fn lines_for(epoch: u64, words: u64, index: usize, peers: usize) -> Vec<String> 
         .collect()
 }
 
-fn parse_args() -> (timely_engine::Config, u64, u64) {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let (config, rest) = timely_engine::Config::from_args(args).unwrap_or_else(|e| {
-        eprintln!("{}", e);
-        std::process::exit(2)
-    });
-    let mut numbers = rest.iter().filter(|a| !a.starts_with('-')).map(|a| {
-        a.parse::<u64>().unwrap_or_else(|_| {
-            eprintln!("usage: wordcount [EPOCHS] [WORDS_PER_EPOCH] [-w WORKERS]");
-            std::process::exit(2)
-        })
-    });
-    let epochs = numbers.next().unwrap_or(5);
-    let words = numbers.next().unwrap_or(40);
-    (config, epochs, words)
-}
-
 fn main() {
-    let (config, epochs, words) = parse_args();
+    let (config, numbers) = common::config_and_numbers("wordcount [EPOCHS] [WORDS_PER_EPOCH] [-w WORKERS]", &[5, 40]);
+    let (epochs, words) = (numbers[0], numbers[1]);
     let results: Captured<u64, (String, u64)> = Captured::new();
     let shared = results.clone();
     let start = std::time::Instant::now();
