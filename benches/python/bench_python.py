@@ -13,12 +13,17 @@ Workloads, on `--records` integers 0..N-1 (default 1,000,000):
 
   plain Python  the input is a list of lists of B records; the loop walks it batch by batch
                 and calls the same user functions per record (for the keyed count it makes
-                one dict per batch, like an epoch).
-  timely_py     B records per `InputHandle.send_batch` call, the epoch advanced after every
-                batch (`--epoch-every` batches), `worker.step()` once per batch, 1 worker.
+                one dict per epoch).
+  timely_py     B records per `InputHandle.send_batch` call (`send` when B is 1), 1 worker.
   Bytewax       B records per `next_batch()` of the source (a DynamicSource over the same
                 list of lists; `--bytewax-source testing` uses TestingSource(batch_size=B)),
                 run with `bytewax.testing.run_main` (1 worker, default epoch interval).
+
+"Epoch" (`--epoch-records`, default 1000): timely_py advances its input's epoch and steps the
+worker once per epoch of that many records (rounded to whole batches, at least one batch),
+the way a program feeds a stream that arrives record by record; the plain keyed count makes
+one dict per epoch. Bytewax's epochs are its default 10-second interval, longer than any of
+ours. `--epoch-records 1` gives every batch its own epoch and step (the strictest setting).
 
 Each measurement is repeated `--reps` times (default 5), systems interleaved within a
 repetition, and the median is reported. Inputs are built before timing and frozen out of
@@ -100,13 +105,14 @@ def plain_map_filter(batches):
     return out
 
 
-def plain_count(batches):
+def plain_count(batches, epoch_every: int = 1):
     out = []
-    for batch in batches:
+    for start in range(0, len(batches), epoch_every):
         counts = {}
-        for x in batch:
-            k = key(x)
-            counts[k] = counts.get(k, 0) + 1
+        for batch in batches[start : start + epoch_every]:
+            for x in batch:
+                k = key(x)
+                counts[k] = counts.get(k, 0) + 1
         out.extend(counts.items())
     return out
 
@@ -118,25 +124,28 @@ def plain_count(batches):
 def timely_run(batches, build, epoch_every: int = 1):
     """Feeds `batches` through the dataflow made by `build(stream, out)`, 1 worker.
 
-    One `send_batch` per batch, the epoch advanced every `epoch_every` batches, the worker
-    stepped once per batch; then the input is closed and the worker drained.
+    One `send_batch` per batch (`send` for batches of one record); every `epoch_every`
+    batches the epoch is advanced and the worker stepped once; then the input is closed and
+    the worker drained.
     """
     out: list = []
+    single = bool(batches) and len(batches[0]) == 1
 
     def main(worker):
         inp, probe = timely.InputHandle(), timely.ProbeHandle()
         with worker.dataflow() as scope:
             build(scope.input_from(inp), out).probe_with(probe)
-        send, advance, step = inp.send_batch, inp.advance_to, worker.step
+        send, send_batch, advance, step = inp.send, inp.send_batch, inp.advance_to, worker.step
         epoch = 0
-        pending = 0
-        for batch in batches:
-            send(batch)
-            pending += 1
-            if pending == epoch_every:
-                pending = 0
-                epoch += 1
-                advance(epoch)
+        for start in range(0, len(batches), epoch_every):
+            if single:
+                for batch in batches[start : start + epoch_every]:
+                    send(batch[0])
+            else:
+                for batch in batches[start : start + epoch_every]:
+                    send_batch(batch)
+            epoch += 1
+            advance(epoch)
             step()
         inp.close()
         while step():
@@ -296,20 +305,21 @@ def run_throughput(args) -> List[dict]:
     for workload in args.workloads:
         for size in args.batches:
             batches = make_batches(args.records, size)
+            epoch_every = max(1, args.epoch_records // size)
             gc.collect()
             gc.freeze()  # the input is long-lived: keep it out of every collection, for all systems
             if workload == "map+filter":
                 systems = {
                     "plain": lambda: plain_map_filter(batches),
-                    "timely_py": lambda: timely_map_filter(batches, args.epoch_every),
+                    "timely_py": lambda: timely_map_filter(batches, epoch_every),
                 }
                 if use_bytewax:
                     systems["bytewax"] = lambda: bytewax_map_filter(batches, size, args.bytewax_source)
                 check = check_map_filter
             else:
                 systems = {
-                    "plain": lambda: plain_count(batches),
-                    "timely_py": lambda: timely_count(batches, args.epoch_every),
+                    "plain": lambda: plain_count(batches, epoch_every),
+                    "timely_py": lambda: timely_count(batches, epoch_every),
                 }
                 if use_bytewax:
                     systems["bytewax"] = lambda: bytewax_count(batches, size, args.bytewax_source)
@@ -330,7 +340,7 @@ def run_throughput(args) -> List[dict]:
                 del results
             gc.unfreeze()
             del batches
-            row = {"workload": workload, "batch": size, "records": args.records, "reps": args.reps}
+            row = {"workload": workload, "batch": size, "epoch_batches": epoch_every, "records": args.records, "reps": args.reps}
             for name in ("plain", "timely_py", "bytewax"):
                 if name in times:
                     median = statistics.median(times[name])
@@ -516,7 +526,12 @@ def main(argv=None) -> int:
     parser.add_argument("--batches", type=lambda s: [int(x) for x in s.split(",")], default=[1, 1000])
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--workloads", type=lambda s: s.split(","), default=["map+filter", "count"])
-    parser.add_argument("--epoch-every", type=int, default=1, help="timely_py: batches per epoch (default 1)")
+    parser.add_argument(
+        "--epoch-records",
+        type=int,
+        default=1000,
+        help="records per epoch (whole batches, at least one) for timely_py and the plain count (default 1000)",
+    )
     parser.add_argument("--hello-rounds", type=int, default=20_000)
     parser.add_argument("--no-bytewax", action="store_true")
     parser.add_argument(
@@ -543,7 +558,7 @@ def main(argv=None) -> int:
             print("WARNING: the comparison is specified against bytewax 0.21.1")
     print(
         f"records {args.records}, batches {args.batches}, reps {args.reps} (median), "
-        f"timely_py epoch every {args.epoch_every} batch(es), bytewax source: {args.bytewax_source}",
+        f"epoch every {args.epoch_records} records, bytewax source: {args.bytewax_source}",
         flush=True,
     )
 

@@ -4,6 +4,7 @@ use crate::record::Record;
 use crate::time::{PyTime, T0};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
 use timely_engine::dataflow::{InputHandle, ProbeHandle};
 
 /// Feeds records into a dataflow input at the handle's current time (an int epoch).
@@ -52,7 +53,7 @@ impl PyInputHandle {
 
     /// Sends every record of an iterable at the current epoch.
     fn send_batch(&mut self, records: &Bound<'_, PyAny>) -> PyResult<()> {
-        let mut batch = records.try_iter()?.map(|r| r.map(|r| Record(r.unbind()))).collect::<PyResult<Vec<_>>>()?;
+        let mut batch = collect_records(records)?;
         self.handle.try_send_batch(&mut batch).map_err(input_error)
     }
 
@@ -130,4 +131,16 @@ impl PyProbeHandle {
     fn __repr__(&self) -> String {
         format!("ProbeHandle(frontier={:?})", self.frontier())
     }
+}
+
+/// The items of `records` as records: by index for lists and tuples (the common case, without
+/// the iterator protocol's cost per item), through iteration for any other iterable.
+fn collect_records(records: &Bound<'_, PyAny>) -> PyResult<Vec<Record>> {
+    if let Ok(list) = records.cast::<PyList>() {
+        return Ok(list.iter().map(|x| Record(x.unbind())).collect());
+    }
+    if let Ok(tuple) = records.cast::<PyTuple>() {
+        return Ok(tuple.iter().map(|x| Record(x.unbind())).collect());
+    }
+    records.try_iter()?.map(|x| x.map(|x| Record(x.unbind()))).collect()
 }
