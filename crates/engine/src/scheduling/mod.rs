@@ -35,10 +35,16 @@ impl Activator {
     }
 
     /// Asks for the operator to be scheduled at the worker's next step.
+    ///
+    /// Repeated activations of the same operator in a row (an input fed record by record)
+    /// are recorded once.
     #[inline]
     pub fn activate(&self) {
         for (set, index) in self.chain.iter() {
-            set.borrow_mut().push(*index);
+            let mut set = set.borrow_mut();
+            if set.last() != Some(index) {
+                set.push(*index);
+            }
         }
     }
 }
@@ -63,10 +69,15 @@ mod tests {
         let operator = dataflow.child(&scope, 5);
         operator.activate();
         operator.activate();
-        assert_eq!(*worker.borrow(), vec![2, 2]);
+        // Repeated activations in a row are recorded once.
+        assert_eq!(*worker.borrow(), vec![2]);
+        dataflow.child(&scope, 3).activate();
+        operator.activate();
+        assert_eq!(*worker.borrow(), vec![2]);
+        assert_eq!(*scope.borrow(), vec![5, 3, 5]);
         let mut sorted = Vec::new();
         drain_sorted(&scope, &mut sorted);
-        assert_eq!(sorted, vec![5]);
+        assert_eq!(sorted, vec![3, 5]);
         assert!(scope.borrow().is_empty());
     }
 }
