@@ -2,7 +2,9 @@
 //!
 //! This crate owns the movement of typed data between workers: the [`Push`] and [`Pull`]
 //! endpoints, the allocators that create them for each channel (one worker thread, or several
-//! threads of one process), and the setup of worker threads ([`initialize()`]).
+//! threads of one process), the setup of worker threads ([`initialize()`]), and the transport
+//! between processes of a cluster ([`networking`]: hostfiles, authenticated connections,
+//! framing, network threads).
 //!
 //! It must not know about timestamps, operators, progress tracking or Python: a channel is an
 //! identifier and an element type, nothing more. Engines built on top decide what travels.
@@ -13,6 +15,7 @@
 
 pub mod allocator;
 pub mod initialize;
+pub mod networking;
 
 pub use allocator::{Allocator, AllocatorBuilder, ChannelEndpoints, ChannelRecord};
 pub use initialize::{initialize, initialize_from, Config, WorkerGuards};

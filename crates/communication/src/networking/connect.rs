@@ -1,0 +1,422 @@
+//! Connection setup: one authenticated TCP connection between every pair of processes.
+//!
+//! This module owns [`establish`]: process `p` listens on its address, dials every lower
+//! process (retrying until the deadline, since processes start in any order) and accepts every
+//! higher one, running the [`super::handshake`] on each connection. It must not move messages
+//! (that is [`super::transport`]'s job) and must not let a stranger on the port stop setup:
+//! connections that fail the handshake with garbage, a wrong secret or a silence are logged to
+//! stderr and dropped, while a timely_py peer that is configured differently (version, cluster
+//! id, process or thread count) ends setup with that error on both sides.
+//!
+//! Setup uses std threads and blocking sockets: one thread per dialed peer, one acceptor thread
+//! that polls a non-blocking listener, and one short-lived thread per accepted handshake (at
+//! most [`MAX_PENDING_HANDSHAKES`] at once), so a silent client delays nobody. This is a
+//! handful of threads for a few seconds; tokio would add a runtime dependency to the bottom
+//! crate without making setup simpler or faster.
+
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+
+use super::handshake::{handshake, ClusterIdentity, LocalProcess, HANDSHAKE_TIMEOUT};
+use super::NetworkError;
+
+/// The most handshakes of accepted connections that run at once; further connections are
+/// dropped until one finishes.
+pub const MAX_PENDING_HANDSHAKES: usize = 16;
+
+/// How often the acceptor polls its listener.
+const ACCEPT_POLL: Duration = Duration::from_millis(5);
+/// The first and the longest pause between two attempts to dial a peer.
+const FIRST_BACKOFF: Duration = Duration::from_millis(10);
+const MAX_BACKOFF: Duration = Duration::from_millis(250);
+/// The longest a single TCP connect may take before the dialer tries again.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Connects process `process` of the cluster listed in `addresses` to every other process.
+///
+/// Every process runs `threads` worker threads and uses the same `identity`. Returns one entry
+/// per process: index `q` holds the stream to process `q` (with `TCP_NODELAY` set, blocking,
+/// without timeouts, positioned after the handshake), and `None` at `process`.
+///
+/// # Errors
+///
+/// [`NetworkError::AddressInUse`] when this process cannot listen, a mismatch reported by a
+/// peer (wrapped in [`NetworkError::Peer`] with its address), or
+/// [`NetworkError::MissingPeers`] naming the processes that did not connect within `deadline`.
+pub fn establish(
+    process: usize,
+    addresses: &[String],
+    threads: usize,
+    identity: &ClusterIdentity,
+    deadline: Duration,
+) -> Result<Vec<Option<TcpStream>>, NetworkError> {
+    check_arguments(process, addresses, threads)?;
+    if addresses.len() == 1 {
+        return Ok(vec![None]);
+    }
+    let listener = listen(&addresses[process])?;
+    let (events, arrivals) = crossbeam_channel::unbounded();
+    let setup = Arc::new(Setup {
+        local: LocalProcess {
+            process,
+            processes: addresses.len(),
+            threads,
+        },
+        identity: identity.clone(),
+        end: Instant::now() + deadline,
+        stop: AtomicBool::new(false),
+        pending: AtomicUsize::new(0),
+        last_problem: Mutex::new(None),
+        events,
+    });
+    let acceptor = spawn_named("timely:accept".into(), {
+        let setup = Arc::clone(&setup);
+        move || accept_loop(&listener, &setup)
+    })?;
+    let dialers = spawn_dialers(&setup, addresses);
+    let result = dialers.and_then(|dialers| {
+        let result = collect(&setup, &arrivals, addresses, deadline);
+        if result.is_ok() {
+            // Every dialer has connected, so each has ended or is about to.
+            dialers.into_iter().for_each(|dialer| drop(dialer.join()));
+        }
+        result
+    });
+    // The acceptor ends within one poll and closes the listener, so the port is free when this
+    // returns; a dialer still in a handshake after a failure ends by itself.
+    setup.stop.store(true, Ordering::SeqCst);
+    drop(acceptor.join());
+    result
+}
+
+/// Rejects arguments no cluster can have.
+fn check_arguments(
+    process: usize,
+    addresses: &[String],
+    threads: usize,
+) -> Result<(), NetworkError> {
+    if process >= addresses.len() {
+        return Err(NetworkError::InvalidArguments(format!(
+            "process index {process} is not below the number of addresses ({})",
+            addresses.len()
+        )));
+    }
+    if threads == 0 {
+        return Err(NetworkError::InvalidArguments(
+            "a process needs at least one worker thread".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Listens on `address`, naming it in the error.
+fn listen(address: &str) -> Result<TcpListener, NetworkError> {
+    let listener = TcpListener::bind(address).map_err(|error| match error.kind() {
+        std::io::ErrorKind::AddrInUse => NetworkError::AddressInUse {
+            address: address.to_string(),
+        },
+        _ => NetworkError::Bind {
+            address: address.to_string(),
+            reason: error.to_string(),
+        },
+    })?;
+    listener.set_nonblocking(true).map_err(|error| {
+        NetworkError::io(format!("cannot poll the listener on {address}"), &error)
+    })?;
+    Ok(listener)
+}
+
+/// What the helper threads report to [`establish`].
+enum Event {
+    /// A handshake with `process` succeeded.
+    Connected {
+        process: usize,
+        address: String,
+        stream: TcpStream,
+    },
+    /// Setup cannot succeed.
+    Failed(NetworkError),
+}
+
+/// What the helper threads of one setup share.
+struct Setup {
+    local: LocalProcess,
+    identity: ClusterIdentity,
+    /// When setup gives up.
+    end: Instant,
+    /// Set when setup is over, successfully or not; helpers then stop.
+    stop: AtomicBool,
+    /// Handshakes of accepted connections in progress.
+    pending: AtomicUsize,
+    /// The last problem seen, reported if some peer is missing at the end.
+    last_problem: Mutex<Option<String>>,
+    events: Sender<Event>,
+}
+
+impl Setup {
+    /// Whether helpers should give up: setup is over or its deadline has passed.
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst) || Instant::now() >= self.end
+    }
+
+    /// Records `problem` for the missing-peers error.
+    fn note(&self, problem: String) {
+        *self
+            .last_problem
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(problem);
+    }
+
+    /// Logs a dropped connection to stderr and records it.
+    fn reject(&self, error: NetworkError) {
+        let problem = format!("rejected connection: {error}");
+        eprintln!("timely_py: process {}: {problem}", self.local.process);
+        self.note(problem);
+    }
+
+    /// Reports an event to [`establish`] (which may have returned already; then nobody listens).
+    fn report(&self, event: Event) {
+        let _ = self.events.send(event);
+    }
+}
+
+/// Waits until every peer connected, a helper reports a failure, or the deadline passes.
+fn collect(
+    setup: &Setup,
+    arrivals: &Receiver<Event>,
+    addresses: &[String],
+    deadline: Duration,
+) -> Result<Vec<Option<TcpStream>>, NetworkError> {
+    let mut streams: Vec<Option<TcpStream>> = addresses.iter().map(|_| None).collect();
+    let mut missing = addresses.len() - 1;
+    while missing > 0 {
+        match arrivals.recv_deadline(setup.end) {
+            Ok(Event::Connected {
+                process,
+                address,
+                stream,
+            }) => match &streams[process] {
+                Some(_) => setup.reject(
+                    NetworkError::UnexpectedProcess {
+                        found: process as u64,
+                        expected: "a process not yet connected".into(),
+                    }
+                    .at(address),
+                ),
+                None => {
+                    streams[process] = Some(stream);
+                    missing -= 1;
+                }
+            },
+            Ok(Event::Failed(error)) => return Err(error),
+            Err(_) => return Err(missing_peers(setup, &streams, addresses, deadline)),
+        }
+    }
+    Ok(streams)
+}
+
+/// The error naming every process without a stream.
+fn missing_peers(
+    setup: &Setup,
+    streams: &[Option<TcpStream>],
+    addresses: &[String],
+    deadline: Duration,
+) -> NetworkError {
+    let missing = (0..addresses.len())
+        .filter(|&q| q != setup.local.process && streams[q].is_none())
+        .map(|q| (q, addresses[q].clone()))
+        .collect();
+    let last_problem = setup
+        .last_problem
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    NetworkError::MissingPeers {
+        missing,
+        waited: deadline,
+        last_problem,
+    }
+}
+
+/// Starts one dialing thread per lower process.
+fn spawn_dialers(
+    setup: &Arc<Setup>,
+    addresses: &[String],
+) -> Result<Vec<JoinHandle<()>>, NetworkError> {
+    (0..setup.local.process)
+        .map(|q| {
+            let (setup, address) = (Arc::clone(setup), addresses[q].clone());
+            spawn_named(format!("timely:dial-{q}"), move || {
+                dial(q, &address, &setup)
+            })
+        })
+        .collect()
+}
+
+fn spawn_named(
+    name: String,
+    body: impl FnOnce() + Send + 'static,
+) -> Result<JoinHandle<()>, NetworkError> {
+    std::thread::Builder::new()
+        .name(name.clone())
+        .spawn(body)
+        .map_err(|error| NetworkError::io(format!("cannot spawn thread {name}"), &error))
+}
+
+/// Why one attempt to dial a peer failed.
+enum Attempt {
+    /// Worth trying again (the peer may not be up yet); the message is kept as the last problem.
+    Retry(String),
+    /// The peer answered and cannot be part of this cluster.
+    Fatal(NetworkError),
+}
+
+/// Dials process `q` at `address` until a handshake succeeds, fails for good, or setup stops.
+fn dial(q: usize, address: &str, setup: &Setup) {
+    let mut backoff = FIRST_BACKOFF;
+    while !setup.stopped() {
+        match attempt(q, address, setup) {
+            Ok(stream) => {
+                let address = address.to_string();
+                return setup.report(Event::Connected {
+                    process: q,
+                    address,
+                    stream,
+                });
+            }
+            Err(Attempt::Fatal(error)) => return setup.report(Event::Failed(error)),
+            Err(Attempt::Retry(problem)) => setup.note(problem),
+        }
+        std::thread::sleep(backoff.min(setup.end.saturating_duration_since(Instant::now())));
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// One attempt: connect to some address `address` resolves to, and run the handshake.
+fn attempt(q: usize, address: &str, setup: &Setup) -> Result<TcpStream, Attempt> {
+    let retry = |what: &str, error: &dyn std::fmt::Display| {
+        Attempt::Retry(format!("process {q} ({address}): {what}: {error}"))
+    };
+    let candidates: Vec<SocketAddr> = address
+        .to_socket_addrs()
+        .map_err(|error| retry("cannot resolve the address", &error))?
+        .collect();
+    let mut last = Attempt::Retry(format!("process {q} ({address}): resolves to no address"));
+    for candidate in candidates {
+        let timeout = CONNECT_TIMEOUT
+            .min(setup.end.saturating_duration_since(Instant::now()))
+            .max(Duration::from_millis(1));
+        match TcpStream::connect_timeout(&candidate, timeout) {
+            Ok(stream) => return greet(q, address, stream, setup),
+            Err(error) => last = retry("cannot connect", &error),
+        }
+    }
+    Err(last)
+}
+
+/// Runs the handshake on a dialed connection and checks that the peer is process `q`.
+fn greet(
+    q: usize,
+    address: &str,
+    mut stream: TcpStream,
+    setup: &Setup,
+) -> Result<TcpStream, Attempt> {
+    let peer = configure(&stream)
+        .and_then(|()| {
+            handshake(
+                &mut stream,
+                &setup.local,
+                &setup.identity,
+                HANDSHAKE_TIMEOUT,
+            )
+        })
+        .map_err(|error| match error {
+            NetworkError::HandshakeIo { .. } => {
+                Attempt::Retry(format!("process {q} ({address}): {error}"))
+            }
+            other => Attempt::Fatal(other.at(address)),
+        })?;
+    if peer != q {
+        let error = NetworkError::UnexpectedProcess {
+            found: peer as u64,
+            expected: format!("process {q}"),
+        };
+        return Err(Attempt::Fatal(error.at(address)));
+    }
+    Ok(stream)
+}
+
+/// Sets the socket options every connection uses.
+fn configure(stream: &TcpStream) -> Result<(), NetworkError> {
+    stream
+        .set_nonblocking(false)
+        .and_then(|()| stream.set_nodelay(true))
+        .map_err(|error| NetworkError::HandshakeIo {
+            reason: format!("cannot configure the socket: {error}"),
+        })
+}
+
+/// Accepts connections until setup stops, handing each to its own handshake thread.
+fn accept_loop(listener: &TcpListener, setup: &Arc<Setup>) {
+    while !setup.stopped() {
+        match listener.accept() {
+            Ok((stream, peer)) => admit(stream, peer, setup),
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(ACCEPT_POLL);
+            }
+            Err(error) => {
+                setup.note(format!("accepting a connection failed: {error}"));
+                std::thread::sleep(ACCEPT_POLL);
+            }
+        }
+    }
+}
+
+/// Starts the handshake of an accepted connection, unless too many are in progress.
+fn admit(stream: TcpStream, peer: SocketAddr, setup: &Arc<Setup>) {
+    if setup.pending.fetch_add(1, Ordering::SeqCst) >= MAX_PENDING_HANDSHAKES {
+        setup.pending.fetch_sub(1, Ordering::SeqCst);
+        let reason = format!("more than {MAX_PENDING_HANDSHAKES} handshakes in progress");
+        return setup.reject(NetworkError::HandshakeIo { reason }.at(peer));
+    }
+    let shared = Arc::clone(setup);
+    let spawned = spawn_named("timely:handshake".into(), move || {
+        welcome(stream, peer, &shared);
+        shared.pending.fetch_sub(1, Ordering::SeqCst);
+    });
+    if let Err(error) = spawned {
+        setup.pending.fetch_sub(1, Ordering::SeqCst);
+        setup.reject(error.at(peer));
+    }
+}
+
+/// Runs the handshake of an accepted connection and reports a peer above this process.
+fn welcome(mut stream: TcpStream, peer: SocketAddr, setup: &Setup) {
+    let local = &setup.local;
+    let outcome = configure(&stream)
+        .and_then(|()| handshake(&mut stream, local, &setup.identity, HANDSHAKE_TIMEOUT))
+        .and_then(|q| {
+            if q > local.process {
+                Ok(q)
+            } else {
+                Err(NetworkError::UnexpectedProcess {
+                    found: q as u64,
+                    expected: format!("a process above {}", local.process),
+                })
+            }
+        });
+    match outcome {
+        Ok(process) => setup.report(Event::Connected {
+            process,
+            address: peer.to_string(),
+            stream,
+        }),
+        Err(error) if error.is_misconfiguration() => setup.report(Event::Failed(error.at(peer))),
+        Err(error) => setup.reject(error.at(peer)),
+    }
+}

@@ -1,0 +1,259 @@
+//! Message framing on a connection between two processes.
+//!
+//! This module owns the wire layout of a message: a fixed [`HEADER_BYTES`]-byte header of six
+//! little-endian `u64`s ([`MessageHeader`]) followed by `length` payload bytes, the validation of
+//! headers read from a socket, and the reserved goodbye frame that announces an orderly close.
+//! It must not interpret payloads, own buffers, or touch sockets.
+//!
+//! Layout (offsets in bytes): `channel` 0, `source` 8, `target_lower` 16, `target_upper` 24,
+//! `length` 32, `seqno` 40.
+
+use super::NetworkError;
+
+/// The size of an encoded [`MessageHeader`].
+pub const HEADER_BYTES: usize = 6 * 8;
+
+/// The largest payload a message may carry (1 GiB); a header announcing more is rejected, so a
+/// corrupt or hostile length cannot make a receiver allocate without bound.
+pub const MAX_MESSAGE_BYTES: usize = 1 << 30;
+
+/// The channel id reserved for the goodbye frame ([`MessageHeader::goodbye`]); no data channel
+/// may use it.
+pub const GOODBYE_CHANNEL: u64 = u64::MAX;
+
+/// What precedes every message on a connection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct MessageHeader {
+    /// The channel the message belongs to.
+    pub channel: u64,
+    /// The global index of the sending worker.
+    pub source: u64,
+    /// The first global worker index the message is for.
+    pub target_lower: u64,
+    /// One past the last global worker index the message is for (`target_lower < target_upper`).
+    pub target_upper: u64,
+    /// The number of payload bytes that follow the header.
+    pub length: u64,
+    /// The sender's sequence number for this message (assigned by the layer above).
+    pub seqno: u64,
+}
+
+impl MessageHeader {
+    /// The frame a process sends last on a connection, so that the receiver knows the end of
+    /// the stream that follows is expected, not a lost peer.
+    pub fn goodbye() -> MessageHeader {
+        MessageHeader {
+            channel: GOODBYE_CHANNEL,
+            target_upper: 1,
+            ..MessageHeader::default()
+        }
+    }
+
+    /// Whether this is the goodbye frame.
+    pub fn is_goodbye(&self) -> bool {
+        self.channel == GOODBYE_CHANNEL
+    }
+
+    /// The bytes the whole message (header and payload) occupies on the wire.
+    ///
+    /// Only meaningful for a validated header, whose length is at most [`MAX_MESSAGE_BYTES`].
+    pub fn required_bytes(&self) -> usize {
+        HEADER_BYTES.saturating_add(usize::try_from(self.length).unwrap_or(usize::MAX))
+    }
+
+    /// The fields in wire order.
+    fn words(&self) -> [u64; 6] {
+        [
+            self.channel,
+            self.source,
+            self.target_lower,
+            self.target_upper,
+            self.length,
+            self.seqno,
+        ]
+    }
+
+    /// Encodes the header into the first [`HEADER_BYTES`] bytes of `out`.
+    ///
+    /// # Panics
+    ///
+    /// If `out` is shorter than [`HEADER_BYTES`].
+    pub fn encode_into(&self, out: &mut [u8]) {
+        assert!(
+            out.len() >= HEADER_BYTES,
+            "a message header needs {HEADER_BYTES} bytes, the buffer has {}",
+            out.len()
+        );
+        for (chunk, word) in out.chunks_exact_mut(8).zip(self.words()) {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+    }
+
+    /// Appends the encoded header to `out`.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        for word in self.words() {
+            out.extend_from_slice(&word.to_le_bytes());
+        }
+    }
+
+    /// Reads a header from the start of `bytes`.
+    ///
+    /// Returns `Ok(None)` when fewer than [`HEADER_BYTES`] bytes are available.
+    ///
+    /// # Errors
+    ///
+    /// A header that no valid sender writes (see [`MessageHeader::validate`]).
+    pub fn try_read(bytes: &[u8]) -> Result<Option<MessageHeader>, NetworkError> {
+        let Some(bytes) = bytes.get(..HEADER_BYTES) else {
+            return Ok(None);
+        };
+        let [channel, source, target_lower, target_upper, length, seqno] = read_words(bytes);
+        let header = MessageHeader {
+            channel,
+            source,
+            target_lower,
+            target_upper,
+            length,
+            seqno,
+        };
+        header.validate()?;
+        Ok(Some(header))
+    }
+
+    /// Checks the header's own consistency: a non-empty target range, a length of at most
+    /// [`MAX_MESSAGE_BYTES`], and an empty goodbye frame.
+    ///
+    /// # Errors
+    ///
+    /// The first rule the header breaks.
+    pub fn validate(&self) -> Result<(), NetworkError> {
+        let reason = if self.target_lower >= self.target_upper {
+            format!(
+                "empty target range [{}, {})",
+                self.target_lower, self.target_upper
+            )
+        } else if self.length > MAX_MESSAGE_BYTES as u64 {
+            format!(
+                "payload length {} exceeds the maximum of {MAX_MESSAGE_BYTES} bytes",
+                self.length
+            )
+        } else if self.is_goodbye() && self.length != 0 {
+            format!("goodbye frame with a payload of {} bytes", self.length)
+        } else {
+            return Ok(());
+        };
+        Err(NetworkError::MalformedHeader { reason })
+    }
+}
+
+/// Reads `N` little-endian `u64`s from the start of `bytes`, which must hold `8 * N` bytes.
+pub(crate) fn read_words<const N: usize>(bytes: &[u8]) -> [u64; N] {
+    let mut words = [0u64; N];
+    for (word, chunk) in words.iter_mut().zip(bytes.chunks_exact(8)) {
+        let mut array = [0u8; 8];
+        array.copy_from_slice(chunk);
+        *word = u64::from_le_bytes(array);
+    }
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn valid_header() -> impl Strategy<Value = MessageHeader> {
+        (
+            0..GOODBYE_CHANNEL,
+            any::<u64>(),
+            0..u64::MAX,
+            1..=u64::MAX,
+            0..=MAX_MESSAGE_BYTES as u64,
+            any::<u64>(),
+        )
+            .prop_map(|(channel, source, a, b, length, seqno)| MessageHeader {
+                channel,
+                source,
+                target_lower: a.min(b - 1),
+                target_upper: b.max(a + 1),
+                length,
+                seqno,
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn round_trips_through_both_encoders(header in valid_header(), tail in any::<Vec<u8>>()) {
+            let mut written = Vec::new();
+            header.write_to(&mut written);
+            let mut encoded = [0u8; HEADER_BYTES];
+            header.encode_into(&mut encoded);
+            prop_assert_eq!(&written[..], &encoded[..]);
+            written.extend_from_slice(&tail);
+            prop_assert_eq!(MessageHeader::try_read(&written), Ok(Some(header)));
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..128)) {
+            match MessageHeader::try_read(&bytes) {
+                Ok(None) => prop_assert!(bytes.len() < HEADER_BYTES),
+                Ok(Some(header)) => {
+                    prop_assert!(header.target_lower < header.target_upper);
+                    prop_assert!(header.length <= MAX_MESSAGE_BYTES as u64);
+                }
+                Err(error) => {
+                    let malformed = matches!(error, NetworkError::MalformedHeader { .. });
+                    prop_assert!(malformed, "unexpected error {:?}", error);
+                }
+            }
+        }
+
+        #[test]
+        fn short_prefixes_need_more_bytes(header in valid_header(), cut in 0..HEADER_BYTES) {
+            let mut written = Vec::new();
+            header.write_to(&mut written);
+            prop_assert_eq!(MessageHeader::try_read(&written[..cut]), Ok(None));
+        }
+    }
+
+    #[test]
+    fn rejects_empty_ranges_huge_lengths_and_goodbye_payloads() {
+        let base = MessageHeader {
+            target_upper: 4,
+            ..MessageHeader::default()
+        };
+        let cases = [
+            (
+                MessageHeader {
+                    target_lower: 4,
+                    ..base
+                },
+                "empty target range [4, 4)",
+            ),
+            (
+                MessageHeader {
+                    length: u64::MAX,
+                    ..base
+                },
+                "exceeds the maximum",
+            ),
+            (
+                MessageHeader {
+                    length: 1,
+                    ..MessageHeader::goodbye()
+                },
+                "goodbye frame",
+            ),
+        ];
+        for (header, reason) in cases {
+            let mut bytes = Vec::new();
+            header.write_to(&mut bytes);
+            let error = MessageHeader::try_read(&bytes).expect_err(reason);
+            assert!(error.to_string().contains(reason), "{error}");
+        }
+        let mut goodbye = Vec::new();
+        MessageHeader::goodbye().write_to(&mut goodbye);
+        let read = MessageHeader::try_read(&goodbye).expect("a goodbye frame is valid");
+        assert!(read.is_some_and(|header| header.is_goodbye()));
+    }
+}

@@ -1,0 +1,51 @@
+//! The process-to-process transport of cluster mode.
+//!
+//! This module owns everything between the sockets of two processes: where each process
+//! listens ([`hostfile`]), how connections are opened and authenticated ([`connect`],
+//! [`handshake`]), how bytes are cut into messages ([`framing`]), the threads that move them
+//! ([`transport`]), and how failures are reported ([`health`], [`NetworkError`]). It must not
+//! serialize typed data, allocate channels or know about timestamps: the cluster allocator,
+//! built on top, decides what a payload means.
+//!
+//! One TCP connection joins every pair of processes and multiplexes all channels. The path of
+//! a message: a worker frames it into its [`ProcessSender`]'s buffer; the send thread writes
+//! buffers to the socket in batches; the peer's receive thread reads into large buffers and
+//! hands the worker a [`Payload`] that is a slice of the buffer it was read into (no copy),
+//! then wakes the worker. Buffers on both sides are recycled, so the steady state allocates
+//! nothing but the blocks of the unbounded delivery channels.
+//!
+//! Concurrency: std threads and blocking sockets, not tokio. Setup runs a few short-lived
+//! threads; after it, each peer gets one send and one receive thread. Blocking I/O on
+//! dedicated threads keeps the worker loop synchronous and free of a runtime, and per-peer
+//! threads are cheap at the scale of one connection per pair of processes.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use timely_communication::networking::{establish, default_addresses, ClusterIdentity, Transport};
+//!
+//! let addresses = default_addresses(2);
+//! let streams = establish(0, &addresses, 1, &ClusterIdentity::default(), Duration::from_secs(30))?;
+//! let (transport, mut workers) = Transport::start(0, 1, streams, Arc::new(|_worker| {}))?;
+//! // worker 0 sends to worker 1 (on process 1) ...
+//! transport.shutdown(Duration::from_secs(5))?;
+//! # Ok::<(), timely_communication::networking::NetworkError>(())
+//! ```
+
+pub mod connect;
+pub mod error;
+pub mod framing;
+pub mod handshake;
+pub mod health;
+pub mod hostfile;
+pub mod transport;
+
+pub use connect::establish;
+pub use error::NetworkError;
+pub use framing::{MessageHeader, GOODBYE_CHANNEL, HEADER_BYTES, MAX_MESSAGE_BYTES};
+pub use handshake::{ClusterIdentity, PROTOCOL_VERSION};
+pub use health::NetworkHealth;
+pub use hostfile::{default_addresses, parse_hostfile, read_hostfile};
+pub use transport::{
+    Delivery, Payload, ProcessSender, ReceiveStats, Transport, WakeFn, WorkerEndpoints,
+};

@@ -1,0 +1,402 @@
+//! Moving framed messages over established connections.
+//!
+//! This module owns the network threads of a process once [`super::establish`] has connected
+//! it: per remote process `q`, a send thread `timely:send-{q}` and a receive thread
+//! `timely:recv-{q}` ([`send`] and [`receive`]), the per-worker endpoints that feed and drain
+//! them ([`WorkerEndpoints`]), failure reporting through [`NetworkHealth`] and the wake-up
+//! callback, and the orderly close with a goodbye frame ([`Transport::shutdown`]). It must not
+//! serialize or interpret payloads, know about channels beyond the id in the header, or block a
+//! worker except when the send queue to a process is full (back-pressure).
+//!
+//! Threads and blocking sockets: each connection carries one byte stream in each direction, so
+//! two threads per peer read and write at full speed without an event loop, and a worker never
+//! runs network code. An async runtime (tokio) would save threads only for clusters of hundreds
+//! of processes, and would put a runtime beneath the worker loop, which must stay synchronous.
+//!
+//! Failure: the first error on any connection (end of stream without a goodbye, a read or write
+//! error, a malformed header) is recorded as [`NetworkError::PeerLost`] naming the process, and
+//! every local worker is woken so none waits forever. Closing a [`Transport`] by dropping it
+//! shuts its sockets down, which its peers see as a lost process; [`Transport::shutdown`] says
+//! goodbye first, which they see as an orderly end.
+
+pub mod receive;
+pub mod send;
+
+use std::fmt;
+use std::net::{Shutdown, TcpStream};
+use std::ops::{Deref, Range};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use timely_bytes::Bytes;
+
+use super::{MessageHeader, NetworkError, NetworkHealth};
+pub use receive::ReceiveStats;
+pub use send::ProcessSender;
+
+/// Called with a local worker index (`0..threads`) after messages were delivered to that
+/// worker, or when the network failed; it should unpark the worker's thread.
+pub type WakeFn = Arc<dyn Fn(usize) + Send + Sync>;
+
+/// A received message: its header and its payload.
+pub type Delivery = (MessageHeader, Payload);
+
+/// The payload of a received message, a slice of the receive buffer (never copied).
+///
+/// A message for one local worker owns its [`Bytes`]. A message for several local workers
+/// (a broadcast) is shared through an [`Arc`]: a `Bytes` cannot be cloned (its region is
+/// mutable), copying the payload per worker would cost as much as the payload, and one small
+/// `Arc` allocation per broadcast is cheap next to that.
+pub enum Payload {
+    /// The only copy, for a message to one worker.
+    Owned(Bytes),
+    /// Shared by the workers a message was broadcast to.
+    Shared(Arc<Bytes>),
+}
+
+impl Payload {
+    /// The payload as an owned [`Bytes`], if no other worker shares it.
+    ///
+    /// # Errors
+    ///
+    /// The payload itself, while other workers still hold the same broadcast.
+    pub fn into_bytes(self) -> Result<Bytes, Payload> {
+        match self {
+            Payload::Owned(bytes) => Ok(bytes),
+            Payload::Shared(shared) => Arc::try_unwrap(shared).map_err(Payload::Shared),
+        }
+    }
+}
+
+impl Deref for Payload {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Payload::Owned(bytes) => bytes,
+            Payload::Shared(shared) => shared,
+        }
+    }
+}
+
+impl fmt::Debug for Payload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self {
+            Payload::Owned(_) => "Owned",
+            Payload::Shared(_) => "Shared",
+        };
+        write!(f, "Payload::{kind}({} bytes)", self.len())
+    }
+}
+
+/// What one local worker uses to talk to other processes.
+pub struct WorkerEndpoints {
+    /// The worker's global index (`process * threads + local index`).
+    pub index: usize,
+    /// A sender per process (index `q` sends to process `q`; `None` for this process).
+    pub senders: Vec<Option<ProcessSender>>,
+    /// Messages from other processes for this worker, in order per sending process.
+    pub receiver: Receiver<Delivery>,
+}
+
+/// The network threads of one process and the handles to close them.
+pub struct Transport {
+    process: usize,
+    threads: usize,
+    /// One entry per process; `None` for this process.
+    links: Vec<Option<Link>>,
+    alarm: Arc<Alarm>,
+    /// Send and receive threads post their peer's index here when they end.
+    finished: Receiver<usize>,
+}
+
+/// The threads and queues of one connection.
+struct Link {
+    /// A handle to the socket, to shut it down.
+    socket: TcpStream,
+    /// Feeds the send thread.
+    queue: send::Queue,
+    send_thread: Option<JoinHandle<()>>,
+    receive_thread: Option<JoinHandle<()>>,
+    stats: Arc<receive::SharedStats>,
+}
+
+/// Where the network threads of a process report a failure, and whom they wake.
+struct Alarm {
+    health: NetworkHealth,
+    wake: WakeFn,
+    threads: usize,
+    /// Set when this process closes its sockets itself: errors after that are not failures.
+    closing: AtomicBool,
+}
+
+impl Alarm {
+    /// Records that the connection to `process` failed and wakes every local worker.
+    fn raise(&self, process: usize, reason: String) {
+        if self.closing.load(Ordering::SeqCst) {
+            return;
+        }
+        self.health
+            .record(NetworkError::PeerLost { process, reason });
+        self.wake_all();
+    }
+
+    fn wake_all(&self) {
+        (0..self.threads).for_each(|local| (self.wake)(local));
+    }
+}
+
+/// The global worker indices of `process` in a cluster of `threads` workers per process.
+fn workers_of(process: usize, threads: usize) -> Range<u64> {
+    let first = (process * threads) as u64;
+    first..first + threads as u64
+}
+
+impl Transport {
+    /// Starts the network threads of process `process` (with `threads` workers) over the
+    /// `streams` from [`super::establish`], and returns the endpoints of each local worker.
+    ///
+    /// # Errors
+    ///
+    /// `streams` without exactly one `None`, at `process`; a socket that cannot be cloned; a
+    /// thread that cannot be spawned (threads already started are then closed).
+    pub fn start(
+        process: usize,
+        threads: usize,
+        streams: Vec<Option<TcpStream>>,
+        wake: WakeFn,
+    ) -> Result<(Transport, Vec<WorkerEndpoints>), NetworkError> {
+        check_streams(process, threads, &streams)?;
+        let (deliver, receivers): (Vec<Sender<Delivery>>, Vec<_>) =
+            (0..threads).map(|_| crossbeam_channel::unbounded()).unzip();
+        let (done, finished) = crossbeam_channel::unbounded();
+        let alarm = Arc::new(Alarm {
+            health: NetworkHealth::new(),
+            wake,
+            threads,
+            closing: AtomicBool::new(false),
+        });
+        let mut transport = Transport {
+            process,
+            threads,
+            links: Vec::with_capacity(streams.len()),
+            alarm,
+            finished,
+        };
+        for (remote, stream) in streams.into_iter().enumerate() {
+            let link = match stream {
+                Some(stream) => Some(transport.link(remote, stream, &deliver, &done)?),
+                None => None,
+            };
+            transport.links.push(link);
+        }
+        let endpoints = transport.endpoints(receivers)?;
+        Ok((transport, endpoints))
+    }
+
+    /// Starts the two threads of the connection to `remote`.
+    fn link(
+        &self,
+        remote: usize,
+        stream: TcpStream,
+        deliver: &[Sender<Delivery>],
+        done: &Sender<usize>,
+    ) -> Result<Link, NetworkError> {
+        let clone = |stream: &TcpStream| {
+            stream.try_clone().map_err(|error| {
+                NetworkError::io(
+                    format!("cannot share the socket to process {remote}"),
+                    &error,
+                )
+            })
+        };
+        let (socket, writer) = (clone(&stream)?, clone(&stream)?);
+        let stats = Arc::new(receive::SharedStats::default());
+        let inbound = receive::Inbound::new(
+            remote,
+            workers_of(self.process, self.threads),
+            workers_of(remote, self.threads),
+            deliver.to_vec(),
+            Arc::clone(&self.alarm),
+            Arc::clone(&stats),
+        );
+        let (queue, send_thread) =
+            send::spawn(remote, writer, Arc::clone(&self.alarm), done.clone())?;
+        let receive_thread = receive::spawn(inbound, stream, done.clone());
+        let mut link = Link {
+            socket,
+            queue,
+            send_thread: Some(send_thread),
+            receive_thread: None,
+            stats,
+        };
+        match receive_thread {
+            Ok(thread) => link.receive_thread = Some(thread),
+            Err(error) => {
+                link.close();
+                return Err(error);
+            }
+        }
+        Ok(link)
+    }
+
+    /// One set of endpoints per local worker.
+    fn endpoints(
+        &self,
+        receivers: Vec<Receiver<Delivery>>,
+    ) -> Result<Vec<WorkerEndpoints>, NetworkError> {
+        receivers
+            .into_iter()
+            .enumerate()
+            .map(|(local, receiver)| {
+                let senders = (0..self.links.len())
+                    .map(|q| self.links[q].as_ref().map(|_| self.sender(q)).transpose())
+                    .collect::<Result<_, _>>()?;
+                Ok(WorkerEndpoints {
+                    index: self.process * self.threads + local,
+                    senders,
+                    receiver,
+                })
+            })
+            .collect()
+    }
+
+    /// This process's index.
+    pub fn process(&self) -> usize {
+        self.process
+    }
+
+    /// A new sender to process `process`, with its own buffer (messages of one sender arrive in
+    /// the order they were sent; there is no order between two senders).
+    ///
+    /// # Errors
+    ///
+    /// `process` is this process or not in the cluster.
+    pub fn sender(&self, process: usize) -> Result<ProcessSender, NetworkError> {
+        let link = self
+            .links
+            .get(process)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| {
+                NetworkError::InvalidArguments(format!(
+                "process {} has no connection to process {process} (the cluster has {} processes)",
+                self.process,
+                self.links.len()
+            ))
+            })?;
+        Ok(ProcessSender::new(
+            process,
+            workers_of(process, self.threads),
+            workers_of(self.process, self.threads),
+            &link.queue,
+            self.alarm.health.clone(),
+        ))
+    }
+
+    /// The shared record of failures, for workers to poll.
+    pub fn health(&self) -> NetworkHealth {
+        self.alarm.health.clone()
+    }
+
+    /// What the receive thread of each process has done so far (`None` for this process).
+    pub fn receive_stats(&self) -> Vec<Option<ReceiveStats>> {
+        self.links
+            .iter()
+            .map(|link| link.as_ref().map(|link| link.stats.snapshot()))
+            .collect()
+    }
+
+    /// Closes every connection in order: sends a goodbye after everything already flushed by
+    /// the senders, then waits up to `timeout` for every peer's goodbye.
+    ///
+    /// Flush every [`ProcessSender`] before; what is sent after the goodbye is lost.
+    ///
+    /// # Errors
+    ///
+    /// The first failure recorded, including a peer that did not say goodbye in time.
+    pub fn shutdown(mut self, timeout: Duration) -> Result<(), NetworkError> {
+        let end = Instant::now() + timeout;
+        for link in self.links.iter().flatten() {
+            // A send thread that is gone has recorded why; its peer will not hear a goodbye.
+            let _ = link
+                .queue
+                .commands
+                .send_deadline(send::Command::Goodbye, end);
+        }
+        // Each connection is closed once both of its threads have ended: ours after writing
+        // our goodbye, the receiving one after reading the peer's goodbye and end of stream.
+        let mut running: Vec<usize> = (0..self.links.len())
+            .map(|q| if self.links[q].is_some() { 2 } else { 0 })
+            .collect();
+        while running.iter().any(|&threads| threads > 0) {
+            match self.finished.recv_deadline(end) {
+                Ok(process) => running[process] -= 1,
+                Err(_) => break,
+            }
+        }
+        for process in (0..running.len()).filter(|&q| running[q] > 0) {
+            let reason = format!("the connection did not close in order within {timeout:?}");
+            self.alarm.raise(process, reason);
+        }
+        self.join_finished();
+        self.alarm.health.failure().map_or(Ok(()), Err)
+    }
+
+    /// Joins the threads that have ended; the others are left to end on their own.
+    fn join_finished(&mut self) {
+        for link in self.links.iter_mut().flatten() {
+            for slot in [&mut link.send_thread, &mut link.receive_thread] {
+                if slot.as_ref().is_some_and(JoinHandle::is_finished) {
+                    slot.take().map(JoinHandle::join);
+                }
+            }
+        }
+    }
+}
+
+impl Link {
+    /// Stops both threads without a goodbye: the peer sees a lost process.
+    fn close(&self) {
+        let _ = self.queue.commands.try_send(send::Command::Stop);
+        let _ = self.socket.shutdown(Shutdown::Both);
+    }
+}
+
+impl Drop for Transport {
+    /// Shuts every socket down; peers that were not told goodbye report this process as lost.
+    fn drop(&mut self) {
+        self.alarm.closing.store(true, Ordering::SeqCst);
+        self.links.iter().flatten().for_each(Link::close);
+    }
+}
+
+/// Checks that `streams` connect `process` to every other process.
+fn check_streams(
+    process: usize,
+    threads: usize,
+    streams: &[Option<TcpStream>],
+) -> Result<(), NetworkError> {
+    let wrong = (0..streams.len()).find(|&q| streams[q].is_some() == (q == process));
+    let problem = if threads == 0 {
+        Some("a process needs at least one worker thread".to_string())
+    } else if process >= streams.len() {
+        Some(format!(
+            "process {process} is not among the {} streams",
+            streams.len()
+        ))
+    } else {
+        wrong.map(|q| {
+            if q == process {
+                format!("process {process} has a stream to itself")
+            } else {
+                format!("process {process} has no stream to process {q}")
+            }
+        })
+    };
+    problem.map_or(Ok(()), |problem| {
+        Err(NetworkError::InvalidArguments(problem))
+    })
+}

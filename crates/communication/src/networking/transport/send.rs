@@ -1,0 +1,358 @@
+//! The send side of a connection: per-worker writers and the send thread.
+//!
+//! This module owns [`ProcessSender`], which frames messages into a buffer owned by one worker,
+//! and the thread `timely:send-{q}` that writes full buffers to the socket. It must not read
+//! from the socket nor decide what a failure means (it reports to the transport's alarm).
+//!
+//! Buffers circulate, so the steady state allocates nothing: a writer fills its buffer, ships it
+//! to the send thread through a bounded queue, and takes an empty one from the connection's
+//! pool; the send thread writes every buffer queued (up to [`MAX_BATCH`] per `writev` call, so
+//! a burst from several workers costs one system call), clears them, and returns them to the
+//! pool. A new buffer is allocated only when the pool is empty (at start, or while more buffers
+//! are in flight than ever before); buffers that grew beyond [`MAX_RECYCLED_BYTES`] for a large
+//! message are freed instead of pooled. The queue is bounded ([`QUEUE_BUFFERS`]) so a worker
+//! that outruns the network waits instead of buffering without limit.
+
+use std::io::{ErrorKind, IoSlice, Write};
+use std::net::{Shutdown, TcpStream};
+use std::ops::Range;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Receiver, Sender};
+
+use super::Alarm;
+use crate::networking::{
+    MessageHeader, NetworkError, NetworkHealth, HEADER_BYTES, MAX_MESSAGE_BYTES,
+};
+
+/// A writer ships its buffer once it holds this many bytes (or on [`ProcessSender::flush`]).
+pub const SEND_BUFFER_BYTES: usize = 1 << 16;
+
+/// How many shipped buffers may wait for the send thread before writers block.
+pub const QUEUE_BUFFERS: usize = 64;
+
+/// The most buffers the send thread writes with one `writev` call.
+pub const MAX_BATCH: usize = 16;
+
+/// Buffers larger than this are freed after sending rather than pooled.
+pub const MAX_RECYCLED_BYTES: usize = 4 * SEND_BUFFER_BYTES;
+
+/// What writers and the transport tell a send thread.
+pub(super) enum Command {
+    /// Framed messages to write.
+    Data(Vec<u8>),
+    /// Write the goodbye frame, close the sending direction, and end.
+    Goodbye,
+    /// End without a goodbye (the transport is being dropped).
+    Stop,
+}
+
+/// The queue into one send thread, and its pool of empty buffers.
+pub(super) struct Queue {
+    pub(super) commands: Sender<Command>,
+    spare: Receiver<Vec<u8>>,
+}
+
+/// Starts the send thread of the connection to `remote`.
+/// The thread posts `remote` to `done` when it ends.
+pub(super) fn spawn(
+    remote: usize,
+    stream: TcpStream,
+    alarm: Arc<Alarm>,
+    done: Sender<usize>,
+) -> Result<(Queue, JoinHandle<()>), NetworkError> {
+    let (commands, pending) = crossbeam_channel::bounded(QUEUE_BUFFERS);
+    let (recycle, spare) = crossbeam_channel::bounded(QUEUE_BUFFERS + MAX_BATCH);
+    let thread = std::thread::Builder::new()
+        .name(format!("timely:send-{remote}"))
+        .spawn(move || {
+            if let Err(error) = send_loop(stream, &pending, &recycle) {
+                alarm.raise(remote, format!("sending failed: {error}"));
+            }
+            let _ = done.send(remote);
+        })
+        .map_err(|error| {
+            NetworkError::io(format!("cannot spawn thread timely:send-{remote}"), &error)
+        })?;
+    Ok((Queue { commands, spare }, thread))
+}
+
+/// Writes queued buffers until a goodbye, a stop, or the last writer is gone.
+fn send_loop(
+    mut stream: TcpStream,
+    pending: &Receiver<Command>,
+    recycle: &Sender<Vec<u8>>,
+) -> std::io::Result<()> {
+    let mut batch: Vec<Vec<u8>> = Vec::with_capacity(MAX_BATCH);
+    while let Ok(first) = pending.recv() {
+        let mut last = None;
+        for command in std::iter::once(first).chain(pending.try_iter()) {
+            match command {
+                Command::Data(buffer) => batch.push(buffer),
+                other => last = Some(other),
+            }
+            if last.is_some() || batch.len() == MAX_BATCH {
+                break;
+            }
+        }
+        write_all_vectored(&mut stream, &batch)?;
+        for mut buffer in batch.drain(..) {
+            buffer.clear();
+            if buffer.capacity() <= MAX_RECYCLED_BYTES {
+                let _ = recycle.try_send(buffer);
+            }
+        }
+        match last {
+            Some(Command::Goodbye) => return say_goodbye(&mut stream),
+            Some(_) => return Ok(()),
+            None => {}
+        }
+    }
+    Ok(())
+}
+
+/// Writes the goodbye frame and closes the sending direction of the connection.
+fn say_goodbye(stream: &mut TcpStream) -> std::io::Result<()> {
+    let mut frame = [0u8; HEADER_BYTES];
+    MessageHeader::goodbye().encode_into(&mut frame);
+    stream.write_all(&frame)?;
+    stream.shutdown(Shutdown::Write)
+}
+
+/// Writes all of `buffers`, with as few `writev` calls as the socket allows.
+fn write_all_vectored(stream: &mut impl Write, buffers: &[Vec<u8>]) -> std::io::Result<()> {
+    let total: usize = buffers.iter().map(Vec::len).sum();
+    let mut written = 0;
+    while written < total {
+        let mut slices = [IoSlice::new(&[]); MAX_BATCH];
+        let count = unwritten_slices(&mut slices, buffers, written);
+        match stream.write_vectored(&slices[..count]) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(bytes) => written += bytes,
+            Err(error) if error.kind() == ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
+}
+
+/// Fills `slices` with what remains of `buffers` after the first `skip` bytes; returns how many.
+fn unwritten_slices<'a>(
+    slices: &mut [IoSlice<'a>],
+    buffers: &'a [Vec<u8>],
+    mut skip: usize,
+) -> usize {
+    let mut count = 0;
+    for buffer in buffers {
+        if skip >= buffer.len() {
+            skip -= buffer.len();
+            continue;
+        }
+        slices[count] = IoSlice::new(&buffer[skip..]);
+        skip = 0;
+        count += 1;
+    }
+    count
+}
+
+/// Frames messages for one remote process into a buffer of its own; owned by one worker.
+///
+/// Messages are buffered until [`SEND_BUFFER_BYTES`] accumulate or [`ProcessSender::flush`] is
+/// called (a worker flushes at the end of each step); dropping the sender flushes it.
+pub struct ProcessSender {
+    /// The destination process.
+    process: usize,
+    /// The global worker indices of the destination process.
+    remote_workers: Range<u64>,
+    /// The global worker indices of this process, the only valid sources.
+    local_workers: Range<u64>,
+    buffer: Vec<u8>,
+    commands: Sender<Command>,
+    spare: Receiver<Vec<u8>>,
+    health: NetworkHealth,
+}
+
+impl ProcessSender {
+    pub(super) fn new(
+        process: usize,
+        remote_workers: Range<u64>,
+        local_workers: Range<u64>,
+        queue: &Queue,
+        health: NetworkHealth,
+    ) -> ProcessSender {
+        ProcessSender {
+            process,
+            remote_workers,
+            local_workers,
+            buffer: Vec::new(),
+            commands: queue.commands.clone(),
+            spare: queue.spare.clone(),
+            health,
+        }
+    }
+
+    /// The process this sender sends to.
+    pub fn process(&self) -> usize {
+        self.process
+    }
+
+    /// Buffers a message with `payload`; `header.length` is set to the payload's length.
+    ///
+    /// # Errors
+    ///
+    /// See [`ProcessSender::send_with`].
+    pub fn send(&mut self, header: MessageHeader, payload: &[u8]) -> Result<(), NetworkError> {
+        self.send_with(header, |buffer| buffer.extend_from_slice(payload))
+    }
+
+    /// Buffers a message whose payload `write` appends to the buffer it is given (serialize
+    /// straight into it: nothing is copied again before the socket). `header.length` is set to
+    /// the number of bytes `write` appended.
+    ///
+    /// # Errors
+    ///
+    /// The network's failure, if one was recorded; a header on the reserved goodbye channel,
+    /// with a source that is not a worker of this process or targets that include no worker
+    /// of the destination; a payload larger than [`MAX_MESSAGE_BYTES`] (then nothing is sent).
+    pub fn send_with(
+        &mut self,
+        header: MessageHeader,
+        write: impl FnOnce(&mut Vec<u8>),
+    ) -> Result<(), NetworkError> {
+        self.check(&header)?;
+        let start = self.buffer.len();
+        header.write_to(&mut self.buffer);
+        write(&mut self.buffer);
+        let length = self.buffer.len() - start - HEADER_BYTES;
+        if length > MAX_MESSAGE_BYTES {
+            self.buffer.truncate(start);
+            return Err(NetworkError::InvalidArguments(format!(
+                "a message of {length} bytes exceeds the maximum of {MAX_MESSAGE_BYTES}"
+            )));
+        }
+        let header = MessageHeader {
+            length: length as u64,
+            ..header
+        };
+        header.encode_into(&mut self.buffer[start..]);
+        if self.buffer.len() >= SEND_BUFFER_BYTES {
+            self.ship()?;
+        }
+        Ok(())
+    }
+
+    /// Hands everything buffered to the send thread.
+    ///
+    /// # Errors
+    ///
+    /// The network's failure, or [`NetworkError::TransportClosed`] after a shutdown.
+    pub fn flush(&mut self) -> Result<(), NetworkError> {
+        if self.buffer.is_empty() {
+            self.health.failure().map_or(Ok(()), Err)
+        } else {
+            self.ship()
+        }
+    }
+
+    /// Rejects headers the receiver would reject, before anything is buffered.
+    fn check(&self, header: &MessageHeader) -> Result<(), NetworkError> {
+        if let Some(failure) = self.health.failure() {
+            return Err(failure);
+        }
+        let (remote, local) = (&self.remote_workers, &self.local_workers);
+        let problem = if header.is_goodbye() {
+            format!(
+                "channel {} is reserved for the goodbye frame",
+                header.channel
+            )
+        } else if !local.contains(&header.source) {
+            format!(
+                "source {} is not a worker of this process ({local:?})",
+                header.source
+            )
+        } else if header.target_lower >= remote.end || header.target_upper <= remote.start {
+            format!(
+                "targets [{}, {}) include no worker of process {} ({remote:?})",
+                header.target_lower, header.target_upper, self.process
+            )
+        } else {
+            return MessageHeader {
+                length: 0,
+                ..*header
+            }
+            .validate();
+        };
+        Err(NetworkError::InvalidArguments(problem))
+    }
+
+    /// Sends the buffer to the send thread and takes an empty one from the pool.
+    fn ship(&mut self) -> Result<(), NetworkError> {
+        let empty = self
+            .spare
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(SEND_BUFFER_BYTES));
+        let full = std::mem::replace(&mut self.buffer, empty);
+        self.commands.send(Command::Data(full)).map_err(|_| {
+            self.health
+                .failure()
+                .unwrap_or(NetworkError::TransportClosed {
+                    process: self.process,
+                })
+        })
+    }
+}
+
+impl Drop for ProcessSender {
+    /// Flushes what is buffered; errors are ignored, the network's failure is recorded elsewhere.
+    fn drop(&mut self) {
+        if !self.buffer.is_empty() {
+            let _ = self.ship();
+        }
+    }
+}
+
+impl std::fmt::Debug for ProcessSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessSender")
+            .field("process", &self.process)
+            .field("buffered", &self.buffer.len())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Accepts at most `limit` bytes per call, to exercise partial writes.
+    struct Trickle {
+        written: Vec<u8>,
+        limit: usize,
+    }
+
+    impl Write for Trickle {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            let take = bytes.len().min(self.limit);
+            self.written.extend_from_slice(&bytes[..take]);
+            Ok(take)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn partial_vectored_writes_write_everything_in_order() {
+        let buffers: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 3 + i as usize]).collect();
+        let expected: Vec<u8> = buffers.concat();
+        for limit in 1..8 {
+            let mut sink = Trickle {
+                written: Vec::new(),
+                limit,
+            };
+            write_all_vectored(&mut sink, &buffers).expect("a trickle accepts everything");
+            assert_eq!(sink.written, expected, "limit {limit}");
+        }
+    }
+}
