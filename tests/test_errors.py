@@ -311,7 +311,7 @@ def test_execute_with_a_negative_or_non_int_worker_count_is_rejected():
 
 @pytest.mark.parametrize(
     "argv,message",
-    [(["-w", "0"], "at least 1"), (["-w", "x"], "number of workers"), (["-w"], "requires")],
+    [(["-w", "0"], "at least 1"), (["-w", "x"], "expected a number"), (["-n", "2", "-p", "5"], "process 5 does not exist"), (["-w"], "requires")],
 )
 def test_execute_from_args_rejects_bad_worker_options(argv, message):
     with pytest.raises(ValueError, match=message):

@@ -13,11 +13,12 @@ use timely_engine::progress::reachability::{GraphBuilder, Summary};
 use timely_engine::progress::{Source, Target};
 use timely_engine::{Antichain, Config, Product};
 
-/// The number of workers a configuration starts.
+/// The number of workers a configuration starts in this process.
 pub fn workers_of(config: &Config) -> usize {
     match config {
         Config::Thread => 1,
         Config::Process(n) => *n,
+        Config::Cluster(cluster) => cluster.threads,
     }
 }
 

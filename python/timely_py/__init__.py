@@ -23,9 +23,14 @@ until a `ProbeHandle` shows the results are complete::
 
 Records are any Python objects; timestamps are non-negative ints at a dataflow's root and
 tuples inside loops.
+
+Between processes, records are encoded by `timely_py.codec` (a native encoding for
+built-in types, pickle for the rest); its `encode` and `decode` can be used directly.
 """
 
 from ._core import (
+    ClusterError,
+    CodecError,
     DataflowError,
     InputHandle,
     LoopHandle,
@@ -51,6 +56,8 @@ from ._core import (
 )
 
 __all__ = [
+    "ClusterError",
+    "CodecError",
     "DataflowError",
     "InputHandle",
     "LoopHandle",

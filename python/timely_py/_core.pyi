@@ -17,14 +17,22 @@ class DataflowError(TimelyError):
 class WorkerCancelled(TimelyError):
     """Raised in a worker that stops because another worker failed or the run was interrupted."""
 
+class ClusterError(TimelyError):
+    """The processes of a cluster could not connect, or one of them was lost while running."""
+
 def execute(main: Callable[[Worker], R], workers: int = 1) -> list[R]:
     """Runs `main(worker)` on `workers` worker threads; returns their results in worker order."""
 
 def execute_from_args(argv: Sequence[str], main: Callable[[Worker], R]) -> list[R]:
-    """Like `execute`, configured from command-line arguments (`-w N`)."""
+    """Like `execute`, configured from command-line arguments: `-w N` threads per process,
+    `-n N` processes, `-p I` this process, `-h FILE` hostfile (default `localhost:2101+i`).
+
+    Returns the results of this process's workers. A cluster's processes authenticate each
+    other with `TIMELY_CLUSTER_ID` and `TIMELY_CLUSTER_SECRET` from the environment; a lost
+    process raises `ClusterError` in the others."""
 
 def program_args(argv: Sequence[str]) -> list[str]:
-    """The arguments of `argv` that are the program's own (without `-w N` and its spellings)."""
+    """The arguments of `argv` that are the program's own (without `-w`, `-n`, `-p`, `-h`)."""
 
 class Worker:
     @property
@@ -240,3 +248,12 @@ class OperatorInfo:
     @property
     def peers(self) -> int: ...
     def activate(self) -> None: ...
+
+class CodecError(TimelyError):
+    """Bytes that are not a valid encoding of a batch of records (see timely_py.codec)."""
+
+def encode_records(records: list[Any]) -> bytes:
+    """The encoding of a batch of records (native for exact built-in types, pickle otherwise)."""
+
+def decode_records(data: bytes, allow_pickle: bool = True) -> list[Any]:
+    """The records of a batch made by `encode_records`; raises `CodecError` on malformed input."""

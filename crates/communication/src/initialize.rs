@@ -1,6 +1,7 @@
 //! Starting workers: configuration from command-line arguments, worker threads, and their results.
 //!
-//! This module owns [`Config`] (how many workers, parsed from `-w`/`--workers`/`--threads`),
+//! This module owns [`Config`] (how many workers and processes, parsed from `-w`, `-n`, `-p`,
+//! `-h`; the cluster's id and secret from the environment),
 //! [`initialize`] and [`initialize_from`], which spawn one named thread per worker and hand it
 //! its [`Allocator`], and [`WorkerGuards`], which collects each worker's result or panic.
 //! It must not know what workers compute.
@@ -9,8 +10,12 @@ use std::any::Any;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use std::time::Duration;
+
+use crate::allocator::cluster::{ClusterBuilder, Network};
 use crate::allocator::process::ProcessBuilder;
 use crate::allocator::thread::ThreadBuilder;
+use crate::networking::{default_addresses, establish, read_hostfile, ClusterIdentity, NetworkError, Transport};
 use crate::{Allocator, AllocatorBuilder};
 
 /// How many workers to run, and how they communicate.
@@ -20,89 +25,217 @@ pub enum Config {
     Thread,
     /// The given number of worker threads in this process.
     Process(usize),
+    /// This process's part of a cluster of processes.
+    Cluster(ClusterConfig),
 }
 
-impl Config {
-    /// Parses `-w N` / `--workers N` / `--threads N` (also `-wN`, `--workers=N`, `--threads=N`)
-    /// from `args`, ignoring unrelated args.
-    ///
-    /// Returns the config (`Thread` for one worker or when no option is given, `Process(N)`
-    /// otherwise) and the remaining, unconsumed args in order. The last occurrence of an option
-    /// wins. Arguments after `--` are not parsed; `--` and everything after it are returned.
-    ///
-    /// # Errors
-    ///
-    /// A missing value, a value that is not a number, or zero.
-    pub fn from_args<I: IntoIterator<Item = String>>(
-        args: I,
-    ) -> Result<(Config, Vec<String>), String> {
-        let mut workers = 1;
+/// One process of a cluster: which one, how many, where they listen, and how they recognise
+/// each other.
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    /// Worker threads per process (the same in every process).
+    pub threads: usize,
+    /// This process's index, `0..processes`.
+    pub process: usize,
+    /// The number of processes.
+    pub processes: usize,
+    /// `host:port` where each process listens, by process index.
+    pub addresses: Vec<String>,
+    /// The cluster's id and secret; processes with different ones refuse each other.
+    pub identity: ClusterIdentity,
+    /// How long to wait for every other process to be reachable.
+    pub connect_timeout: Duration,
+}
+
+/// The environment variable holding the cluster id (a `u64`; default 0).
+pub const CLUSTER_ID_VARIABLE: &str = "TIMELY_CLUSTER_ID";
+/// The environment variable holding the cluster secret (default: empty).
+pub const CLUSTER_SECRET_VARIABLE: &str = "TIMELY_CLUSTER_SECRET";
+/// How long a process waits for the others at start-up (all must be started within it).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// An option as written on the command line (its spelling, for errors) and its value.
+type Given = Option<(String, String)>;
+
+/// The runtime options of a command line, before they become a [`Config`].
+#[derive(Default)]
+struct Options {
+    workers: Given,
+    processes: Given,
+    process: Given,
+    hostfile: Given,
+}
+
+impl Options {
+    /// The slot of the option named `name` (any spelling), if it is one of ours.
+    fn slot(&mut self, name: &str) -> Option<&mut Given> {
+        match name {
+            "-w" | "--workers" | "--threads" => Some(&mut self.workers),
+            "-n" | "--processes" => Some(&mut self.processes),
+            "-p" | "--process" => Some(&mut self.process),
+            "-h" | "--hostfile" => Some(&mut self.hostfile),
+            _ => None,
+        }
+    }
+
+    /// Reads our options out of `args`; returns the others in order.
+    fn parse<I: IntoIterator<Item = String>>(&mut self, args: I) -> Result<Vec<String>, String> {
         let mut remaining = Vec::new();
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
-            let value = match arg.as_str() {
-                "--" => {
-                    remaining.push(arg);
-                    remaining.extend(args.by_ref());
-                    break;
+            if arg == "--" {
+                remaining.push(arg);
+                remaining.extend(args.by_ref());
+                break;
+            }
+            let (name, attached) = split_option(&arg);
+            match self.slot(name) {
+                Some(slot) => {
+                    let value = match attached {
+                        Some(value) => value.to_string(),
+                        None => args.next().ok_or_else(|| format!("option {name} requires a value"))?,
+                    };
+                    *slot = Some((name.to_string(), value));
                 }
-                "-w" | "--workers" | "--threads" => args
-                    .next()
-                    .ok_or_else(|| format!("option {arg} requires a number of workers"))?,
-                _ => match worker_option_value(&arg) {
-                    Some(value) => value.to_string(),
-                    None => {
-                        remaining.push(arg);
-                        continue;
-                    }
-                },
-            };
-            workers = match value.parse::<usize>() {
-                Ok(0) => {
-                    return Err(format!(
-                        "option {arg}: the number of workers must be at least 1"
-                    ))
-                }
-                Ok(workers) => workers,
-                Err(_) => {
-                    return Err(format!(
-                        "option {arg}: expected a number of workers, found {value:?}"
-                    ))
-                }
-            };
+                None => remaining.push(arg),
+            }
         }
-        let config = if workers == 1 {
-            Config::Thread
-        } else {
-            Config::Process(workers)
-        };
-        Ok((config, remaining))
+        Ok(remaining)
     }
 
-    /// One allocator builder per worker, in index order.
+    fn into_config(self) -> Result<Config, String> {
+        let workers = count(&self.workers)?;
+        let processes = count(&self.processes)?;
+        let process = match &self.process {
+            None => 0,
+            Some((name, value)) => {
+                let process = value
+                    .parse::<usize>()
+                    .map_err(|_| format!("option {name}: expected a process index, found {value:?}"))?;
+                if process >= processes {
+                    return Err(format!(
+                        "option {name}: process {process} does not exist in a cluster of {processes} process(es)"
+                    ));
+                }
+                process
+            }
+        };
+        if processes == 1 {
+            return Ok(if workers == 1 { Config::Thread } else { Config::Process(workers) });
+        }
+        let addresses = match &self.hostfile {
+            Some((_, path)) => read_hostfile(path, processes).map_err(|error| error.to_string())?,
+            None => default_addresses(processes),
+        };
+        Ok(Config::Cluster(ClusterConfig {
+            threads: workers,
+            process,
+            processes,
+            addresses,
+            identity: identity_from_environment()?,
+            connect_timeout: CONNECT_TIMEOUT,
+        }))
+    }
+}
+
+/// An option's name and the value attached to it (`--workers=4`, `-w4`), if any.
+fn split_option(arg: &str) -> (&str, Option<&str>) {
+    if arg.starts_with("--") {
+        return match arg.split_once('=') {
+            Some((name, value)) => (name, Some(value)),
+            None => (arg, None),
+        };
+    }
+    match (arg.get(..2), arg.get(2..)) {
+        (Some(name @ ("-w" | "-n" | "-p" | "-h")), Some(value)) if !value.is_empty() => (name, Some(value)),
+        _ => (arg, None),
+    }
+}
+
+/// The positive count given by an option, or 1 when absent.
+fn count(given: &Given) -> Result<usize, String> {
+    let Some((name, value)) = given else { return Ok(1) };
+    match value.parse::<usize>() {
+        Ok(0) => Err(format!("option {name}: the number must be at least 1")),
+        Ok(count) => Ok(count),
+        Err(_) => Err(format!("option {name}: expected a number, found {value:?}")),
+    }
+}
+
+/// The cluster identity from `TIMELY_CLUSTER_ID` and `TIMELY_CLUSTER_SECRET` (defaults: 0, empty).
+fn identity_from_environment() -> Result<ClusterIdentity, String> {
+    let cluster_id = match std::env::var(CLUSTER_ID_VARIABLE) {
+        Ok(value) => value
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| format!("{CLUSTER_ID_VARIABLE} must be a number from 0 to 2^64 - 1, found {value:?}"))?,
+        Err(_) => 0,
+    };
+    let secret = std::env::var(CLUSTER_SECRET_VARIABLE).unwrap_or_default().into_bytes();
+    Ok(ClusterIdentity { cluster_id, secret })
+}
+
+impl Config {
+    /// Parses the runtime options from `args`, ignoring unrelated args: `-w N` (also
+    /// `--workers`, `--threads`) worker threads per process, `-n N` (`--processes`) processes,
+    /// `-p I` (`--process`) this process's index, `-h FILE` (`--hostfile`) one `host:port` per
+    /// process (default `localhost:2101+i`). Values may be attached: `-w4`, `--workers=4`.
+    ///
+    /// Returns the config (`Thread` for one worker, `Process(N)` for N threads of one process,
+    /// `Cluster` for more than one process, whose id and secret come from the environment
+    /// variables `TIMELY_CLUSTER_ID` and `TIMELY_CLUSTER_SECRET`) and the remaining,
+    /// unconsumed args in order. The last occurrence of an option wins. Arguments after `--`
+    /// are not parsed; `--` and everything after it are returned.
     ///
     /// # Errors
     ///
-    /// `Process(0)`: there must be at least one worker.
+    /// A missing or malformed value, a count of zero, `-p` outside `0..n`, an unreadable or
+    /// malformed hostfile, or a malformed cluster id.
+    pub fn from_args<I: IntoIterator<Item = String>>(args: I) -> Result<(Config, Vec<String>), String> {
+        let mut options = Options::default();
+        let remaining = options.parse(args)?;
+        Ok((options.into_config()?, remaining))
+    }
+
+    /// One allocator builder per worker of this process, in index order. For a cluster this
+    /// connects to every other process first (waiting up to its `connect_timeout`) and starts
+    /// the network threads, which close when the last worker's allocator is dropped.
+    ///
+    /// # Errors
+    ///
+    /// `Process(0)`: there must be at least one worker; for a cluster, any connection error
+    /// (a port in use, a missing process, a refused handshake).
     pub fn try_build(self) -> Result<Vec<AllocatorBuilder>, String> {
         match self {
             Config::Thread => Ok(vec![AllocatorBuilder::Thread(ThreadBuilder)]),
-            Config::Process(0) => {
-                Err("Config::Process(0): the number of workers must be at least 1".into())
-            }
-            Config::Process(peers) => Ok(ProcessBuilder::new_vector(peers)
-                .into_iter()
-                .map(AllocatorBuilder::Process)
-                .collect()),
+            Config::Process(0) => Err("Config::Process(0): the number of workers must be at least 1".into()),
+            Config::Process(peers) => Ok(ProcessBuilder::new_vector(peers).into_iter().map(AllocatorBuilder::Process).collect()),
+            Config::Cluster(cluster) => cluster_builders(cluster).map_err(|error| error.to_string()),
         }
     }
 }
 
-/// The value attached to a worker option in one argument (`-wN`, `--workers=N`, `--threads=N`).
-fn worker_option_value(arg: &str) -> Option<&str> {
-    arg.strip_prefix("--workers=")
-        .or_else(|| arg.strip_prefix("--threads="))
-        .or_else(|| arg.strip_prefix("-w").filter(|value| !value.is_empty()))
+/// Connects this process to the others and makes its workers' builders.
+fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, NetworkError> {
+    let ClusterConfig { threads, process, processes, addresses, identity, connect_timeout } = config;
+    if addresses.len() < processes {
+        return Err(NetworkError::InvalidArguments(format!(
+            "{processes} processes need {processes} addresses, {} given",
+            addresses.len()
+        )));
+    }
+    let streams = establish(process, &addresses[..processes], threads, &identity, connect_timeout)?;
+    let locals = ProcessBuilder::new_vector(threads);
+    let wake = locals[0].waker();
+    let (transport, endpoints) = Transport::start(process, threads, streams, wake)?;
+    let network = Network::new(transport);
+    Ok(locals
+        .into_iter()
+        .zip(endpoints)
+        .map(|(local, endpoints)| {
+            AllocatorBuilder::Cluster(ClusterBuilder::new(local, endpoints, network.clone(), process, processes, threads))
+        })
+        .collect())
 }
 
 /// Spawns one thread per worker of `config` (named `timely:worker-{i}`) and runs `func(allocator)` on each.

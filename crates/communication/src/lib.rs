@@ -14,9 +14,11 @@
 //! can later be back-filled with endpoints to workers that join.
 
 pub mod allocator;
+pub mod exchangeable;
 pub mod initialize;
 pub mod networking;
 
+pub use exchangeable::Exchangeable;
 pub use allocator::{Allocator, AllocatorBuilder, ChannelEndpoints, ChannelRecord};
 pub use initialize::{initialize, initialize_from, Config, WorkerGuards};
 

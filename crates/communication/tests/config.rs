@@ -15,6 +15,7 @@ fn workers(args: &[&str]) -> (usize, Vec<String>) {
             assert!(workers > 1, "one worker is Config::Thread");
             (workers, rest)
         }
+        Config::Cluster(cluster) => panic!("{args:?} is not a cluster: {cluster:?}"),
     }
 }
 
@@ -75,8 +76,8 @@ fn args_after_a_double_dash_are_not_parsed() {
 #[test]
 fn bad_values_are_clear_errors() {
     let cases: [(&[&str], &str); 6] = [
-        (&["-w"], "requires a number"),
-        (&["--workers"], "requires a number"),
+        (&["-w"], "requires a value"),
+        (&["--workers"], "requires a value"),
         (&["-w", "many"], "\"many\""),
         (&["--threads=-3"], "\"-3\""),
         (&["-w", "0"], "at least 1"),
@@ -89,5 +90,48 @@ fn bad_values_are_clear_errors() {
             error.contains(args[0].split('=').next().unwrap()),
             "{args:?}: error names the option: {error}"
         );
+    }
+}
+
+fn cluster(args: &[&str]) -> timely_communication::initialize::ClusterConfig {
+    match parse(args).unwrap_or_else(|error| panic!("{args:?}: {error}")).0 {
+        Config::Cluster(cluster) => cluster,
+        other => panic!("{args:?} is a cluster, not {other:?}"),
+    }
+}
+
+#[test]
+fn processes_make_a_cluster() {
+    let config = cluster(&["-n", "3", "-p", "2", "-w", "4"]);
+    assert_eq!((config.processes, config.process, config.threads), (3, 2, 4));
+    assert_eq!(config.addresses, ["localhost:2101", "localhost:2102", "localhost:2103"]);
+    let config = cluster(&["--processes=2", "--process=1"]);
+    assert_eq!((config.processes, config.process, config.threads), (2, 1, 1));
+    // One process is no cluster, whatever its index option says.
+    assert!(matches!(parse(&["-n", "1", "-p", "0", "-w", "2"]).unwrap().0, Config::Process(2)));
+}
+
+#[test]
+fn a_hostfile_gives_the_addresses() {
+    let path = std::env::temp_dir().join(format!("timely-hostfile-{}", std::process::id()));
+    std::fs::write(&path, "# the cluster\nhost-a:7000\n\nhost-b:7001\nhost-c:7002\n").unwrap();
+    let config = cluster(&["-n", "2", "-p", "0", "-h", path.to_str().unwrap()]);
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(config.addresses, ["host-a:7000", "host-b:7001"]);
+    let missing = parse(&["-n", "2", "--hostfile", "/nonexistent/hosts"]).unwrap_err();
+    assert!(missing.contains("/nonexistent/hosts"), "{missing}");
+}
+
+#[test]
+fn bad_cluster_options_are_clear_errors() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["-n", "2", "-p", "2"], "process 2 does not exist in a cluster of 2"),
+        (&["-n", "0"], "at least 1"),
+        (&["-p", "x"], "expected a process index"),
+        (&["-n", "2", "-h"], "requires a value"),
+    ];
+    for (args, expected) in cases {
+        let error = parse(args).expect_err(&format!("{args:?} is invalid"));
+        assert!(error.contains(expected), "{args:?}: {error}");
     }
 }

@@ -5,7 +5,7 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -34,24 +34,6 @@ const SIZES: [usize; 12] = [
 ];
 const POINT: u64 = 5;
 const BROADCAST: u64 = 6;
-
-/// `n` loopback addresses whose ports are free now, below the ephemeral range (32768+) so that
-/// outgoing connections never take them, and distinct across the tests of this run.
-fn free_addresses(n: usize) -> Vec<String> {
-    static NEXT: AtomicU16 = AtomicU16::new(0);
-    let seed = (std::process::id() % 1000) as u16 * 10;
-    let _ = NEXT.compare_exchange(0, 20_000 + seed, Ordering::SeqCst, Ordering::SeqCst);
-    let mut addresses = Vec::new();
-    while addresses.len() < n {
-        let port = NEXT.fetch_add(1, Ordering::SeqCst);
-        assert!(port < 32_000, "ran out of test ports");
-        let address = format!("127.0.0.1:{port}");
-        if TcpListener::bind(&address).is_ok() {
-            addresses.push(address);
-        }
-    }
-    addresses
-}
 
 fn identity(cluster_id: u64, secret: &[u8]) -> ClusterIdentity {
     ClusterIdentity {
@@ -100,7 +82,7 @@ struct Node {
 
 /// Connects a cluster (same identity everywhere) and starts every process's transport.
 fn cluster(processes: usize, threads: usize, order: &[usize]) -> Vec<Node> {
-    let addresses = free_addresses(processes);
+    let addresses = common::free_addresses(processes);
     let identities = vec![identity(9, b"test secret"); processes];
     establish_all(&addresses, threads, order, &identities, SETUP)
         .into_iter()
@@ -350,7 +332,7 @@ fn closed_by_peer(stream: &mut TcpStream) -> bool {
 #[test]
 fn strangers_on_the_port_are_rejected_and_setup_still_succeeds() {
     common::within(LIMIT, || {
-        let addresses = free_addresses(2);
+        let addresses = common::free_addresses(2);
         let id = identity(1, b"s");
         let first = {
             let (addresses, id) = (addresses.clone(), id.clone());
@@ -379,7 +361,7 @@ fn mismatched(
     other: ClusterIdentity,
     deadline: Duration,
 ) -> Vec<Result<Vec<Option<TcpStream>>, NetworkError>> {
-    let addresses = free_addresses(2);
+    let addresses = common::free_addresses(2);
     establish_all(
         &addresses,
         1,
@@ -429,7 +411,7 @@ fn a_wrong_secret_is_rejected() {
 #[test]
 fn a_version_mismatch_fails_setup() {
     common::within(LIMIT, || {
-        let addresses = free_addresses(2);
+        let addresses = common::free_addresses(2);
         let listener = {
             let addresses = addresses.clone();
             let id = ClusterIdentity::default();
@@ -459,7 +441,7 @@ fn a_version_mismatch_fails_setup() {
 #[test]
 fn a_missing_peer_is_named_at_the_deadline() {
     common::within(LIMIT, || {
-        let addresses = free_addresses(3);
+        let addresses = common::free_addresses(3);
         let started = Instant::now();
         let deadline = Duration::from_secs(1);
         let error = establish(1, &addresses, 1, &ClusterIdentity::default(), deadline)
@@ -485,7 +467,7 @@ fn a_missing_peer_is_named_at_the_deadline() {
 
 #[test]
 fn a_port_in_use_is_named() {
-    let addresses = free_addresses(2);
+    let addresses = common::free_addresses(2);
     let _holder = TcpListener::bind(&addresses[0]).expect("hold the port");
     let error = establish(0, &addresses, 1, &ClusterIdentity::default(), SETUP)
         .expect_err("the port is taken");
@@ -546,7 +528,7 @@ fn a_dropped_process_is_reported_lost_and_workers_are_woken() {
 #[test]
 fn a_malformed_header_is_reported_as_a_lost_peer() {
     common::within(LIMIT, || {
-        let addresses = free_addresses(2);
+        let addresses = common::free_addresses(2);
         let ids = vec![ClusterIdentity::default(); 2];
         let mut results = establish_all(&addresses, 1, &[0, 1], &ids, SETUP).into_iter();
         let first = results

@@ -66,15 +66,15 @@ fn push_takes_the_element_and_flush_records_nothing() {
 fn channels_are_separate_and_events_name_them() {
     let mut allocator = allocator();
     let (mut numbers, mut numbers_in) = allocator.allocate::<u32>(1);
-    let (mut words, mut words_in) = allocator.allocate::<&'static str>(2);
+    let (mut words, mut words_in) = allocator.allocate::<String>(2);
     numbers[0].send(10);
-    words[0].send("a");
+    words[0].send("a".to_string());
     numbers[0].send(11);
     assert_eq!(drain_events(&allocator), vec![1, 2, 1]);
     assert_eq!(numbers_in.recv(), Some(10));
     assert_eq!(numbers_in.recv(), Some(11));
     assert_eq!(numbers_in.recv(), None);
-    assert_eq!(words_in.recv(), Some("a"));
+    assert_eq!(words_in.recv().as_deref(), Some("a"));
     assert_eq!(words_in.recv(), None);
 }
 

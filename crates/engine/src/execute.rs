@@ -4,7 +4,7 @@
 //! worker after the closure returns until its dataflows complete. Returns each worker's
 //! result, or the first failure.
 
-use crate::worker::{StopSignal, StoppedByPeer, Worker};
+use crate::worker::{ClusterFailure, StopSignal, StoppedByPeer, Worker};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 use timely_communication::{initialize_from, Config};
@@ -52,7 +52,10 @@ where
             result
         }));
         outcome.unwrap_or_else(|payload| {
-            if !payload.is::<StoppedByPeer>() {
+            if let Some(ClusterFailure(reason)) = payload.downcast_ref::<ClusterFailure>() {
+                let message = format!("worker {index} stopped: {reason}");
+                failure.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(message);
+            } else if !payload.is::<StoppedByPeer>() {
                 let message = format!("worker {} panicked: {}", index, panic_message(payload.as_ref()));
                 failure.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(message);
             }
@@ -79,7 +82,8 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// Like `execute`, with the configuration read from command-line arguments (`-w N`).
+/// Like `execute`, with the configuration read from command-line arguments (`-w N` threads,
+/// `-n N` processes, `-p I` this process, `-h FILE` hostfile; see `Config::from_args`).
 /// Unrecognized arguments are left for the program.
 pub fn execute_from_args<I, T, F>(args: I, func: F) -> Result<Vec<T>, ExecuteError>
 where

@@ -37,4 +37,4 @@ pub use execute::{example, execute, execute_from_args, ExecuteError};
 pub use order::{PartialOrder, Product, TotalOrder};
 pub use progress::{Antichain, ChangeBatch, MutableAntichain, PathSummary, Refines, Timestamp};
 pub use timely_communication::Config;
-pub use worker::{StopSignal, StoppedByPeer, Worker};
+pub use worker::{ClusterFailure, StopSignal, StoppedByPeer, Worker};

@@ -55,6 +55,11 @@ impl StopSignal {
 #[derive(Debug)]
 pub struct StoppedByPeer;
 
+/// The payload with which a worker unwinds when its cluster failed (a process was lost); it
+/// holds the reason, naming the process.
+#[derive(Debug)]
+pub struct ClusterFailure(pub String);
+
 /// A dataflow as the worker sees it: something to schedule until it completes.
 pub trait Dataflow {
     /// Runs the dataflow's active operators; returns true while it is incomplete.
@@ -202,15 +207,21 @@ impl Worker {
 
     /// Steps while `condition` holds. A worker that stays idle for a moment parks until
     /// data or progress arrives, so `condition` must depend on the dataflows' progress.
+    ///
+    /// An idle worker yields its core after each step, so that the threads it waits for
+    /// (other workers, the network threads of a cluster) can run even when every core is
+    /// taken by a polling worker.
     pub fn step_while(&mut self, mut condition: impl FnMut() -> bool) {
         let mut idle_since: Option<std::time::Instant> = None;
         while condition() {
-            let park = idle_since.map_or(false, |since| since.elapsed() > SPIN_BEFORE_PARK);
-            self.step_or_park(if park { None } else { Some(Duration::ZERO) });
+            let idle = idle_since.map_or(Duration::ZERO, |since| since.elapsed());
+            self.step_or_park(if idle > SPIN_BEFORE_PARK { None } else { Some(Duration::ZERO) });
             if self.worked {
                 idle_since = None;
             } else if idle_since.is_none() {
                 idle_since = Some(std::time::Instant::now());
+            } else {
+                std::thread::yield_now();
             }
         }
     }
@@ -255,6 +266,13 @@ impl Worker {
         self.has_dataflows()
     }
 
+    /// Records that this worker's run failed: in a cluster, this process's connections then
+    /// close without goodbye, so that the other processes stop instead of waiting for it.
+    /// (A worker that unwinds from a panic is recorded as failed without this call.)
+    pub fn fail(&self) {
+        self.state.allocator.borrow().fail();
+    }
+
     /// True while some dataflow is incomplete.
     pub fn has_dataflows(&self) -> bool {
         self.state.dataflows.borrow().iter().any(|d| d.is_some())
@@ -271,8 +289,14 @@ impl Worker {
         &self.state
     }
 
+    /// Takes in what arrived; unwinds with [`ClusterFailure`] if the cluster failed, since
+    /// what a lost process would have sent can never arrive.
     fn receive_events(&mut self) {
         let mut allocator = self.state.allocator.borrow_mut();
+        if let Some(failure) = allocator.failure() {
+            drop(allocator);
+            std::panic::resume_unwind(Box::new(ClusterFailure(failure)));
+        }
         allocator.receive();
         let activators = self.state.channel_activators.borrow();
         for channel in allocator.events().borrow_mut().drain(..) {

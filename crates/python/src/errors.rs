@@ -17,6 +17,12 @@ create_exception!(_core, TimelyError, PyException, "Base class of timely_py's ow
 create_exception!(_core, DataflowError, TimelyError, "A dataflow was described incorrectly.");
 create_exception!(
     _core,
+    ClusterError,
+    TimelyError,
+    "The processes of a cluster could not connect, or one of them was lost while running."
+);
+create_exception!(
+    _core,
     WorkerCancelled,
     TimelyError,
     "Raised in a worker that stops because another worker failed or the run was interrupted."

@@ -20,7 +20,7 @@
 //! timestamp depth `T`, and converts times with `PyTime`.
 
 use crate::errors::{add_note, catch_panic, DataflowError, WorkerContext};
-use crate::record::Record;
+use crate::record::{Record, Routed};
 use crate::scope::{Nest, PyScope, ScopeHandle};
 use crate::stream::{PyStream, StreamHandle, StreamObj};
 use crate::time::PyTime;
@@ -613,7 +613,7 @@ impl Payload for Record {
     }
 }
 
-impl Payload for (u64, Record) {
+impl Payload for Routed {
     #[inline]
     fn object(self) -> Py<PyAny> {
         (self.1).0
@@ -1070,7 +1070,7 @@ impl PyOperatorInfo {
 /// An operator input's stream: as is (pipeline), or with routing hashes (exchange).
 enum Feed<T: PyTime> {
     Pipelined(Stream<T, Record>),
-    Hashed(Stream<T, (u64, Record)>),
+    Hashed(Stream<T, Routed>),
 }
 
 fn input_cell<T: PyTime, D: Payload>(port: InputPort<T, D>, index: usize, op: &Rc<OpState<T>>) -> Rc<dyn InputObj> {
@@ -1119,7 +1119,7 @@ fn build_operator<T: Nest>(
             .map(|(i, feed)| match feed {
                 Feed::Pipelined(stream) => input_cell(builder.new_input(&stream, Pipeline), i, &op),
                 Feed::Hashed(stream) => {
-                    input_cell(builder.new_input(&stream, Exchange::new(|(hash, _): &(u64, Record)| *hash)), i, &op)
+                    input_cell(builder.new_input(&stream, Exchange::new(|Routed(hash, _): &Routed| *hash)), i, &op)
                 }
             })
             .collect();

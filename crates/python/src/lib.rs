@@ -5,6 +5,7 @@
 //! conversions, and the translation of user exceptions and engine misuse into Python
 //! exceptions. It holds no dataflow logic of its own.
 
+mod codec;
 mod errors;
 mod generic;
 mod handles;
@@ -28,8 +29,11 @@ fn execute(py: Python<'_>, main: Py<PyAny>, workers: usize) -> PyResult<Vec<Py<P
     worker::run(py, config, main)
 }
 
-/// Like `execute`, configured from command-line arguments (`-w N`); other arguments are
-/// ignored.
+/// Like `execute`, configured from command-line arguments: `-w N` worker threads per process,
+/// `-n N` processes, `-p I` this process's index, `-h FILE` a hostfile (one `host:port` per
+/// process; default `localhost:2101+i`). A cluster's processes find each other at those
+/// addresses, authenticated by the environment variables `TIMELY_CLUSTER_ID` and
+/// `TIMELY_CLUSTER_SECRET`. Other arguments are ignored.
 #[pyfunction]
 fn execute_from_args(py: Python<'_>, argv: Vec<String>, main: Py<PyAny>) -> PyResult<Vec<Py<PyAny>>> {
     let (config, _rest) = Config::from_args(argv).map_err(pyo3::exceptions::PyValueError::new_err)?;
@@ -37,7 +41,7 @@ fn execute_from_args(py: Python<'_>, argv: Vec<String>, main: Py<PyAny>) -> PyRe
 }
 
 /// The arguments of `argv` that are the program's own: everything except the runtime's
-/// options (`-w N` and its spellings) that `execute_from_args` reads.
+/// options (`-w`, `-n`, `-p`, `-h` and their spellings) that `execute_from_args` reads.
 #[pyfunction]
 fn program_args(argv: Vec<String>) -> PyResult<Vec<String>> {
     let (_config, rest) = Config::from_args(argv).map_err(pyo3::exceptions::PyValueError::new_err)?;
@@ -57,9 +61,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<handles::PyInputHandle>()?;
     m.add_class::<handles::PyProbeHandle>()?;
     generic::register(m)?;
+    codec::register(m)?;
     let py = m.py();
     m.add("TimelyError", py.get_type::<errors::TimelyError>())?;
     m.add("DataflowError", py.get_type::<errors::DataflowError>())?;
     m.add("WorkerCancelled", py.get_type::<errors::WorkerCancelled>())?;
+    m.add("ClusterError", py.get_type::<errors::ClusterError>())?;
     Ok(())
 }

@@ -7,7 +7,7 @@
 
 use crate::errors::{catch_panic, DataflowError, WorkerContext};
 use crate::handles::PyProbeHandle;
-use crate::record::{route, Record};
+use crate::record::{route, Record, Routed, RoutedPair};
 use crate::scope::{Nest, PyLoopHandle, PyScope, ScopeHandle};
 use crate::time::{PyTime, T0};
 use pyo3::prelude::*;
@@ -183,7 +183,7 @@ impl<T: Nest> StreamObj for StreamHandle<T> {
 
     fn exchange(&self, key: Option<Py<PyAny>>) -> Box<dyn StreamObj> {
         let keyed = keyed_records(&self.stream, &self.context, "ExchangeKey".to_owned(), key);
-        let routed = keyed.exchange(|(hash, _): &(u64, Record)| *hash).map(|(_, x)| x);
+        let routed = keyed.exchange(|Routed(hash, _): &Routed| *hash).map(|Routed(_, x)| x);
         self.wrap(routed)
     }
 
@@ -358,7 +358,7 @@ impl<T: Nest> StreamHandle<T> {
         F: for<'py> FnMut(Python<'py>, Option<Bound<'py, PyAny>>, &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> + 'static,
     {
         let keyed = keyed_pairs(self, name, key);
-        let routed = keyed.exchange(|(hash, _, _): &(u64, Record, Record)| *hash);
+        let routed = keyed.exchange(|RoutedPair(hash, _, _): &RoutedPair| *hash);
         let context = self.context.clone();
         let mut state: HashMap<T, Py<PyDict>> = HashMap::new();
         let folded = routed.unary_notify(Pipeline, name, move |input, output, notificator| {
@@ -373,7 +373,7 @@ impl<T: Nest> StreamHandle<T> {
                             table
                         }
                     };
-                    for (_, k, x) in data.drain(..) {
+                    for RoutedPair(_, k, x) in data.drain(..) {
                         let k = k.bind(py);
                         let acc = fold(py, table.get_item(k)?, x.bind(py))?;
                         table.set_item(k, acc)?;
@@ -407,7 +407,7 @@ pub(crate) fn keyed_records<T: Nest>(
     context: &Rc<WorkerContext>,
     name: String,
     key: Option<Py<PyAny>>,
-) -> Stream<T, (u64, Record)> {
+) -> Stream<T, Routed> {
     let context = context.clone();
     stream.unary(Pipeline, &name.clone(), move |_, info| {
         let peers = info.peers as u64;
@@ -420,7 +420,7 @@ pub(crate) fn keyed_records<T: Nest>(
                             Some(key) => route(&key.bind(py).call1((x.bind(py),))?, peers)?,
                             None => route(x.bind(py), peers)?,
                         };
-                        session.give((worker, x));
+                        session.give(Routed(worker, x));
                     }
                 }
                 Ok(())
@@ -432,7 +432,7 @@ pub(crate) fn keyed_records<T: Nest>(
 
 /// `(worker, k, x)` with `k = key(x)` for every record (`key` None: the record itself),
 /// the worker chosen by `route(k)`.
-fn keyed_pairs<T: Nest>(stream: &StreamHandle<T>, name: &'static str, key: Option<Py<PyAny>>) -> Stream<T, (u64, Record, Record)> {
+fn keyed_pairs<T: Nest>(stream: &StreamHandle<T>, name: &'static str, key: Option<Py<PyAny>>) -> Stream<T, RoutedPair> {
     let context = stream.context.clone();
     stream.stream.unary(Pipeline, name, move |_, info| {
         let peers = info.peers as u64;
@@ -445,7 +445,7 @@ fn keyed_pairs<T: Nest>(stream: &StreamHandle<T>, name: &'static str, key: Optio
                             Some(key) => key.bind(py).call1((x.bind(py),))?,
                             None => x.bind(py).clone(),
                         };
-                        session.give((route(&k, peers)?, record(k), x));
+                        session.give(RoutedPair(route(&k, peers)?, record(k), x));
                     }
                 }
                 Ok(())

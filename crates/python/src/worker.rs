@@ -7,7 +7,9 @@
 //! for Ctrl-C; an interrupt or a failed worker stops every worker, and the first real
 //! exception (not a cancellation) is raised to the caller of `execute`.
 
-use crate::errors::{catch_panic, WorkerCancelled, WorkerContext};
+use crate::errors::{catch_panic, ClusterError, WorkerCancelled, WorkerContext};
+use crate::record::PythonFailure;
+use std::panic::AssertUnwindSafe;
 use crate::scope::PyScope;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -18,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 use timely_communication::{initialize_from, Allocator, Config};
-use timely_engine::Worker;
+use timely_engine::{ClusterFailure, Worker};
 
 /// How long a parked worker sleeps before checking whether the run is being stopped.
 const PARK_SLICE: Duration = Duration::from_millis(50);
@@ -109,12 +111,28 @@ impl PyWorker {
     fn step_detached(&self, py: Python<'_>, timeout: Option<Duration>) -> PyResult<bool> {
         let mut worker = self.worker()?;
         let worker = SameThread(&mut *worker);
-        let active = py.detach(move || {
+        let stepped = py.detach(move || {
             let worker = worker;
-            worker.0.step_or_park(timeout)
+            std::panic::catch_unwind(AssertUnwindSafe(|| worker.0.step_or_park(timeout)))
         });
+        let active = stepped.or_else(|payload| self.failure(payload))?;
         self.parts()?.context.check()?;
         Ok(active)
+    }
+
+    /// The Python exception for a step that unwound: the cluster failed, or Python code the
+    /// engine ran (encoding records for another process) raised. Other panics continue.
+    fn failure(&self, payload: Box<dyn std::any::Any + Send>) -> PyResult<bool> {
+        let context = &self.parts()?.context;
+        context.stop_run();
+        let payload = match payload.downcast::<ClusterFailure>() {
+            Ok(failure) => return Err(ClusterError::new_err(format!("worker {}: {}", self.index, failure.0))),
+            Err(payload) => payload,
+        };
+        match payload.downcast::<PythonFailure>() {
+            Ok(failure) => Err(failure.0),
+            Err(payload) => std::panic::resume_unwind(payload),
+        }
     }
 
     /// Steps until every dataflow completes or the run is stopped.
@@ -196,7 +214,8 @@ impl PyWorker {
 
 /// Runs `main(worker)` on every worker of `config`; returns the results in worker order.
 pub fn run(py: Python<'_>, config: Config, main: Py<PyAny>) -> PyResult<Vec<Py<PyAny>>> {
-    let builders = config.try_build().map_err(PyValueError::new_err)?;
+    // A cluster connects to its other processes here, which may take a while: detached.
+    let builders = py.detach(|| config.try_build()).map_err(ClusterError::new_err)?;
     let workers = builders.len();
     let abort = Arc::new(AtomicBool::new(false));
     let (done, finished) = mpsc::channel::<()>();
@@ -242,6 +261,8 @@ fn run_worker(py: Python<'_>, allocator: Allocator, main: &Py<PyAny>, abort: Arc
     if let Some(parts) = &parts {
         if result.is_err() {
             parts.context.stop_run();
+            // In a cluster, the other processes learn at once that this one stopped.
+            parts.worker.borrow().fail();
         }
     }
     drop(parts);

@@ -3,11 +3,13 @@
 //! This module owns the [`Allocator`] a worker uses to create channels, the [`AllocatorBuilder`]
 //! that is moved to a worker thread to make it, the per-worker list of channel events, and the
 //! record of allocations ([`ChannelRecord`]). Each variant lives in its own submodule:
-//! [`thread`] for a single worker, [`process`] for several worker threads of one process.
+//! [`thread`] for a single worker, [`process`] for several worker threads of one process,
+//! [`cluster`] for the workers of several processes.
 //!
 //! It must not spawn threads (that is [`mod@crate::initialize`]'s job) nor interpret what travels on
 //! a channel.
 
+pub mod cluster;
 pub mod process;
 pub mod thread;
 
@@ -15,7 +17,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use crate::{Pull, Push};
+use crate::{Exchangeable, Pull, Push};
+use cluster::{ClusterAllocator, ClusterBuilder};
 use process::{ProcessAllocator, ProcessBuilder};
 use thread::{ThreadAllocator, ThreadBuilder};
 
@@ -69,6 +72,8 @@ pub enum AllocatorBuilder {
     Thread(ThreadBuilder),
     /// Builds the allocator of one of several worker threads in this process.
     Process(ProcessBuilder),
+    /// Builds the allocator of a worker in a cluster of processes.
+    Cluster(ClusterBuilder),
 }
 
 impl AllocatorBuilder {
@@ -77,6 +82,7 @@ impl AllocatorBuilder {
         match self {
             AllocatorBuilder::Thread(builder) => Allocator::Thread(builder.build()),
             AllocatorBuilder::Process(builder) => Allocator::Process(builder.build()),
+            AllocatorBuilder::Cluster(builder) => Allocator::Cluster(builder.build()),
         }
     }
 
@@ -85,6 +91,7 @@ impl AllocatorBuilder {
         match self {
             AllocatorBuilder::Thread(_) => 0,
             AllocatorBuilder::Process(builder) => builder.index(),
+            AllocatorBuilder::Cluster(builder) => builder.index(),
         }
     }
 }
@@ -97,6 +104,8 @@ pub enum Allocator {
     Thread(ThreadAllocator),
     /// One of several worker threads in this process.
     Process(ProcessAllocator),
+    /// A worker in a cluster of processes.
+    Cluster(ClusterAllocator),
 }
 
 impl Allocator {
@@ -105,6 +114,7 @@ impl Allocator {
         match self {
             Allocator::Thread(_) => 0,
             Allocator::Process(allocator) => allocator.index(),
+            Allocator::Cluster(allocator) => allocator.index(),
         }
     }
 
@@ -113,6 +123,7 @@ impl Allocator {
         match self {
             Allocator::Thread(_) => 1,
             Allocator::Process(allocator) => allocator.peers(),
+            Allocator::Cluster(allocator) => allocator.peers(),
         }
     }
 
@@ -125,10 +136,43 @@ impl Allocator {
     ///
     /// If another worker allocated `identifier` with a different element type, or this worker
     /// allocated it before.
-    pub fn allocate<T: Send + 'static>(&mut self, identifier: usize) -> ChannelEndpoints<T> {
+    pub fn allocate<T: Exchangeable>(&mut self, identifier: usize) -> ChannelEndpoints<T> {
         match self {
             Allocator::Thread(allocator) => allocator.allocate(identifier),
             Allocator::Process(allocator) => allocator.allocate(identifier),
+            Allocator::Cluster(allocator) => allocator.allocate(identifier),
+        }
+    }
+
+    /// Allocates channel `identifier` for broadcasts: one pusher that gives every worker
+    /// (this one included) each element, and this worker's puller.
+    ///
+    /// In a cluster an element is encoded and sent once per remote process, not once per
+    /// remote worker.
+    pub fn broadcast<T: Exchangeable + Clone>(&mut self, identifier: usize) -> (Box<dyn Push<T>>, Box<dyn Pull<T>>) {
+        match self {
+            Allocator::Cluster(allocator) => allocator.broadcast(identifier),
+            _ => {
+                let (pushers, puller) = self.allocate(identifier);
+                (Box::new(FanOut::new(pushers)), puller)
+            }
+        }
+    }
+
+    /// Records that this worker's run failed (an error, not a finished computation). In a
+    /// cluster, the process's connections then close without goodbye when its workers end,
+    /// so that the other processes stop instead of waiting for it.
+    pub fn fail(&self) {
+        if let Allocator::Cluster(allocator) = self {
+            allocator.fail();
+        }
+    }
+
+    /// Why this worker cannot go on: a lost process of the cluster, say. `None` while healthy.
+    pub fn failure(&self) -> Option<String> {
+        match self {
+            Allocator::Cluster(allocator) => allocator.failure(),
+            _ => None,
         }
     }
 
@@ -137,14 +181,19 @@ impl Allocator {
         match self {
             Allocator::Thread(_) => {}
             Allocator::Process(allocator) => allocator.receive(),
+            Allocator::Cluster(allocator) => allocator.receive(),
         }
     }
 
     /// Flushes anything buffered; called at the end of each worker step.
     ///
-    /// The thread and process allocators hand every element over as it is pushed, so there is
-    /// nothing to flush yet; allocators that batch (over the network) flush here.
-    pub fn release(&mut self) {}
+    /// The thread and process allocators hand every element over as it is pushed; the cluster
+    /// allocator writes what it buffered for other processes to their connections.
+    pub fn release(&mut self) {
+        if let Allocator::Cluster(allocator) = self {
+            allocator.release();
+        }
+    }
 
     /// Channel identifiers that received data since the engine last drained this list (duplicates allowed).
     ///
@@ -154,6 +203,7 @@ impl Allocator {
         match self {
             Allocator::Thread(allocator) => allocator.events(),
             Allocator::Process(allocator) => allocator.events(),
+            Allocator::Cluster(allocator) => allocator.events(),
         }
     }
 
@@ -166,6 +216,7 @@ impl Allocator {
         let pending = match self {
             Allocator::Thread(allocator) => allocator.has_pending(),
             Allocator::Process(allocator) => allocator.has_pending(),
+            Allocator::Cluster(allocator) => allocator.has_pending(),
         };
         if !pending {
             match timeout {
@@ -180,6 +231,39 @@ impl Allocator {
         match self {
             Allocator::Thread(allocator) => allocator.allocations(),
             Allocator::Process(allocator) => allocator.allocations(),
+            Allocator::Cluster(allocator) => allocator.allocations(),
+        }
+    }
+}
+
+/// Gives every pusher each element: clones for all but the last.
+pub(crate) struct FanOut<T> {
+    pushers: Vec<Box<dyn Push<T>>>,
+}
+
+impl<T> FanOut<T> {
+    /// A pusher that pushes to all of `pushers`.
+    pub(crate) fn new(pushers: Vec<Box<dyn Push<T>>>) -> Self {
+        FanOut { pushers }
+    }
+}
+
+impl<T: Clone> Push<T> for FanOut<T> {
+    fn push(&mut self, element: &mut Option<T>) {
+        let Some((last, rest)) = self.pushers.split_last_mut() else {
+            return;
+        };
+        match element.take() {
+            Some(element) => {
+                for pusher in rest {
+                    pusher.send(element.clone());
+                }
+                last.send(element);
+            }
+            None => {
+                rest.iter_mut().for_each(|pusher| pusher.done());
+                last.done();
+            }
         }
     }
 }

@@ -59,6 +59,17 @@ impl ProcessBuilder {
         self.index
     }
 
+    /// A function that wakes worker `i` of this process, for threads that bring it data from
+    /// outside the process (the cluster's receive threads).
+    pub(crate) fn waker(&self) -> Arc<dyn Fn(usize) + Send + Sync> {
+        let shared = Arc::clone(&self.shared);
+        Arc::new(move |index| {
+            if let Some(mailbox) = shared.mailboxes.get(index) {
+                mailbox.wake();
+            }
+        })
+    }
+
     /// Builds the allocator and registers the current thread as the one to wake for this worker.
     pub fn build(self) -> ProcessAllocator {
         self.shared.mailboxes[self.index].register(std::thread::current());

@@ -1,5 +1,7 @@
 //! Helpers shared by the integration tests.
 
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Duration;
 
 /// Runs `test` on its own thread and fails if it does not finish within `limit`, so that a lost
@@ -21,3 +23,23 @@ pub fn within<R: Send + 'static>(limit: Duration, test: impl FnOnce() -> R + Sen
         }
     }
 }
+
+/// `n` loopback addresses whose ports are free now, below the ephemeral range (32768+) so that
+/// outgoing connections never take them, and distinct across the tests of this run.
+#[allow(dead_code)] // not every test binary uses it
+pub fn free_addresses(n: usize) -> Vec<String> {
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let seed = (std::process::id() % 1000) as u16 * 10;
+    let _ = NEXT.compare_exchange(0, 20_000 + seed, Ordering::SeqCst, Ordering::SeqCst);
+    let mut addresses = Vec::new();
+    while addresses.len() < n {
+        let port = NEXT.fetch_add(1, Ordering::SeqCst);
+        assert!(port < 32_000, "ran out of test ports");
+        let address = format!("127.0.0.1:{port}");
+        if TcpListener::bind(&address).is_ok() {
+            addresses.push(address);
+        }
+    }
+    addresses
+}
+

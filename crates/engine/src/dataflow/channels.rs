@@ -16,15 +16,41 @@ use crate::scheduling::Activator;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
-use timely_communication::{Pull, Push};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use timely_communication::exchangeable::{bincode_decode, bincode_encode};
+use timely_communication::{Exchangeable, Pull, Push};
 
 /// Records that can flow on a pipeline edge.
 pub trait Data: Clone + 'static {}
 impl<D: Clone + 'static> Data for D {}
 
-/// Records that can be exchanged between worker threads.
-pub trait ExchangeData: Data + Send {}
-impl<D: Data + Send> ExchangeData for D {}
+/// Records that can be exchanged between workers, also across processes.
+///
+/// Records travel in batches, so a batch is the unit of encoding: a type whose encoding has a
+/// per-batch cost (Python objects, which need the interpreter) pays it once per batch. Every
+/// serde type is `ExchangeData` through bincode; other types implement the two methods.
+pub trait ExchangeData: Data + Send {
+    /// Appends the encoding of `batch` to `out`.
+    fn encode_batch(batch: &[Self], out: &mut Vec<u8>);
+    /// Reads a batch from exactly the bytes `encode_batch` wrote.
+    ///
+    /// # Errors
+    ///
+    /// Bytes that are not such an encoding; they come from another process and must never
+    /// make decoding panic.
+    fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, String>;
+}
+
+impl<D: Data + Send + Serialize + DeserializeOwned> ExchangeData for D {
+    fn encode_batch(batch: &[Self], out: &mut Vec<u8>) {
+        bincode_encode(batch, out);
+    }
+
+    fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, String> {
+        bincode_decode(bytes)
+    }
+}
 
 /// A batch of records at one time.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,6 +69,29 @@ impl<T, D> Message<T, D> {
     /// A message from worker `from`; the sequence number is assigned when it is sent.
     pub fn new(time: T, data: Vec<D>, from: usize) -> Self {
         Message { time, data, from, seq: 0 }
+    }
+}
+
+/// A message as bytes: the length of the encoded `(time, from, seq)` as a little-endian `u32`,
+/// those bytes (bincode), then the records (`ExchangeData::encode_batch`).
+impl<T: Timestamp, D: ExchangeData> Exchangeable for Message<T, D> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend_from_slice(&[0; 4]);
+        bincode_encode(&(&self.time, self.from as u64, self.seq), out);
+        let header = u32::try_from(out.len() - start - 4).expect("a message header is small");
+        out[start..start + 4].copy_from_slice(&header.to_le_bytes());
+        D::encode_batch(&self.data, out);
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, String> {
+        let length = bytes.get(..4).ok_or("a message shorter than its header length")?;
+        let length = u32::from_le_bytes(length.try_into().expect("four bytes")) as usize;
+        let header = bytes.get(4..4 + length).ok_or("a message shorter than its header")?;
+        let (time, from, seq): (T, u64, u64) = bincode_decode(header)?;
+        let data = D::decode_batch(&bytes[4 + length..])?;
+        let from = usize::try_from(from).map_err(|_| format!("a message from worker {from}"))?;
+        Ok(Message { time, data, from, seq })
     }
 }
 
@@ -163,24 +212,34 @@ impl<D, F: Fn(&D) -> u64> Exchange<D, F> {
 
 impl<T: Timestamp, D: ExchangeData, F: Fn(&D) -> u64 + 'static> Pact<T, D> for Exchange<D, F> {
     fn connect(self, scope: &Scope<T>, identifier: usize, activator: Activator) -> (MessagePusher<T, D>, MessagePuller<T, D>) {
-        let worker = scope.worker();
-        let (pushers, puller) = worker.allocator().allocate::<Message<T, D>>(identifier);
-        worker.activate_on_channel(identifier, activator);
-        let index = scope.index();
-        let logger = scope.logger();
-        let pushers = pushers
-            .into_iter()
-            .enumerate()
-            .map(|(target, p)| LogPusher::new(p, identifier, index, target, logger.clone()))
-            .collect::<Vec<_>>();
+        let (pushers, puller) = worker_endpoints(scope, identifier, activator);
         let buffers = (0..pushers.len()).map(|_| Vec::new()).collect();
-        let pusher = ExchangePusher { pushers, buffers, hash: self.hash };
-        (Box::new(pusher), Box::new(LogPuller::new(puller, identifier, index, logger)))
+        (Box::new(ExchangePusher { pushers, buffers, hash: self.hash }), puller)
     }
 }
 
+/// Allocates channel `identifier` for an exchanging edge into an operator activated by
+/// `activator`: a logging pusher per worker and this worker's logging puller.
+fn worker_endpoints<T: Timestamp, D: ExchangeData>(
+    scope: &Scope<T>,
+    identifier: usize,
+    activator: Activator,
+) -> (Vec<LogPusher<MessagePusher<T, D>>>, MessagePuller<T, D>) {
+    let worker = scope.worker();
+    let (pushers, puller) = worker.allocator().allocate::<Message<T, D>>(identifier);
+    worker.activate_on_channel(identifier, activator);
+    let index = scope.index();
+    let logger = scope.logger();
+    let pushers = pushers
+        .into_iter()
+        .enumerate()
+        .map(|(target, p)| LogPusher::new(p, identifier, index, target, logger.clone()))
+        .collect();
+    (pushers, Box::new(LogPuller::new(puller, identifier, index, logger)))
+}
+
 struct ExchangePusher<T, D, F> {
-    pushers: Vec<LogPusher<Box<dyn Push<Message<T, D>>>>>,
+    pushers: Vec<LogPusher<MessagePusher<T, D>>>,
     buffers: Vec<Vec<D>>,
     hash: F,
 }

@@ -41,7 +41,8 @@ pub struct ProgressState<T: Timestamp> {
 
 /// Broadcasts and receives progress batches for one scope.
 pub struct Progcaster<T: Timestamp> {
-    pushers: Vec<Box<dyn Push<ProgressBatch<T>>>>,
+    /// Gives every worker (this one included) each batch; once per process across processes.
+    pusher: Box<dyn Push<ProgressBatch<T>>>,
     puller: Box<dyn Pull<ProgressBatch<T>>>,
     worker: usize,
     channel: usize,
@@ -55,9 +56,9 @@ pub struct Progcaster<T: Timestamp> {
 impl<T: Timestamp> Progcaster<T> {
     /// Allocates the progress channel `channel` for the scope at `address`.
     pub fn new(allocator: &mut Allocator, channel: usize, address: Vec<usize>, logger: Option<Logger>) -> Self {
-        let (pushers, puller) = allocator.allocate::<ProgressBatch<T>>(channel);
+        let (pusher, puller) = allocator.broadcast::<ProgressBatch<T>>(channel);
         Progcaster {
-            pushers,
+            pusher,
             puller,
             worker: allocator.index(),
             channel,
@@ -90,13 +91,8 @@ impl<T: Timestamp> Progcaster<T> {
             address: self.address.clone(),
             updates: updates.len(),
         });
-        let last = self.pushers.len() - 1;
-        for pusher in self.pushers[..last].iter_mut() {
-            pusher.send(ProgressBatch { source: self.worker, sequence, updates: updates.clone() });
-            pusher.done();
-        }
-        self.pushers[last].send(ProgressBatch { source: self.worker, sequence, updates });
-        self.pushers[last].done();
+        self.pusher.send(ProgressBatch { source: self.worker, sequence, updates });
+        self.pusher.done();
     }
 
     /// Moves the updates of every received batch into `changes`.

@@ -16,7 +16,10 @@ pub fn hash_of<K: Hash + ?Sized>(key: &K) -> u64 {
     hasher.finish()
 }
 
-impl<T: Timestamp, K: ExchangeData + Hash + Eq, V: ExchangeData> Stream<T, (K, V)> {
+impl<T: Timestamp, K: Data + Send + Hash + Eq, V: Data + Send> Stream<T, (K, V)>
+where
+    (K, V): ExchangeData,
+{
     /// Folds the values of each key per time with `fold(key, value, aggregate)`, starting
     /// from `A::default()`, and emits `emit(key, aggregate)` once the time is complete.
     pub fn aggregate<A, R, F, E>(&self, mut fold: F, mut emit: E) -> Stream<T, R>
@@ -57,7 +60,10 @@ impl<T: Timestamp, K: ExchangeData + Hash + Eq, V: ExchangeData> Stream<T, (K, V
     }
 }
 
-impl<T: Timestamp, K: ExchangeData + Hash + Eq> Stream<T, K> {
+impl<T: Timestamp, K: Data + Send + Hash + Eq> Stream<T, K>
+where
+    (K, ()): ExchangeData,
+{
     /// Counts the records equal to each key per time; emits `(key, count)` once the time
     /// is complete.
     pub fn count_by_key(&self) -> Stream<T, (K, u64)> {

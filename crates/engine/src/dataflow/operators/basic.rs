@@ -77,10 +77,17 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
     where
         D: ExchangeData,
     {
-        let peers = self.scope().peers() as u64;
-        self.flat_map(move |d| (0..peers).map(move |w| (w, d.clone())))
-            .exchange(|(w, _)| *w)
-            .map(|(_, d)| d)
+        // Each record becomes `peers` consecutive copies, and the exchange sends the k-th copy
+        // of every record to worker k (its routing cycles through the workers, record after
+        // record). Counting copies as records keeps progress tracking exact.
+        let peers = self.scope().peers();
+        let next = std::cell::Cell::new(0u64);
+        self.flat_map(move |d| std::iter::repeat_n(d, peers))
+            .exchange(move |_| {
+                let target = next.get();
+                next.set((target + 1) % peers as u64);
+                target
+            })
     }
 
     /// Merges `other` into this stream.

@@ -1,0 +1,316 @@
+//! The allocator of a worker in a cluster of processes.
+//!
+//! This module owns [`ClusterAllocator`] and its [`ClusterBuilder`]: the worker's channels
+//! to workers of its own process go through the process allocator ([`super::process`]), and
+//! its channels to workers of other processes through the transport
+//! ([`crate::networking::transport`]): a pusher encodes each element straight into the
+//! buffer of the connection to the destination's process, with a header naming the channel,
+//! the sender and the receiving workers; the receive thread hands this worker the payload, a
+//! slice of its receive buffer; the channel's puller decodes it.
+//!
+//! Broadcasts ([`ClusterAllocator::broadcast`]) encode an element once per remote process,
+//! addressed to all of that process's workers, rather than once per remote worker.
+//!
+//! Workers are numbered globally: worker `i` of process `p` is `p * threads + i`. This module
+//! must not open connections or spawn threads ([`crate::initialize`] does), nor interpret
+//! what travels.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use crossbeam_channel::Receiver;
+
+use super::process::{ProcessAllocator, ProcessBuilder};
+use super::{ChannelEndpoints, ChannelRecord, Events};
+use crate::networking::{Delivery, MessageHeader, NetworkHealth, Payload, ProcessSender, Transport, WorkerEndpoints};
+use crate::{Exchangeable, Pull, Push};
+
+/// How long a finishing process waits for the others' goodbyes, so that it never closes a
+/// connection with data of theirs still unread (which could cut off what it sent last).
+const GOODBYE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The network threads of this process, shared by its workers' allocators.
+///
+/// When the last allocator is dropped, the connections close: in order (a goodbye to every
+/// process, then waiting for theirs) if every worker finished its run, abruptly otherwise, so
+/// that the other processes learn at once that this one is gone and stop too.
+#[derive(Clone)]
+pub(crate) struct Network {
+    shared: Arc<NetworkShared>,
+}
+
+struct NetworkShared {
+    transport: Mutex<Option<Transport>>,
+    health: NetworkHealth,
+    failed: AtomicBool,
+}
+
+impl Network {
+    pub(crate) fn new(transport: Transport) -> Self {
+        let health = transport.health();
+        let shared = NetworkShared { transport: Mutex::new(Some(transport)), health, failed: AtomicBool::new(false) };
+        Network { shared: Arc::new(shared) }
+    }
+
+    fn health(&self) -> &NetworkHealth {
+        &self.shared.health
+    }
+
+    /// Records that a worker of this process did not finish its run.
+    fn fail(&self) {
+        self.shared.failed.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Drop for NetworkShared {
+    fn drop(&mut self) {
+        let transport = self.transport.get_mut().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(transport) = transport {
+            if self.failed.load(Ordering::SeqCst) {
+                drop(transport);
+            } else {
+                // Failures at this point concern processes that this one no longer needs.
+                let _ = transport.shutdown(GOODBYE_TIMEOUT);
+            }
+        }
+    }
+}
+
+/// Builds the [`ClusterAllocator`] of one worker thread; `Send`, so it can move to that thread.
+pub struct ClusterBuilder {
+    local: ProcessBuilder,
+    endpoints: WorkerEndpoints,
+    network: Network,
+    process: usize,
+    processes: usize,
+    threads: usize,
+}
+
+impl ClusterBuilder {
+    /// The builder of a worker of process `process`, in a cluster of `processes` processes
+    /// with `threads` workers each, whose network endpoints are `endpoints`.
+    pub(crate) fn new(
+        local: ProcessBuilder,
+        endpoints: WorkerEndpoints,
+        network: Network,
+        process: usize,
+        processes: usize,
+        threads: usize,
+    ) -> Self {
+        ClusterBuilder { local, endpoints, network, process, processes, threads }
+    }
+
+    /// The global index of the worker this builder is for.
+    pub fn index(&self) -> usize {
+        self.endpoints.index
+    }
+
+    /// Builds the allocator and registers the current thread as the one to wake.
+    pub fn build(self) -> ClusterAllocator {
+        let senders = self
+            .endpoints
+            .senders
+            .into_iter()
+            .map(|sender| sender.map(|sender| Rc::new(RefCell::new(sender))))
+            .collect();
+        ClusterAllocator {
+            local: self.local.build(),
+            index: self.endpoints.index,
+            process: self.process,
+            processes: self.processes,
+            threads: self.threads,
+            senders,
+            receiver: self.endpoints.receiver,
+            inboxes: HashMap::new(),
+            network: self.network,
+        }
+    }
+}
+
+/// The remote messages of one channel that this worker has received and not yet pulled.
+type Inbox = Rc<RefCell<VecDeque<Payload>>>;
+
+/// The allocator of one worker of a cluster.
+pub struct ClusterAllocator {
+    local: ProcessAllocator,
+    index: usize,
+    process: usize,
+    processes: usize,
+    threads: usize,
+    /// The connection buffer to each process, shared by all channels (`None` for this process).
+    senders: Vec<Option<Rc<RefCell<ProcessSender>>>>,
+    receiver: Receiver<Delivery>,
+    /// Per channel, what arrived from other processes (created on first use, so that a
+    /// message arriving before this worker allocates its channel waits there).
+    inboxes: HashMap<usize, Inbox>,
+    /// Declared last: dropped after `senders`, which flush when dropped.
+    network: Network,
+}
+
+impl ClusterAllocator {
+    /// This worker's global index.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The number of workers in the cluster.
+    pub fn peers(&self) -> usize {
+        self.processes * self.threads
+    }
+
+    /// Allocates channel `identifier`: one pusher per worker of the cluster and this worker's puller.
+    pub fn allocate<T: Exchangeable>(&mut self, identifier: usize) -> ChannelEndpoints<T> {
+        let (local_pushers, local_puller) = self.local.allocate::<T>(identifier);
+        let mut local_pushers = local_pushers.into_iter();
+        let pushers = (0..self.peers())
+            .map(|target| match self.remote_sender(target / self.threads) {
+                None => local_pushers.next().expect("a pusher per local worker"),
+                Some(sender) => Box::new(NetworkPusher::new(sender, identifier, self.index, target..target + 1)) as Box<dyn Push<T>>,
+            })
+            .collect();
+        (pushers, self.puller(identifier, local_puller))
+    }
+
+    /// Allocates channel `identifier` for broadcasts: the pusher gives every worker of the
+    /// cluster each element, encoding it once per remote process.
+    pub fn broadcast<T: Exchangeable + Clone>(&mut self, identifier: usize) -> (Box<dyn Push<T>>, Box<dyn Pull<T>>) {
+        let (local_pushers, local_puller) = self.local.allocate::<T>(identifier);
+        let mut pushers = local_pushers;
+        for process in 0..self.processes {
+            if let Some(sender) = self.remote_sender(process) {
+                let workers = process * self.threads..(process + 1) * self.threads;
+                pushers.push(Box::new(NetworkPusher::new(sender, identifier, self.index, workers)));
+            }
+        }
+        (Box::new(super::FanOut::new(pushers)), self.puller(identifier, local_puller))
+    }
+
+    fn remote_sender(&self, process: usize) -> Option<Rc<RefCell<ProcessSender>>> {
+        self.senders[process].clone()
+    }
+
+    fn puller<T: Exchangeable>(&mut self, identifier: usize, local: Box<dyn Pull<T>>) -> Box<dyn Pull<T>> {
+        let remote = Rc::clone(self.inboxes.entry(identifier).or_default());
+        Box::new(ClusterPuller { local, remote, identifier, current: None })
+    }
+
+    /// Moves notices of arrived data, from this process and from others, into the events.
+    pub fn receive(&mut self) {
+        self.local.receive();
+        let mut events = self.local.events().borrow_mut();
+        for (header, payload) in self.receiver.try_iter() {
+            let channel = header.channel as usize;
+            self.inboxes.entry(channel).or_default().borrow_mut().push_back(payload);
+            events.push(channel);
+        }
+    }
+
+    /// Flushes what this worker buffered for other processes.
+    pub fn release(&mut self) {
+        for sender in self.senders.iter().flatten() {
+            // A failed connection is recorded in the network's health, which the worker checks.
+            let _ = sender.borrow_mut().flush();
+        }
+    }
+
+    /// Channel identifiers that received data since the list was last drained.
+    pub fn events(&self) -> &Events {
+        self.local.events()
+    }
+
+    /// Whether events are pending, the network delivered something, or it failed.
+    pub fn has_pending(&self) -> bool {
+        self.local.has_pending() || !self.receiver.is_empty() || !self.network.health().is_healthy()
+    }
+
+    /// Why the cluster cannot go on: the first network failure, if any.
+    pub fn failure(&self) -> Option<String> {
+        self.network.health().failure().map(|error| error.to_string())
+    }
+
+    /// Records that this worker's run failed: the connections will close without goodbye,
+    /// which the other processes see as this process being lost.
+    pub fn fail(&self) {
+        self.network.fail();
+    }
+
+    /// Every allocation made so far, in order.
+    pub fn allocations(&self) -> &[ChannelRecord] {
+        self.local.allocations()
+    }
+
+    /// This worker's process.
+    pub fn process(&self) -> usize {
+        self.process
+    }
+}
+
+/// Sends elements of one channel to workers of another process.
+struct NetworkPusher<T> {
+    sender: Rc<RefCell<ProcessSender>>,
+    header: MessageHeader,
+    marker: std::marker::PhantomData<T>,
+}
+
+impl<T> NetworkPusher<T> {
+    fn new(sender: Rc<RefCell<ProcessSender>>, channel: usize, source: usize, targets: std::ops::Range<usize>) -> Self {
+        let header = MessageHeader {
+            channel: channel as u64,
+            source: source as u64,
+            target_lower: targets.start as u64,
+            target_upper: targets.end as u64,
+            length: 0,
+            seqno: 0,
+        };
+        NetworkPusher { sender, header, marker: std::marker::PhantomData }
+    }
+}
+
+impl<T: Exchangeable> Push<T> for NetworkPusher<T> {
+    fn push(&mut self, element: &mut Option<T>) {
+        if let Some(element) = element.take() {
+            // A failed connection is recorded in the network's health; the worker stops at its
+            // next step, so the element can be dropped here.
+            let _ = self.sender.borrow_mut().send_with(self.header, |out| element.encode(out));
+            self.header.seqno += 1;
+        }
+    }
+}
+
+/// Receives on one channel: first from this process, then what other processes sent.
+struct ClusterPuller<T> {
+    local: Box<dyn Pull<T>>,
+    remote: Inbox,
+    identifier: usize,
+    current: Option<T>,
+}
+
+impl<T: Exchangeable> Pull<T> for ClusterPuller<T> {
+    fn pull(&mut self) -> &mut Option<T> {
+        if let Some(element) = self.local.recv() {
+            self.current = Some(element);
+            return &mut self.current;
+        }
+        let payload = self.remote.borrow_mut().pop_front();
+        self.current = payload.map(|payload| {
+            T::decode(&payload).unwrap_or_else(|error| {
+                // The peer authenticated at connection time: bytes it sent that do not decode
+                // are a protocol violation, and the computation cannot go on correctly.
+                panic!("channel {}: undecodable message from another process: {error}", self.identifier)
+            })
+        });
+        &mut self.current
+    }
+}
+
+impl Drop for ClusterAllocator {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.fail();
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! The cluster allocator on loopback: processes are simulated by threads, each running
+//! `initialize` with its own `Config::Cluster`. Every worker sends to every worker, point to
+//! point and by broadcast; the receiving side sees everything once, in order per sender; a
+//! process whose run fails makes the others see it lost.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use timely_communication::initialize::ClusterConfig;
+use timely_communication::networking::ClusterIdentity;
+use timely_communication::{initialize, Allocator, Config};
+
+const POINT: usize = 3;
+const BROADCAST: usize = 4;
+const MESSAGES: usize = 200;
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn cluster(process: usize, processes: usize, threads: usize, addresses: &[String]) -> Config {
+    Config::Cluster(ClusterConfig {
+        threads,
+        process,
+        processes,
+        addresses: addresses.to_vec(),
+        identity: ClusterIdentity { cluster_id: 7, secret: b"test secret".to_vec() },
+        connect_timeout: Duration::from_secs(20),
+    })
+}
+
+/// Every worker sends `MESSAGES` numbered pairs to every worker and broadcasts as many
+/// strings; returns, per channel and sender, what this worker received in arrival order.
+fn exchange(mut allocator: Allocator) -> (usize, [BTreeMap<usize, Vec<usize>>; 2]) {
+    let (index, peers) = (allocator.index(), allocator.peers());
+    let (mut pushers, mut puller) = allocator.allocate::<(usize, usize)>(POINT);
+    let (mut broadcast, mut broadcasts) = allocator.broadcast::<(usize, String)>(BROADCAST);
+    assert_eq!(pushers.len(), peers);
+    for seq in 0..MESSAGES {
+        for pusher in pushers.iter_mut() {
+            pusher.send((index, seq));
+        }
+        broadcast.send((index, format!("message {seq} from {index}")));
+    }
+    let mut received: [BTreeMap<usize, Vec<usize>>; 2] = Default::default();
+    let expected = peers * MESSAGES;
+    let start = Instant::now();
+    while received.iter().map(|r| r.values().map(Vec::len).sum::<usize>()).sum::<usize>() < 2 * expected {
+        assert!(start.elapsed() < LIMIT, "worker {index} is still waiting");
+        assert_eq!(allocator.failure(), None);
+        allocator.release();
+        allocator.receive();
+        allocator.events().borrow_mut().clear();
+        while let Some((source, seq)) = puller.recv() {
+            received[0].entry(source).or_default().push(seq);
+        }
+        while let Some((source, text)) = broadcasts.recv() {
+            let seq = text.split(' ').nth(1).unwrap().parse().unwrap();
+            assert_eq!(text, format!("message {seq} from {source}"));
+            received[1].entry(source).or_default().push(seq);
+        }
+        allocator.await_events(Some(Duration::from_millis(50)));
+    }
+    (index, received)
+}
+
+fn run_cluster(processes: usize, threads: usize) {
+    let addresses = common::free_addresses(processes);
+    let runs: Vec<_> = (0..processes)
+        .rev()
+        .map(|process| {
+            let config = cluster(process, processes, threads, &addresses);
+            std::thread::spawn(move || initialize(config, exchange).expect("start").join())
+        })
+        .collect();
+    let peers = processes * threads;
+    let mut indices = Vec::new();
+    for run in runs {
+        for result in run.join().expect("process thread") {
+            let (index, received) = result.expect("worker");
+            indices.push(index);
+            for channel in &received {
+                assert_eq!(channel.len(), peers, "worker {index} heard from every worker");
+                for (source, seqs) in channel {
+                    assert_eq!(*seqs, (0..MESSAGES).collect::<Vec<_>>(), "worker {index} from {source}");
+                }
+            }
+        }
+    }
+    indices.sort_unstable();
+    assert_eq!(indices, (0..peers).collect::<Vec<_>>());
+}
+
+#[test]
+fn two_processes_of_two_workers_exchange_everything() {
+    common::within(LIMIT, || run_cluster(2, 2));
+}
+
+#[test]
+fn three_processes_of_one_worker_exchange_everything() {
+    common::within(LIMIT, || run_cluster(3, 1));
+}
+
+#[test]
+fn a_failed_run_makes_the_other_process_see_it_lost() {
+    common::within(LIMIT, || {
+        let addresses = common::free_addresses(2);
+        let failing = {
+            let config = cluster(1, 2, 1, &addresses);
+            std::thread::spawn(move || {
+                initialize(config, |allocator| {
+                    std::thread::sleep(Duration::from_millis(200));
+                    allocator.fail();
+                })
+                .expect("start")
+                .join()
+            })
+        };
+        let config = cluster(0, 2, 1, &addresses);
+        let survivor = initialize(config, |allocator| {
+            let start = Instant::now();
+            loop {
+                allocator.await_events(Some(Duration::from_millis(100)));
+                if let Some(failure) = allocator.failure() {
+                    return (failure, start.elapsed());
+                }
+                assert!(start.elapsed() < Duration::from_secs(5), "the lost process went unnoticed");
+            }
+        })
+        .expect("start")
+        .join();
+        failing.join().unwrap();
+        let (failure, waited) = survivor.into_iter().next().unwrap().expect("worker");
+        assert!(failure.contains("process 1"), "{failure}");
+        assert!(waited < Duration::from_secs(5), "{waited:?}");
+    });
+}
