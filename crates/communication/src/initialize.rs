@@ -233,7 +233,7 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
         .into_iter()
         .zip(endpoints)
         .map(|(local, endpoints)| {
-            AllocatorBuilder::Cluster(ClusterBuilder::new(local, endpoints, network.clone(), process, processes, threads))
+            AllocatorBuilder::Cluster(ClusterBuilder::new(local, endpoints, network.clone(), processes, threads))
         })
         .collect())
 }

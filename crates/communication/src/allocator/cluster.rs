@@ -85,23 +85,15 @@ pub struct ClusterBuilder {
     local: ProcessBuilder,
     endpoints: WorkerEndpoints,
     network: Network,
-    process: usize,
     processes: usize,
     threads: usize,
 }
 
 impl ClusterBuilder {
-    /// The builder of a worker of process `process`, in a cluster of `processes` processes
-    /// with `threads` workers each, whose network endpoints are `endpoints`.
-    pub(crate) fn new(
-        local: ProcessBuilder,
-        endpoints: WorkerEndpoints,
-        network: Network,
-        process: usize,
-        processes: usize,
-        threads: usize,
-    ) -> Self {
-        ClusterBuilder { local, endpoints, network, process, processes, threads }
+    /// The builder of a worker in a cluster of `processes` processes with `threads` workers
+    /// each, whose network endpoints are `endpoints`.
+    pub(crate) fn new(local: ProcessBuilder, endpoints: WorkerEndpoints, network: Network, processes: usize, threads: usize) -> Self {
+        ClusterBuilder { local, endpoints, network, processes, threads }
     }
 
     /// The global index of the worker this builder is for.
@@ -120,7 +112,6 @@ impl ClusterBuilder {
         ClusterAllocator {
             local: self.local.build(),
             index: self.endpoints.index,
-            process: self.process,
             processes: self.processes,
             threads: self.threads,
             senders,
@@ -138,7 +129,6 @@ type Inbox = Rc<RefCell<VecDeque<Payload>>>;
 pub struct ClusterAllocator {
     local: ProcessAllocator,
     index: usize,
-    process: usize,
     processes: usize,
     threads: usize,
     /// The connection buffer to each process, shared by all channels (`None` for this process).
@@ -241,11 +231,6 @@ impl ClusterAllocator {
     /// Every allocation made so far, in order.
     pub fn allocations(&self) -> &[ChannelRecord] {
         self.local.allocations()
-    }
-
-    /// This worker's process.
-    pub fn process(&self) -> usize {
-        self.process
     }
 }
 
