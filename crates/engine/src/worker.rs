@@ -208,9 +208,6 @@ impl Worker {
     /// Steps while `condition` holds. A worker that stays idle for a moment parks until
     /// data or progress arrives, so `condition` must depend on the dataflows' progress.
     ///
-    /// An idle worker yields its core after each step, so that the threads it waits for
-    /// (other workers, the network threads of a cluster) can run even when every core is
-    /// taken by a polling worker.
     pub fn step_while(&mut self, mut condition: impl FnMut() -> bool) {
         let mut idle_since: Option<std::time::Instant> = None;
         while condition() {
@@ -220,8 +217,6 @@ impl Worker {
                 idle_since = None;
             } else if idle_since.is_none() {
                 idle_since = Some(std::time::Instant::now());
-            } else {
-                std::thread::yield_now();
             }
         }
     }
@@ -262,6 +257,12 @@ impl Worker {
         self.state.allocator.borrow_mut().release();
         if let Some(logger) = self.state.logger() {
             logger.flush();
+        }
+        if !self.worked && timeout == Some(Duration::ZERO) {
+            // A program polling an idle worker gives its core to the threads it waits for
+            // (other workers, a cluster's network threads), which could otherwise not run
+            // while every core is taken by a polling worker.
+            std::thread::yield_now();
         }
         self.has_dataflows()
     }
