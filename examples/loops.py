@@ -4,9 +4,13 @@ For every start number 1..N, count the steps the Collatz map (n -> n/2 if n is e
 3n + 1) takes to reach 1. The outer loop applies 3n + 1 to odd numbers; a loop nested inside
 it halves even numbers until they are odd. Inside the inner loop times are
 `(epoch, outer_iteration, inner_iteration)`. Records are exchanged by their current value,
-so every worker takes part. The result is checked against a sequential computation.
+so every worker takes part. Once the dataflow is complete, a second dataflow sends every
+worker's results to worker 0, which prints the summary after checking it against a
+sequential computation.
 
-Run with `python examples/loops.py [N] [-w WORKERS]` (default N = 1000).
+Run with `python examples/loops.py [N] [-w WORKERS]` (default N = 1000), or on two processes
+of two workers each with `python -m timely_py.launch -n 2 -w 2 examples/loops.py [N]`: only
+the process that holds worker 0 prints the summary, the same as with one process.
 """
 
 import sys
@@ -24,8 +28,9 @@ def sequential_steps(n):
 
 
 def collatz_steps(numbers):
-    """Returns `main(worker)`, which builds the dataflow and returns this worker's
-    `{start: steps}` and the largest outer and inner iteration numbers it saw."""
+    """Returns `main(worker)`, which builds the dataflow and returns, on worker 0, a list with
+    every worker's `(index, {start: steps}, deepest)`, where `deepest` holds the largest outer
+    and inner iteration numbers the worker saw; on the other workers an empty list."""
 
     def main(worker):
         steps, deepest = {}, {"outer": 0, "inner": 0}
@@ -51,9 +56,16 @@ def collatz_steps(numbers):
                 odd.filter(lambda r: r[1] != 1).map(lambda r: (r[0], 3 * r[1] + 1, r[2] + 1)).connect_loop(odd_handle)
                 done = odd.filter(lambda r: r[1] == 1).leave(scope)
             done.exchange(lambda r: r[0]).inspect(lambda r: steps.__setitem__(r[0], r[2]))
-        # `execute` steps the worker until the dataflow completes after main returns; the
-        # dict is filled by then.
-        return steps, deepest
+        while worker.step_or_park():
+            pass  # until the dataflow is complete, and with it `steps` and `deepest`
+
+        # Gather every worker's results on worker 0, whichever process it runs in.
+        gathered = []
+        with worker.dataflow("Gather") as scope:
+            scope.to_stream([(worker.index, steps, deepest)]).exchange(lambda _: 0).inspect(gathered.append)
+        # `execute` steps the worker until this dataflow completes after main returns; the
+        # list is filled by then.
+        return gathered
 
     return main
 
@@ -62,16 +74,18 @@ def main_program(argv):
     args = [a for a in timely.program_args(argv) if not a.startswith("-")]
     limit = int(args[0]) if args else 1000
     numbers = list(range(1, limit + 1))
-    results = timely.execute_from_args(argv, collatz_steps(numbers))
+    gathered = timely.execute_from_args(argv, collatz_steps(numbers))[0]
+    if not gathered:  # worker 0 runs in another process, which prints the summary
+        return 0
 
     steps = {}
-    for index, (part, _) in enumerate(results):
-        assert all(n % len(results) == index for n in part), "each start reported by its worker"
+    for index, part, _ in gathered:
+        assert all(n % len(gathered) == index for n in part), "each start reported by its worker"
         steps.update(part)
-    outer = max(d["outer"] for _, d in results)
-    inner = max(d["inner"] for _, d in results)
+    outer = max(deepest["outer"] for _, _, deepest in gathered)
+    inner = max(deepest["inner"] for _, _, deepest in gathered)
     longest = max(numbers, key=lambda n: (steps[n], -n))
-    print(f"collatz: numbers 1..{limit} on {len(results)} workers")
+    print(f"collatz: numbers 1..{limit} on {len(gathered)} workers")
     print(f"longest: {longest} takes {steps[longest]} steps")
     print(f"total steps: {sum(steps.values())}")
     print(f"most 3n+1 steps (outer iterations): {outer}")

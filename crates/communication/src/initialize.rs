@@ -224,6 +224,12 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
             addresses.len()
         )));
     }
+    if identity.secret.is_empty() {
+        eprintln!(
+            "timely: warning: {CLUSTER_SECRET_VARIABLE} is not set, so any program that can reach this \
+             cluster's ports can join it and send it records; set the same secret in every process"
+        );
+    }
     let streams = establish(process, &addresses[..processes], threads, &identity, connect_timeout)?;
     let locals = ProcessBuilder::new_vector(threads);
     let wake = locals[0].waker();

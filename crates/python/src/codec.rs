@@ -68,7 +68,7 @@ use crate::errors::{add_note, TimelyError};
 use crate::record::Record;
 
 create_exception!(
-    _core,
+    timely_py,
     CodecError,
     TimelyError,
     "Bytes that are not a valid encoding of a batch of records (see timely_py.codec)."

@@ -13,16 +13,16 @@ use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-create_exception!(_core, TimelyError, PyException, "Base class of timely_py's own errors.");
-create_exception!(_core, DataflowError, TimelyError, "A dataflow was described incorrectly.");
+create_exception!(timely_py, TimelyError, PyException, "Base class of timely_py's own errors.");
+create_exception!(timely_py, DataflowError, TimelyError, "A dataflow was described incorrectly.");
 create_exception!(
-    _core,
+    timely_py,
     ClusterError,
     TimelyError,
     "The processes of a cluster could not connect, or one of them was lost while running."
 );
 create_exception!(
-    _core,
+    timely_py,
     WorkerCancelled,
     TimelyError,
     "Raised in a worker that stops because another worker failed or the run was interrupted."
