@@ -19,6 +19,7 @@ pub mod initialize;
 pub mod networking;
 
 pub use exchangeable::Exchangeable;
+pub use allocator::thread::{LocalQueue, SharedQueue};
 pub use allocator::{Allocator, AllocatorBuilder, ChannelEndpoints, ChannelRecord};
 pub use initialize::{initialize, initialize_from, Config, WorkerGuards};
 
@@ -49,6 +50,12 @@ pub trait Pull<T> {
     fn recv(&mut self) -> Option<T> {
         self.pull().take()
     }
+    /// Gives back an element this puller returned, once its contents are used up, so that the
+    /// channel's pusher can hand it to the sender for reuse (its buffers keep their capacity).
+    /// Channels that cannot reuse it drop it.
+    fn recycle(&mut self, element: T) {
+        drop(element);
+    }
 }
 
 impl<T, P: Push<T> + ?Sized> Push<T> for Box<P> {
@@ -60,5 +67,8 @@ impl<T, P: Push<T> + ?Sized> Push<T> for Box<P> {
 impl<T, P: Pull<T> + ?Sized> Pull<T> for Box<P> {
     fn pull(&mut self) -> &mut Option<T> {
         (**self).pull()
+    }
+    fn recycle(&mut self, element: T) {
+        (**self).recycle(element)
     }
 }

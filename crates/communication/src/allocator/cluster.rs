@@ -290,6 +290,10 @@ impl<T: Exchangeable> Pull<T> for ClusterPuller<T> {
         });
         &mut self.current
     }
+
+    fn recycle(&mut self, element: T) {
+        self.local.recycle(element);
+    }
 }
 
 impl Drop for ClusterAllocator {

@@ -254,11 +254,13 @@ impl<T: Clone> Push<T> for FanOut<T> {
             return;
         };
         match element.take() {
-            Some(element) => {
+            Some(item) => {
                 for pusher in rest {
-                    pusher.send(element.clone());
+                    pusher.send(item.clone());
                 }
-                last.send(element);
+                // What the last pusher gives back goes to the caller for reuse.
+                *element = Some(item);
+                last.push(element);
             }
             None => {
                 rest.iter_mut().for_each(|pusher| pusher.done());

@@ -20,7 +20,7 @@ use std::thread::Thread;
 
 use crossbeam_channel::{Receiver, Sender};
 
-use super::thread::{LocalPusher, LocalQueue};
+use super::thread::{LocalPusher, SharedQueue};
 use super::{Allocations, ChannelEndpoints, ChannelRecord, Events};
 use crate::{Pull, Push};
 
@@ -322,7 +322,7 @@ impl<T> Push<T> for RemotePusher<T> {
 
 /// Receives on one channel: first what this worker sent itself, then what other workers sent.
 struct ProcessPuller<T> {
-    local: LocalQueue<T>,
+    local: SharedQueue<T>,
     remote: Receiver<T>,
     current: Option<T>,
 }
@@ -332,8 +332,12 @@ impl<T> Pull<T> for ProcessPuller<T> {
         self.current = self
             .local
             .borrow_mut()
-            .pop_front()
+            .pop()
             .or_else(|| self.remote.try_recv().ok());
         &mut self.current
+    }
+
+    fn recycle(&mut self, element: T) {
+        self.local.borrow_mut().recycle(element);
     }
 }

@@ -1,7 +1,8 @@
 //! The allocator of a single worker, and the local (same-thread) channel path.
 //!
-//! This module owns [`ThreadAllocator`] and the pusher/puller pair over a shared
-//! `Rc<RefCell<VecDeque<T>>>` that every allocator uses when a worker sends to itself.
+//! This module owns [`ThreadAllocator`], the same-thread queue [`LocalQueue`] (which also
+//! keeps the elements its consumer gives back, for the sender to reuse), and the
+//! pusher/puller pair over it that every allocator uses when a worker sends to itself.
 //! It must not use atomics or locks: nothing here crosses a thread.
 
 use std::cell::RefCell;
@@ -11,8 +12,47 @@ use std::rc::Rc;
 use super::{Allocations, ChannelEndpoints, ChannelRecord, Events};
 use crate::{Pull, Push};
 
-/// A queue shared by a worker's pusher to itself and its puller.
-pub(crate) type LocalQueue<T> = Rc<RefCell<VecDeque<T>>>;
+/// A same-thread queue from a pusher to a puller, with the emptied elements the puller gave
+/// back ([`Pull::recycle`]), which the pusher hands to its sender after each push so that
+/// buffers circulate instead of being allocated anew.
+pub struct LocalQueue<T> {
+    queue: VecDeque<T>,
+    spare: Vec<T>,
+}
+
+/// A [`LocalQueue`] shared by its pusher and its puller.
+pub type SharedQueue<T> = Rc<RefCell<LocalQueue<T>>>;
+
+/// How many given-back elements a queue keeps; more would only hold memory.
+const SPARE_ELEMENTS: usize = 4;
+
+impl<T> Default for LocalQueue<T> {
+    fn default() -> Self {
+        LocalQueue { queue: VecDeque::new(), spare: Vec::new() }
+    }
+}
+
+impl<T> LocalQueue<T> {
+    /// Appends the element in `element`, leaving a given-back one there if there is one.
+    pub fn push(&mut self, element: &mut Option<T>) {
+        if let Some(item) = element.take() {
+            self.queue.push_back(item);
+            *element = self.spare.pop();
+        }
+    }
+
+    /// The oldest element, if any.
+    pub fn pop(&mut self) -> Option<T> {
+        self.queue.pop_front()
+    }
+
+    /// Keeps `element` for reuse by the pusher (a few at most).
+    pub fn recycle(&mut self, element: T) {
+        if self.spare.len() < SPARE_ELEMENTS {
+            self.spare.push(element);
+        }
+    }
+}
 
 /// Builds a [`ThreadAllocator`]; the only worker of a single-threaded computation.
 #[derive(Debug, Default)]
@@ -67,14 +107,14 @@ impl ThreadAllocator {
 /// Sends from a worker to itself: appends to a local queue and records an event.
 pub(crate) struct LocalPusher<T> {
     identifier: usize,
-    queue: LocalQueue<T>,
+    queue: SharedQueue<T>,
     events: Events,
 }
 
 impl<T> LocalPusher<T> {
     /// A pusher for channel `identifier` recording into `events`, and the queue it fills.
-    pub(crate) fn new(identifier: usize, events: &Events) -> (Self, LocalQueue<T>) {
-        let queue = LocalQueue::default();
+    pub(crate) fn new(identifier: usize, events: &Events) -> (Self, SharedQueue<T>) {
+        let queue = SharedQueue::default();
         let pusher = LocalPusher {
             identifier,
             queue: Rc::clone(&queue),
@@ -86,8 +126,8 @@ impl<T> LocalPusher<T> {
 
 impl<T> Push<T> for LocalPusher<T> {
     fn push(&mut self, element: &mut Option<T>) {
-        if let Some(element) = element.take() {
-            self.queue.borrow_mut().push_back(element);
+        if element.is_some() {
+            self.queue.borrow_mut().push(element);
             let mut events = self.events.borrow_mut();
             // Consecutive duplicates carry no information; skipping them bounds the list's growth.
             if events.last() != Some(&self.identifier) {
@@ -99,13 +139,17 @@ impl<T> Push<T> for LocalPusher<T> {
 
 /// Receives what a worker sent to itself.
 struct LocalPuller<T> {
-    queue: LocalQueue<T>,
+    queue: SharedQueue<T>,
     current: Option<T>,
 }
 
 impl<T> Pull<T> for LocalPuller<T> {
     fn pull(&mut self) -> &mut Option<T> {
-        self.current = self.queue.borrow_mut().pop_front();
+        self.current = self.queue.borrow_mut().pop();
         &mut self.current
+    }
+
+    fn recycle(&mut self, element: T) {
+        self.queue.borrow_mut().recycle(element);
     }
 }

@@ -14,12 +14,11 @@ use crate::logging::{self, Event, Logger};
 use crate::progress::Timestamp;
 use crate::scheduling::Activator;
 use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::rc::Rc;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use timely_communication::exchangeable::{bincode_decode, bincode_encode};
-use timely_communication::{Exchangeable, Pull, Push};
+use timely_communication::{Exchangeable, Pull, Push, SharedQueue};
 
 /// Records that can flow on a pipeline edge.
 pub trait Data: Clone + 'static {}
@@ -134,11 +133,14 @@ impl<T: Clone, D: Clone> Push<Message<T, D>> for Tee<T, D> {
         let mut pushers = self.pushers.borrow_mut();
         match element.take() {
             Some(message) => {
+                // What the last consumer gives back goes back to the sender for reuse; with no
+                // consumer, the message itself does.
+                *element = Some(message);
                 if let Some((last, rest)) = pushers.split_last_mut() {
                     for pusher in rest {
-                        pusher.send(message.clone());
+                        pusher.send(element.clone().expect("set above"));
                     }
-                    last.send(message);
+                    last.push(element);
                 }
             }
             None => pushers.iter_mut().for_each(|p| p.done()),
@@ -159,7 +161,7 @@ pub struct Pipeline;
 
 impl<T: Timestamp, D: Data> Pact<T, D> for Pipeline {
     fn connect(self, scope: &Scope<T>, identifier: usize, activator: Activator) -> (MessagePusher<T, D>, MessagePuller<T, D>) {
-        let queue = Rc::new(RefCell::new(VecDeque::new()));
+        let queue = SharedQueue::default();
         let pusher = QueuePusher { queue: queue.clone(), activator };
         let puller = QueuePuller { queue, current: None };
         let index = scope.index();
@@ -172,28 +174,32 @@ impl<T: Timestamp, D: Data> Pact<T, D> for Pipeline {
 }
 
 struct QueuePusher<T, D> {
-    queue: Rc<RefCell<VecDeque<Message<T, D>>>>,
+    queue: SharedQueue<Message<T, D>>,
     activator: Activator,
 }
 
 impl<T, D> Push<Message<T, D>> for QueuePusher<T, D> {
     fn push(&mut self, element: &mut Option<Message<T, D>>) {
-        if let Some(message) = element.take() {
-            self.queue.borrow_mut().push_back(message);
+        if element.is_some() {
+            self.queue.borrow_mut().push(element);
             self.activator.activate();
         }
     }
 }
 
 struct QueuePuller<T, D> {
-    queue: Rc<RefCell<VecDeque<Message<T, D>>>>,
+    queue: SharedQueue<Message<T, D>>,
     current: Option<Message<T, D>>,
 }
 
 impl<T, D> Pull<Message<T, D>> for QueuePuller<T, D> {
     fn pull(&mut self) -> &mut Option<Message<T, D>> {
-        self.current = self.queue.borrow_mut().pop_front();
+        self.current = self.queue.borrow_mut().pop();
         &mut self.current
+    }
+
+    fn recycle(&mut self, message: Message<T, D>) {
+        self.queue.borrow_mut().recycle(message);
     }
 }
 
@@ -247,18 +253,24 @@ struct ExchangePusher<T, D, F> {
 impl<T: Clone, D, F: Fn(&D) -> u64> Push<Message<T, D>> for ExchangePusher<T, D, F> {
     fn push(&mut self, element: &mut Option<Message<T, D>>) {
         let peers = self.pushers.len() as u64;
-        match element.take() {
-            Some(message) if peers == 1 => self.pushers[0].send(message),
+        if peers == 1 {
+            return self.pushers[0].push(element);
+        }
+        match element {
             Some(message) => {
-                let from = message.from;
-                for datum in message.data {
+                for datum in message.data.drain(..) {
                     let target = ((self.hash)(&datum) % peers) as usize;
                     self.buffers[target].push(datum);
                 }
                 for (target, buffer) in self.buffers.iter_mut().enumerate() {
                     if !buffer.is_empty() {
                         let data = std::mem::take(buffer);
-                        self.pushers[target].send(Message::new(message.time.clone(), data, from));
+                        let mut slot = Some(Message::new(message.time.clone(), data, message.from));
+                        self.pushers[target].push(&mut slot);
+                        if let Some(recycled) = slot {
+                            *buffer = recycled.data;
+                            buffer.clear();
+                        }
                     }
                 }
             }
@@ -332,5 +344,9 @@ impl<T, D, P: Pull<Message<T, D>>> Pull<Message<T, D>> for LogPuller<P> {
             });
         }
         slot
+    }
+
+    fn recycle(&mut self, message: Message<T, D>) {
+        self.puller.recycle(message);
     }
 }

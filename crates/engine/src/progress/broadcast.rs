@@ -51,6 +51,8 @@ pub struct Progcaster<T: Timestamp> {
     accumulated: ChangeBatch<(Location, T)>,
     address: Vec<usize>,
     logger: Option<Logger>,
+    /// An emptied update buffer given back by the channel, for the next batch.
+    spare: Vec<((Location, T), i64)>,
 }
 
 impl<T: Timestamp> Progcaster<T> {
@@ -67,6 +69,7 @@ impl<T: Timestamp> Progcaster<T> {
             accumulated: ChangeBatch::new(),
             address,
             logger,
+            spare: Vec::new(),
         }
     }
 
@@ -80,7 +83,8 @@ impl<T: Timestamp> Progcaster<T> {
         if changes.is_empty() {
             return;
         }
-        let updates: Vec<_> = changes.drain().collect();
+        let mut updates = std::mem::take(&mut self.spare);
+        updates.extend(changes.drain());
         let sequence = self.next_send;
         self.next_send += 1;
         logging::log(&self.logger, || Event::Progress {
@@ -91,15 +95,20 @@ impl<T: Timestamp> Progcaster<T> {
             address: self.address.clone(),
             updates: updates.len(),
         });
-        self.pusher.send(ProgressBatch { source: self.worker, sequence, updates });
+        let mut slot = Some(ProgressBatch { source: self.worker, sequence, updates });
+        self.pusher.push(&mut slot);
         self.pusher.done();
+        if let Some(recycled) = slot {
+            self.spare = recycled.updates;
+            self.spare.clear();
+        }
     }
 
     /// Moves the updates of every received batch into `changes`.
     ///
     /// Panics with a protocol error if a sender's batches arrive out of sequence.
     pub fn recv(&mut self, changes: &mut ChangeBatch<(Location, T)>) {
-        while let Some(batch) = self.puller.recv() {
+        while let Some(mut batch) = self.puller.recv() {
             let expected = self.next_receive.get(batch.source).copied();
             if expected != Some(batch.sequence) {
                 panic!(
@@ -117,7 +126,8 @@ impl<T: Timestamp> Progcaster<T> {
                 updates: batch.updates.len(),
             });
             self.accumulated.extend(batch.updates.iter().cloned());
-            changes.extend(batch.updates);
+            changes.extend(batch.updates.drain(..));
+            self.puller.recycle(batch);
         }
     }
 

@@ -290,6 +290,11 @@ impl<T: Timestamp, D: Data> InputPort<T, D> {
     /// The next batch of received records with a capability for their time.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Option<(InputCapability<T>, &mut Vec<D>)> {
+        if let Some(mut used) = self.current.take() {
+            // The operator is done with the previous batch: its buffer goes back for reuse.
+            used.data.clear();
+            self.puller.recycle(used);
+        }
         let message = self.puller.recv()?;
         self.shared.borrow_mut().consumeds[self.port].update(message.time.clone(), message.data.len() as i64);
         let message = self.current.insert(message);
@@ -324,9 +329,19 @@ impl<T: Timestamp, D: Data> OutputBuffer<T, D> {
     fn flush(&mut self) {
         if !self.data.is_empty() {
             let time = self.time.clone().expect("buffered records have a time");
-            let data = std::mem::replace(&mut self.data, Vec::with_capacity(BUFFER_SIZE));
+            let data = std::mem::take(&mut self.data);
             self.shared.borrow_mut().produceds[self.port].update(time.clone(), data.len() as i64);
-            self.tee.send(Message::new(time, data, self.worker));
+            let mut slot = Some(Message::new(time, data, self.worker));
+            self.tee.push(&mut slot);
+            // A consumer may give an emptied buffer back; otherwise start a new one.
+            self.data = match slot {
+                Some(recycled) if recycled.data.capacity() > 0 => {
+                    let mut data = recycled.data;
+                    data.clear();
+                    data
+                }
+                _ => Vec::with_capacity(BUFFER_SIZE),
+            };
         }
     }
 
