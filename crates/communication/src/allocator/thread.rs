@@ -153,3 +153,36 @@ impl<T> Pull<T> for LocalPuller<T> {
         self.queue.borrow_mut().recycle(element);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elements_given_back_return_to_the_sender_on_its_next_push() {
+        let mut queue = LocalQueue::default();
+        let mut slot = Some(Vec::with_capacity(64));
+        queue.push(&mut slot);
+        assert!(slot.is_none(), "nothing was given back yet");
+        let mut used: Vec<u8> = queue.pop().expect("pushed");
+        used.clear();
+        queue.recycle(used);
+        let mut slot = Some(vec![1u8]);
+        queue.push(&mut slot);
+        assert_eq!(slot.map(|spare| spare.capacity()), Some(64), "the buffer came back");
+        assert_eq!(queue.pop(), Some(vec![1]));
+    }
+
+    #[test]
+    fn a_queue_keeps_a_few_spare_elements_at_most() {
+        let mut queue: LocalQueue<Vec<u8>> = LocalQueue::default();
+        (0..10).for_each(|_| queue.recycle(Vec::new()));
+        let mut returned = 0;
+        for _ in 0..10 {
+            let mut slot = Some(Vec::new());
+            queue.push(&mut slot);
+            returned += usize::from(slot.is_some());
+        }
+        assert_eq!(returned, SPARE_ELEMENTS);
+    }
+}
