@@ -20,7 +20,7 @@ pub mod networking;
 
 pub use exchangeable::Exchangeable;
 pub use allocator::thread::{LocalQueue, SharedQueue};
-pub use allocator::{Allocator, AllocatorBuilder, ChannelEndpoints, ChannelRecord};
+pub use allocator::{Allocator, AllocatorBuilder, ChannelEndpoints, ChannelRecord, FanOut};
 pub use initialize::{initialize, initialize_from, Config, WorkerGuards};
 
 /// Sends elements of type `T` towards one destination.

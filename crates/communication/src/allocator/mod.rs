@@ -236,30 +236,56 @@ impl Allocator {
     }
 }
 
-/// Gives every pusher each element: clones for all but the last.
-pub(crate) struct FanOut<T> {
+/// Gives every one of several pushers each element: copies to all but the last, which gets
+/// the element itself.
+///
+/// Copies are made into the emptied elements the pushers gave back where there are some
+/// (`Clone::clone_from`, which keeps their buffers), and what the last pusher gives back goes
+/// to the caller, so that fanning out allocates nothing in steady state.
+pub struct FanOut<T> {
     pushers: Vec<Box<dyn Push<T>>>,
+    /// Per pusher but the last, an element it gave back, to copy the next element into.
+    spares: Vec<Option<T>>,
 }
 
 impl<T> FanOut<T> {
     /// A pusher that pushes to all of `pushers`.
-    pub(crate) fn new(pushers: Vec<Box<dyn Push<T>>>) -> Self {
-        FanOut { pushers }
+    pub fn new(pushers: Vec<Box<dyn Push<T>>>) -> Self {
+        let spares = pushers.iter().map(|_| None).collect();
+        FanOut { pushers, spares }
+    }
+
+    /// Adds a pusher.
+    pub fn add(&mut self, pusher: Box<dyn Push<T>>) {
+        self.pushers.push(pusher);
+        self.spares.push(None);
+    }
+
+    /// True without pushers.
+    pub fn is_empty(&self) -> bool {
+        self.pushers.is_empty()
     }
 }
 
 impl<T: Clone> Push<T> for FanOut<T> {
+    /// With no pushers, the element stays with the caller (as if given back).
     fn push(&mut self, element: &mut Option<T>) {
         let Some((last, rest)) = self.pushers.split_last_mut() else {
             return;
         };
-        match element.take() {
+        match element.as_ref() {
             Some(item) => {
-                for pusher in rest {
-                    pusher.send(item.clone());
+                for (pusher, spare) in rest.iter_mut().zip(self.spares.iter_mut()) {
+                    let copy = match spare.take() {
+                        Some(mut copy) => {
+                            copy.clone_from(item);
+                            copy
+                        }
+                        None => item.clone(),
+                    };
+                    *spare = Some(copy);
+                    pusher.push(spare);
                 }
-                // What the last pusher gives back goes to the caller for reuse.
-                *element = Some(item);
                 last.push(element);
             }
             None => {

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::Thread;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, Sender, TrySendError};
 
 use super::thread::{LocalPusher, SharedQueue};
 use super::{Allocations, ChannelEndpoints, ChannelRecord, Events};
@@ -111,20 +111,22 @@ impl ProcessAllocator {
     /// allocated it before.
     pub fn allocate<T: Send + 'static>(&mut self, identifier: usize) -> ChannelEndpoints<T> {
         self.allocations.record::<T>(identifier);
-        let (senders, remote) = self.shared.take_endpoints::<T>(identifier, self.index);
+        let Endpoints { senders, receiver, spares, give_back } = self.shared.take_endpoints::<T>(identifier, self.index);
         let (local_pusher, local) = LocalPusher::new(identifier, &self.events);
         let mut local_pusher = Some(local_pusher);
         let pushers = senders
             .into_iter()
+            .zip(spares)
             .zip(&self.shared.mailboxes)
             .enumerate()
-            .map(|(destination, (sender, mailbox))| -> Box<dyn Push<T>> {
+            .map(|(destination, ((sender, spares), mailbox))| -> Box<dyn Push<T>> {
                 if destination == self.index {
                     Box::new(local_pusher.take().expect("one local destination"))
                 } else {
                     Box::new(RemotePusher {
                         identifier,
                         sender,
+                        spares,
                         mailbox: Arc::clone(mailbox),
                     })
                 }
@@ -134,7 +136,8 @@ impl ProcessAllocator {
             pushers,
             Box::new(ProcessPuller {
                 local,
-                remote,
+                remote: receiver,
+                give_back,
                 current: None,
             }),
         )
@@ -172,11 +175,7 @@ struct Shared {
 impl Shared {
     /// Takes worker `index`'s endpoints of channel `identifier`, creating the channel if this is
     /// the first worker to allocate it: a sender to every worker, and its own receiver.
-    fn take_endpoints<T: Send + 'static>(
-        &self,
-        identifier: usize,
-        index: usize,
-    ) -> (Vec<Sender<T>>, Receiver<T>) {
+    fn take_endpoints<T: Send + 'static>(&self, identifier: usize, index: usize) -> Endpoints<T> {
         // No panic while the lock is held: other workers must still reach the registry.
         let taken = {
             let mut registry = self.registry.lock().unwrap_or_else(PoisonError::into_inner);
@@ -209,11 +208,29 @@ struct Entry {
     endpoints: Box<dyn Any + Send>,
 }
 
-/// The cross-thread endpoints of one channel: a sender and a receiver per destination.
+/// The cross-thread endpoints of one channel, per destination: a sender and a receiver of
+/// elements, and a bounded channel of the emptied elements the destination gives back for its
+/// senders to reuse.
 struct CrossThread<T> {
     senders: Vec<Sender<T>>,
     receivers: Vec<Option<Receiver<T>>>,
+    spares: Vec<(Sender<T>, Receiver<T>)>,
 }
+
+/// One worker's endpoints of a channel.
+struct Endpoints<T> {
+    /// A sender to every worker.
+    senders: Vec<Sender<T>>,
+    /// What other workers send this one.
+    receiver: Receiver<T>,
+    /// Per worker, the emptied elements it gave back.
+    spares: Vec<Receiver<T>>,
+    /// Where this worker gives back the emptied elements other workers sent it.
+    give_back: Sender<T>,
+}
+
+/// How many given-back elements wait for reuse per destination; more would only hold memory.
+const SPARES_PER_DESTINATION: usize = 4;
 
 impl Entry {
     /// Creates the channel's endpoints for `peers` workers.
@@ -224,18 +241,16 @@ impl Entry {
                 (sender, Some(receiver))
             })
             .unzip();
+        let spares = (0..peers).map(|_| crossbeam_channel::bounded(SPARES_PER_DESTINATION)).collect();
         Entry {
             type_name: type_name::<T>(),
             remaining: peers,
-            endpoints: Box::new(CrossThread::<T> { senders, receivers }),
+            endpoints: Box::new(CrossThread::<T> { senders, receivers, spares }),
         }
     }
 
     /// Takes worker `index`'s endpoints, or returns the channel's type name if it is not `T`.
-    fn take<T: 'static>(
-        &mut self,
-        index: usize,
-    ) -> Result<(Vec<Sender<T>>, Receiver<T>), &'static str> {
+    fn take<T: 'static>(&mut self, index: usize) -> Result<Endpoints<T>, &'static str> {
         let endpoints = self
             .endpoints
             .downcast_mut::<CrossThread<T>>()
@@ -244,7 +259,12 @@ impl Entry {
             .take()
             .expect("a worker takes its endpoints once");
         self.remaining -= 1;
-        Ok((endpoints.senders.clone(), receiver))
+        Ok(Endpoints {
+            senders: endpoints.senders.clone(),
+            receiver,
+            spares: endpoints.spares.iter().map(|(_, spares)| spares.clone()).collect(),
+            give_back: endpoints.spares[index].0.clone(),
+        })
     }
 }
 
@@ -306,16 +326,19 @@ impl Mailbox {
 struct RemotePusher<T> {
     identifier: usize,
     sender: Sender<T>,
+    /// Emptied elements the destination gave back, handed to the sender for reuse.
+    spares: Receiver<T>,
     mailbox: Arc<Mailbox>,
 }
 
 impl<T> Push<T> for RemotePusher<T> {
     fn push(&mut self, element: &mut Option<T>) {
-        if let Some(element) = element.take() {
+        if let Some(item) = element.take() {
             // A destination that dropped its allocator has stopped; what it would receive is discarded.
-            if self.sender.send(element).is_ok() {
+            if self.sender.send(item).is_ok() {
                 self.mailbox.post(self.identifier);
             }
+            *element = self.spares.try_recv().ok();
         }
     }
 }
@@ -324,6 +347,7 @@ impl<T> Push<T> for RemotePusher<T> {
 struct ProcessPuller<T> {
     local: SharedQueue<T>,
     remote: Receiver<T>,
+    give_back: Sender<T>,
     current: Option<T>,
 }
 
@@ -337,7 +361,11 @@ impl<T> Pull<T> for ProcessPuller<T> {
         &mut self.current
     }
 
+    /// Gives emptied elements back to the other workers' pushers to this worker, which have
+    /// no other source of them, and once they have enough, to this worker's own.
     fn recycle(&mut self, element: T) {
-        self.local.borrow_mut().recycle(element);
+        if let Err(TrySendError::Full(element) | TrySendError::Disconnected(element)) = self.give_back.try_send(element) {
+            self.local.borrow_mut().recycle(element);
+        }
     }
 }

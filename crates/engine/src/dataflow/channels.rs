@@ -18,7 +18,7 @@ use std::rc::Rc;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use timely_communication::exchangeable::{bincode_decode, bincode_encode};
-use timely_communication::{Exchangeable, Pull, Push, SharedQueue};
+use timely_communication::{Exchangeable, FanOut, Pull, Push, SharedQueue};
 
 /// Records that can flow on a pipeline edge.
 pub trait Data: Clone + 'static {}
@@ -52,7 +52,7 @@ impl<D: Data + Send + Serialize + DeserializeOwned> ExchangeData for D {
 }
 
 /// A batch of records at one time.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Message<T, D> {
     /// The records' timestamp.
     pub time: T,
@@ -62,6 +62,20 @@ pub struct Message<T, D> {
     pub from: usize,
     /// Sequence number of this message on its (channel, sender, receiver).
     pub seq: u64,
+}
+
+impl<T: Clone, D: Clone> Clone for Message<T, D> {
+    fn clone(&self) -> Self {
+        Message { time: self.time.clone(), data: self.data.clone(), from: self.from, seq: self.seq }
+    }
+
+    /// Copies `source` into this message, keeping the capacity of its buffer.
+    fn clone_from(&mut self, source: &Self) {
+        self.time.clone_from(&source.time);
+        self.data.clone_from(&source.data);
+        self.from = source.from;
+        self.seq = source.seq;
+    }
 }
 
 impl<T, D> Message<T, D> {
@@ -99,52 +113,40 @@ pub type MessagePusher<T, D> = Box<dyn Push<Message<T, D>>>;
 /// Boxed puller of messages.
 pub type MessagePuller<T, D> = Box<dyn Pull<Message<T, D>>>;
 
-/// The consumers of one output; pushing a message gives every consumer a copy.
+/// The consumers of one output; pushing a message gives every consumer a copy (see
+/// [`FanOut`]: copies reuse the buffers consumers gave back, and the last consumer's given-back
+/// message, or the message itself when nothing consumes the output, returns to the sender).
 pub struct Tee<T, D> {
-    pushers: Rc<RefCell<Vec<MessagePusher<T, D>>>>,
+    consumers: Rc<RefCell<FanOut<Message<T, D>>>>,
 }
 
 impl<T, D> Clone for Tee<T, D> {
     fn clone(&self) -> Self {
-        Tee { pushers: self.pushers.clone() }
+        Tee { consumers: self.consumers.clone() }
     }
 }
 
 impl<T, D> Default for Tee<T, D> {
     fn default() -> Self {
-        Tee { pushers: Rc::new(RefCell::new(Vec::new())) }
+        Tee { consumers: Rc::new(RefCell::new(FanOut::new(Vec::new()))) }
     }
 }
 
 impl<T, D> Tee<T, D> {
     /// Adds a consumer.
     pub fn add_pusher(&self, pusher: MessagePusher<T, D>) {
-        self.pushers.borrow_mut().push(pusher);
+        self.consumers.borrow_mut().add(pusher);
     }
 
     /// True when nothing consumes the output.
     pub fn is_empty(&self) -> bool {
-        self.pushers.borrow().is_empty()
+        self.consumers.borrow().is_empty()
     }
 }
 
 impl<T: Clone, D: Clone> Push<Message<T, D>> for Tee<T, D> {
     fn push(&mut self, element: &mut Option<Message<T, D>>) {
-        let mut pushers = self.pushers.borrow_mut();
-        match element.take() {
-            Some(message) => {
-                // What the last consumer gives back goes back to the sender for reuse; with no
-                // consumer, the message itself does.
-                *element = Some(message);
-                if let Some((last, rest)) = pushers.split_last_mut() {
-                    for pusher in rest {
-                        pusher.send(element.clone().expect("set above"));
-                    }
-                    last.push(element);
-                }
-            }
-            None => pushers.iter_mut().for_each(|p| p.done()),
-        }
+        self.consumers.borrow_mut().push(element);
     }
 }
 

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use timely_communication::{Allocator, Pull, Push};
 
 /// One atomic batch of progress updates from one worker.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProgressBatch<T> {
     /// The sending worker.
     pub source: usize,
@@ -27,6 +27,19 @@ pub struct ProgressBatch<T> {
     pub sequence: u64,
     /// The updates, compacted.
     pub updates: Vec<((Location, T), i64)>,
+}
+
+impl<T: Clone> Clone for ProgressBatch<T> {
+    fn clone(&self) -> Self {
+        ProgressBatch { source: self.source, sequence: self.sequence, updates: self.updates.clone() }
+    }
+
+    /// Copies `source` into this batch, keeping the capacity of its update buffer.
+    fn clone_from(&mut self, source: &Self) {
+        self.source = source.source;
+        self.sequence = source.sequence;
+        self.updates.clone_from(&source.updates);
+    }
 }
 
 /// The progress state a joining worker needs: the accumulation of all batches received and,
