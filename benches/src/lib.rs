@@ -1,17 +1,23 @@
-//! Workloads shared by the benchmarks of `timely-benches` and the `hello_memory` probe.
+//! Workloads shared by the benchmarks of `timely-benches`, the `hello_memory` probe and
+//! the `cluster_bench` binary, and a counting allocator those binaries install.
 //!
 //! Each function runs one complete workload and reports what the benchmark needs: the wall
 //! time of the measured part (dataflow construction and thread start-up excluded), record
 //! counts to check the run did what it claims, or a generated graph. Keeping the workloads
 //! here lets the criterion benches, the memory binary and the unit tests run the same code.
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use timely_engine::dataflow::{InputHandle, Pipeline, ProbeHandle};
+use timely_engine::dataflow::operators::OutputPort;
+use timely_engine::dataflow::{Data, ExchangeData, InputHandle, Pipeline, ProbeHandle};
 use timely_engine::progress::reachability::{GraphBuilder, Summary};
 use timely_engine::progress::{Source, Target};
-use timely_engine::{Antichain, Config, Product};
+use timely_engine::{Antichain, Config, Product, Worker};
 
 /// The number of workers a configuration starts in this process.
 pub fn workers_of(config: &Config) -> usize {
@@ -20,6 +26,107 @@ pub fn workers_of(config: &Config) -> usize {
         Config::Process(n) => *n,
         Config::Cluster(cluster) => cluster.threads,
     }
+}
+
+/// How a workload's rounds are measured: `warmup` untimed rounds (across processes they
+/// also line the workers up, since a round ends only when every worker finished it), then
+/// the workers of this process meet at a barrier, then `segments` timed segments of
+/// `rounds` rounds each.
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    /// Untimed rounds before the first segment.
+    pub warmup: u64,
+    /// Rounds per timed segment.
+    pub rounds: u64,
+    /// Timed segments.
+    pub segments: usize,
+}
+
+impl Plan {
+    /// One timed segment of `rounds` rounds, no warm-up.
+    pub fn once(rounds: u64) -> Self {
+        Plan { warmup: 0, rounds, segments: 1 }
+    }
+}
+
+/// What one timed segment measured in this process.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Segment {
+    /// The slowest worker of this process.
+    pub elapsed: Duration,
+    /// Heap allocations of the whole process during the segment, as seen by its first
+    /// worker; 0 unless the binary installs [`CountingAllocator`].
+    pub allocations: u64,
+    /// Records the counting operators of this process's workers received (exchange only).
+    pub received: u64,
+}
+
+/// A worker's dataflow as a workload drives it: the input, the probe after the last
+/// operator, the records received per timed segment, and what to send in each round.
+struct Rounds<D: Data> {
+    input: InputHandle<u64, D>,
+    probe: ProbeHandle<u64>,
+    received: Rc<RefCell<Vec<u64>>>,
+    send: Sender<D>,
+}
+
+/// What a worker sends in a round (given the round), into the workload's input.
+type Sender<D> = Box<dyn FnMut(u64, &mut InputHandle<u64, D>)>;
+
+impl<D: Data> Rounds<D> {
+    /// Runs rounds `from..to`: send, advance the input, step until the probe passes.
+    fn run(&mut self, worker: &mut Worker, from: u64, to: u64) {
+        for round in from..to {
+            (self.send)(round, &mut self.input);
+            self.input.advance_to(round + 1);
+            worker.step_while(|| self.probe.less_than(self.input.time()));
+        }
+    }
+}
+
+/// Runs `plan` on every worker of `config` in this process over the dataflow `build`
+/// makes, optionally with a logger installed that discards every trace event; returns
+/// each segment's figures for this process.
+fn run_plan<D, B>(config: Config, plan: Plan, traced: bool, build: B) -> Vec<Segment>
+where
+    D: Data,
+    B: Fn(&mut Worker) -> Rounds<D> + Send + Sync + 'static,
+{
+    let barrier = Arc::new(Barrier::new(workers_of(&config)));
+    let per_worker = timely_engine::execute(config, move |worker| {
+        if traced {
+            worker.install_logger(|_worker, events| {
+                std::hint::black_box(&events);
+                events.clear();
+            });
+        }
+        let mut rounds = build(worker);
+        rounds.run(worker, 0, plan.warmup);
+        barrier.wait();
+        let mut segments = Vec::with_capacity(plan.segments);
+        for segment in 0..plan.segments as u64 {
+            let from = plan.warmup + segment * plan.rounds;
+            let (allocated, start) = (allocations(), Instant::now());
+            rounds.run(worker, from, from + plan.rounds);
+            let elapsed = start.elapsed();
+            segments.push(Segment { elapsed, allocations: allocations() - allocated, received: 0 });
+        }
+        // The probe follows the counter, so once it passed the last round every record
+        // sent in the timed rounds has been counted.
+        for (segment, received) in segments.iter_mut().zip(rounds.received.borrow().iter()) {
+            segment.received = *received;
+        }
+        segments
+    })
+    .expect("benchmark dataflow failed");
+    let mut combined = per_worker[0].clone();
+    for worker in &per_worker[1..] {
+        for (total, segment) in combined.iter_mut().zip(worker) {
+            total.elapsed = total.elapsed.max(segment.elapsed);
+            total.received += segment.received;
+        }
+    }
+    combined
 }
 
 /// Runs the seed's hello dataflow (input -> exchange -> inspect -> probe) for `rounds`
@@ -35,14 +142,12 @@ pub fn hello_rounds(config: Config, rounds: u64) -> Duration {
 /// `hello_rounds`, optionally with a logger installed on every worker that receives all
 /// trace events and discards them (the cost of the event points when tracing is on).
 pub fn hello_rounds_traced(config: Config, rounds: u64, traced: bool) -> Duration {
-    let barrier = Arc::new(Barrier::new(workers_of(&config)));
-    let times = timely_engine::execute(config, move |worker| {
-        if traced {
-            worker.install_logger(|_worker, events| {
-                std::hint::black_box(&events);
-                events.clear();
-            });
-        }
+    hello_plan(config, Plan::once(rounds), traced)[0].elapsed
+}
+
+/// The hello dataflow of [`hello_rounds`], measured by `plan`.
+pub fn hello_plan(config: Config, plan: Plan, traced: bool) -> Vec<Segment> {
+    run_plan(config, plan, traced, |worker| {
         let index = worker.index() as u64;
         let peers = worker.peers() as u64;
         let mut input = InputHandle::new();
@@ -56,19 +161,13 @@ pub fn hello_rounds_traced(config: Config, rounds: u64, traced: bool) -> Duratio
                 })
                 .probe_with(&probe);
         });
-        barrier.wait();
-        let start = Instant::now();
-        for round in 0..rounds {
+        let send = Box::new(move |round: u64, input: &mut InputHandle<u64, u64>| {
             if round % peers == index {
                 input.send(round);
             }
-            input.advance_to(round + 1);
-            worker.step_while(|| probe.less_than(input.time()));
-        }
-        start.elapsed()
+        });
+        Rounds { input, probe, received: Rc::default(), send }
     })
-    .expect("hello dataflow failed");
-    times.into_iter().max().unwrap_or_default()
 }
 
 /// What an exchange run measured.
@@ -85,47 +184,103 @@ pub struct ExchangeRun {
 /// counter passes it (as in hello). Every worker sends, so a round moves `batch * peers`
 /// records, about `(peers - 1) / peers` of them to another worker.
 pub fn exchange_rounds(config: Config, rounds: u64, batch: u64) -> ExchangeRun {
-    let barrier = Arc::new(Barrier::new(workers_of(&config)));
-    let results = timely_engine::execute(config, move |worker| {
+    let segment = exchange_plan(config, Plan::once(rounds), batch, Routing::Spread, |v| v, |x: &u64| *x)[0];
+    ExchangeRun { elapsed: segment.elapsed, received: segment.received }
+}
+
+/// Where the records of an exchange workload go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Routing {
+    /// Distinct values hashed by value: spread over all workers, this one included.
+    Spread,
+    /// Every record to the next worker (`(index + 1) % peers`): with two workers, all of
+    /// them to the other one.
+    Next,
+}
+
+/// The exchange workload of [`exchange_rounds`] for records made by `record` from a `u64`
+/// value whose `key` is that value, routed as `routing` says, measured by `plan`.
+pub fn exchange_plan<D: ExchangeData>(
+    config: Config,
+    plan: Plan,
+    batch: u64,
+    routing: Routing,
+    record: fn(u64) -> D,
+    key: fn(&D) -> u64,
+) -> Vec<Segment> {
+    run_plan(config, plan, false, move |worker| {
         let index = worker.index() as u64;
+        let peers = worker.peers() as u64;
         let mut input = InputHandle::new();
         let probe = ProbeHandle::new();
-        let count = std::rc::Rc::new(std::cell::Cell::new(0u64));
+        // Records received per timed segment, by their time: a worker of another process
+        // may be a round ahead, so counts taken at segment boundaries would be off.
+        let count = Rc::new(RefCell::new(vec![0u64; plan.segments]));
         let counter = count.clone();
         worker.dataflow(|scope| {
             scope
                 .input_from(&mut input)
-                .exchange(|x: &u64| *x)
+                .exchange(key)
                 .unary(Pipeline, "Count", move |_capability, _info| {
-                    move |input, _output: &mut timely_engine::dataflow::operators::OutputPort<u64, ()>| {
-                        input.for_each(|_time, data| {
-                            counter.set(counter.get() + data.len() as u64);
+                    move |input, _output: &mut OutputPort<u64, ()>| {
+                        input.for_each(|time, data| {
+                            if let Some(timed) = time.time().checked_sub(plan.warmup) {
+                                let segment = (timed / plan.rounds.max(1)) as usize;
+                                if let Some(total) = counter.borrow_mut().get_mut(segment) {
+                                    *total += data.len() as u64;
+                                }
+                            }
                             data.clear();
                         });
                     }
                 })
                 .probe_with(&probe);
         });
-        // Distinct values per worker and round, so the hash spreads them over all workers.
-        let mut buffer: Vec<u64> = Vec::with_capacity(batch as usize);
-        barrier.wait();
-        let start = Instant::now();
-        for round in 0..rounds {
+        // Distinct values per worker and round, so that `Spread` reaches every worker.
+        let mut buffer: Vec<D> = Vec::with_capacity(batch as usize);
+        let send = Box::new(move |round: u64, input: &mut InputHandle<u64, D>| {
             let base = (round * 1_000_003 + index) * batch;
-            buffer.extend(base..base + batch);
+            let values = base..base + batch;
+            match routing {
+                Routing::Spread => buffer.extend(values.map(record)),
+                Routing::Next => buffer.extend(values.map(|v| record(v * peers + (index + 1) % peers))),
+            }
             input.send_batch(&mut buffer);
-            input.advance_to(round + 1);
-            worker.step_while(|| probe.less_than(input.time()));
-        }
-        let elapsed = start.elapsed();
-        // The probe follows the counter, so once it passed the last round every record
-        // sent has been counted.
-        (elapsed, count.get())
-    });
-    let results = results.expect("exchange dataflow failed");
-    let elapsed = results.iter().map(|(e, _)| *e).max().unwrap_or_default();
-    let received = results.iter().map(|(_, c)| *c).sum();
-    ExchangeRun { elapsed, received }
+        });
+        Rounds { input, probe, received: count, send }
+    })
+}
+
+/// The system allocator, counting allocations (a `realloc` counts as one). A binary that
+/// installs it (`#[global_allocator] static A: CountingAllocator = CountingAllocator;`)
+/// makes [`allocations`] and [`Segment::allocations`] report its heap allocations.
+pub struct CountingAllocator;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+/// Heap allocations of this process so far (0 unless [`CountingAllocator`] is installed).
+pub fn allocations() -> u64 {
+    ALLOCATIONS.load(Ordering::Relaxed)
+}
+
+// SAFETY: every method forwards to the system allocator with the same arguments; counting
+// touches no memory the allocator hands out.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        System.alloc(layout)
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        System.alloc_zeroed(layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        System.realloc(ptr, layout, new_size)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
 }
 
 /// Timestamps of the generated tracker graphs.
@@ -219,6 +374,14 @@ mod tests {
             let run = exchange_rounds(config, 20, 1_000);
             assert_eq!(run.received, 20 * 1_000 * workers);
         }
+    }
+
+    #[test]
+    fn plans_measure_every_segment_and_route_to_the_next_worker() {
+        let plan = Plan { warmup: 5, rounds: 10, segments: 2 };
+        assert_eq!(hello_plan(Config::Process(2), plan, false).len(), 2);
+        let segments = exchange_plan(Config::Process(2), plan, 100, Routing::Next, |v| v, |x: &u64| *x);
+        assert!(segments.iter().all(|s| s.received == 10 * 100 * 2), "{segments:?}");
     }
 
     #[test]

@@ -7,35 +7,10 @@
 //! included); its growth between two values of ROUNDS, divided by the difference in
 //! rounds, is the number of allocations per round in steady state.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
-use timely_benches::{current_rss_kib, hello_rounds, peak_rss_kib, workers_of};
-
-/// The system allocator, counting allocations (a `realloc` counts as one).
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        System.alloc(layout)
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        System.alloc_zeroed(layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        System.realloc(ptr, layout, new_size)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-}
+use timely_benches::{allocations, current_rss_kib, hello_rounds, peak_rss_kib, workers_of, CountingAllocator};
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: CountingAllocator = CountingAllocator;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -55,7 +30,7 @@ fn main() {
     };
     let workers = workers_of(&config);
     let elapsed = hello_rounds(config, rounds);
-    let allocations = ALLOCATIONS.load(Ordering::Relaxed);
+    let allocations = allocations();
     let show = |v: Option<u64>| v.map_or_else(|| "unknown".to_string(), |k| k.to_string());
     println!(
         "rounds={} workers={} seconds={:.3} us_per_round={:.3} peak_rss_kib={} rss_kib={} allocations={}",

@@ -1,16 +1,19 @@
 //! Dataflows: scopes, streams, channels and operators.
 //!
 //! This module owns how dataflows are described: `Scope` (where operators live),
-//! `Stream` (an operator output), the channels that carry records along edges, and the
+//! `Stream` (an operator output), the channels that carry records along edges (`plain`
+//! holds the one audited use of abomonation for records crossing processes), and the
 //! operators. Progress accounting for operators is done by their ports and reported
 //! through `progress::Operate`; this module does not decide frontiers.
 
 pub mod channels;
 pub mod operators;
+pub mod plain;
 pub mod scope;
 pub mod stream;
 
 pub use channels::{Data, Exchange, ExchangeData, Message, Pact, Pipeline};
 pub use operators::{InputHandle, ProbeHandle};
+pub use plain::Abomonated;
 pub use scope::Scope;
 pub use stream::Stream;
