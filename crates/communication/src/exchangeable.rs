@@ -23,6 +23,17 @@ pub trait Exchangeable: Send + Sized + 'static {
     ///
     /// Bytes that are not such an encoding; the message says what is wrong.
     fn decode(bytes: &[u8]) -> Result<Self, String>;
+    /// Like [`Exchangeable::decode`], into `target`, an element no longer used, whose buffers
+    /// an implementation may reuse so that receiving allocates nothing. On error `target` may
+    /// be left in any state.
+    ///
+    /// # Errors
+    ///
+    /// As [`Exchangeable::decode`].
+    fn decode_into(bytes: &[u8], target: &mut Self) -> Result<(), String> {
+        *target = Self::decode(bytes)?;
+        Ok(())
+    }
 }
 
 impl<T: Serialize + DeserializeOwned + Send + 'static> Exchangeable for T {
@@ -49,6 +60,60 @@ pub fn bincode_encode<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
     })
 }
 
+/// The bincode options of [`bincode_decode`]: lengths checked against the input's size,
+/// trailing bytes rejected.
+fn decoding_options(bytes: &[u8]) -> impl bincode::Options {
+    use bincode::Options;
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .with_limit(bytes.len() as u64)
+        .reject_trailing_bytes()
+}
+
+/// What went wrong decoding a `T` from `bytes`.
+fn malformed<T>(bytes: &[u8], error: bincode::Error) -> String {
+    format!("malformed {} ({} bytes): {error}", std::any::type_name::<T>(), bytes.len())
+}
+
+/// Appends the elements of a sequence encoded by [`bincode_encode`] (a slice or a `Vec`) to
+/// `into`, reusing its capacity. On error, `into` may hold some of the elements.
+///
+/// # Errors
+///
+/// Bytes that do not hold exactly one encoded sequence of `T`.
+pub fn bincode_decode_extend<T: DeserializeOwned>(bytes: &[u8], into: &mut Vec<T>) -> Result<(), String> {
+    use bincode::Options;
+    decoding_options(bytes)
+        .deserialize_seed(Extend(into), bytes)
+        .map_err(|error| malformed::<Vec<T>>(bytes, error))
+}
+
+/// Deserializes a sequence by pushing its elements onto a `Vec`.
+struct Extend<'a, T>(&'a mut Vec<T>);
+
+impl<'de, T: serde::Deserialize<'de>> serde::de::DeserializeSeed<'de> for Extend<'_, T> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Extend<'_, T> {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("a sequence")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut sequence: A) -> Result<(), A::Error> {
+        while let Some(element) = sequence.next_element()? {
+            self.0.push(element);
+        }
+        Ok(())
+    }
+}
+
 /// Reads a value encoded by [`bincode_encode`] from all of `bytes`.
 ///
 /// Lengths inside `bytes` are checked against its size before anything is allocated, and
@@ -59,18 +124,9 @@ pub fn bincode_encode<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
 /// Bytes that do not hold exactly one encoded `T`.
 pub fn bincode_decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
     use bincode::Options;
-    bincode::DefaultOptions::new()
-        .with_fixint_encoding()
-        .with_limit(bytes.len() as u64)
-        .reject_trailing_bytes()
+    decoding_options(bytes)
         .deserialize(bytes)
-        .map_err(|error| {
-            format!(
-                "malformed {} ({} bytes): {error}",
-                std::any::type_name::<T>(),
-                bytes.len()
-            )
-        })
+        .map_err(|error| malformed::<T>(bytes, error))
 }
 
 #[cfg(test)]
@@ -88,6 +144,18 @@ mod tests {
         round_trip(7u64);
         round_trip((3usize, String::from("timely")));
         round_trip(vec![Some(1i64), None, Some(-5)]);
+    }
+
+    #[test]
+    fn sequences_extend_a_vector() {
+        let mut bytes = Vec::new();
+        bincode_encode(&[4u64, 5, 6][..], &mut bytes);
+        let mut into = Vec::with_capacity(16);
+        into.push(3u64);
+        bincode_decode_extend(&bytes, &mut into).unwrap();
+        assert_eq!((into.as_slice(), into.capacity()), (&[3, 4, 5, 6][..], 16));
+        assert!(bincode_decode_extend::<u64>(&bytes[..bytes.len() - 1], &mut into).is_err());
+        assert!(bincode_decode_extend::<u64>(&u64::MAX.to_le_bytes(), &mut Vec::new()).is_err());
     }
 
     #[test]

@@ -26,8 +26,9 @@ pub use initialize::{initialize, initialize_from, Config, WorkerGuards};
 /// Sends elements of type `T` towards one destination.
 ///
 /// Pushing `Some(element)` sends it; pushing `None` asks the implementation to flush anything it
-/// buffered. After a push an implementation may leave a recycled (empty) buffer in `element` for
-/// the caller to reuse, or leave `None`.
+/// buffered. After a push an implementation may leave an element in `element` for the caller to
+/// reuse (one given back by a receiver, or the pushed element itself once it has been encoded),
+/// or leave `None`. What is left is stale: a caller that reuses it clears or overwrites it.
 pub trait Push<T> {
     /// Sends `Some` contents of `element`, or flushes when `element` is `None`.
     fn push(&mut self, element: &mut Option<T>);

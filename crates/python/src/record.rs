@@ -116,6 +116,10 @@ impl ExchangeData for Record {
     fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, String> {
         Python::attach(|py| decode(py, bytes))
     }
+
+    fn decode_batch_into(bytes: &[u8], into: &mut Vec<Self>) -> Result<(), String> {
+        Python::attach(|py| codec::decode_records(py, bytes, into, true).map_err(|error| error.to_string()))
+    }
 }
 
 impl ExchangeData for Routed {

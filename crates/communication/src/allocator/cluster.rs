@@ -185,7 +185,7 @@ impl ClusterAllocator {
 
     fn puller<T: Exchangeable>(&mut self, identifier: usize, local: Box<dyn Pull<T>>) -> Box<dyn Pull<T>> {
         let remote = Rc::clone(self.inboxes.entry(identifier).or_default());
-        Box::new(ClusterPuller { local, remote, identifier, current: None })
+        Box::new(ClusterPuller { local, remote, identifier, current: None, spares: Vec::new() })
     }
 
     /// Moves notices of arrived data, from this process and from others, into the events.
@@ -256,11 +256,13 @@ impl<T> NetworkPusher<T> {
 }
 
 impl<T: Exchangeable> Push<T> for NetworkPusher<T> {
+    /// Encodes the element into the connection's buffer and leaves it, encoded, for the
+    /// caller to reuse.
     fn push(&mut self, element: &mut Option<T>) {
-        if let Some(element) = element.take() {
+        if let Some(item) = element.as_ref() {
             // A failed connection is recorded in the network's health; the worker stops at its
             // next step, so the element can be dropped here.
-            let _ = self.sender.borrow_mut().send_with(self.header, |out| element.encode(out));
+            let _ = self.sender.borrow_mut().send_with(self.header, |out| item.encode(out));
             self.header.seqno += 1;
         }
     }
@@ -272,7 +274,12 @@ struct ClusterPuller<T> {
     remote: Inbox,
     identifier: usize,
     current: Option<T>,
+    /// Elements given back, which messages from other processes are decoded into.
+    spares: Vec<T>,
 }
+
+/// How many given-back elements a cluster puller keeps to decode into.
+const SPARE_ELEMENTS: usize = 4;
 
 impl<T: Exchangeable> Pull<T> for ClusterPuller<T> {
     fn pull(&mut self) -> &mut Option<T> {
@@ -282,7 +289,11 @@ impl<T: Exchangeable> Pull<T> for ClusterPuller<T> {
         }
         let payload = self.remote.borrow_mut().pop_front();
         self.current = payload.map(|payload| {
-            T::decode(&payload).unwrap_or_else(|error| {
+            let decoded = match self.spares.pop() {
+                Some(mut spare) => T::decode_into(&payload, &mut spare).map(|()| spare),
+                None => T::decode(&payload),
+            };
+            decoded.unwrap_or_else(|error| {
                 // The peer authenticated at connection time: bytes it sent that do not decode
                 // are a protocol violation, and the computation cannot go on correctly.
                 panic!("channel {}: undecodable message from another process: {error}", self.identifier)
@@ -291,8 +302,13 @@ impl<T: Exchangeable> Pull<T> for ClusterPuller<T> {
         &mut self.current
     }
 
+    /// Keeps a few elements to decode remote messages into; gives the rest to this process.
     fn recycle(&mut self, element: T) {
-        self.local.recycle(element);
+        if self.spares.len() < SPARE_ELEMENTS {
+            self.spares.push(element);
+        } else {
+            self.local.recycle(element);
+        }
     }
 }
 

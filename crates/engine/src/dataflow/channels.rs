@@ -17,7 +17,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use timely_communication::exchangeable::{bincode_decode, bincode_encode};
+use timely_communication::exchangeable::{bincode_decode, bincode_decode_extend, bincode_encode};
 use timely_communication::{Exchangeable, FanOut, Pull, Push, SharedQueue};
 
 /// Records that can flow on a pipeline edge.
@@ -39,6 +39,16 @@ pub trait ExchangeData: Data + Send {
     /// Bytes that are not such an encoding; they come from another process and must never
     /// make decoding panic.
     fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, String>;
+    /// Like [`ExchangeData::decode_batch`], appending to `into` (whose capacity a type can
+    /// reuse, so that receiving allocates nothing). On error `into` may hold some records.
+    ///
+    /// # Errors
+    ///
+    /// As [`ExchangeData::decode_batch`].
+    fn decode_batch_into(bytes: &[u8], into: &mut Vec<Self>) -> Result<(), String> {
+        into.extend(Self::decode_batch(bytes)?);
+        Ok(())
+    }
 }
 
 impl<D: Data + Send + Serialize + DeserializeOwned> ExchangeData for D {
@@ -48,6 +58,10 @@ impl<D: Data + Send + Serialize + DeserializeOwned> ExchangeData for D {
 
     fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, String> {
         bincode_decode(bytes)
+    }
+
+    fn decode_batch_into(bytes: &[u8], into: &mut Vec<Self>) -> Result<(), String> {
+        bincode_decode_extend(bytes, into)
     }
 }
 
@@ -85,6 +99,16 @@ impl<T, D> Message<T, D> {
     }
 }
 
+/// Reads the `(time, from, seq)` of an encoded message; returns them and the records' bytes.
+fn split_message<T: Timestamp>(bytes: &[u8]) -> Result<((T, usize, u64), &[u8]), String> {
+    let length = bytes.get(..4).ok_or("a message shorter than its header length")?;
+    let length = u32::from_le_bytes(length.try_into().expect("four bytes")) as usize;
+    let header = bytes.get(4..4 + length).ok_or("a message shorter than its header")?;
+    let (time, from, seq): (T, u64, u64) = bincode_decode(header)?;
+    let from = usize::try_from(from).map_err(|_| format!("a message from worker {from}"))?;
+    Ok(((time, from, seq), &bytes[4 + length..]))
+}
+
 /// A message as bytes: the length of the encoded `(time, from, seq)` as a little-endian `u32`,
 /// those bytes (bincode), then the records (`ExchangeData::encode_batch`).
 impl<T: Timestamp, D: ExchangeData> Exchangeable for Message<T, D> {
@@ -98,13 +122,15 @@ impl<T: Timestamp, D: ExchangeData> Exchangeable for Message<T, D> {
     }
 
     fn decode(bytes: &[u8]) -> Result<Self, String> {
-        let length = bytes.get(..4).ok_or("a message shorter than its header length")?;
-        let length = u32::from_le_bytes(length.try_into().expect("four bytes")) as usize;
-        let header = bytes.get(4..4 + length).ok_or("a message shorter than its header")?;
-        let (time, from, seq): (T, u64, u64) = bincode_decode(header)?;
-        let data = D::decode_batch(&bytes[4 + length..])?;
-        let from = usize::try_from(from).map_err(|_| format!("a message from worker {from}"))?;
-        Ok(Message { time, data, from, seq })
+        let ((time, from, seq), records) = split_message::<T>(bytes)?;
+        Ok(Message { time, data: D::decode_batch(records)?, from, seq })
+    }
+
+    fn decode_into(bytes: &[u8], target: &mut Self) -> Result<(), String> {
+        let ((time, from, seq), records) = split_message::<T>(bytes)?;
+        (target.time, target.from, target.seq) = (time, from, seq);
+        target.data.clear();
+        D::decode_batch_into(records, &mut target.data)
     }
 }
 

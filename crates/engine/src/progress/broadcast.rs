@@ -15,11 +15,12 @@ use super::change_batch::ChangeBatch;
 use super::location::Location;
 use super::timestamp::Timestamp;
 use crate::logging::{self, Event, Logger};
-use serde::{Deserialize, Serialize};
+use timely_communication::exchangeable::{bincode_decode, bincode_decode_extend, bincode_encode};
+use timely_communication::Exchangeable;
 use timely_communication::{Allocator, Pull, Push};
 
 /// One atomic batch of progress updates from one worker.
-#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct ProgressBatch<T> {
     /// The sending worker.
     pub source: usize,
@@ -27,6 +28,30 @@ pub struct ProgressBatch<T> {
     pub sequence: u64,
     /// The updates, compacted.
     pub updates: Vec<((Location, T), i64)>,
+}
+
+/// A batch as bytes: `(source, sequence)` (16 bytes, bincode), then the updates (bincode).
+/// Decoding into a batch no longer used reuses its update buffer.
+impl<T: Timestamp> Exchangeable for ProgressBatch<T> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        bincode_encode(&(self.source as u64, self.sequence), out);
+        bincode_encode(&self.updates, out);
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, String> {
+        let mut batch = ProgressBatch { source: 0, sequence: 0, updates: Vec::new() };
+        Self::decode_into(bytes, &mut batch)?;
+        Ok(batch)
+    }
+
+    fn decode_into(bytes: &[u8], target: &mut Self) -> Result<(), String> {
+        let header = bytes.get(..16).ok_or("a progress batch shorter than its header")?;
+        let (source, sequence): (u64, u64) = bincode_decode(header)?;
+        target.source = usize::try_from(source).map_err(|_| format!("a progress batch from worker {source}"))?;
+        target.sequence = sequence;
+        target.updates.clear();
+        bincode_decode_extend(&bytes[16..], &mut target.updates)
+    }
 }
 
 impl<T: Clone> Clone for ProgressBatch<T> {
