@@ -11,6 +11,7 @@
 
 pub mod cluster;
 pub mod process;
+pub mod queue;
 pub mod thread;
 
 use std::cell::RefCell;

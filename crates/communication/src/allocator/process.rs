@@ -4,7 +4,7 @@
 //! workers exchange the endpoints of each channel, and the per-worker mailbox that carries
 //! notices of arrived data and wakes a parked worker.
 //!
-//! Cross-thread data moves through one unbounded crossbeam channel per channel id and destination;
+//! Cross-thread data moves through one [`super::queue::ThreadQueue`] per channel id and destination;
 //! a worker sending to itself uses the local queue of [`super::thread`]. This module must not
 //! block a worker except in [`ProcessAllocator`]'s registry lookup (a short critical section).
 //!
@@ -20,6 +20,8 @@ use std::thread::Thread;
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
+use super::queue::{thread_queue, QueueSender, ThreadQueue};
+
 use super::thread::{LocalPusher, SharedQueue};
 use super::{Allocations, ChannelEndpoints, ChannelRecord, Events};
 use crate::{Pull, Push};
@@ -28,14 +30,14 @@ use crate::{Pull, Push};
 pub struct ProcessBuilder {
     index: usize,
     shared: Arc<Shared>,
-    inbox: Receiver<usize>,
+    inbox: ThreadQueue<usize>,
 }
 
 impl ProcessBuilder {
     /// One builder per worker of a process with `peers` worker threads, in index order.
     pub fn new_vector(peers: usize) -> Vec<ProcessBuilder> {
         let (senders, receivers): (Vec<_>, Vec<_>) =
-            (0..peers).map(|_| crossbeam_channel::unbounded()).unzip();
+            (0..peers).map(|_| thread_queue()).unzip();
         let shared = Arc::new(Shared {
             mailboxes: senders
                 .into_iter()
@@ -87,7 +89,7 @@ impl ProcessBuilder {
 pub struct ProcessAllocator {
     index: usize,
     shared: Arc<Shared>,
-    inbox: Receiver<usize>,
+    inbox: ThreadQueue<usize>,
     events: Events,
     allocations: Allocations,
 }
@@ -212,17 +214,17 @@ struct Entry {
 /// elements, and a bounded channel of the emptied elements the destination gives back for its
 /// senders to reuse.
 struct CrossThread<T> {
-    senders: Vec<Sender<T>>,
-    receivers: Vec<Option<Receiver<T>>>,
+    senders: Vec<QueueSender<T>>,
+    receivers: Vec<Option<ThreadQueue<T>>>,
     spares: Vec<(Sender<T>, Receiver<T>)>,
 }
 
 /// One worker's endpoints of a channel.
 struct Endpoints<T> {
     /// A sender to every worker.
-    senders: Vec<Sender<T>>,
+    senders: Vec<QueueSender<T>>,
     /// What other workers send this one.
-    receiver: Receiver<T>,
+    receiver: ThreadQueue<T>,
     /// Per worker, the emptied elements it gave back.
     spares: Vec<Receiver<T>>,
     /// Where this worker gives back the emptied elements other workers sent it.
@@ -237,7 +239,7 @@ impl Entry {
     fn new<T: Send + 'static>(peers: usize) -> Self {
         let (senders, receivers) = (0..peers)
             .map(|_| {
-                let (sender, receiver) = crossbeam_channel::unbounded();
+                let (sender, receiver) = thread_queue();
                 (sender, Some(receiver))
             })
             .unzip();
@@ -271,7 +273,7 @@ impl Entry {
 /// Where other workers post notices of data for one worker, and how they wake it.
 struct Mailbox {
     /// Channel ids that received data, drained by the owner in `receive`.
-    inbox: Sender<usize>,
+    inbox: QueueSender<usize>,
     /// The owner's thread, set when its allocator is built.
     thread: OnceLock<Thread>,
     /// Orders registration against senders that found no thread registered (see [`Mailbox::wake`]).
@@ -279,7 +281,7 @@ struct Mailbox {
 }
 
 impl Mailbox {
-    fn new(inbox: Sender<usize>) -> Self {
+    fn new(inbox: QueueSender<usize>) -> Self {
         Mailbox {
             inbox,
             thread: OnceLock::new(),
@@ -325,7 +327,7 @@ impl Mailbox {
 /// Sends to another worker thread of this process.
 struct RemotePusher<T> {
     identifier: usize,
-    sender: Sender<T>,
+    sender: QueueSender<T>,
     /// Emptied elements the destination gave back, handed to the sender for reuse.
     spares: Receiver<T>,
     mailbox: Arc<Mailbox>,
@@ -346,7 +348,7 @@ impl<T> Push<T> for RemotePusher<T> {
 /// Receives on one channel: first what this worker sent itself, then what other workers sent.
 struct ProcessPuller<T> {
     local: SharedQueue<T>,
-    remote: Receiver<T>,
+    remote: ThreadQueue<T>,
     give_back: Sender<T>,
     current: Option<T>,
 }
@@ -357,7 +359,7 @@ impl<T> Pull<T> for ProcessPuller<T> {
             .local
             .borrow_mut()
             .pop()
-            .or_else(|| self.remote.try_recv().ok());
+            .or_else(|| self.remote.try_recv());
         &mut self.current
     }
 
