@@ -17,6 +17,7 @@ pub mod allocator;
 pub mod exchangeable;
 pub mod initialize;
 pub mod networking;
+pub mod queue;
 
 pub use exchangeable::Exchangeable;
 pub use allocator::thread::{LocalQueue, SharedQueue};

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crossbeam_channel::Receiver;
+use crate::queue::ThreadQueue;
 
 use super::process::{ProcessAllocator, ProcessBuilder};
 use super::{ChannelEndpoints, ChannelRecord, Events};
@@ -133,7 +133,7 @@ pub struct ClusterAllocator {
     threads: usize,
     /// The connection buffer to each process, shared by all channels (`None` for this process).
     senders: Vec<Option<Rc<RefCell<ProcessSender>>>>,
-    receiver: Receiver<Delivery>,
+    receiver: ThreadQueue<Delivery>,
     /// Per channel, what arrived from other processes (created on first use, so that a
     /// message arriving before this worker allocates its channel waits there).
     inboxes: HashMap<usize, Inbox>,

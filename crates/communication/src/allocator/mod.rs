@@ -11,7 +11,6 @@
 
 pub mod cluster;
 pub mod process;
-pub mod queue;
 pub mod thread;
 
 use std::cell::RefCell;

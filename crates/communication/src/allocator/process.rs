@@ -4,7 +4,7 @@
 //! workers exchange the endpoints of each channel, and the per-worker mailbox that carries
 //! notices of arrived data and wakes a parked worker.
 //!
-//! Cross-thread data moves through one [`super::queue::ThreadQueue`] per channel id and destination;
+//! Cross-thread data moves through one [`crate::queue::ThreadQueue`] per channel id and destination;
 //! a worker sending to itself uses the local queue of [`super::thread`]. This module must not
 //! block a worker except in [`ProcessAllocator`]'s registry lookup (a short critical section).
 //!
@@ -20,7 +20,7 @@ use std::thread::Thread;
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
-use super::queue::{thread_queue, QueueSender, ThreadQueue};
+use crate::queue::{thread_queue, QueueSender, ThreadQueue};
 
 use super::thread::{LocalPusher, SharedQueue};
 use super::{Allocations, ChannelEndpoints, ChannelRecord, Events};

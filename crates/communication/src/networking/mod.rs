@@ -11,8 +11,9 @@
 //! a message: a worker frames it into its [`ProcessSender`]'s buffer; the send thread writes
 //! buffers to the socket in batches; the peer's receive thread reads into large buffers and
 //! hands the worker a [`Payload`] that is a slice of the buffer it was read into (no copy),
-//! then wakes the worker. Buffers on both sides are recycled, so the steady state allocates
-//! nothing but the blocks of the unbounded delivery channels.
+//! then wakes the worker. Buffers on both sides are recycled and deliveries go through a
+//! [`crate::queue::ThreadQueue`], so the steady state allocates nothing (messages larger than
+//! the buffers excepted).
 //!
 //! Concurrency: std threads and blocking sockets, not tokio. Setup runs a few short-lived
 //! threads; after it, each peer gets one send and one receive thread. Blocking I/O on

@@ -33,6 +33,8 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender};
 use timely_bytes::Bytes;
 
+use crate::queue::{thread_queue, QueueSender, ThreadQueue};
+
 use super::{MessageHeader, NetworkError, NetworkHealth};
 pub use receive::ReceiveStats;
 pub use send::ProcessSender;
@@ -99,7 +101,7 @@ pub struct WorkerEndpoints {
     /// A sender per process (index `q` sends to process `q`; `None` for this process).
     pub senders: Vec<Option<ProcessSender>>,
     /// Messages from other processes for this worker, in order per sending process.
-    pub receiver: Receiver<Delivery>,
+    pub receiver: ThreadQueue<Delivery>,
 }
 
 /// The network threads of one process and the handles to close them.
@@ -170,8 +172,8 @@ impl Transport {
         wake: WakeFn,
     ) -> Result<(Transport, Vec<WorkerEndpoints>), NetworkError> {
         check_streams(process, threads, &streams)?;
-        let (deliver, receivers): (Vec<Sender<Delivery>>, Vec<_>) =
-            (0..threads).map(|_| crossbeam_channel::unbounded()).unzip();
+        let (deliver, receivers): (Vec<QueueSender<Delivery>>, Vec<_>) =
+            (0..threads).map(|_| thread_queue()).unzip();
         let (done, finished) = crossbeam_channel::unbounded();
         let alarm = Arc::new(Alarm {
             health: NetworkHealth::new(),
@@ -202,7 +204,7 @@ impl Transport {
         &self,
         remote: usize,
         stream: TcpStream,
-        deliver: &[Sender<Delivery>],
+        deliver: &[QueueSender<Delivery>],
         done: &Sender<usize>,
     ) -> Result<Link, NetworkError> {
         let clone = |stream: &TcpStream| {
@@ -246,7 +248,7 @@ impl Transport {
     /// One set of endpoints per local worker.
     fn endpoints(
         &self,
-        receivers: Vec<Receiver<Delivery>>,
+        receivers: Vec<ThreadQueue<Delivery>>,
     ) -> Result<Vec<WorkerEndpoints>, NetworkError> {
         receivers
             .into_iter()

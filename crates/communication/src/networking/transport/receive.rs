@@ -21,6 +21,7 @@ use timely_bytes::{Bytes, BytesSlab};
 
 use super::{Alarm, Delivery, Payload};
 use crate::networking::{MessageHeader, NetworkError, HEADER_BYTES};
+use crate::queue::QueueSender;
 
 /// Receive buffers hold `1 << SLAB_LOG2` bytes (1 MiB), or more for a larger message.
 pub const SLAB_LOG2: usize = 20;
@@ -78,7 +79,7 @@ pub(super) struct Inbound {
     /// Global indices of the remote process's workers (valid sources).
     remote_workers: Range<u64>,
     /// One channel per local worker.
-    deliver: Vec<Sender<Delivery>>,
+    deliver: Vec<QueueSender<Delivery>>,
     /// Local workers that received something since they were last woken.
     to_wake: Vec<bool>,
     alarm: Arc<Alarm>,
@@ -112,7 +113,7 @@ impl Inbound {
         remote: usize,
         local_workers: Range<u64>,
         remote_workers: Range<u64>,
-        deliver: Vec<Sender<Delivery>>,
+        deliver: Vec<QueueSender<Delivery>>,
         alarm: Arc<Alarm>,
         stats: Arc<SharedStats>,
     ) -> Inbound {
