@@ -291,6 +291,12 @@ impl<T: Plain> ExchangeData for Abomonated<T> {
     }
 
     fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, String> {
+        let mut records = Vec::new();
+        Self::decode_batch_into(bytes, &mut records)?;
+        Ok(records)
+    }
+
+    fn decode_batch_into(bytes: &[u8], into: &mut Vec<Self>) -> Result<(), String> {
         const {
             assert!(align_of::<T>() <= SCRATCH_ALIGN && size_of::<T>() > 0);
         }
@@ -306,21 +312,23 @@ impl<T: Plain> ExchangeData for Abomonated<T> {
             .filter(|count| count.checked_mul(size_of::<T>()).is_some_and(|size| size <= payload.len()))
             .ok_or_else(|| format!("an abomonated batch of {count} {} in {} bytes", name(), payload.len()))?;
         if T::OWNS_MEMORY {
-            decode_each(count, payload)
+            decode_each(count, payload, into)
         } else if payload.len() == count * size_of::<T>() {
-            let mut records: Vec<Self> = Vec::with_capacity(count);
-            // SAFETY: the new vector's buffer is aligned for `T` (`Abomonated<T>` is
-            // `repr(transparent)`) and holds `count` records, exactly `payload.len()` bytes,
-            // so this is the aligned copy, and the copy stays in bounds; the regions do not
-            // overlap. A fixed `T` has no pointers and every bit pattern of its size is a
-            // value (the `Plain` audit), so the `count` records are initialised and valid,
-            // which is all `set_len` requires; abomonation's `decode` would only check
-            // the length, as done above, and return a reference to these same bytes.
+            into.reserve(count);
+            // SAFETY: after `reserve`, the vector's buffer has room for `count` more records
+            // past its length, aligned for `T` (`Abomonated<T>` is `repr(transparent)`), that
+            // is `payload.len()` bytes, so this is the aligned copy and it stays in bounds; the
+            // regions do not overlap (the payload is not the vector's). A fixed `T` has no
+            // pointers and every bit pattern of its size is a value (the `Plain` audit), so
+            // the `count` new records are initialised and valid, which is all `set_len`
+            // requires; abomonation's `decode` would only check the length, as done above,
+            // and return a reference to these same bytes.
             unsafe {
-                std::ptr::copy_nonoverlapping(payload.as_ptr(), records.as_mut_ptr().cast::<u8>(), payload.len());
-                records.set_len(count);
+                let end = into.as_mut_ptr().add(into.len());
+                std::ptr::copy_nonoverlapping(payload.as_ptr(), end.cast::<u8>(), payload.len());
+                into.set_len(into.len() + count);
             }
-            Ok(records)
+            Ok(())
         } else {
             Err(format!("an abomonated batch of {count} {} in {} bytes", name(), payload.len()))
         }
@@ -342,9 +350,10 @@ fn encode_each<T: Plain>(batch: &[Abomonated<T>], out: &mut Vec<u8>) {
     }
 }
 
-/// Reads `count` records written by [`encode_each`] from `payload` (after the count).
-fn decode_each<T: Plain>(count: usize, payload: &[u8]) -> Result<Vec<Abomonated<T>>, String> {
-    let mut records = Vec::with_capacity(count);
+/// Appends the `count` records written by [`encode_each`] in `payload` (after the count) to
+/// `records`.
+fn decode_each<T: Plain>(count: usize, payload: &[u8], records: &mut Vec<Abomonated<T>>) -> Result<(), String> {
+    records.reserve(count);
     with_aligned_copy(payload, |aligned| {
         let mut offset = 0;
         for index in 0..count {
@@ -374,8 +383,7 @@ fn decode_each<T: Plain>(count: usize, payload: &[u8]) -> Result<Vec<Abomonated<
                 aligned.len().saturating_sub(offset)
             ))
         }
-    })?;
-    Ok(records)
+    })
 }
 
 fn truncated<T>(index: usize, count: usize) -> String {
@@ -415,6 +423,16 @@ mod tests {
     use super::*;
     use crate::dataflow::Message;
     use timely_communication::Exchangeable;
+
+    #[test]
+    fn batches_decode_after_what_a_vector_holds() {
+        let mut into = vec![Abomonated(1u64)];
+        Abomonated::<u64>::decode_batch_into(&encoded(&[2u64, 3]), &mut into).unwrap();
+        assert_eq!(into, [Abomonated(1), Abomonated(2), Abomonated(3)]);
+        let mut into = vec![Abomonated(String::from("a"))];
+        Abomonated::<String>::decode_batch_into(&encoded(&[String::from("b")]), &mut into).unwrap();
+        assert_eq!(into, [Abomonated(String::from("a")), Abomonated(String::from("b"))]);
+    }
 
     fn encoded<T: Plain>(records: &[T]) -> Vec<u8> {
         let batch: Vec<Abomonated<T>> = records.iter().cloned().map(Abomonated).collect();
@@ -488,7 +506,9 @@ mod tests {
         let mut each = (records.len() as u64).to_le_bytes().to_vec();
         encode_each(&records, &mut each);
         assert_eq!(direct, each);
-        assert_eq!(decode_each::<(u32, u32, u64)>(records.len(), &each[8..]).unwrap(), records);
+        let mut decoded = Vec::new();
+        decode_each::<(u32, u32, u64)>(records.len(), &each[8..], &mut decoded).unwrap();
+        assert_eq!(decoded, records);
     }
 
     #[test]
