@@ -423,3 +423,14 @@ def test_ctrl_c_on_the_launcher_stops_the_whole_cluster(tmp_path):
         assert re.search(rf"^\[{index}\] (KeyboardInterrupt|.*ClusterError: )", err, re.MULTILINE), err
     assert "still running" not in err, "a process did not stop at the first SIGINT"
     assert "panicked" not in err
+
+
+def test_a_record_that_cannot_be_pickled_fails_its_sender_with_the_pickling_error(tmp_path):
+    hostfile, _ = write_hostfile(tmp_path, 2)
+    done = launch("-n", 2, "-w", 1, "--hostfile", hostfile, SCRIPTS / "unpicklable.py")
+    assert done.returncode != 0
+    err = done.stderr
+    assert re.search(r"^\[0\] \w*Error: Can't pickle", err, re.MULTILINE), err
+    assert "cannot be pickled" in err, err
+    assert re.search(r"^\[1\] .*ClusterError: .*process 0", err, re.MULTILINE), err
+    assert "panicked" not in err
