@@ -14,7 +14,12 @@ use timely_engine::dataflow::{Abomonated, ExchangeData};
 
 const BATCH: u64 = 1_000;
 
-fn round_trip<D: ExchangeData + PartialEq + std::fmt::Debug>(c: &mut Criterion, records: &str, codec: &str, batch: Vec<D>) {
+fn round_trip<D: ExchangeData + PartialEq + std::fmt::Debug>(
+    c: &mut Criterion,
+    records: &str,
+    codec: &str,
+    batch: Vec<D>,
+) {
     let mut bytes = Vec::new();
     D::encode_batch(&batch, &mut bytes);
     assert_eq!(D::decode_batch(&bytes).expect("round trip"), batch);
@@ -33,8 +38,11 @@ fn round_trip<D: ExchangeData + PartialEq + std::fmt::Debug>(c: &mut Criterion, 
 }
 
 /// The same records with bincode and wrapped in `Abomonated`.
-fn both<D: ExchangeData + PartialEq + std::fmt::Debug>(c: &mut Criterion, records: &str, make: impl Fn(u64) -> D)
-where
+fn both<D: ExchangeData + PartialEq + std::fmt::Debug>(
+    c: &mut Criterion,
+    records: &str,
+    make: impl Fn(u64) -> D,
+) where
     Abomonated<D>: ExchangeData,
 {
     let batch: Vec<D> = (0..BATCH).map(make).collect();

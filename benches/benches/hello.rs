@@ -16,7 +16,9 @@ fn hello(c: &mut Criterion) {
     group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
     group.bench_function("1_worker", |b| b.iter_custom(|rounds| hello_rounds(Config::Thread, rounds)));
     group.bench_function("2_workers", |b| b.iter_custom(|rounds| hello_rounds(Config::Process(2), rounds)));
-    group.bench_function("1_worker_traced", |b| b.iter_custom(|rounds| hello_rounds_traced(Config::Thread, rounds, true)));
+    group.bench_function("1_worker_traced", |b| {
+        b.iter_custom(|rounds| hello_rounds_traced(Config::Thread, rounds, true))
+    });
     group.finish();
 }
 

@@ -16,5 +16,10 @@ fn hello_allocates_nothing_per_round_in_steady_state() {
     // Two threads allocate nothing either when they keep pace; a thread descheduled long
     // enough for messages to pile up can make its peer allocate a buffer, hence the margin.
     let two = hello_plan(Config::Process(2), plan, false);
-    assert!(two[0].allocations < plan.rounds / 100, "two workers: {} allocations in {} rounds", two[0].allocations, plan.rounds);
+    assert!(
+        two[0].allocations < plan.rounds / 100,
+        "two workers: {} allocations in {} rounds",
+        two[0].allocations,
+        plan.rounds
+    );
 }

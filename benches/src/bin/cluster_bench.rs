@@ -26,8 +26,8 @@ use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
-use timely_benches::{exchange_plan, hello_plan, CountingAllocator, Plan, Routing, Segment};
 use std::time::Duration;
+use timely_benches::{exchange_plan, hello_plan, CountingAllocator, Plan, Routing, Segment};
 use timely_communication::initialize::{ClusterConfig, CLUSTER_SECRET_VARIABLE};
 use timely_engine::dataflow::Abomonated;
 use timely_engine::Config;
@@ -69,7 +69,10 @@ impl Options {
                 "--warmup" => options.warmup = number()?,
                 "--records" => options.records = number()?,
                 "--batches" => {
-                    options.batches = value.split(',').map(|b| b.parse().map_err(|_| format!("--batches: {value}"))).collect::<Result<_, _>>()?
+                    options.batches = value
+                        .split(',')
+                        .map(|b| b.parse().map_err(|_| format!("--batches: {value}")))
+                        .collect::<Result<_, _>>()?
                 }
                 "--hostfiles" => options.hostfiles = value.split(',').map(PathBuf::from).collect(),
                 _ => return Err(format!("unknown option {name}")),
@@ -116,7 +119,11 @@ impl Workload {
         match self {
             Workload::Hello => "hello".to_string(),
             Workload::Exchange { batch, abomonated } => {
-                format!("exchange {} x {}", thousands(batch), if abomonated { "Abomonated<u64>" } else { "u64 (bincode)" })
+                format!(
+                    "exchange {} x {}",
+                    thousands(batch),
+                    if abomonated { "Abomonated<u64>" } else { "u64 (bincode)" }
+                )
             }
         }
     }
@@ -134,11 +141,14 @@ impl Workload {
         let local = timely_benches::workers_of(&config) as u64;
         let rounds = self.rounds(options);
         match self {
-            Workload::Hello => hello_plan(config, Plan { warmup: options.warmup, rounds, segments: 1 }, false)[0],
+            Workload::Hello => {
+                hello_plan(config, Plan { warmup: options.warmup, rounds, segments: 1 }, false)[0]
+            }
             Workload::Exchange { batch, abomonated } => {
                 let plan = Plan { warmup: (rounds / 10).max(5), rounds, segments: 1 };
                 let segment = if abomonated {
-                    exchange_plan(config, plan, batch, Routing::Next, Abomonated, |x: &Abomonated<u64>| x.0)[0]
+                    exchange_plan(config, plan, batch, Routing::Next, Abomonated, |x: &Abomonated<u64>| x.0)
+                        [0]
                 } else {
                     exchange_plan(config, plan, batch, Routing::Next, |v| v, |x: &u64| *x)[0]
                 };
@@ -183,7 +193,8 @@ fn main() {
         let hostfiles: Vec<PathBuf> = (0..workloads.len())
             .map(|index| {
                 let path = directory.join(format!("run{run}-workload{index}.hosts"));
-                std::fs::write(&path, format!("127.0.0.1:{}\n127.0.0.1:{}\n", ports.next(), ports.next())).expect("hostfile");
+                std::fs::write(&path, format!("127.0.0.1:{}\n127.0.0.1:{}\n", ports.next(), ports.next()))
+                    .expect("hostfile");
                 path
             })
             .collect();
@@ -209,10 +220,13 @@ fn main() {
 /// The config of process `process` of the 2-process cluster in `hostfile`, through the
 /// command-line parser the programs use (the secret comes from the environment).
 fn cluster_config(process: usize, hostfile: &Path) -> Config {
-    let args = ["-n", "2", "-p", &process.to_string(), "-h", &hostfile.display().to_string()].map(String::from);
+    let args =
+        ["-n", "2", "-p", &process.to_string(), "-h", &hostfile.display().to_string()].map(String::from);
     match Config::from_args(args).expect("cluster arguments").0 {
         // Both processes start within milliseconds; a process that died shows sooner.
-        Config::Cluster(cluster) => Config::Cluster(ClusterConfig { connect_timeout: Duration::from_secs(15), ..cluster }),
+        Config::Cluster(cluster) => {
+            Config::Cluster(ClusterConfig { connect_timeout: Duration::from_secs(15), ..cluster })
+        }
         other => other,
     }
 }
@@ -230,7 +244,8 @@ fn load_average() -> String {
 
 /// A secret for this run's cluster, from the clock and the process id.
 fn fresh_secret() -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
     format!("{:x}{:x}", nanos, std::process::id())
 }
 
@@ -292,7 +307,11 @@ fn thousands(value: u64) -> String {
     out
 }
 
-fn print_tables(options: &Options, workloads: &[Workload], results: &BTreeMap<(Workload, Layout), Vec<Segment>>) {
+fn print_tables(
+    options: &Options,
+    workloads: &[Workload],
+    results: &BTreeMap<(Workload, Layout), Vec<Segment>>,
+) {
     let runs = |workload: Workload, layout: Layout| &results[&(workload, layout)];
     let per_round = |workload: Workload, layout: Layout, f: &dyn Fn(&Segment) -> f64| -> Vec<f64> {
         runs(workload, layout).iter().map(|s| f(s) / workload.rounds(options) as f64).collect()
@@ -304,7 +323,10 @@ fn print_tables(options: &Options, workloads: &[Workload], results: &BTreeMap<(W
     // Records per second of both workers: each sends `batch` per round.
     let records_per_second = |workload: Workload, layout: Layout| -> Vec<f64> {
         let Workload::Exchange { batch, .. } = workload else { unreachable!() };
-        per_round(workload, layout, &|s| s.elapsed.as_secs_f64()).iter().map(|t| 2.0 * batch as f64 / t).collect()
+        per_round(workload, layout, &|s| s.elapsed.as_secs_f64())
+            .iter()
+            .map(|t| 2.0 * batch as f64 / t)
+            .collect()
     };
     let median = |values: Vec<f64>| summary(values).0;
 
@@ -341,9 +363,14 @@ fn print_tables(options: &Options, workloads: &[Workload], results: &BTreeMap<(W
     println!("| records per worker per round | layout | u64 (bincode), M records/s | Abomonated<u64>, M records/s | abomonated / bincode |");
     println!("|---:|---|---:|---:|---:|");
     for &batch in &options.batches {
-        for (layout, label) in [(Layout::Processes, "2 processes"), (Layout::Threads, "2 threads (no encoding)")] {
+        for (layout, label) in
+            [(Layout::Processes, "2 processes"), (Layout::Threads, "2 threads (no encoding)")]
+        {
             let rps = |abomonated| {
-                records_per_second(Workload::Exchange { batch, abomonated }, layout).into_iter().map(|r| r / 1e6).collect::<Vec<_>>()
+                records_per_second(Workload::Exchange { batch, abomonated }, layout)
+                    .into_iter()
+                    .map(|r| r / 1e6)
+                    .collect::<Vec<_>>()
             };
             println!(
                 "| {} | {} | {} | {} | {:.2}x |",
@@ -366,7 +393,11 @@ fn print_tables(options: &Options, workloads: &[Workload], results: &BTreeMap<(W
     };
     for &workload in workloads {
         let label = match workload {
-            Workload::Hello => format!("hello (rounds {}..{})", thousands(options.warmup), thousands(options.warmup + options.hello_rounds)),
+            Workload::Hello => format!(
+                "hello (rounds {}..{})",
+                thousands(options.warmup),
+                thousands(options.warmup + options.hello_rounds)
+            ),
             _ => workload.name(),
         };
         println!(

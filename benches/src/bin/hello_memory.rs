@@ -7,7 +7,9 @@
 //! included); its growth between two values of ROUNDS, divided by the difference in
 //! rounds, is the number of allocations per round in steady state.
 
-use timely_benches::{allocations, current_rss_kib, hello_rounds, peak_rss_kib, workers_of, CountingAllocator};
+use timely_benches::{
+    allocations, current_rss_kib, hello_rounds, peak_rss_kib, workers_of, CountingAllocator,
+};
 
 #[global_allocator]
 static GLOBAL: CountingAllocator = CountingAllocator;

@@ -56,11 +56,7 @@ impl Allocation {
         // `as_mut_ptr` does not create a reference to the contents and is never null (it is
         // dangling but non-null for an empty vector).
         let ptr = NonNull::new(vec.as_mut_ptr()).expect("Vec::as_mut_ptr is never null");
-        Allocation {
-            ptr,
-            len: vec.len(),
-            capacity: vec.capacity(),
-        }
+        Allocation { ptr, len: vec.len(), capacity: vec.capacity() }
     }
 
     fn into_vec(self) -> Vec<u8> {
@@ -137,11 +133,7 @@ impl From<Vec<u8>> for Bytes {
     /// kept but not exposed, and comes back with [`try_recover`](Bytes::try_recover)).
     fn from(vec: Vec<u8>) -> Self {
         let allocation = Allocation::new(vec);
-        Bytes {
-            ptr: allocation.ptr,
-            len: allocation.len,
-            allocation: Arc::new(allocation),
-        }
+        Bytes { ptr: allocation.ptr, len: allocation.len, allocation: Arc::new(allocation) }
     }
 }
 
@@ -188,11 +180,7 @@ impl Bytes {
             "Bytes::extract_to: index {index} is past the end of a region of {} bytes",
             self.len
         );
-        let front = Bytes {
-            ptr: self.ptr,
-            len: index,
-            allocation: Arc::clone(&self.allocation),
-        };
+        let front = Bytes { ptr: self.ptr, len: index, allocation: Arc::clone(&self.allocation) };
         // SAFETY: `index <= self.len`, so the new start is inside the region or one past its end,
         // which stays within (or one past) the allocation (invariant 3). The two regions
         // `[ptr, ptr + index)` and `[ptr + index, ptr + len)` are disjoint (invariant 4).
@@ -251,18 +239,10 @@ impl Bytes {
     /// assert_eq!(bytes.try_recover().unwrap(), vec![1, 2, 3]);
     /// ```
     pub fn try_recover(self) -> Result<Vec<u8>, Bytes> {
-        let Bytes {
-            ptr,
-            len,
-            allocation,
-        } = self;
+        let Bytes { ptr, len, allocation } = self;
         match Arc::try_unwrap(allocation) {
             Ok(allocation) => Ok(allocation.into_vec()),
-            Err(allocation) => Err(Bytes {
-                ptr,
-                len,
-                allocation,
-            }),
+            Err(allocation) => Err(Bytes { ptr, len, allocation }),
         }
     }
 
@@ -371,10 +351,7 @@ mod tests {
         assert_eq!(&a[..], &[0xAA; 3]);
         assert_eq!(&rest[..], &[0xBB; 7]);
         drop((a, b));
-        assert_eq!(
-            rest.try_recover().unwrap(),
-            [[0xAA; 3].as_slice(), &[0xBB; 7]].concat()
-        );
+        assert_eq!(rest.try_recover().unwrap(), [[0xAA; 3].as_slice(), &[0xBB; 7]].concat());
     }
 
     #[test]

@@ -174,10 +174,7 @@ impl BytesSlab {
     /// ```
     pub fn make_valid(&mut self, bytes: usize) {
         let empty = self.buffer.len() - self.valid;
-        assert!(
-            bytes <= empty,
-            "BytesSlab::make_valid: {bytes} bytes declared but empty() has only {empty}"
-        );
+        assert!(bytes <= empty, "BytesSlab::make_valid: {bytes} bytes declared but empty() has only {empty}");
         self.valid += bytes;
     }
 
@@ -249,11 +246,7 @@ impl BytesSlab {
     /// All the statistics of the slab.
     #[must_use]
     pub fn stats(&self) -> SlabStats {
-        SlabStats {
-            buffers_pending: self.pending.len(),
-            buffers_spare: self.spare.len(),
-            ..self.stats
-        }
+        SlabStats { buffers_pending: self.pending.len(), buffers_spare: self.spare.len(), ..self.stats }
     }
 
     /// Frees the kept buffers that are free for reuse (after checking which left-behind buffers
@@ -284,10 +277,9 @@ impl BytesSlab {
         self.collect_pending();
         let mut next = match self.take_spare(needed) {
             Some(spare) => spare,
-            None => self.allocate(
-                self.default_size
-                    .max(needed.checked_next_power_of_two().unwrap_or(needed)),
-            ),
+            None => {
+                self.allocate(self.default_size.max(needed.checked_next_power_of_two().unwrap_or(needed)))
+            }
         };
         next[..valid].copy_from_slice(&self.buffer[from..from + valid]);
         self.stats.bytes_copied += valid;
@@ -358,10 +350,7 @@ mod tests {
         let ab = slab.extract(2);
         let empty = slab.extract(0);
         let cde = slab.extract(3);
-        assert_eq!(
-            (&ab[..], &empty[..], &cde[..]),
-            (&b"ab"[..], &b""[..], &b"cde"[..])
-        );
+        assert_eq!((&ab[..], &empty[..], &cde[..]), (&b"ab"[..], &b""[..], &b"cde"[..]));
         assert_eq!(slab.valid(), b"fg");
     }
 

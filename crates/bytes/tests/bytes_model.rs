@@ -54,9 +54,7 @@ struct Model {
 
 impl Model {
     fn allocate(&mut self, len: usize) {
-        let contents: Vec<u8> = (0..len)
-            .map(|i| (i * 7 + self.allocations.len()) as u8)
-            .collect();
+        let contents: Vec<u8> = (0..len).map(|i| (i * 7 + self.allocations.len()) as u8).collect();
         self.handles.push(Handle {
             bytes: Bytes::from(contents.clone()),
             allocation: self.allocations.len(),
@@ -66,10 +64,7 @@ impl Model {
     }
 
     fn handles_on(&self, allocation: usize) -> usize {
-        self.handles
-            .iter()
-            .filter(|h| h.allocation == allocation)
-            .count()
+        self.handles.iter().filter(|h| h.allocation == allocation).count()
     }
 
     fn apply(&mut self, op: Op) {
@@ -88,32 +83,23 @@ impl Model {
                 let front = handle.bytes.extract_to(at);
                 let (allocation, offset) = (handle.allocation, handle.offset);
                 handle.offset += at;
-                self.handles.push(Handle {
-                    bytes: front,
-                    allocation,
-                    offset,
-                });
+                self.handles.push(Handle { bytes: front, allocation, offset });
             }
             Op::Write(h, at, value) => {
                 let handle = &mut self.handles[h.index(n)];
                 if !handle.bytes.is_empty() {
                     let at = at.index(handle.bytes.len());
                     handle.bytes[at] = value;
-                    self.allocations[handle.allocation].as_mut().unwrap()[handle.offset + at] =
-                        value;
+                    self.allocations[handle.allocation].as_mut().unwrap()[handle.offset + at] = value;
                 }
             }
             Op::Merge(a, b) => self.merge(a.index(n), b.index(n)),
             Op::MergeNeighbour(a) => {
                 let a = a.index(n);
-                let (allocation, end) = (
-                    self.handles[a].allocation,
-                    self.handles[a].offset + self.handles[a].bytes.len(),
-                );
+                let (allocation, end) =
+                    (self.handles[a].allocation, self.handles[a].offset + self.handles[a].bytes.len());
                 let b = (0..n).find(|&b| {
-                    b != a
-                        && self.handles[b].allocation == allocation
-                        && self.handles[b].offset == end
+                    b != a && self.handles[b].allocation == allocation && self.handles[b].offset == end
                 });
                 if let Some(b) = b {
                     self.merge(a, b);
@@ -160,8 +146,8 @@ impl Model {
         // `swap_remove` moved the last handle to `b`: follow it if it was `a`.
         let a = if a == self.handles.len() { b } else { a };
         let target = &mut self.handles[a];
-        let adjacent = target.allocation == other.allocation
-            && target.offset + target.bytes.len() == other.offset;
+        let adjacent =
+            target.allocation == other.allocation && target.offset + target.bytes.len() == other.offset;
         match target.bytes.try_merge(other.bytes) {
             Ok(()) => {
                 assert!(adjacent, "merged regions that are not adjacent");
@@ -177,13 +163,8 @@ impl Model {
     /// Every handle shows exactly its part of the model's allocation.
     fn check(&self) {
         for handle in &self.handles {
-            let contents = self.allocations[handle.allocation]
-                .as_ref()
-                .expect("live allocation");
-            assert_eq!(
-                &handle.bytes[..],
-                &contents[handle.offset..handle.offset + handle.bytes.len()]
-            );
+            let contents = self.allocations[handle.allocation].as_ref().expect("live allocation");
+            assert_eq!(&handle.bytes[..], &contents[handle.offset..handle.offset + handle.bytes.len()]);
         }
     }
 }
@@ -195,12 +176,7 @@ fn ops() -> impl Strategy<Value = (usize, Vec<Op>)> {
 /// Runs `ops` from two allocations of `first` and `first / 2` bytes, checking the model after
 /// every step and recovery of every allocation at the end.
 fn run(first: usize, ops: Vec<Op>) -> Model {
-    let mut model = Model {
-        allocations: Vec::new(),
-        handles: Vec::new(),
-        merges: 0,
-        recoveries: 0,
-    };
+    let mut model = Model { allocations: Vec::new(), handles: Vec::new(), merges: 0, recoveries: 0 };
     model.allocate(first);
     model.allocate(first / 2);
     for op in ops {
@@ -210,9 +186,8 @@ fn run(first: usize, ops: Vec<Op>) -> Model {
     // Dropping all but one handle of an allocation always allows recovery.
     let mut handles = std::mem::take(&mut model.handles);
     for (allocation, contents) in model.allocations.iter_mut().enumerate() {
-        let (mut mine, rest): (Vec<Handle>, Vec<Handle>) = handles
-            .into_iter()
-            .partition(|h| h.allocation == allocation);
+        let (mut mine, rest): (Vec<Handle>, Vec<Handle>) =
+            handles.into_iter().partition(|h| h.allocation == allocation);
         handles = rest;
         if let Some(last) = mine.pop() {
             drop(mine);

@@ -82,34 +82,19 @@ proptest! {
 fn message_much_larger_than_buffer() {
     let big = message(7, 10_000);
     let mut slab = BytesSlab::new(6); // 64-byte buffers
-    let kept = run(
-        &mut slab,
-        &[message(1, 50), big.clone(), message(2, 3)],
-        100,
-        1,
-        usize::MAX,
-        |_| {},
-    );
+    let kept = run(&mut slab, &[message(1, 50), big.clone(), message(2, 3)], 100, 1, usize::MAX, |_| {});
     assert_eq!(bodies(&kept), vec![message(1, 50), big, message(2, 3)]);
     assert!(slab.stats().bytes_allocated >= 10_004);
 }
 
 /// Counts the buffers the slab has allocated after each of `rounds` rounds of `pattern`.
-fn allocations_per_round(
-    log2: usize,
-    pattern: &[usize],
-    rounds: usize,
-    window: usize,
-) -> Vec<usize> {
+fn allocations_per_round(log2: usize, pattern: &[usize], rounds: usize, window: usize) -> Vec<usize> {
     let mut slab = BytesSlab::new(log2);
     let mut kept: VecDeque<Bytes> = VecDeque::new();
     let mut counts = Vec::new();
     for round in 0..rounds {
-        let messages: Vec<Vec<u8>> = pattern
-            .iter()
-            .enumerate()
-            .map(|(seq, &len)| message(round + seq, len))
-            .collect();
+        let messages: Vec<Vec<u8>> =
+            pattern.iter().enumerate().map(|(seq, &len)| message(round + seq, len)).collect();
         let got = run(&mut slab, &messages, 97, round as u64, window, |_| {});
         // Keep the window across rounds too: the oldest messages are dropped as new ones come.
         for body in got {
@@ -152,29 +137,18 @@ fn pass(slab: &mut BytesSlab, data: &[u8]) -> Bytes {
 #[test]
 fn recycles_buffers_left_behind_once_all_their_bytes_are_dropped() {
     let mut slab = BytesSlab::new(4); // 16 bytes: two 8-byte messages per buffer
-    let mut held: Vec<Bytes> = (0..16)
-        .map(|seq| pass(&mut slab, &message(seq, 8)))
-        .collect();
+    let mut held: Vec<Bytes> = (0..16).map(|seq| pass(&mut slab, &message(seq, 8))).collect();
     assert_eq!(slab.buffers_allocated(), 8);
     assert_eq!(slab.stats().buffers_pending, 7);
     // Free buffers 0, 1 and 2 entirely, and buffer 3 only half.
     drop(held.drain(..7));
-    let again: Vec<Bytes> = (0..4)
-        .map(|seq| pass(&mut slab, &message(100 + seq, 16)))
-        .collect();
+    let again: Vec<Bytes> = (0..4).map(|seq| pass(&mut slab, &message(100 + seq, 16))).collect();
     let stats = slab.stats();
     assert_eq!(stats.buffers_reused, 3, "{stats:?}");
-    assert_eq!(
-        stats.buffers_allocated, 9,
-        "the half-held buffer is not reused: {stats:?}"
-    );
+    assert_eq!(stats.buffers_allocated, 9, "the half-held buffer is not reused: {stats:?}");
     assert_eq!(stats.bytes_copied, 0);
     for (seq, body) in (7..).zip(&held) {
-        assert_eq!(
-            &body[..],
-            &message(seq, 8)[..],
-            "held messages are untouched"
-        );
+        assert_eq!(&body[..], &message(seq, 8)[..], "held messages are untouched");
     }
     for (seq, body) in (100..).zip(&again) {
         assert_eq!(&body[..], &message(seq, 16)[..]);

@@ -41,10 +41,7 @@ fn pieces_written_and_dropped_elsewhere_then_recovered() {
     handle.join().unwrap();
     let recovered = rest.try_recover().expect("all pieces were dropped");
     for (i, piece) in recovered.chunks(PIECE).enumerate() {
-        assert!(
-            piece.iter().all(|&b| b == i as u8 + 1),
-            "piece {i} lost its writes"
-        );
+        assert!(piece.iter().all(|&b| b == i as u8 + 1), "piece {i} lost its writes");
     }
 }
 
@@ -71,14 +68,9 @@ fn concurrent_writers_never_disturb_each_other() {
     for quarter in quarters {
         whole.try_merge(quarter).expect("quarters are adjacent");
     }
-    whole
-        .try_merge(rest)
-        .expect("the empty rest follows the last quarter");
+    whole.try_merge(rest).expect("the empty rest follows the last quarter");
     let vec = whole.try_recover().expect("only handle");
-    assert!(vec
-        .chunks(4096)
-        .enumerate()
-        .all(|(i, q)| q.iter().all(|&b| b == 199 ^ i as u8)));
+    assert!(vec.chunks(4096).enumerate().all(|(i, q)| q.iter().all(|&b| b == 199 ^ i as u8)));
 }
 
 /// A receive thread hands messages to a consumer thread through a bounded channel; the consumer
@@ -90,9 +82,7 @@ fn receive_thread_recycles_buffers_dropped_by_a_consumer() {
     const MESSAGES: usize = 3000;
     let mut rng = Rng::new(42);
     // Messages up to a quarter of a 4 KiB buffer.
-    let messages: Vec<Vec<u8>> = (0..MESSAGES)
-        .map(|seq| message(seq, rng.below(1024)))
-        .collect();
+    let messages: Vec<Vec<u8>> = (0..MESSAGES).map(|seq| message(seq, rng.below(1024))).collect();
     let stream = encode(&messages);
     let (send, receive) = mpsc::sync_channel::<Bytes>(IN_FLIGHT);
     let consumer = thread::spawn(move || {
@@ -123,9 +113,5 @@ fn receive_thread_recycles_buffers_dropped_by_a_consumer() {
     // Everything handed out is gone now: every buffer left behind is free again.
     slab.release_spare_buffers();
     let stats = slab.stats();
-    assert_eq!(
-        (stats.buffers_pending, stats.buffers_spare),
-        (0, 0),
-        "{stats:?}"
-    );
+    assert_eq!((stats.buffers_pending, stats.buffers_spare), (0, 0), "{stats:?}");
 }

@@ -52,12 +52,8 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> Exchangeable for T {
 ///
 /// If `value`'s `Serialize` implementation fails (serde types in memory encode without error).
 pub fn bincode_encode<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
-    bincode::serialize_into(out, value).unwrap_or_else(|error| {
-        panic!(
-            "cannot encode a {}: {error}",
-            std::any::type_name::<T>()
-        )
-    })
+    bincode::serialize_into(out, value)
+        .unwrap_or_else(|error| panic!("cannot encode a {}: {error}", std::any::type_name::<T>()))
 }
 
 /// The bincode options of [`bincode_decode`]: lengths checked against the input's size,
@@ -124,9 +120,7 @@ impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Extend<'_, T> 
 /// Bytes that do not hold exactly one encoded `T`.
 pub fn bincode_decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
     use bincode::Options;
-    decoding_options(bytes)
-        .deserialize(bytes)
-        .map_err(|error| malformed::<T>(bytes, error))
+    decoding_options(bytes).deserialize(bytes).map_err(|error| malformed::<T>(bytes, error))
 }
 
 #[cfg(test)]

@@ -15,7 +15,9 @@ use std::time::Duration;
 use crate::allocator::cluster::{ClusterBuilder, Network};
 use crate::allocator::process::ProcessBuilder;
 use crate::allocator::thread::ThreadBuilder;
-use crate::networking::{default_addresses, establish, read_hostfile, ClusterIdentity, NetworkError, Transport};
+use crate::networking::{
+    default_addresses, establish, read_hostfile, ClusterIdentity, NetworkError, Transport,
+};
 use crate::{Allocator, AllocatorBuilder};
 
 /// How many workers to run, and how they communicate.
@@ -165,10 +167,9 @@ fn count(given: &Given) -> Result<usize, String> {
 /// The cluster identity from `TIMELY_CLUSTER_ID` and `TIMELY_CLUSTER_SECRET` (defaults: 0, empty).
 fn identity_from_environment() -> Result<ClusterIdentity, String> {
     let cluster_id = match std::env::var(CLUSTER_ID_VARIABLE) {
-        Ok(value) => value
-            .trim()
-            .parse::<u64>()
-            .map_err(|_| format!("{CLUSTER_ID_VARIABLE} must be a number from 0 to 2^64 - 1, found {value:?}"))?,
+        Ok(value) => value.trim().parse::<u64>().map_err(|_| {
+            format!("{CLUSTER_ID_VARIABLE} must be a number from 0 to 2^64 - 1, found {value:?}")
+        })?,
         Err(_) => 0,
     };
     let secret = std::env::var(CLUSTER_SECRET_VARIABLE).unwrap_or_default().into_bytes();
@@ -209,7 +210,9 @@ impl Config {
         match self {
             Config::Thread => Ok(vec![AllocatorBuilder::Thread(ThreadBuilder)]),
             Config::Process(0) => Err("Config::Process(0): the number of workers must be at least 1".into()),
-            Config::Process(peers) => Ok(ProcessBuilder::new_vector(peers).into_iter().map(AllocatorBuilder::Process).collect()),
+            Config::Process(peers) => {
+                Ok(ProcessBuilder::new_vector(peers).into_iter().map(AllocatorBuilder::Process).collect())
+            }
             Config::Cluster(cluster) => cluster_builders(cluster).map_err(|error| error.to_string()),
         }
     }
@@ -239,7 +242,13 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
         .into_iter()
         .zip(endpoints)
         .map(|(local, endpoints)| {
-            AllocatorBuilder::Cluster(ClusterBuilder::new(local, endpoints, network.clone(), processes, threads))
+            AllocatorBuilder::Cluster(ClusterBuilder::new(
+                local,
+                endpoints,
+                network.clone(),
+                processes,
+                threads,
+            ))
         })
         .collect())
 }
@@ -301,9 +310,9 @@ impl<T> WorkerGuards<T> {
         self.handles
             .drain(..)
             .map(|(index, handle)| {
-                handle.join().map_err(|payload| {
-                    format!("worker {index} panicked: {}", panic_message(&*payload))
-                })
+                handle
+                    .join()
+                    .map_err(|payload| format!("worker {index} panicked: {}", panic_message(&*payload)))
             })
             .collect()
     }
@@ -313,11 +322,7 @@ impl<T> Drop for WorkerGuards<T> {
     /// Joins the workers if [`WorkerGuards::join`] was not called, and re-raises their panics
     /// (unless this thread is already panicking), so that no failure goes unnoticed.
     fn drop(&mut self) {
-        let failures: Vec<String> = self
-            .join_all()
-            .into_iter()
-            .filter_map(Result::err)
-            .collect();
+        let failures: Vec<String> = self.join_all().into_iter().filter_map(Result::err).collect();
         if !failures.is_empty() && !std::thread::panicking() {
             panic!("{}", failures.join("; "));
         }

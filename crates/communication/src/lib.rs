@@ -19,9 +19,9 @@ pub mod initialize;
 pub mod networking;
 pub mod queue;
 
-pub use exchangeable::Exchangeable;
 pub use allocator::thread::{LocalQueue, SharedQueue};
 pub use allocator::{Allocator, AllocatorBuilder, ChannelEndpoints, ChannelRecord, FanOut};
+pub use exchangeable::Exchangeable;
 pub use initialize::{initialize, initialize_from, Config, WorkerGuards};
 
 /// Sends elements of type `T` towards one destination.

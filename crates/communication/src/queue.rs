@@ -36,7 +36,8 @@ pub struct ThreadQueue<T> {
 
 /// A new queue: a sender (clone it for more) and the receiver.
 pub fn thread_queue<T>() -> (QueueSender<T>, ThreadQueue<T>) {
-    let shared = Arc::new(Shared { pending: Mutex::new(VecDeque::new()), receiver_gone: AtomicBool::new(false) });
+    let shared =
+        Arc::new(Shared { pending: Mutex::new(VecDeque::new()), receiver_gone: AtomicBool::new(false) });
     (QueueSender { shared: Arc::clone(&shared) }, ThreadQueue { shared, taken: VecDeque::new() })
 }
 

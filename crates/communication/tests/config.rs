@@ -67,10 +67,7 @@ fn the_last_occurrence_wins() {
 
 #[test]
 fn args_after_a_double_dash_are_not_parsed() {
-    assert_eq!(
-        workers(&["-w2", "--", "-w", "9"]),
-        (2, strings(&["--", "-w", "9"]))
-    );
+    assert_eq!(workers(&["-w2", "--", "-w", "9"]), (2, strings(&["--", "-w", "9"])));
 }
 
 #[test]

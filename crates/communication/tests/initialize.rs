@@ -20,9 +20,8 @@ fn join_returns_results_in_index_order_from_named_threads() {
         .unwrap()
         .join()
     });
-    let expected: Vec<_> = (0..4)
-        .map(|index| Ok((index, 4, Some(format!("timely:worker-{index}")))))
-        .collect();
+    let expected: Vec<_> =
+        (0..4).map(|index| Ok((index, 4, Some(format!("timely:worker-{index}"))))).collect();
     assert_eq!(results, expected);
 }
 
@@ -32,19 +31,12 @@ fn a_single_worker_runs_on_its_own_thread() {
     let results = common::within(LIMIT, move || {
         initialize(Config::Thread, move |allocator| {
             let current = std::thread::current();
-            (
-                allocator.peers(),
-                current.id() != caller,
-                current.name().map(str::to_owned),
-            )
+            (allocator.peers(), current.id() != caller, current.name().map(str::to_owned))
         })
         .unwrap()
         .join()
     });
-    assert_eq!(
-        results,
-        vec![Ok((1, true, Some("timely:worker-0".to_owned())))]
-    );
+    assert_eq!(results, vec![Ok((1, true, Some("timely:worker-0".to_owned())))]);
 }
 
 #[test]
@@ -83,18 +75,14 @@ fn dropping_the_guards_reraises_a_worker_panic() {
     let guards = initialize(Config::Thread, |_allocator| panic!("lost in a drop")).unwrap();
     let raised = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(guards)));
     let payload = raised.expect_err("the drop re-raises");
-    let message = payload
-        .downcast_ref::<String>()
-        .expect("a formatted message");
+    let message = payload.downcast_ref::<String>().expect("a formatted message");
     assert!(message.contains("lost in a drop"), "{message}");
 }
 
 #[test]
 fn zero_workers_is_an_error() {
     assert!(Config::Process(0).try_build().is_err());
-    let error = initialize(Config::Process(0), |_allocator| ())
-        .err()
-        .expect("an error");
+    let error = initialize(Config::Process(0), |_allocator| ()).err().expect("an error");
     assert!(error.contains("at least 1"), "{error}");
 }
 

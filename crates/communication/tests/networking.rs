@@ -19,28 +19,13 @@ use timely_communication::networking::{
 const LIMIT: Duration = Duration::from_secs(60);
 const SETUP: Duration = Duration::from_secs(20);
 /// Payload sizes around the header size, the send buffer (64 KiB) and the receive buffer (1 MiB).
-const SIZES: [usize; 12] = [
-    0,
-    1,
-    7,
-    48,
-    1000,
-    65_535,
-    65_536,
-    65_537,
-    300_000,
-    1 << 20,
-    (1 << 20) + 13,
-    3 << 20,
-];
+const SIZES: [usize; 12] =
+    [0, 1, 7, 48, 1000, 65_535, 65_536, 65_537, 300_000, 1 << 20, (1 << 20) + 13, 3 << 20];
 const POINT: u64 = 5;
 const BROADCAST: u64 = 6;
 
 fn identity(cluster_id: u64, secret: &[u8]) -> ClusterIdentity {
-    ClusterIdentity {
-        cluster_id,
-        secret: secret.to_vec(),
-    }
+    ClusterIdentity { cluster_id, secret: secret.to_vec() }
 }
 
 /// Runs `establish` for each process on its own thread; the process at position `k` of `order`
@@ -96,20 +81,14 @@ fn cluster(processes: usize, threads: usize, order: &[usize]) -> Vec<Node> {
 }
 
 fn start(process: usize, threads: usize, streams: Vec<Option<TcpStream>>) -> Node {
-    let wakes: Arc<Vec<AtomicUsize>> =
-        Arc::new((0..threads).map(|_| AtomicUsize::new(0)).collect());
+    let wakes: Arc<Vec<AtomicUsize>> = Arc::new((0..threads).map(|_| AtomicUsize::new(0)).collect());
     let counter = Arc::clone(&wakes);
     let wake = Arc::new(move |local: usize| {
         counter[local].fetch_add(1, Ordering::SeqCst);
     });
     let (transport, workers) = Transport::start(process, threads, streams, wake)
         .unwrap_or_else(|error| panic!("process {process}: {error}"));
-    Node {
-        process,
-        transport,
-        workers,
-        wakes,
-    }
+    Node { process, transport, workers, wakes }
 }
 
 /// The payload byte `index` of message `seqno` from worker `source` to `target`.
@@ -118,9 +97,7 @@ fn pattern(source: u64, target: u64, seqno: u64, index: usize) -> u8 {
 }
 
 fn payload(source: u64, target: u64, seqno: u64, length: usize) -> Vec<u8> {
-    (0..length)
-        .map(|i| pattern(source, target, seqno, i))
-        .collect()
+    (0..length).map(|i| pattern(source, target, seqno, i)).collect()
 }
 
 /// Worker `me` sends every size to every remote worker, then one broadcast to each remote
@@ -138,9 +115,7 @@ fn send_all(me: &mut WorkerEndpoints, processes: usize, threads: usize) {
             }
         }
         let broadcast = header(BROADCAST, source, first..first + threads as u64, 0);
-        sender
-            .send_with(broadcast, |out| out.extend_from_slice(b"to all of you"))
-            .expect("send a broadcast");
+        sender.send_with(broadcast, |out| out.extend_from_slice(b"to all of you")).expect("send a broadcast");
         sender.flush().expect("flush");
     }
     assert_eq!(me.senders.len(), processes);
@@ -184,20 +159,12 @@ fn receive_all(me: &mut WorkerEndpoints, remote_workers: usize, threads: usize) 
             continue;
         }
         let expected = next_seqno.entry(header.source).or_insert(0u64);
-        assert_eq!(
-            header.seqno, *expected,
-            "in order from worker {}",
-            header.source
-        );
+        assert_eq!(header.seqno, *expected, "in order from worker {}", header.source);
         *expected += 1;
         assert_eq!(payload.len(), SIZES[header.seqno as usize]);
-        let intact = (0..payload.len())
-            .all(|i| payload[i] == pattern(header.source, target, header.seqno, i));
-        assert!(
-            intact,
-            "message {} from {} intact",
-            header.seqno, header.source
-        );
+        let intact =
+            (0..payload.len()).all(|i| payload[i] == pattern(header.source, target, header.seqno, i));
+        assert!(intact, "message {} from {} intact", header.seqno, header.source);
     }
     assert_eq!(broadcasts, remote_workers);
 }
@@ -224,9 +191,7 @@ fn shutdown_all(nodes: Vec<Node>) {
         .into_iter()
         .map(|node| {
             std::thread::spawn(move || {
-                let Node {
-                    transport, workers, ..
-                } = node;
+                let Node { transport, workers, .. } = node;
                 drop(workers);
                 let health = transport.health();
                 let result = transport.shutdown(Duration::from_secs(10));
@@ -272,18 +237,14 @@ fn payloads_are_slices_of_the_receive_buffer_not_copies() {
     common::within(LIMIT, || {
         let mut nodes = cluster(2, 1, &[0, 1]);
         let (first, second) = nodes.split_at_mut(1);
-        let sender = first[0].workers[0].senders[1]
-            .as_mut()
-            .expect("a sender to process 1");
+        let sender = first[0].workers[0].senders[1].as_mut().expect("a sender to process 1");
         // Rounds of 1 MB, each received and dropped before the next is sent.
         let (rounds, count, size) = (20u64, 100u64, 10_000usize);
         let receiver = &mut second[0].workers[0].receiver;
         for seqno in (0..rounds * count).step_by(count as usize) {
             for seqno in seqno..seqno + count {
                 let bytes = payload(0, 1, seqno, size);
-                sender
-                    .send(header(POINT, 0, 1..2, seqno), &bytes)
-                    .expect("send");
+                sender.send(header(POINT, 0, 1..2, seqno), &bytes).expect("send");
             }
             sender.flush().expect("flush");
             for seqno in seqno..seqno + count {
@@ -327,9 +288,7 @@ fn hello_prefix(version: u32, length: u32) -> Vec<u8> {
 
 /// Whether the other end closed `stream` (a read returns end of stream or an error).
 fn closed_by_peer(stream: &mut TcpStream) -> bool {
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("set a read timeout");
+    stream.set_read_timeout(Some(Duration::from_secs(10))).expect("set a read timeout");
     let mut sink = Vec::new();
     match stream.read_to_end(&mut sink) {
         Ok(_) => true,
@@ -356,10 +315,7 @@ fn strangers_on_the_port_are_rejected_and_setup_still_succeeds() {
             Err(NetworkError::AuthenticationFailed)
         );
         let second = establish(1, &addresses, 1, &id, SETUP).expect("process 1 connects");
-        let first = first
-            .join()
-            .expect("process 0 thread")
-            .expect("process 0 connects");
+        let first = first.join().expect("process 0 thread").expect("process 0 connects");
         assert!(first[1].is_some() && second[0].is_some());
     });
 }
@@ -370,13 +326,7 @@ fn mismatched(
     deadline: Duration,
 ) -> Vec<Result<Vec<Option<TcpStream>>, NetworkError>> {
     let addresses = common::free_addresses(2);
-    establish_all(
-        &addresses,
-        1,
-        &[0, 1],
-        &[identity(1, b"s"), other],
-        deadline,
-    )
+    establish_all(&addresses, 1, &[0, 1], &[identity(1, b"s"), other], deadline)
 }
 
 #[test]
@@ -386,10 +336,7 @@ fn a_wrong_cluster_id_fails_setup_on_both_sides() {
         for (process, result) in results.into_iter().enumerate() {
             let error = result.expect_err("different cluster ids");
             let (ours, theirs) = if process == 0 { (1, 2) } else { (2, 1) };
-            assert_eq!(
-                *error.root(),
-                NetworkError::ClusterMismatch { ours, theirs }
-            );
+            assert_eq!(*error.root(), NetworkError::ClusterMismatch { ours, theirs });
             let message = error.to_string();
             assert!(message.contains("cluster id mismatch"), "{message}");
             assert!(message.contains(&format!("cluster {ours}, the peer to cluster {theirs}")));
@@ -408,10 +355,7 @@ fn a_wrong_secret_is_rejected() {
         // The listener only dropped a stranger and kept waiting; its error says why.
         let listener = results[0].as_ref().expect_err("nobody authenticated");
         let message = listener.to_string();
-        assert!(
-            matches!(listener, NetworkError::MissingPeers { .. }),
-            "{message}"
-        );
+        assert!(matches!(listener, NetworkError::MissingPeers { .. }), "{message}");
         assert!(message.contains("authentication failed"), "{message}");
     });
 }
@@ -429,20 +373,11 @@ fn a_version_mismatch_fails_setup() {
         let mut ours = [0u8; 16];
         future.read_exact(&mut ours).expect("the listener's hello");
         assert_eq!(ours[..12], hello_prefix(PROTOCOL_VERSION, 64)[..12]);
-        let error = listener
-            .join()
-            .expect("listener thread")
-            .expect_err("version mismatch");
-        let expected = NetworkError::VersionMismatch {
-            ours: PROTOCOL_VERSION,
-            theirs: PROTOCOL_VERSION + 1,
-        };
+        let error = listener.join().expect("listener thread").expect_err("version mismatch");
+        let expected = NetworkError::VersionMismatch { ours: PROTOCOL_VERSION, theirs: PROTOCOL_VERSION + 1 };
         assert_eq!(*error.root(), expected);
         let message = error.to_string();
-        assert!(
-            message.contains("version 1") && message.contains("version 2"),
-            "{message}"
-        );
+        assert!(message.contains("version 1") && message.contains("version 2"), "{message}");
     });
 }
 
@@ -452,8 +387,8 @@ fn a_missing_peer_is_named_at_the_deadline() {
         let addresses = common::free_addresses(3);
         let started = Instant::now();
         let deadline = Duration::from_secs(1);
-        let error = establish(1, &addresses, 1, &ClusterIdentity::default(), deadline)
-            .expect_err("nobody else runs");
+        let error =
+            establish(1, &addresses, 1, &ClusterIdentity::default(), deadline).expect_err("nobody else runs");
         let waited = started.elapsed();
         assert!(waited >= deadline && waited < deadline * 3, "{waited:?}");
         let NetworkError::MissingPeers { missing, .. } = &error else {
@@ -462,14 +397,8 @@ fn a_missing_peer_is_named_at_the_deadline() {
         let expected = vec![(0, addresses[0].clone()), (2, addresses[2].clone())];
         assert_eq!(*missing, expected);
         let message = error.to_string();
-        assert!(
-            message.contains(&format!("process 0 ({})", addresses[0])),
-            "{message}"
-        );
-        assert!(
-            message.contains(&format!("process 2 ({})", addresses[2])),
-            "{message}"
-        );
+        assert!(message.contains(&format!("process 0 ({})", addresses[0])), "{message}");
+        assert!(message.contains(&format!("process 2 ({})", addresses[2])), "{message}");
     });
 }
 
@@ -477,14 +406,9 @@ fn a_missing_peer_is_named_at_the_deadline() {
 fn a_port_in_use_is_named() {
     let addresses = common::free_addresses(2);
     let _holder = TcpListener::bind(&addresses[0]).expect("hold the port");
-    let error = establish(0, &addresses, 1, &ClusterIdentity::default(), SETUP)
-        .expect_err("the port is taken");
-    assert_eq!(
-        error,
-        NetworkError::AddressInUse {
-            address: addresses[0].clone()
-        }
-    );
+    let error =
+        establish(0, &addresses, 1, &ClusterIdentity::default(), SETUP).expect_err("the port is taken");
+    assert_eq!(error, NetworkError::AddressInUse { address: addresses[0].clone() });
     assert!(error.to_string().contains("port is in use"), "{error}");
 }
 
@@ -506,25 +430,16 @@ fn a_dropped_process_is_reported_lost_and_workers_are_woken() {
         let mut nodes = cluster(2, 2, &[0, 1]);
         let gone = nodes.pop().expect("process 1");
         let survivor = nodes.pop().expect("process 0");
-        let before: Vec<usize> = survivor
-            .wakes
-            .iter()
-            .map(|w| w.load(Ordering::SeqCst))
-            .collect();
+        let before: Vec<usize> = survivor.wakes.iter().map(|w| w.load(Ordering::SeqCst)).collect();
         drop(gone);
         let failure = failure_within_5s(&survivor.transport.health());
         let NetworkError::PeerLost { process: 1, reason } = &failure else {
             panic!("unexpected failure {failure}");
         };
         assert!(reason.contains("without a goodbye"), "{reason}");
-        assert!(failure
-            .to_string()
-            .contains("lost the connection to process 1"));
+        assert!(failure.to_string().contains("lost the connection to process 1"));
         for (local, count) in survivor.wakes.iter().enumerate() {
-            assert!(
-                count.load(Ordering::SeqCst) > before[local],
-                "worker {local} woken"
-            );
+            assert!(count.load(Ordering::SeqCst) > before[local], "worker {local} woken");
         }
         let mut worker = survivor.workers.into_iter().next().expect("worker 0");
         let sender = worker.senders[1].as_mut().expect("a sender to process 1");
@@ -539,20 +454,10 @@ fn a_malformed_header_is_reported_as_a_lost_peer() {
         let addresses = common::free_addresses(2);
         let ids = vec![ClusterIdentity::default(); 2];
         let mut results = establish_all(&addresses, 1, &[0, 1], &ids, SETUP).into_iter();
-        let first = results
-            .next()
-            .expect("process 0")
-            .expect("process 0 connects");
-        let second = results
-            .next()
-            .expect("process 1")
-            .expect("process 1 connects");
+        let first = results.next().expect("process 0").expect("process 0 connects");
+        let second = results.next().expect("process 1").expect("process 1 connects");
         let node = start(0, 1, first);
-        let mut raw = second
-            .into_iter()
-            .next()
-            .flatten()
-            .expect("a stream to process 0");
+        let mut raw = second.into_iter().next().flatten().expect("a stream to process 0");
         let mut bad = [0u8; HEADER_BYTES];
         header(POINT, 1, 3..3, 0).encode_into(&mut bad);
         raw.write_all(&bad).expect("write a bad header");

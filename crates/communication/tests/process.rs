@@ -32,10 +32,7 @@ fn exchange_worker(mut allocator: Allocator) -> [BTreeMap<usize, Vec<usize>>; 3]
     let (mut pairs_out, mut pairs_in) = allocator.allocate::<(usize, usize)>(PAIRS);
     let (mut words_out, mut words_in) = allocator.allocate::<String>(WORDS);
     let (mut vectors_out, mut vectors_in) = allocator.allocate::<Vec<usize>>(VECTORS);
-    assert_eq!(
-        (pairs_out.len(), words_out.len(), vectors_out.len()),
-        (peers, peers, peers)
-    );
+    assert_eq!((pairs_out.len(), words_out.len(), vectors_out.len()), (peers, peers, peers));
 
     for seq in 0..MESSAGES {
         for target in 0..peers {
@@ -71,10 +68,7 @@ fn exchange_worker(mut allocator: Allocator) -> [BTreeMap<usize, Vec<usize>>; 3]
                 WORDS => {
                     while let Some(word) = words_in.recv() {
                         let (source, seq) = word.split_once(':').expect("source:seq");
-                        received[1]
-                            .entry(source.parse().unwrap())
-                            .or_default()
-                            .push(seq.parse().unwrap());
+                        received[1].entry(source.parse().unwrap()).or_default().push(seq.parse().unwrap());
                     }
                 }
                 VECTORS => {
@@ -94,41 +88,25 @@ fn exchange_worker(mut allocator: Allocator) -> [BTreeMap<usize, Vec<usize>>; 3]
     assert_eq!(
         allocator.allocations(),
         &[
-            ChannelRecord {
-                identifier: PAIRS,
-                type_name: std::any::type_name::<(usize, usize)>()
-            },
-            ChannelRecord {
-                identifier: WORDS,
-                type_name: std::any::type_name::<String>()
-            },
-            ChannelRecord {
-                identifier: VECTORS,
-                type_name: std::any::type_name::<Vec<usize>>()
-            },
+            ChannelRecord { identifier: PAIRS, type_name: std::any::type_name::<(usize, usize)>() },
+            ChannelRecord { identifier: WORDS, type_name: std::any::type_name::<String>() },
+            ChannelRecord { identifier: VECTORS, type_name: std::any::type_name::<Vec<usize>>() },
         ]
     );
     received
 }
 
 fn exchange(workers: usize) {
-    let results = common::within(LIMIT, move || {
-        initialize(Config::Process(workers), exchange_worker)
-            .unwrap()
-            .join()
-    });
+    let results =
+        common::within(LIMIT, move || initialize(Config::Process(workers), exchange_worker).unwrap().join());
     assert_eq!(results.len(), workers);
     for (index, result) in results.into_iter().enumerate() {
         let received = result.unwrap_or_else(|error| panic!("{error}"));
         for (channel, stride) in [1, 2, 3].into_iter().enumerate() {
             // Exactly the expected messages from every sender, in the order that sender sent them.
-            let expected: BTreeMap<usize, Vec<usize>> = (0..workers)
-                .map(|source| (source, expected(stride)))
-                .collect();
-            assert_eq!(
-                received[channel], expected,
-                "worker {index}, channel #{channel}"
-            );
+            let expected: BTreeMap<usize, Vec<usize>> =
+                (0..workers).map(|source| (source, expected(stride))).collect();
+            assert_eq!(received[channel], expected, "worker {index}, channel #{channel}");
         }
     }
 }
@@ -161,21 +139,10 @@ fn mismatched_types_panic_naming_the_channel_and_both_types() {
         .unwrap()
         .join()
     });
-    let errors: Vec<&String> = results
-        .iter()
-        .filter_map(|result| result.as_ref().err())
-        .collect();
-    assert_eq!(
-        errors.len(),
-        1,
-        "exactly the second worker to allocate fails: {results:?}"
-    );
+    let errors: Vec<&String> = results.iter().filter_map(|result| result.as_ref().err()).collect();
+    assert_eq!(errors.len(), 1, "exactly the second worker to allocate fails: {results:?}");
     for text in ["channel 5", "u64", "alloc::string::String"] {
-        assert!(
-            errors[0].contains(text),
-            "{text:?} missing from {:?}",
-            errors[0]
-        );
+        assert!(errors[0].contains(text), "{text:?} missing from {:?}", errors[0]);
     }
 }
 
@@ -192,13 +159,7 @@ fn allocating_a_channel_twice_on_one_worker_panics() {
         .join()
     });
     assert!(results[0].is_ok());
-    assert!(
-        results[1]
-            .as_ref()
-            .unwrap_err()
-            .contains("channel 9 allocated twice"),
-        "{results:?}"
-    );
+    assert!(results[1].as_ref().unwrap_err().contains("channel 9 allocated twice"), "{results:?}");
 }
 
 #[test]
@@ -225,10 +186,7 @@ fn a_push_wakes_a_worker_parked_indefinitely() {
     });
     let (value, waited) = results[1].clone().unwrap().expect("worker 1 received");
     assert_eq!(value, Some(42));
-    assert!(
-        waited >= Duration::from_millis(150),
-        "woke after {waited:?}, before anything was sent"
-    );
+    assert!(waited >= Duration::from_millis(150), "woke after {waited:?}, before anything was sent");
 }
 
 #[test]
@@ -276,11 +234,7 @@ fn sending_to_a_finished_worker_is_harmless() {
                 barrier.wait();
                 pushers[1].send(1);
                 pushers[0].send(2);
-                assert_eq!(
-                    drain_events(&allocator),
-                    [0],
-                    "only the local push is an event"
-                );
+                assert_eq!(drain_events(&allocator), [0], "only the local push is an event");
             }
         })
         .unwrap()

@@ -21,10 +21,7 @@ fn one_worker_with_index_zero() {
     assert_eq!((allocator.index(), allocator.peers()), (0, 1));
     let builders = Config::Thread.try_build().unwrap();
     assert_eq!(builders.len(), 1);
-    assert!(matches!(
-        builders.into_iter().next().unwrap().build(),
-        Allocator::Thread(_)
-    ));
+    assert!(matches!(builders.into_iter().next().unwrap().build(), Allocator::Thread(_)));
 }
 
 #[test]
@@ -39,10 +36,7 @@ fn push_pull_is_fifo_and_records_events() {
         pushers[0].send(value);
     }
     let events = drain_events(&allocator);
-    assert!(
-        !events.is_empty() && events.iter().all(|&id| id == 3),
-        "events {events:?}"
-    );
+    assert!(!events.is_empty() && events.iter().all(|&id| id == 3), "events {events:?}");
 
     let received: Vec<u64> = std::iter::from_fn(|| puller.recv()).collect();
     assert_eq!(received, (0..100).collect::<Vec<_>>());
@@ -86,14 +80,8 @@ fn allocations_are_recorded_in_order() {
     assert_eq!(
         allocator.allocations(),
         &[
-            ChannelRecord {
-                identifier: 5,
-                type_name: "u32"
-            },
-            ChannelRecord {
-                identifier: 2,
-                type_name: std::any::type_name::<Vec<String>>()
-            },
+            ChannelRecord { identifier: 5, type_name: "u32" },
+            ChannelRecord { identifier: 2, type_name: std::any::type_name::<Vec<String>>() },
         ]
     );
 }

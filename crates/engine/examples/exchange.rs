@@ -19,7 +19,8 @@ use timely_engine::dataflow::{InputHandle, Pipeline, ProbeHandle};
 const BATCH: u64 = 1024;
 
 fn main() {
-    let (config, numbers) = common::config_and_numbers("exchange [RECORDS_PER_ROUND] [ROUNDS] [-w WORKERS]", &[1_000_000, 10]);
+    let (config, numbers) =
+        common::config_and_numbers("exchange [RECORDS_PER_ROUND] [ROUNDS] [-w WORKERS]", &[1_000_000, 10]);
     let (records, rounds) = (numbers[0], numbers[1]);
     let start = Instant::now();
     let results = timely_engine::execute(config, move |worker| {
@@ -30,13 +31,19 @@ fn main() {
         let misrouted = Rc::new(Cell::new(0u64));
         let (count, wrong) = (received.clone(), misrouted.clone());
         worker.dataflow::<u64, _>(|scope| {
-            scope.input_from(&mut input).exchange(|x: &u64| *x).probe_with(&probe).sink(Pipeline, "Count", move |input, _| {
-                input.for_each(|_time, data| {
-                    count.set(count.get() + data.len() as u64);
-                    wrong.set(wrong.get() + data.iter().filter(|&&x| x % peers != index as u64).count() as u64);
-                    data.clear();
-                })
-            });
+            scope.input_from(&mut input).exchange(|x: &u64| *x).probe_with(&probe).sink(
+                Pipeline,
+                "Count",
+                move |input, _| {
+                    input.for_each(|_time, data| {
+                        count.set(count.get() + data.len() as u64);
+                        wrong.set(
+                            wrong.get() + data.iter().filter(|&&x| x % peers != index as u64).count() as u64,
+                        );
+                        data.clear();
+                    })
+                },
+            );
         });
         let mut batch = Vec::with_capacity(BATCH as usize);
         // Records are this worker's index in the high bits and a counter below, so every
@@ -77,7 +84,10 @@ fn main() {
     );
     let expected = workers * records * rounds;
     if received != expected || misrouted != 0 {
-        println!("MISMATCH: expected {} records, got {} ({} on the wrong worker)", expected, received, misrouted);
+        println!(
+            "MISMATCH: expected {} records, got {} ({} on the wrong worker)",
+            expected, received, misrouted
+        );
         std::process::exit(1);
     }
     println!("ok");

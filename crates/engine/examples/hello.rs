@@ -44,6 +44,11 @@ fn main() {
     });
     if quiet {
         let elapsed = start.elapsed();
-        println!("{} rounds in {:?}: {:.3} µs per round", rounds, elapsed, elapsed.as_secs_f64() * 1e6 / rounds as f64);
+        println!(
+            "{} rounds in {:?}: {:.3} µs per round",
+            rounds,
+            elapsed,
+            elapsed.as_secs_f64() * 1e6 / rounds as f64
+        );
     }
 }

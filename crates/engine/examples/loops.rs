@@ -77,7 +77,8 @@ fn histogram<'a>(distances: impl Iterator<Item = &'a u64>) -> Vec<usize> {
 }
 
 fn parse_args() -> (timely_engine::Config, u32, usize, u64) {
-    let (config, numbers) = common::config_and_numbers("loops [NODES] [EDGES] [SEED] [-w WORKERS]", &[100_000, 200_000, 1]);
+    let (config, numbers) =
+        common::config_and_numbers("loops [NODES] [EDGES] [SEED] [-w WORKERS]", &[100_000, 200_000, 1]);
     let (nodes, edges, seed) = (numbers[0], numbers[1] as usize, numbers[2]);
     if nodes == 0 || nodes > u32::MAX as u64 {
         eprintln!("NODES must be between 1 and {}", u32::MAX);
@@ -130,7 +131,8 @@ fn main() {
                             let iteration = time.time().inner;
                             let mut session = output.session(&time);
                             for node in stash.remove(time.time()).unwrap_or_default() {
-                                if let std::collections::hash_map::Entry::Vacant(entry) = visited.entry(node) {
+                                if let std::collections::hash_map::Entry::Vacant(entry) = visited.entry(node)
+                                {
                                     entry.insert(iteration);
                                     session.give((node, true));
                                     for &neighbour in adjacency.get(&node).into_iter().flatten() {
@@ -147,7 +149,9 @@ fn main() {
                     |input, output| {
                         input.for_each(|time, data| {
                             let iteration = time.time().inner;
-                            output.session(&time).give_iterator(data.drain(..).map(|(node, _)| (node, iteration)));
+                            output
+                                .session(&time)
+                                .give_iterator(data.drain(..).map(|(node, _)| (node, iteration)));
                         })
                     }
                 })
@@ -156,8 +160,11 @@ fn main() {
             found.capture_into(&shared);
         });
         // Each worker contributes the edges whose index it owns; worker 0 sends the root.
-        let mut mine: Vec<(u32, u32)> =
-            generate_edges(nodes, edge_count, seed).enumerate().filter(|(i, _)| i % peers == index).map(|(_, e)| e).collect();
+        let mut mine: Vec<(u32, u32)> = generate_edges(nodes, edge_count, seed)
+            .enumerate()
+            .filter(|(i, _)| i % peers == index)
+            .map(|(_, e)| e)
+            .collect();
         edges.send_batch(&mut mine);
         if index == 0 {
             roots.send(0u32);

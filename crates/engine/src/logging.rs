@@ -127,8 +127,15 @@ impl Logger {
     /// A logger for `worker` that passes batches of events to `action(worker, events)`;
     /// the action may drain the vector.
     pub fn new<F: FnMut(usize, &mut Vec<Timestamped>) + 'static>(worker: usize, action: F) -> Self {
-        let base_nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
-        let state = LoggerState { worker, base_nanos, base: Instant::now(), buffer: Vec::new(), action: Box::new(action) };
+        let base_nanos =
+            SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
+        let state = LoggerState {
+            worker,
+            base_nanos,
+            base: Instant::now(),
+            buffer: Vec::new(),
+            action: Box::new(action),
+        };
         Logger { state: Rc::new(RefCell::new(state)) }
     }
 

@@ -13,7 +13,7 @@
 use crate::dataflow::Scope;
 use crate::logging::{self, Event, Logger, Timestamped};
 use crate::progress::{Refines, Subgraph, Timestamp};
-use crate::scheduling::{drain_sorted, ActiveSet, Activator};
+use crate::scheduling::{drain_sorted, Activator, ActiveSet};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;

@@ -44,7 +44,9 @@ where
         .collect();
     runs.into_iter()
         .enumerate()
-        .flat_map(|(process, run)| run.join().expect("process thread").unwrap_or_else(|e| panic!("process {process}: {e}")))
+        .flat_map(|(process, run)| {
+            run.join().expect("process thread").unwrap_or_else(|e| panic!("process {process}: {e}"))
+        })
         .collect()
 }
 
@@ -114,7 +116,10 @@ fn abomonated_records_cross_processes() {
 fn hello(processes: usize, threads: usize) -> Vec<(u64, (usize, u64))> {
     const ROUNDS: u64 = 200;
     let records = |index: usize, peers: usize| {
-        (0..ROUNDS).filter(|round| round % peers as u64 == index as u64).map(|round| (round, round)).collect::<Vec<_>>()
+        (0..ROUNDS)
+            .filter(|round| round % peers as u64 == index as u64)
+            .map(|round| (round, round))
+            .collect::<Vec<_>>()
     };
     routed(processes, threads, records, |scope, input| scope.input_from(input).exchange(|x: &u64| *x))
 }
@@ -135,7 +140,8 @@ fn word_count(processes: usize, threads: usize) -> Vec<(u64, (String, u64))> {
         let mut lines = Vec::new();
         for epoch in 0..5u64 {
             for line in (0..40u64).filter(|line| line % peers as u64 == index as u64) {
-                let words: Vec<&str> = (0..6).map(|i| WORDS[((line * 7 + i * i + epoch) % 7) as usize]).collect();
+                let words: Vec<&str> =
+                    (0..6).map(|i| WORDS[((line * 7 + i * i + epoch) % 7) as usize]).collect();
                 lines.push((epoch, words.join(" ")));
             }
         }
@@ -162,8 +168,12 @@ fn word_count_on_two_processes_equals_one_process() {
 
 #[test]
 fn broadcast_reaches_every_worker_of_every_process_once() {
-    let records = |index: usize, _peers: usize| (0..30u64).map(|i| (i / 10, index as u64 * 100 + i)).collect::<Vec<_>>();
-    let received = common::within(LIMIT, move || routed(2, 2, records, |scope, input| scope.input_from(input).broadcast()));
+    let records = |index: usize, _peers: usize| {
+        (0..30u64).map(|i| (i / 10, index as u64 * 100 + i)).collect::<Vec<_>>()
+    };
+    let received = common::within(LIMIT, move || {
+        routed(2, 2, records, |scope, input| scope.input_from(input).broadcast())
+    });
     let mut expected: Vec<_> = (0..4)
         .flat_map(|sender| records(sender, 4))
         .flat_map(|(time, record)| (0..4).map(move |worker| (time, (worker, record))))

@@ -50,9 +50,15 @@ fn operators_and_channels_are_announced() {
             })
             .collect();
         for expected in ["Input", "Exchange", "Inspect", "Probe"] {
-            assert!(names.iter().any(|(n, depth)| n == expected && *depth == 2), "worker {}: {:?}", worker, names);
+            assert!(
+                names.iter().any(|(n, depth)| n == expected && *depth == 2),
+                "worker {}: {:?}",
+                worker,
+                names
+            );
         }
-        let channels = events.iter().filter(|(w, _, e)| *w == worker && matches!(e, Event::Channels { .. })).count();
+        let channels =
+            events.iter().filter(|(w, _, e)| *w == worker && matches!(e, Event::Channels { .. })).count();
         assert_eq!(channels, 3, "input->exchange, exchange->inspect, inspect->probe");
     }
 }
@@ -64,7 +70,10 @@ fn schedules_are_balanced_and_timestamps_are_wall_clock() {
     for worker in 0..2 {
         let mine: Vec<_> = events.iter().filter(|(w, _, _)| *w == worker).collect();
         assert!(mine.windows(2).all(|p| p[0].1 <= p[1].1), "timestamps of worker {} do not decrease", worker);
-        assert!(mine.iter().all(|(_, t, _)| *t <= now && now - *t < 60_000_000_000), "Unix-epoch nanoseconds");
+        assert!(
+            mine.iter().all(|(_, t, _)| *t <= now && now - *t < 60_000_000_000),
+            "Unix-epoch nanoseconds"
+        );
         let mut open: HashMap<usize, usize> = HashMap::new();
         let mut useful = 0;
         for (_, _, event) in &mine {
@@ -81,7 +90,13 @@ fn schedules_are_balanced_and_timestamps_are_wall_clock() {
         }
         assert!(open.values().all(|d| *d == 0));
         assert!(useful > 0, "some runs did useful work");
-        let app: Vec<_> = mine.iter().filter_map(|(_, _, e)| match e { Event::Application { id: 7, start } => Some(*start), _ => None }).collect();
+        let app: Vec<_> = mine
+            .iter()
+            .filter_map(|(_, _, e)| match e {
+                Event::Application { id: 7, start } => Some(*start),
+                _ => None,
+            })
+            .collect();
         assert_eq!(app, vec![true, false]);
         assert!(mine.iter().any(|(_, _, e)| matches!(e, Event::PushProgress { .. })));
     }
@@ -126,11 +141,17 @@ fn every_sent_message_and_progress_batch_is_received() {
             _ => None,
         })
         .expect("the input's channel");
-    let records: usize = messages.iter().filter(|((c, ..), _)| *c == input_channel).map(|(_, (s, _))| *s).sum();
+    let records: usize =
+        messages.iter().filter(|((c, ..), _)| *c == input_channel).map(|(_, (s, _))| *s).sum();
     assert!(records >= 20, "the input sent every record");
     assert!(!progress.is_empty());
     for (key, (sent, received)) in &progress {
-        assert_eq!((*sent, *received), (1, 2), "progress batch {:?} is sent once and received by both workers", key);
+        assert_eq!(
+            (*sent, *received),
+            (1, 2),
+            "progress batch {:?} is sent once and received by both workers",
+            key
+        );
     }
 }
 

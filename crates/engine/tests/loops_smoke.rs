@@ -1,5 +1,5 @@
-use timely_engine::dataflow::InputHandle;
 use timely_engine::dataflow::operators::Captured;
+use timely_engine::dataflow::InputHandle;
 use timely_engine::{Config, Product};
 
 #[test]
@@ -30,6 +30,11 @@ fn collatz_steps_in_an_iterative_scope() {
         })
         .unwrap();
         let steps: Vec<_> = captured.extract().into_iter().map(|(_, r)| r).collect();
-        assert_eq!(steps, vec![(1, 0), (2, 1), (3, 7), (4, 2), (5, 5), (6, 8), (7, 16), (8, 3), (9, 19), (10, 6)], "workers {}", workers);
+        assert_eq!(
+            steps,
+            vec![(1, 0), (2, 1), (3, 7), (4, 2), (5, 5), (6, 8), (7, 16), (8, 3), (9, 19), (10, 6)],
+            "workers {}",
+            workers
+        );
     }
 }

@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::mpsc;
 use std::time::Duration;
-use timely_engine::dataflow::operators::{hash_of, Capability, CapabilityError, CapabilitySet, Captured, InputError};
+use timely_engine::dataflow::operators::{
+    hash_of, Capability, CapabilityError, CapabilitySet, Captured, InputError,
+};
 use timely_engine::dataflow::{Exchange, ExchangeData, InputHandle, Pipeline, ProbeHandle, Scope, Stream};
 use timely_engine::scheduling::Activator;
 use timely_engine::{Config, ExecuteError, Product, Timestamp, Worker};
@@ -88,7 +90,10 @@ where
 }
 
 /// The sorted `(time, output)` pairs of applying `logic` to each record sequentially.
-fn reference<D: Ord, I: IntoIterator<Item = (u64, D)>>(records: &[(u64, u64)], logic: impl Fn(u64, u64) -> I) -> Vec<(u64, D)> {
+fn reference<D: Ord, I: IntoIterator<Item = (u64, D)>>(
+    records: &[(u64, u64)],
+    logic: impl Fn(u64, u64) -> I,
+) -> Vec<(u64, D)> {
     let mut out: Vec<_> = records.iter().flat_map(|&(t, x)| logic(t, x)).collect();
     out.sort();
     out
@@ -115,7 +120,9 @@ fn step_a_while(worker: &mut Worker) {
 /// A source that sends nothing and hands its capability and activator to the test, which
 /// then controls the source's output frontier from outside (as an input handle does).
 #[allow(clippy::type_complexity)]
-fn held_capability<T: Timestamp>(scope: &Scope<T>) -> (Stream<T, u64>, Rc<RefCell<Option<Capability<T>>>>, Activator) {
+fn held_capability<T: Timestamp>(
+    scope: &Scope<T>,
+) -> (Stream<T, u64>, Rc<RefCell<Option<Capability<T>>>>, Activator) {
     let slot = Rc::new(RefCell::new(None));
     let activator = Rc::new(RefCell::new(None));
     let (s, a) = (slot.clone(), activator.clone());
@@ -146,9 +153,19 @@ fn map_flat_map_filter_match_reference_on_1_2_4_workers() {
         let got = unary_output(workers, input.clone(), |s| s.map(|x| x * 3 + 1));
         assert_eq!(got, reference(&input, |t, x| [(t, x * 3 + 1)]), "map on {} workers", workers);
         let got = unary_output(workers, input.clone(), |s| s.flat_map(|x| 0..x % 4));
-        assert_eq!(got, reference(&input, |t, x| (0..x % 4).map(move |y| (t, y))), "flat_map on {} workers", workers);
+        assert_eq!(
+            got,
+            reference(&input, |t, x| (0..x % 4).map(move |y| (t, y))),
+            "flat_map on {} workers",
+            workers
+        );
         let got = unary_output(workers, input.clone(), |s| s.filter(|x| x % 3 == 0));
-        assert_eq!(got, reference(&input, |t, x| (x % 3 == 0).then_some((t, x))), "filter on {} workers", workers);
+        assert_eq!(
+            got,
+            reference(&input, |t, x| (x % 3 == 0).then_some((t, x))),
+            "filter on {} workers",
+            workers
+        );
     }
 }
 
@@ -178,7 +195,8 @@ fn inspect_variants_see_every_record_with_its_time() {
     assert_eq!(*seen_timed.borrow(), input);
     let batches = batches.borrow();
     assert!(batches.iter().all(|(_, data)| !data.is_empty()), "no empty batches");
-    let flattened: Vec<(u64, u64)> = batches.iter().flat_map(|(t, data)| data.iter().map(move |x| (*t, *x))).collect();
+    let flattened: Vec<(u64, u64)> =
+        batches.iter().flat_map(|(t, data)| data.iter().map(move |x| (*t, *x))).collect();
     assert_eq!(flattened, input, "batches carry the records with their times");
 }
 
@@ -192,7 +210,15 @@ fn exchange_routes_each_record_to_hash_mod_peers() {
         });
         assert_eq!(got.len(), input.len(), "every record arrives once on {} workers", workers);
         for (time, (worker, x)) in &got {
-            assert_eq!(*worker, hash_of(x) % workers as u64, "record {} at time {} on worker {} of {}", x, time, worker, workers);
+            assert_eq!(
+                *worker,
+                hash_of(x) % workers as u64,
+                "record {} at time {} on worker {} of {}",
+                x,
+                time,
+                worker,
+                workers
+            );
         }
         let mut records: Vec<(u64, u64)> = got.iter().map(|&(t, (_, x))| (t, x)).collect();
         records.sort();
@@ -266,7 +292,11 @@ fn delay_releases_records_only_once_their_new_time_is_complete() {
     timely_engine::example(move |worker| {
         let mut input = InputHandle::new();
         let probe = worker.dataflow(|scope| {
-            scope.input_from(&mut input).delay(|x, t| t + x).inspect_time(move |t, x| log.borrow_mut().push((*t, *x))).probe()
+            scope
+                .input_from(&mut input)
+                .delay(|x, t| t + x)
+                .inspect_time(move |t, x| log.borrow_mut().push((*t, *x)))
+                .probe()
         });
         input.send_batch(&mut vec![3u64, 0]);
         step_a_while(worker);
@@ -334,7 +364,11 @@ fn probe_with_several_streams_reports_their_combined_frontier() {
 // ---------------------------------------------------------------------------------------
 
 /// Per-time sums of `value(x)` grouped by `key(x)`, sorted.
-fn grouped(records: &[(u64, u64)], key: impl Fn(u64) -> u64, value: impl Fn(u64) -> u64) -> Vec<(u64, (u64, u64))> {
+fn grouped(
+    records: &[(u64, u64)],
+    key: impl Fn(u64) -> u64,
+    value: impl Fn(u64) -> u64,
+) -> Vec<(u64, (u64, u64))> {
     let mut groups: BTreeMap<(u64, u64), u64> = BTreeMap::new();
     for &(t, x) in records {
         *groups.entry((t, key(x))).or_insert(0) += value(x);
@@ -364,7 +398,9 @@ fn to_stream_produces_every_item_on_every_worker_at_time_zero() {
     assert_eq!(captured.extract(), expected);
 
     // More items than one activation sends: the source re-activates itself until done.
-    let big = timely_engine::example(|worker| worker.dataflow(|scope: &Scope<u64>| scope.to_stream(0..50_000u64).capture()));
+    let big = timely_engine::example(|worker| {
+        worker.dataflow(|scope: &Scope<u64>| scope.to_stream(0..50_000u64).capture())
+    });
     let records = big.extract();
     assert_eq!(records.len(), 50_000);
     assert!(records.iter().all(|&(t, _)| t == 0));
@@ -426,7 +462,11 @@ fn sink_sees_every_record_and_the_final_empty_frontier() {
     assert_eq!(*count.borrow(), input.len());
     let frontiers = frontiers.borrow();
     assert_eq!(frontiers.last(), Some(&vec![]), "the sink saw its input complete: {:?}", frontiers);
-    assert!(frontiers.windows(2).all(|w| w[0] <= w[1] || w[1].is_empty()), "frontiers only advance: {:?}", frontiers);
+    assert!(
+        frontiers.windows(2).all(|w| w[0] <= w[1] || w[1].is_empty()),
+        "frontiers only advance: {:?}",
+        frontiers
+    );
 }
 
 #[test]
@@ -450,7 +490,8 @@ fn unary_uses_its_initial_capability_and_keeps_state() {
             }
         })
     });
-    let mut expected: Vec<(u64, (u64, u64))> = input.iter().zip(1..).map(|(&(t, x), n)| (t, (n, x))).collect();
+    let mut expected: Vec<(u64, (u64, u64))> =
+        input.iter().zip(1..).map(|(&(t, x), n)| (t, (n, x))).collect();
     expected.insert(0, (0, (u64::MAX, 0)));
     expected.sort();
     assert_eq!(got, expected);
@@ -466,8 +507,16 @@ fn unary_frontier_emits_each_time_once_complete_and_never_sees_it_again() {
                 let mut emitted: Vec<u64> = Vec::new();
                 move |input, frontier, output| {
                     input.for_each(|time, data| {
-                        assert!(!emitted.contains(time.time()), "records at time {} after it was complete", time.time());
-                        stash.entry(*time.time()).or_insert_with(|| (time.retain(), Vec::new())).1.append(data);
+                        assert!(
+                            !emitted.contains(time.time()),
+                            "records at time {} after it was complete",
+                            time.time()
+                        );
+                        stash
+                            .entry(*time.time())
+                            .or_insert_with(|| (time.retain(), Vec::new()))
+                            .1
+                            .append(data);
                     });
                     while let Some(entry) = stash.first_entry() {
                         if frontier.less_equal(entry.key()) {
@@ -546,8 +595,12 @@ fn binary_merges_two_inputs() {
     let got = dataflow_output(2, vec![left.clone(), right.clone()], |s| {
         s[0].binary(&s[1], Pipeline, Pipeline, "Tag", |_capability, _info| {
             |input1, input2, output| {
-                input1.for_each(|time, data| output.session(&time).give_iterator(data.drain(..).map(|x| (0u64, x))));
-                input2.for_each(|time, data| output.session(&time).give_iterator(data.drain(..).map(|x| (1u64, x))));
+                input1.for_each(|time, data| {
+                    output.session(&time).give_iterator(data.drain(..).map(|x| (0u64, x)))
+                });
+                input2.for_each(|time, data| {
+                    output.session(&time).give_iterator(data.drain(..).map(|x| (1u64, x)))
+                });
             }
         })
     });
@@ -558,11 +611,20 @@ fn binary_merges_two_inputs() {
 }
 
 /// Pairs of left and right records with equal keys at equal times, sorted.
-fn join_reference(left: &[(u64, u64)], right: &[(u64, u64)], key: impl Fn(u64) -> u64) -> Vec<(u64, (u64, u64))> {
+fn join_reference(
+    left: &[(u64, u64)],
+    right: &[(u64, u64)],
+    key: impl Fn(u64) -> u64,
+) -> Vec<(u64, (u64, u64))> {
     let key = &key;
     let mut out: Vec<_> = left
         .iter()
-        .flat_map(|&(t1, x)| right.iter().filter(move |&&(t2, y)| t1 == t2 && key(x) == key(y)).map(move |&(_, y)| (t1, (x, y))))
+        .flat_map(|&(t1, x)| {
+            right
+                .iter()
+                .filter(move |&&(t2, y)| t1 == t2 && key(x) == key(y))
+                .map(move |&(_, y)| (t1, (x, y)))
+        })
         .collect();
     out.sort();
     out
@@ -574,28 +636,46 @@ fn binary_frontier_joins_per_time_once_both_inputs_are_complete() {
     for workers in [1, 3] {
         let got = dataflow_output(workers, vec![left.clone(), right.clone()], |s| {
             let key = |x: &u64| x % 4;
-            s[0].binary_frontier(&s[1], Exchange::new(key), Exchange::new(key), "Join", |_capability, _info| {
-                // Per time: a capability, the left records, the right records.
-                type Sides = (Capability<u64>, Vec<u64>, Vec<u64>);
-                let mut stash: BTreeMap<u64, Sides> = BTreeMap::new();
-                move |input1, frontier1, input2, frontier2, output| {
-                    input1.for_each(|time, data| {
-                        stash.entry(*time.time()).or_insert_with(|| (time.retain(), vec![], vec![])).1.append(data)
-                    });
-                    input2.for_each(|time, data| {
-                        stash.entry(*time.time()).or_insert_with(|| (time.retain(), vec![], vec![])).2.append(data)
-                    });
-                    let complete: Vec<u64> =
-                        stash.keys().copied().filter(|t| !frontier1.less_equal(t) && !frontier2.less_equal(t)).collect();
-                    for t in complete {
-                        let (capability, xs, ys) = stash.remove(&t).expect("stashed");
-                        let mut session = output.session(&capability);
-                        for &x in &xs {
-                            session.give_iterator(ys.iter().filter(|&&y| x % 4 == y % 4).map(|&y| (x, y)));
+            s[0].binary_frontier(
+                &s[1],
+                Exchange::new(key),
+                Exchange::new(key),
+                "Join",
+                |_capability, _info| {
+                    // Per time: a capability, the left records, the right records.
+                    type Sides = (Capability<u64>, Vec<u64>, Vec<u64>);
+                    let mut stash: BTreeMap<u64, Sides> = BTreeMap::new();
+                    move |input1, frontier1, input2, frontier2, output| {
+                        input1.for_each(|time, data| {
+                            stash
+                                .entry(*time.time())
+                                .or_insert_with(|| (time.retain(), vec![], vec![]))
+                                .1
+                                .append(data)
+                        });
+                        input2.for_each(|time, data| {
+                            stash
+                                .entry(*time.time())
+                                .or_insert_with(|| (time.retain(), vec![], vec![]))
+                                .2
+                                .append(data)
+                        });
+                        let complete: Vec<u64> = stash
+                            .keys()
+                            .copied()
+                            .filter(|t| !frontier1.less_equal(t) && !frontier2.less_equal(t))
+                            .collect();
+                        for t in complete {
+                            let (capability, xs, ys) = stash.remove(&t).expect("stashed");
+                            let mut session = output.session(&capability);
+                            for &x in &xs {
+                                session
+                                    .give_iterator(ys.iter().filter(|&&y| x % 4 == y % 4).map(|&y| (x, y)));
+                            }
                         }
                     }
-                }
-            })
+                },
+            )
         });
         assert_eq!(got, join_reference(&left, &right, |x| x % 4), "join on {} workers", workers);
     }
@@ -622,7 +702,10 @@ fn binary_notify_counts_both_inputs_per_time() {
                         n.notify_at(time.retain());
                     });
                     n.for_each(|capability, _count, n| {
-                        assert!(!n.frontier(0).less_equal(capability.time()) && !n.frontier(1).less_equal(capability.time()));
+                        assert!(
+                            !n.frontier(0).less_equal(capability.time())
+                                && !n.frontier(1).less_equal(capability.time())
+                        );
                         let c = counts.remove(capability.time()).expect("counted");
                         output.session(&capability).give(c);
                     });
@@ -777,8 +860,10 @@ fn input_handle_sends_advances_and_closes_every_attachment() {
         input.close();
         captured
     });
-    let expected: Vec<(u64, (u64, u64))> =
-        [1, 2].iter().flat_map(|&tag| [(0, (tag, 1)), (0, (tag, 2)), (0, (tag, 3)), (2, (tag, 4))]).collect::<Vec<_>>();
+    let expected: Vec<(u64, (u64, u64))> = [1, 2]
+        .iter()
+        .flat_map(|&tag| [(0, (tag, 1)), (0, (tag, 2)), (0, (tag, 3)), (2, (tag, 4))])
+        .collect::<Vec<_>>();
     let mut expected = expected;
     expected.sort();
     assert_eq!(captured.extract(), expected);
@@ -815,7 +900,8 @@ fn region_scopes_pass_records_through_with_their_times() {
         scope.region(|region| {
             assert_eq!(region.address().len(), scope.address().len() + 1);
             let inner = s.enter(region).map(|x| x + 1);
-            let nested = region.region(|deeper| inner.enter(deeper).exchange(|x| *x).map(|x| x * 2).leave(region));
+            let nested =
+                region.region(|deeper| inner.enter(deeper).exchange(|x| *x).map(|x| x * 2).leave(region));
             nested.leave(&scope)
         })
     });
@@ -829,7 +915,10 @@ type Inner = Product<Outer, u64>;
 /// loop adds 1 to an accumulator `n - i` times, so the result is `n (n + 1) / 2`. Captures
 /// the results, and the times at which records finish each loop.
 #[allow(clippy::type_complexity)]
-fn nested_loops(workers: usize, input: Timed) -> (Vec<(u64, (u64, u64))>, Vec<(Outer, u64)>, Vec<(Inner, (u64, u64))>) {
+fn nested_loops(
+    workers: usize,
+    input: Timed,
+) -> (Vec<(u64, (u64, u64))>, Vec<(Outer, u64)>, Vec<(Inner, (u64, u64))>) {
     let outer_done = Captured::new();
     let inner_done = Captured::new();
     let (o, i) = (outer_done.clone(), inner_done.clone());
@@ -845,7 +934,10 @@ fn nested_loops(workers: usize, input: Timed) -> (Vec<(u64, (u64, u64))>, Vec<(O
                 // (n, k, accumulator, countdown)
                 let entered = busy.map(|(n, k, acc)| (n, k, acc, k)).enter(inner).concat(&inner_cycle);
                 let (counting, done) = entered.branch(|_t, r| r.3 == 0);
-                counting.map(|(n, k, acc, c)| (n, k, acc + 1, c - 1)).exchange(hash_of).connect_loop(inner_loop);
+                counting
+                    .map(|(n, k, acc, c)| (n, k, acc + 1, c - 1))
+                    .exchange(hash_of)
+                    .connect_loop(inner_loop);
                 done.map(|(n, k, _, _)| (n, k)).capture_into(&i);
                 done.map(|(n, k, acc, _)| (n, k, acc)).leave(outer)
             });
@@ -862,12 +954,20 @@ fn nested_iterative_scopes_run_a_loop_inside_a_loop() {
     let input: Timed = (0..7u64).map(|n| (n / 4, n)).collect();
     for workers in [1, 2, 4] {
         let (results, outer_done, inner_done) = nested_loops(workers, input.clone());
-        assert_eq!(results, reference(&input, |t, n| [(t, (n, n * (n + 1) / 2))]), "results on {} workers", workers);
-        let mut expected_outer: Vec<(Outer, u64)> = input.iter().map(|&(t, n)| (Product::new(t, n), n)).collect();
+        assert_eq!(
+            results,
+            reference(&input, |t, n| [(t, (n, n * (n + 1) / 2))]),
+            "results on {} workers",
+            workers
+        );
+        let mut expected_outer: Vec<(Outer, u64)> =
+            input.iter().map(|&(t, n)| (Product::new(t, n), n)).collect();
         expected_outer.sort();
         assert_eq!(outer_done, expected_outer, "a record leaves the outer loop at iteration n");
-        let mut expected_inner: Vec<(Inner, (u64, u64))> =
-            input.iter().flat_map(|&(t, n)| (1..=n).map(move |k| (Product::new(Product::new(t, n - k), k), (n, k)))).collect();
+        let mut expected_inner: Vec<(Inner, (u64, u64))> = input
+            .iter()
+            .flat_map(|&(t, n)| (1..=n).map(move |k| (Product::new(Product::new(t, n - k), k), (n, k))))
+            .collect();
         expected_inner.sort();
         assert_eq!(inner_done, expected_inner, "the inner loop runs k iterations in outer iteration n - k");
     }
@@ -929,7 +1029,11 @@ fn an_unconnected_loop_handle_makes_dataflow_panic_clearly() {
         .cloned()
         .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_default();
-    assert!(message.contains("Feedback") && message.contains("connect_loop"), "unclear message: {:?}", message);
+    assert!(
+        message.contains("Feedback") && message.contains("connect_loop"),
+        "unclear message: {:?}",
+        message
+    );
 }
 
 #[test]
@@ -949,7 +1053,8 @@ fn a_panicking_worker_does_not_hang_the_others() {
     std::thread::spawn(move || {
         let result = timely_engine::execute(Config::Process(2), |worker| {
             let mut input = InputHandle::new();
-            let probe = worker.dataflow(|scope: &Scope<u64>| scope.input_from(&mut input).exchange(|x: &u64| *x).probe());
+            let probe = worker
+                .dataflow(|scope: &Scope<u64>| scope.input_from(&mut input).exchange(|x: &u64| *x).probe());
             input.send(worker.index() as u64);
             input.advance_to(1);
             if worker.index() == 1 {
@@ -960,7 +1065,9 @@ fn a_panicking_worker_does_not_hang_the_others() {
         let _ = sender.send(result);
     });
     match receiver.recv_timeout(Duration::from_secs(5)) {
-        Ok(Err(ExecuteError::Worker(message))) => assert!(message.contains("worker one fails mid-run"), "{}", message),
+        Ok(Err(ExecuteError::Worker(message))) => {
+            assert!(message.contains("worker one fails mid-run"), "{}", message)
+        }
         Ok(other) => panic!("expected a worker error, got {:?}", other),
         Err(_) => panic!("execute hung for 5 s after worker 1 panicked (the other worker never stops)"),
     }

@@ -240,7 +240,9 @@ impl Generator {
                     return Stage::Branch { modulus, left, right, join };
                 }
                 // Inside loops only directly in a body (see `Interpreter::iterate`).
-                8 if place.loop_depth == 0 || place.branch_depth == 0 => return Stage::Delay { max: rng.range(1, 3) },
+                8 if place.loop_depth == 0 || place.branch_depth == 0 => {
+                    return Stage::Delay { max: rng.range(1, 3) }
+                }
                 9 => return Stage::Count { keys: rng.range(1, 7) },
                 10 => return Stage::Sum { keys: rng.range(1, 5) },
                 11 => {
@@ -323,7 +325,12 @@ impl Interpreter {
         (self.work <= WORK_CAP).then_some(())
     }
 
-    fn stages(&mut self, mut collection: Collection, stages: &[Stage], second: &Collection) -> Option<Collection> {
+    fn stages(
+        &mut self,
+        mut collection: Collection,
+        stages: &[Stage],
+        second: &Collection,
+    ) -> Option<Collection> {
         for stage in stages {
             collection = self.stage(collection, stage, second)?;
             self.charge(&collection)?;
@@ -333,7 +340,9 @@ impl Interpreter {
 
     fn stage(&mut self, collection: Collection, stage: &Stage, second: &Collection) -> Option<Collection> {
         Some(match stage {
-            Stage::Map { mul, add } => collection.into_iter().map(|(t, x)| (t, (x * mul + add) % M)).collect(),
+            Stage::Map { mul, add } => {
+                collection.into_iter().map(|(t, x)| (t, (x * mul + add) % M)).collect()
+            }
             Stage::Filter { modulus, residue } => {
                 collection.into_iter().filter(|(_, x)| x % modulus != *residue).collect()
             }
@@ -342,9 +351,10 @@ impl Interpreter {
                 .flat_map(|(t, x)| flat_map_record(x, *fanout).into_iter().map(move |y| (t.clone(), y)))
                 .collect(),
             Stage::Exchange { .. } | Stage::Buffer { .. } | Stage::Check { .. } => collection,
-            Stage::Broadcast => {
-                collection.into_iter().flat_map(|(t, x)| (0..self.peers).map(move |_| (t.clone(), x))).collect()
-            }
+            Stage::Broadcast => collection
+                .into_iter()
+                .flat_map(|(t, x)| (0..self.peers).map(move |_| (t.clone(), x)))
+                .collect(),
             Stage::Branch { modulus, left, right, .. } => {
                 let (yes, no): (Collection, Collection) =
                     collection.into_iter().partition(|(_, x)| divides(*modulus, *x));
@@ -373,7 +383,9 @@ impl Interpreter {
                 }
                 sums.into_iter().map(|((t, k), s)| (t, (7 * k + s) % M)).collect()
             }
-            Stage::Loop { modulus, max_iters, body } => self.iterate(collection, *modulus, *max_iters, body)?,
+            Stage::Loop { modulus, max_iters, body } => {
+                self.iterate(collection, *modulus, *max_iters, body)?
+            }
             Stage::Region { body } => self.stages(collection, body, second)?,
             Stage::Merge => {
                 let mut out = collection;
@@ -392,7 +404,13 @@ impl Interpreter {
     /// complete when it is taken. Each body stage sees one time at a time, which is exact
     /// for stages that group by time; a delay may only appear directly in a loop body
     /// (not inside a branch there), where it re-enters this ordering.
-    fn iterate(&mut self, collection: Collection, modulus: u64, max_iters: u64, body: &[Stage]) -> Option<Collection> {
+    fn iterate(
+        &mut self,
+        collection: Collection,
+        modulus: u64,
+        max_iters: u64,
+        body: &[Stage],
+    ) -> Option<Collection> {
         let mut pending: BTreeMap<(Vec<u64>, usize), Vec<u64>> = BTreeMap::new();
         for (mut time, x) in collection {
             time.push(0);
@@ -449,8 +467,11 @@ fn flat_map_record(x: u64, fanout: u64) -> Vec<u64> {
 /// The expected sorted `(epoch, record)` output of one copy of the dataflow on `peers`
 /// workers, or `None` if the program does too much work.
 fn reference(program: &Program, peers: u64) -> Option<Vec<(u64, u64)>> {
-    let collections: Vec<Collection> =
-        program.inputs.iter().map(|records| records.iter().map(|(e, x, _)| (vec![*e], *x)).collect()).collect();
+    let collections: Vec<Collection> = program
+        .inputs
+        .iter()
+        .map(|records| records.iter().map(|(e, x, _)| (vec![*e], *x)).collect())
+        .collect();
     let empty = Collection::new();
     let second = collections.get(1).unwrap_or(&empty);
     let mut interpreter = Interpreter { peers, work: 0 };
@@ -574,7 +595,9 @@ fn build_stages<T: Time>(
                     buffer(&stream, Pipeline, ctx, id)
                 }
             }
-            Stage::Loop { modulus, max_iters, body } => T::build_loop(&stream, *modulus, *max_iters, body, ctx),
+            Stage::Loop { modulus, max_iters, body } => {
+                T::build_loop(&stream, *modulus, *max_iters, body, ctx)
+            }
             Stage::Region { body } => {
                 let outer = stream.scope().clone();
                 outer.region(|inner| build_stages(&stream.enter(inner), body, ctx, None).leave(&outer))
@@ -734,7 +757,12 @@ fn stash_input<T: Timestamp>(
 }
 
 /// Buffers records per time and releases them when notified, checking the notifications.
-fn buffer<T: Time, P: Pact<T, u64>>(stream: &Stream<T, u64>, pact: P, ctx: &Ctx, id: usize) -> Stream<T, u64> {
+fn buffer<T: Time, P: Pact<T, u64>>(
+    stream: &Stream<T, u64>,
+    pact: P,
+    ctx: &Ctx,
+    id: usize,
+) -> Stream<T, u64> {
     let mut checker = Checker::new(ctx, format!("buffer#{}", id));
     let mut stash: HashMap<T, Vec<u64>> = HashMap::new();
     stream.unary_notify(pact, "Buffer", move |input, output, notificator| {
@@ -753,9 +781,16 @@ fn buffer<T: Time, P: Pact<T, u64>>(stream: &Stream<T, u64>, pact: P, ctx: &Ctx,
 
 /// Merges two streams, buffering both per time and releasing them when the time is
 /// complete on both inputs; checks each input's frontier and the notifications.
-fn join_buffer<T: Time>(left: &Stream<T, u64>, right: &Stream<T, u64>, ctx: &Ctx, id: usize) -> Stream<T, u64> {
-    let mut checkers =
-        [Checker::new(ctx, format!("join#{} input 0", id)), Checker::new(ctx, format!("join#{} input 1", id))];
+fn join_buffer<T: Time>(
+    left: &Stream<T, u64>,
+    right: &Stream<T, u64>,
+    ctx: &Ctx,
+    id: usize,
+) -> Stream<T, u64> {
+    let mut checkers = [
+        Checker::new(ctx, format!("join#{} input 0", id)),
+        Checker::new(ctx, format!("join#{} input 1", id)),
+    ];
     let mut stash: HashMap<T, Vec<u64>> = HashMap::new();
     let left_pact = Exchange::new(|x: &u64| record_hash(*x, 11));
     left.binary_notify(right, left_pact, Pipeline, "Join", move |input0, input1, output, notificator| {
@@ -782,7 +817,12 @@ fn join_buffer<T: Time>(left: &Stream<T, u64>, right: &Stream<T, u64>, ctx: &Ctx
 // Running a program.
 
 /// Runs `program` on `workers` workers; returns a description of every problem found.
-fn run(seed: u64, program: &Arc<Program>, workers: usize, expected: &Arc<Vec<(u64, u64)>>) -> Result<(), String> {
+fn run(
+    seed: u64,
+    program: &Arc<Program>,
+    workers: usize,
+    expected: &Arc<Vec<(u64, u64)>>,
+) -> Result<(), String> {
     let config = if workers == 1 { Config::Thread } else { Config::Process(workers) };
     let violations: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
     let captured: Captured<u64, u64> = Captured::new();
@@ -847,10 +887,18 @@ fn diff(expected: &[(u64, u64)], got: &[(u64, u64)]) -> String {
     for r in got {
         *counts.entry(*r).or_default() -= 1;
     }
-    let missing: Vec<String> =
-        counts.iter().filter(|(_, c)| **c > 0).map(|((t, x), c)| format!("{}@{}x{}", x, t, c)).take(12).collect();
-    let extra: Vec<String> =
-        counts.iter().filter(|(_, c)| **c < 0).map(|((t, x), c)| format!("{}@{}x{}", x, t, -c)).take(12).collect();
+    let missing: Vec<String> = counts
+        .iter()
+        .filter(|(_, c)| **c > 0)
+        .map(|((t, x), c)| format!("{}@{}x{}", x, t, c))
+        .take(12)
+        .collect();
+    let extra: Vec<String> = counts
+        .iter()
+        .filter(|(_, c)| **c < 0)
+        .map(|((t, x), c)| format!("{}@{}x{}", x, t, -c))
+        .take(12)
+        .collect();
     format!(
         "expected {} records, got {}; missing [{}], unexpected [{}]",
         expected.len(),
@@ -878,13 +926,16 @@ fn run_worker(
     let probe = ProbeHandle::new();
     for copy in 0..program.copies {
         worker.dataflow::<u64, _>(|scope| {
-            let streams: Vec<Stream<u64, u64>> = handles.iter_mut().map(|h| scope.input_from(&mut h[copy])).collect();
+            let streams: Vec<Stream<u64, u64>> =
+                handles.iter_mut().map(|h| scope.input_from(&mut h[copy])).collect();
             let output = build_stages(&streams[0], &program.stages, &ctx, streams.get(1));
             let output = check(&output, Pipeline, &ctx, program.checks + 1);
             output.capture_into(captured);
             let seen = seen.clone();
             output
-                .inspect_batch(move |time, data| seen.lock().unwrap().extend(data.iter().map(|x| (*time, *x))))
+                .inspect_batch(move |time, data| {
+                    seen.lock().unwrap().extend(data.iter().map(|x| (*time, *x)))
+                })
                 .probe_with(&probe);
         });
     }
@@ -1001,7 +1052,8 @@ fn run_seeds(workers: usize, seeds: &[u64]) {
             eprintln!("seed {}: {}", seed, program.describe());
         }
         let one = reference(&program, workers as u64).expect("generated programs stay small");
-        let mut expected: Vec<(u64, u64)> = one.iter().cloned().cycle().take(one.len() * program.copies).collect();
+        let mut expected: Vec<(u64, u64)> =
+            one.iter().cloned().cycle().take(one.len() * program.copies).collect();
         expected.sort();
         let expected = Arc::new(expected);
         if let Err(failure) = run(seed, &program, workers, &expected) {
@@ -1016,7 +1068,13 @@ fn run_seeds(workers: usize, seeds: &[u64]) {
         }
     }
     eprintln!("{} programs on {} worker(s) in {:?}", seeds.len(), workers, start.elapsed());
-    assert!(failures.is_empty(), "{} of {} programs failed:\n{}", failures.len(), seeds.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} programs failed:\n{}",
+        failures.len(),
+        seeds.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]

@@ -48,7 +48,8 @@ fn add(a: &T, b: &T) -> T {
 
 /// The minimal elements of `times`, sorted and deduplicated.
 fn minimal(times: &[T]) -> Vec<T> {
-    let mut out: Vec<T> = times.iter().filter(|t| !times.iter().any(|u| le(u, t) && u != *t)).cloned().collect();
+    let mut out: Vec<T> =
+        times.iter().filter(|t| !times.iter().any(|u| le(u, t) && u != *t)).cloned().collect();
     out.sort();
     out.dedup();
     out
@@ -121,7 +122,13 @@ struct Spec {
 impl Spec {
     /// A spec whose edges are `picks` (indices into sources and targets, modulo their
     /// numbers), keeping only structured edges unless `any_edge`.
-    fn new(scope_inputs: usize, scope_outputs: usize, ops: Vec<Op>, picks: &[(usize, usize)], any_edge: bool) -> Spec {
+    fn new(
+        scope_inputs: usize,
+        scope_outputs: usize,
+        ops: Vec<Op>,
+        picks: &[(usize, usize)],
+        any_edge: bool,
+    ) -> Spec {
         let mut spec = Spec { scope_inputs, scope_outputs, ops, edges: Vec::new() };
         let (sources, targets) = (spec.sources(), spec.targets());
         if sources.is_empty() || targets.is_empty() {
@@ -141,11 +148,19 @@ impl Spec {
     }
 
     fn inputs(&self, node: usize) -> usize {
-        if node == 0 { self.scope_outputs } else { self.ops[node - 1].inputs }
+        if node == 0 {
+            self.scope_outputs
+        } else {
+            self.ops[node - 1].inputs
+        }
     }
 
     fn outputs(&self, node: usize) -> usize {
-        if node == 0 { self.scope_inputs } else { self.ops[node - 1].outputs }
+        if node == 0 {
+            self.scope_inputs
+        } else {
+            self.ops[node - 1].outputs
+        }
     }
 
     fn targets(&self) -> Vec<Target> {
@@ -169,8 +184,10 @@ impl Spec {
             Port::Target(input) => {
                 let op = &self.ops[location.node - 1];
                 let rows = op.steps[input].iter().enumerate();
-                rows.flat_map(|(output, steps)| steps.iter().map(move |s| (Location::source(location.node, output), *s)))
-                    .collect()
+                rows.flat_map(|(output, steps)| {
+                    steps.iter().map(move |s| (Location::source(location.node, output), *s))
+                })
+                .collect()
             }
             Port::Source(output) => {
                 let source = Source::new(location.node, output);
@@ -184,7 +201,11 @@ impl Spec {
         let outside = vec![vec![Antichain::new(); self.scope_inputs]; self.scope_outputs];
         builder.add_node(0, self.scope_outputs, self.scope_inputs, outside);
         for (index, op) in self.ops.iter().enumerate() {
-            let summary = op.steps.iter().map(|row| row.iter().map(|s| s.iter().cloned().collect()).collect()).collect();
+            let summary = op
+                .steps
+                .iter()
+                .map(|row| row.iter().map(|s| s.iter().cloned().collect()).collect())
+                .collect();
             builder.add_node(index + 1, op.inputs, op.outputs, summary);
         }
         for (source, target) in &self.edges {
@@ -232,7 +253,13 @@ fn check_scope_summary(spec: &Spec, summary: &Summary<T>) -> Result<(), TestCase
         let reached = reference(spec, [(Location::source(0, input), p(0, 0))]);
         prop_assert_eq!(row.len(), spec.scope_outputs);
         for (output, steps) in row.into_iter().enumerate() {
-            prop_assert_eq!(steps, at(&reached, Target::new(0, output)), "scope summary [{}][{}]", input, output);
+            prop_assert_eq!(
+                steps,
+                at(&reached, Target::new(0, output)),
+                "scope summary [{}][{}]",
+                input,
+                output
+            );
         }
     }
     Ok(())
@@ -258,7 +285,11 @@ fn arb_picks() -> impl Strategy<Value = Vec<(usize, usize)>> {
     vec((any::<usize>(), any::<usize>()), 0..=24)
 }
 
-fn arb_spec(scope_ports: RangeInclusive<usize>, ops: RangeInclusive<usize>, any_edge: bool) -> impl Strategy<Value = Spec> {
+fn arb_spec(
+    scope_ports: RangeInclusive<usize>,
+    ops: RangeInclusive<usize>,
+    any_edge: bool,
+) -> impl Strategy<Value = Spec> {
     (scope_ports.clone(), scope_ports, vec(arb_op(), ops), arb_picks())
         .prop_map(move |(inputs, outputs, ops, picks)| Spec::new(inputs, outputs, ops, &picks, any_edge))
 }
@@ -274,8 +305,11 @@ enum Action {
 
 /// Batches of actions; `propagate_all` runs after each batch.
 fn arb_batches() -> impl Strategy<Value = Vec<Vec<Action>>> {
-    let add = (any::<usize>(), 0..4u64, 0..4u64, 1..=2i64)
-        .prop_map(|(at, a, b, count)| Action::Add { at, time: (a, b), count });
+    let add = (any::<usize>(), 0..4u64, 0..4u64, 1..=2i64).prop_map(|(at, a, b, count)| Action::Add {
+        at,
+        time: (a, b),
+        count,
+    });
     let remove = any::<usize>().prop_map(|which| Action::Remove { which });
     vec(vec(prop_oneof![3 => add, 2 => remove], 1..=4), 1..=8)
 }
@@ -356,7 +390,12 @@ impl Harness {
         }
         for target in self.spec.targets() {
             let expected = at(&all, target);
-            prop_assert_eq!(sorted(self.tracker.frontier(target).frontier()), expected.clone(), "frontier at {:?}", target);
+            prop_assert_eq!(
+                sorted(self.tracker.frontier(target).frontier()),
+                expected.clone(),
+                "frontier at {:?}",
+                target
+            );
             let accumulated = pushed.remove(&target).unwrap_or_default();
             prop_assert_eq!(accumulated, expected, "accumulated pushed() at {:?}", target);
         }
@@ -368,9 +407,19 @@ impl Harness {
         // (b) Scope outputs: internal pointstamps projected on them.
         for (output, changes) in self.pushed_output.iter_mut().enumerate() {
             let changes: Vec<(T, i64)> = changes.iter().cloned().collect();
-            prop_assert!(changes.iter().all(|(_, c)| *c > 0), "negative projection {:?} at output {}", changes, output);
+            prop_assert!(
+                changes.iter().all(|(_, c)| *c > 0),
+                "negative projection {:?} at output {}",
+                changes,
+                output
+            );
             let times: Vec<T> = changes.iter().map(|(t, _)| *t).collect();
-            prop_assert_eq!(minimal(&times), at(&internal, Target::new(0, output)), "pushed_output()[{}]", output);
+            prop_assert_eq!(
+                minimal(&times),
+                at(&internal, Target::new(0, output)),
+                "pushed_output()[{}]",
+                output
+            );
         }
 
         // Idleness.
@@ -378,7 +427,12 @@ impl Harness {
         for node in 0..self.spec.node_count() {
             let inputs_empty = (0..self.spec.inputs(node)).all(|i| at(&all, Target::new(node, i)).is_empty());
             let holds = positive.iter().any(|(l, _)| l.node == node && matches!(l.port, Port::Source(_)));
-            prop_assert_eq!(self.tracker.node_is_idle(node), inputs_empty && !holds, "node_is_idle({})", node);
+            prop_assert_eq!(
+                self.tracker.node_is_idle(node),
+                inputs_empty && !holds,
+                "node_is_idle({})",
+                node
+            );
         }
         Ok(())
     }
@@ -431,16 +485,21 @@ impl Nesting {
         ops.extend(self.inner.ops.iter().cloned());
         let outer = &self.outer.edges;
         assert!(!outer.iter().any(|(s, t)| s.node == self.x && t.node == self.x), "an edge from x to x");
-        let mut edges: Vec<_> = outer.iter().filter(|(s, t)| s.node != self.x && t.node != self.x).cloned().collect();
+        let mut edges: Vec<_> =
+            outer.iter().filter(|(s, t)| s.node != self.x && t.node != self.x).cloned().collect();
         let lift_source = |s: Source| Source::new(self.lift(s.into()).node, s.port);
         let lift_target = |t: Target| Target::new(self.lift(t.into()).node, t.port);
         for (s, t) in &self.inner.edges {
             let from: Vec<Source> = match s.node {
-                0 => outer.iter().filter(|(_, o)| *o == Target::new(self.x, s.port)).map(|(o, _)| *o).collect(),
+                0 => {
+                    outer.iter().filter(|(_, o)| *o == Target::new(self.x, s.port)).map(|(o, _)| *o).collect()
+                }
                 _ => vec![lift_source(*s)],
             };
             let to: Vec<Target> = match t.node {
-                0 => outer.iter().filter(|(o, _)| *o == Source::new(self.x, t.port)).map(|(_, o)| *o).collect(),
+                0 => {
+                    outer.iter().filter(|(o, _)| *o == Source::new(self.x, t.port)).map(|(_, o)| *o).collect()
+                }
                 _ => vec![lift_target(*t)],
             };
             edges.extend(from.iter().flat_map(|f| to.iter().map(move |t| (*f, *t))));
@@ -451,7 +510,8 @@ impl Nesting {
     /// Pointstamp candidates: (in the inner scope?, location there, location when flattened).
     fn candidates(&self) -> Vec<(bool, Location, Location)> {
         let outer = self.outer.locations().into_iter().filter(|l| l.node != self.x).map(|l| (false, l, l));
-        let inner = self.inner.locations().into_iter().filter(|l| l.node != 0).map(|l| (true, l, self.lift(l)));
+        let inner =
+            self.inner.locations().into_iter().filter(|l| l.node != 0).map(|l| (true, l, self.lift(l)));
         outer.chain(inner).collect()
     }
 }
@@ -677,7 +737,9 @@ fn build_error(spec: &Spec) -> Option<GraphError> {
 
 fn assert_non_advancing(spec: &Spec, nodes: &[usize]) {
     match build_error(spec) {
-        Some(GraphError::NonAdvancingCycle(location)) => assert!(nodes.contains(&location.node), "{:?}", location),
+        Some(GraphError::NonAdvancingCycle(location)) => {
+            assert!(nodes.contains(&location.node), "{:?}", location)
+        }
         other => panic!("expected a non-advancing cycle, got {:?}", other),
     }
 }
@@ -685,7 +747,12 @@ fn assert_non_advancing(spec: &Spec, nodes: &[usize]) {
 #[test]
 fn cycles_that_do_not_advance_are_rejected() {
     assert_non_advancing(&feedback_loop(p(0, 0)), &[1, 2]);
-    let self_loop = Spec { scope_inputs: 0, scope_outputs: 0, ops: vec![pipe(p(0, 0))], edges: vec![edge((1, 0), (1, 0))] };
+    let self_loop = Spec {
+        scope_inputs: 0,
+        scope_outputs: 0,
+        ops: vec![pipe(p(0, 0))],
+        edges: vec![edge((1, 0), (1, 0))],
+    };
     assert_non_advancing(&self_loop, &[1]);
     // An advancing path around the loop does not excuse a parallel identity path.
     let mut parallel = feedback_loop(p(0, 1));

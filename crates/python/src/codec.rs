@@ -129,10 +129,22 @@ pub fn encode_records(py: Python<'_>, records: &[Record], out: &mut Vec<u8>) -> 
 /// rejects trailing bytes. Malformed input raises `CodecError` and leaves `into` as it was.
 /// With `allow_pickle == false`, a batch with pickled values is an error instead of being
 /// unpickled.
-pub fn decode_records(py: Python<'_>, bytes: &[u8], into: &mut Vec<Record>, allow_pickle: bool) -> PyResult<()> {
+pub fn decode_records(
+    py: Python<'_>,
+    bytes: &[u8],
+    into: &mut Vec<Record>,
+    allow_pickle: bool,
+) -> PyResult<()> {
     let start = into.len();
-    let decoder =
-        Decoder { py, input: bytes, pos: 0, allow_pickle, stack: Vec::new(), pickled: None, keys: Vec::new() };
+    let decoder = Decoder {
+        py,
+        input: bytes,
+        pos: 0,
+        allow_pickle,
+        stack: Vec::new(),
+        pickled: None,
+        keys: Vec::new(),
+    };
     let result = decoder.batch(into);
     if result.is_err() {
         into.truncate(start);
@@ -312,7 +324,8 @@ impl<'py> Encoder<'_, 'py> {
         let py = self.py;
         let magnitude = if overflow < 0 { value.neg()? } else { value.clone() };
         let bits: usize = magnitude.call_method0(intern!(py, "bit_length"))?.extract()?;
-        let bytes = magnitude.call_method1(intern!(py, "to_bytes"), (bits.div_ceil(8), intern!(py, "little")))?;
+        let bytes =
+            magnitude.call_method1(intern!(py, "to_bytes"), (bits.div_ceil(8), intern!(py, "little")))?;
         self.out.push(if overflow < 0 { TAG_BIG_NEGATIVE } else { TAG_BIG_POSITIVE });
         write_bytes(self.out, bytes.cast::<PyBytes>()?.as_bytes());
         Ok(())
@@ -418,7 +431,9 @@ impl<'py> Encoder<'_, 'py> {
             let value_type = type_name(value);
             let whole = records[*index].bind(self.py);
             let note = if whole.is(value) {
-                format!("timely_py.codec: record {index} of the batch (of type '{value_type}') cannot be pickled")
+                format!(
+                    "timely_py.codec: record {index} of the batch (of type '{value_type}') cannot be pickled"
+                )
             } else {
                 format!(
                     "timely_py.codec: record {index} of the batch (of type '{}') holds a value of type \
@@ -456,12 +471,17 @@ impl<'a, 'py> Decoder<'a, 'py> {
     fn batch(mut self, into: &mut Vec<Record>) -> PyResult<()> {
         let version = match self.input.first() {
             Some(&version) => version,
-            None => return Err(CodecError::new_err("timely_py.codec: empty input (a batch has at least 3 bytes)")),
+            None => {
+                return Err(CodecError::new_err(
+                    "timely_py.codec: empty input (a batch has at least 3 bytes)",
+                ))
+            }
         };
         if version != FORMAT_VERSION {
-            return Err(
-                self.error(0, format!("unsupported format version {version} (this build reads {FORMAT_VERSION})"))
-            );
+            return Err(self.error(
+                0,
+                format!("unsupported format version {version} (this build reads {FORMAT_VERSION})"),
+            ));
         }
         self.pos = 1;
         let count = self.length(1, "the batch")?;
@@ -472,7 +492,9 @@ impl<'a, 'py> Decoder<'a, 'py> {
         }
         if self.pos != self.input.len() {
             let trailing = self.input.len() - self.pos;
-            return Err(self.error(self.pos, format!("{trailing} trailing bytes after the last of {count} records")));
+            return Err(
+                self.error(self.pos, format!("{trailing} trailing bytes after the last of {count} records"))
+            );
         }
         Ok(())
     }
@@ -486,9 +508,10 @@ impl<'a, 'py> Decoder<'a, 'py> {
         }
         let pickled = self.take(len)?;
         if !self.allow_pickle {
-            return Err(
-                self.error(at, "the batch has pickled values, and unpickling is not allowed (allow_pickle=False)")
-            );
+            return Err(self.error(
+                at,
+                "the batch has pickled values, and unpickling is not allowed (allow_pickle=False)",
+            ));
         }
         let loads = PICKLE_LOADS.import(self.py, "pickle", "loads")?;
         let values = match loads.call1((PyBytes::new(self.py, pickled),)) {
@@ -508,7 +531,10 @@ impl<'a, 'py> Decoder<'a, 'py> {
     #[cold]
     #[inline(never)]
     fn error(&self, at: usize, what: impl Display) -> PyErr {
-        CodecError::new_err(format!("timely_py.codec: malformed input at byte {at} of {}: {what}", self.input.len()))
+        CodecError::new_err(format!(
+            "timely_py.codec: malformed input at byte {at} of {}: {what}",
+            self.input.len()
+        ))
     }
 
     /// `error`, with `cause` as the exception's `__cause__`.
@@ -599,7 +625,9 @@ impl<'a, 'py> Decoder<'a, 'py> {
         let start = self.pos;
         let index = self.varint()?;
         if index >= len as u64 {
-            return Err(self.error(start, format_args!("{what} {index} does not exist (the batch has {len})")));
+            return Err(
+                self.error(start, format_args!("{what} {index} does not exist (the batch has {len})"))
+            );
         }
         Ok(index as usize)
     }
@@ -634,9 +662,10 @@ impl<'a, 'py> Decoder<'a, 'py> {
                 if !matches!(magnitude.last(), Some(&top) if top != 0) {
                     return Err(self.error(at, "big int magnitude is empty or has a zero top byte"));
                 }
-                let int = py
-                    .get_type::<PyInt>()
-                    .call_method1(intern!(py, "from_bytes"), (PyBytes::new(py, magnitude), intern!(py, "little")))?;
+                let int = py.get_type::<PyInt>().call_method1(
+                    intern!(py, "from_bytes"),
+                    (PyBytes::new(py, magnitude), intern!(py, "little")),
+                )?;
                 if tag == TAG_BIG_NEGATIVE {
                     int.neg()?
                 } else {
@@ -718,8 +747,9 @@ fn sequence<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let len = items.len() as ffi::Py_ssize_t;
     // SAFETY: a new reference or null with an exception set.
-    let sequence =
-        unsafe { Bound::from_owned_ptr_or_err(py, if tuple { ffi::PyTuple_New(len) } else { ffi::PyList_New(len) })? };
+    let sequence = unsafe {
+        Bound::from_owned_ptr_or_err(py, if tuple { ffi::PyTuple_New(len) } else { ffi::PyList_New(len) })?
+    };
     let mut filled = 0;
     for item in items.take(len as usize) {
         // SAFETY: `filled < len`; the call steals the reference to `item`.

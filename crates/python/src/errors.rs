@@ -81,7 +81,9 @@ impl WorkerContext {
             return Err(error);
         }
         if self.failed.get() || self.abort.load(Ordering::SeqCst) {
-            return Err(WorkerCancelled::new_err("the run was stopped by another worker's failure or an interrupt"));
+            return Err(WorkerCancelled::new_err(
+                "the run was stopped by another worker's failure or an interrupt",
+            ));
         }
         Ok(())
     }
@@ -91,7 +93,8 @@ impl WorkerContext {
 pub fn add_note(py: Python<'_>, error: &PyErr, note: &str) {
     let value = error.value(py);
     if value.call_method1("add_note", (note,)).is_err() {
-        let notes = value.getattr("__notes__").ok().and_then(|n| n.extract::<Vec<String>>().ok()).unwrap_or_default();
+        let notes =
+            value.getattr("__notes__").ok().and_then(|n| n.extract::<Vec<String>>().ok()).unwrap_or_default();
         let mut notes = notes;
         notes.push(note.to_owned());
         let _ = value.setattr("__notes__", notes);

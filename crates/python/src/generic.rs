@@ -36,7 +36,8 @@ use std::sync::Mutex;
 use std::thread::ThreadId;
 use timely_engine::dataflow::channels::Data;
 use timely_engine::dataflow::operators::{
-    Capability, CapabilityError, CapabilityRef, FrontierNotificator, InputCapability, InputPort, OperatorBuilder, OutputPort,
+    Capability, CapabilityError, CapabilityRef, FrontierNotificator, InputCapability, InputPort,
+    OperatorBuilder, OutputPort,
 };
 use timely_engine::dataflow::{Exchange, Pipeline, Scope, Stream};
 use timely_engine::scheduling::Activator;
@@ -134,7 +135,12 @@ impl<T: PyTime> OpState<T> {
         self.ensure_live("the frontier")?;
         let frontiers = self.frontiers.borrow();
         let frontier = frontiers.get(input).ok_or_else(|| {
-            PyIndexError::new_err(format!("operator '{}' has {} input(s), not input {}", self.name, frontiers.len(), input))
+            PyIndexError::new_err(format!(
+                "operator '{}' has {} input(s), not input {}",
+                self.name,
+                frontiers.len(),
+                input
+            ))
         })?;
         let mut elements = frontier.frontier().to_vec();
         elements.sort();
@@ -213,7 +219,9 @@ impl<T: Clone + 'static> Local<T> {
             )));
         }
         LOCALS
-            .with(|locals| locals.borrow().get(&self.key).and_then(|value| value.downcast_ref::<T>()).cloned())
+            .with(|locals| {
+                locals.borrow().get(&self.key).and_then(|value| value.downcast_ref::<T>()).cloned()
+            })
             .ok_or_else(|| PyRuntimeError::new_err(format!("{} is no longer available", self.what)))
     }
 }
@@ -373,7 +381,10 @@ impl<T: PyTime> CapObj for Held<T> {
     }
     fn delayed(&self, time: &Bound<'_, PyAny>) -> PyResult<Box<dyn CapObj>> {
         let time = T::from_py(time)?;
-        let capability = self.capability.try_delayed(&time).map_err(|_| not_later("delayed", self.capability.time(), &time))?;
+        let capability = self
+            .capability
+            .try_delayed(&time)
+            .map_err(|_| not_later("delayed", self.capability.time(), &time))?;
         self.op.changed();
         Ok(Box::new(Held { capability, op: self.op.clone() }))
     }
@@ -411,7 +422,9 @@ type CapCell = Rc<RefCell<CapSlot>>;
 
 impl CapSlot {
     fn held(&self) -> PyResult<&dyn CapObj> {
-        self.held.as_deref().ok_or_else(|| PyValueError::new_err(format!("capability was released{}", self.gone)))
+        self.held
+            .as_deref()
+            .ok_or_else(|| PyValueError::new_err(format!("capability was released{}", self.gone)))
     }
 }
 
@@ -499,7 +512,11 @@ impl PyCapability {
     }
 
     fn __repr__(&self) -> String {
-        match self.cell().ok().and_then(|cell| cell.try_borrow().ok().map(|slot| slot.held.as_ref().map(|h| h.describe()))) {
+        match self
+            .cell()
+            .ok()
+            .and_then(|cell| cell.try_borrow().ok().map(|slot| slot.held.as_ref().map(|h| h.describe())))
+        {
             Some(Some(time)) => format!("Capability(time={})", time),
             Some(None) => "Capability(released)".to_owned(),
             None => "Capability(<another worker's>)".to_owned(),
@@ -553,7 +570,10 @@ impl<T: PyTime> InputCapObj for Received<T> {
     fn delayed(&self, time: &Bound<'_, PyAny>) -> PyResult<Box<dyn CapObj>> {
         self.check()?;
         let time = T::from_py(time)?;
-        let capability = self.capability.try_delayed(&time).map_err(|_| not_later("delayed", self.capability.time(), &time))?;
+        let capability = self
+            .capability
+            .try_delayed(&time)
+            .map_err(|_| not_later("delayed", self.capability.time(), &time))?;
         Ok(Box::new(Held { capability, op: self.op.clone() }))
     }
 }
@@ -637,15 +657,15 @@ struct InputCell<T: PyTime, D: Payload> {
 impl<T: PyTime, D: Payload> InputObj for InputCell<T, D> {
     fn next<'py>(&self, py: Python<'py>) -> PyResult<Option<(PyInputCapability, Bound<'py, PyList>)>> {
         self.op.ensure_live("the input")?;
-        let mut port = self
-            .port
-            .try_borrow_mut()
-            .map_err(|_| PyRuntimeError::new_err(format!("the input of operator '{}' is in use", self.op.name)))?;
+        let mut port = self.port.try_borrow_mut().map_err(|_| {
+            PyRuntimeError::new_err(format!("the input of operator '{}' is in use", self.op.name))
+        })?;
         match port.next() {
             None => Ok(None),
             Some((capability, data)) => {
                 let records = PyList::new(py, data.drain(..).map(Payload::object))?;
-                let received = Received { capability, op: self.op.clone(), generation: self.op.generation.get() };
+                let received =
+                    Received { capability, op: self.op.clone(), generation: self.op.generation.get() };
                 Ok(Some((PyInputCapability::new(Rc::new(received)), records)))
             }
         }
@@ -693,7 +713,10 @@ impl PyInputPort {
     }
 
     fn __repr__(&self) -> String {
-        self.inner.get().map(|inner| inner.describe()).unwrap_or_else(|_| "InputPort(<another worker's>)".to_owned())
+        self.inner
+            .get()
+            .map(|inner| inner.describe())
+            .unwrap_or_else(|_| "InputPort(<another worker's>)".to_owned())
     }
 }
 
@@ -712,10 +735,9 @@ struct OutputCell<T: PyTime> {
 
 impl<T: PyTime> OutputCell<T> {
     fn give<C: CapabilityRef<T>>(&self, capability: &C, data: &mut Vec<Record>) -> PyResult<()> {
-        let mut port = self
-            .port
-            .try_borrow_mut()
-            .map_err(|_| PyRuntimeError::new_err(format!("the output of operator '{}' is in use", self.op.name)))?;
+        let mut port = self.port.try_borrow_mut().map_err(|_| {
+            PyRuntimeError::new_err(format!("the output of operator '{}' is in use", self.op.name))
+        })?;
         let mut session = port.try_session(capability).map_err(|error| match error {
             CapabilityError::WrongOperator => self.op.wrong_operator(),
             other => PyValueError::new_err(other.to_string()),
@@ -735,7 +757,8 @@ impl<T: PyTime> OutputObj for OutputCell<T> {
             })
         } else if let Ok(capability) = capability.cast::<PyInputCapability>() {
             let capability = capability.try_borrow()?.inner.get()?;
-            let received = capability.as_any().downcast_ref::<Received<T>>().ok_or_else(|| self.op.wrong_operator())?;
+            let received =
+                capability.as_any().downcast_ref::<Received<T>>().ok_or_else(|| self.op.wrong_operator())?;
             if !Rc::ptr_eq(&received.op, &self.op) {
                 return Err(self.op.wrong_operator());
             }
@@ -754,7 +777,11 @@ impl<T: PyTime> OutputObj for OutputCell<T> {
     }
 }
 
-fn give_iterable(output: &dyn OutputObj, capability: &Bound<'_, PyAny>, records: &Bound<'_, PyAny>) -> PyResult<()> {
+fn give_iterable(
+    output: &dyn OutputObj,
+    capability: &Bound<'_, PyAny>,
+    records: &Bound<'_, PyAny>,
+) -> PyResult<()> {
     // Checks the capability even when the iterable is empty.
     let mut batch = Vec::new();
     output.send(capability, &mut batch)?;
@@ -797,11 +824,17 @@ impl PyOutputPort {
     fn session(&self, capability: &Bound<'_, PyAny>) -> PyResult<PyOutputSession> {
         let output = self.inner.get()?;
         output.send(capability, &mut Vec::new())?;
-        Ok(PyOutputSession { output: Local::new("this output session", output), capability: capability.clone().unbind() })
+        Ok(PyOutputSession {
+            output: Local::new("this output session", output),
+            capability: capability.clone().unbind(),
+        })
     }
 
     fn __repr__(&self) -> String {
-        self.inner.get().map(|inner| inner.describe()).unwrap_or_else(|_| "OutputPort(<another worker's>)".to_owned())
+        self.inner
+            .get()
+            .map(|inner| inner.describe())
+            .unwrap_or_else(|_| "OutputPort(<another worker's>)".to_owned())
     }
 }
 
@@ -880,7 +913,8 @@ impl<T: PyTime> NotifyObj for NotifyCell<T> {
             self.request(held.capability)
         } else if let Ok(capability) = capability.cast::<PyInputCapability>() {
             let capability = capability.try_borrow()?.inner.get()?;
-            let received = capability.as_any().downcast_ref::<Received<T>>().ok_or_else(|| self.op.wrong_operator())?;
+            let received =
+                capability.as_any().downcast_ref::<Received<T>>().ok_or_else(|| self.op.wrong_operator())?;
             if !Rc::ptr_eq(&received.op, &self.op) {
                 return Err(self.op.wrong_operator());
             }
@@ -900,7 +934,9 @@ impl<T: PyTime> NotifyObj for NotifyCell<T> {
             .try_borrow_mut()
             .map_err(|_| PyRuntimeError::new_err("the notificator is in use"))?
             .next_count(&frontiers);
-        Ok(next.map(|(capability, count)| (PyCapability::new(Box::new(Held { capability, op: self.op.clone() })), count)))
+        Ok(next.map(|(capability, count)| {
+            (PyCapability::new(Box::new(Held { capability, op: self.op.clone() })), count)
+        }))
     }
 
     fn pending<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
@@ -982,7 +1018,10 @@ impl PyNotificator {
     }
 
     fn __repr__(&self) -> String {
-        self.inner.get().map(|inner| inner.describe()).unwrap_or_else(|_| "Notificator(<another worker's>)".to_owned())
+        self.inner
+            .get()
+            .map(|inner| inner.describe())
+            .unwrap_or_else(|_| "Notificator(<another worker's>)".to_owned())
     }
 }
 
@@ -1073,7 +1112,11 @@ enum Feed<T: PyTime> {
     Hashed(Stream<T, Routed>),
 }
 
-fn input_cell<T: PyTime, D: Payload>(port: InputPort<T, D>, index: usize, op: &Rc<OpState<T>>) -> Rc<dyn InputObj> {
+fn input_cell<T: PyTime, D: Payload>(
+    port: InputPort<T, D>,
+    index: usize,
+    op: &Rc<OpState<T>>,
+) -> Rc<dyn InputObj> {
     Rc::new(InputCell { port: RefCell::new(port), index, op: op.clone() })
 }
 
@@ -1095,7 +1138,11 @@ fn build_operator<T: Nest>(
             .map(|(i, (stream, exchange))| match exchange {
                 None => Feed::Pipelined((*stream).clone()),
                 Some(key) => {
-                    let step = if single { format!("{}.exchange", name) } else { format!("{}.exchange{}", name, i + 1) };
+                    let step = if single {
+                        format!("{}.exchange", name)
+                    } else {
+                        format!("{}.exchange{}", name, i + 1)
+                    };
                     Feed::Hashed(crate::stream::keyed_records(stream, context, step, Some(key)))
                 }
             })
@@ -1118,17 +1165,20 @@ fn build_operator<T: Nest>(
             .enumerate()
             .map(|(i, feed)| match feed {
                 Feed::Pipelined(stream) => input_cell(builder.new_input(&stream, Pipeline), i, &op),
-                Feed::Hashed(stream) => {
-                    input_cell(builder.new_input(&stream, Exchange::new(|Routed(hash, _): &Routed| *hash)), i, &op)
-                }
+                Feed::Hashed(stream) => input_cell(
+                    builder.new_input(&stream, Exchange::new(|Routed(hash, _): &Routed| *hash)),
+                    i,
+                    &op,
+                ),
             })
             .collect();
         let output = output.then(|| {
             let (port, stream) = builder.new_output::<Record>();
             (Rc::new(OutputCell { port: RefCell::new(port), op: op.clone() }), stream)
         });
-        let notify = (kind == Kind::Notify)
-            .then(|| Rc::new(NotifyCell { notificator: RefCell::new(FrontierNotificator::new()), op: op.clone() }));
+        let notify = (kind == Kind::Notify).then(|| {
+            Rc::new(NotifyCell { notificator: RefCell::new(FrontierNotificator::new()), op: op.clone() })
+        });
         (info, op, ports, output, notify, builder)
     })?;
     let (info, op, ports, output, notify, builder) = built;
@@ -1139,10 +1189,22 @@ fn build_operator<T: Nest>(
         args.push(Py::new(py, PyInputPort { inner: Local::new("this InputPort", port.clone()) })?.into_any());
     }
     if let Some((port, _)) = &output {
-        args.push(Py::new(py, PyOutputPort { inner: Local::new("this OutputPort", port.clone() as Rc<dyn OutputObj>) })?.into_any());
+        args.push(
+            Py::new(
+                py,
+                PyOutputPort { inner: Local::new("this OutputPort", port.clone() as Rc<dyn OutputObj>) },
+            )?
+            .into_any(),
+        );
     }
     if let Some(notify) = &notify {
-        args.push(Py::new(py, PyNotificator { inner: Local::new("this Notificator", notify.clone() as Rc<dyn NotifyObj>) })?.into_any());
+        args.push(
+            Py::new(
+                py,
+                PyNotificator { inner: Local::new("this Notificator", notify.clone() as Rc<dyn NotifyObj>) },
+            )?
+            .into_any(),
+        );
     }
     let args = PyTuple::new(py, args)?.unbind();
 
@@ -1223,7 +1285,12 @@ fn build_operator<T: Nest>(
 pub trait GenericStream {
     /// Builds the operator of `spec` reading this stream (and `other`, for binary
     /// operators); returns its output stream, if it has one.
-    fn build(&self, py: Python<'_>, other: Option<&dyn StreamObj>, spec: Spec) -> PyResult<Option<Box<dyn StreamObj>>>;
+    fn build(
+        &self,
+        py: Python<'_>,
+        other: Option<&dyn StreamObj>,
+        spec: Spec,
+    ) -> PyResult<Option<Box<dyn StreamObj>>>;
 }
 
 /// Generic operators on a scope of any timestamp depth.
@@ -1233,24 +1300,38 @@ pub trait GenericScope {
 }
 
 impl<T: Nest> GenericStream for StreamHandle<T> {
-    fn build(&self, py: Python<'_>, other: Option<&dyn StreamObj>, spec: Spec) -> PyResult<Option<Box<dyn StreamObj>>> {
+    fn build(
+        &self,
+        py: Python<'_>,
+        other: Option<&dyn StreamObj>,
+        spec: Spec,
+    ) -> PyResult<Option<Box<dyn StreamObj>>> {
         let mut inputs = vec![&self.stream];
         if let Some(other) = other {
-            let other = other
-                .as_any()
-                .downcast_ref::<StreamHandle<T>>()
-                .ok_or_else(|| DataflowError::new_err(format!("{}: both streams must belong to the same scope", spec.name)))?;
+            let other = other.as_any().downcast_ref::<StreamHandle<T>>().ok_or_else(|| {
+                DataflowError::new_err(format!("{}: both streams must belong to the same scope", spec.name))
+            })?;
             inputs.push(&other.stream);
         }
         let stream = build_operator(py, self.stream.scope(), &self.context, inputs, spec)?;
-        Ok(stream.map(|stream| Box::new(StreamHandle { stream, context: self.context.clone() }) as Box<dyn StreamObj>))
+        Ok(stream.map(|stream| {
+            Box::new(StreamHandle { stream, context: self.context.clone() }) as Box<dyn StreamObj>
+        }))
     }
 }
 
 impl<T: Nest> GenericScope for ScopeHandle<T> {
     fn source(&self, py: Python<'_>, name: &str, constructor: Py<PyAny>) -> PyResult<Box<dyn StreamObj>> {
-        let spec = Spec { name: name.to_owned(), kind: Kind::Frontier, callable: constructor, constructed: true, exchanges: vec![], output: true };
-        let stream = build_operator(py, &self.scope, &self.context, vec![], spec)?.expect("a source has an output");
+        let spec = Spec {
+            name: name.to_owned(),
+            kind: Kind::Frontier,
+            callable: constructor,
+            constructed: true,
+            exchanges: vec![],
+            output: true,
+        };
+        let stream =
+            build_operator(py, &self.scope, &self.context, vec![], spec)?.expect("a source has an output");
         Ok(self.stream(stream))
     }
 }
@@ -1270,7 +1351,9 @@ fn exchange(py: Python<'_>, key: Option<Py<PyAny>>, what: &str) -> PyResult<Opti
     match key {
         None => Ok(None),
         Some(key) if key.bind(py).is_none() => Ok(None),
-        Some(key) => callable(py, key, &format!("{} (a key function, or None for no exchange)", what)).map(Some),
+        Some(key) => {
+            callable(py, key, &format!("{} (a key function, or None for no exchange)", what)).map(Some)
+        }
     }
 }
 
@@ -1288,14 +1371,31 @@ impl PyStream {
         output: bool,
     ) -> PyResult<Option<PyStream>> {
         let what = if constructed { "constructor" } else { "logic" };
-        let spec = Spec { name: name.to_owned(), kind, callable: callable(py, callable_, what)?, constructed, exchanges, output };
+        let spec = Spec {
+            name: name.to_owned(),
+            kind,
+            callable: callable(py, callable_, what)?,
+            constructed,
+            exchanges,
+            output,
+        };
         let stream = self.inner.generic().build(py, other.map(|o| &*o.inner), spec)?;
         Ok(stream.map(|inner| PyStream { inner }))
     }
 
-    fn unary_kind(&self, py: Python<'_>, name: &str, kind: Kind, callable: Py<PyAny>, constructed: bool, key: Option<Py<PyAny>>) -> PyResult<PyStream> {
+    fn unary_kind(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        kind: Kind,
+        callable: Py<PyAny>,
+        constructed: bool,
+        key: Option<Py<PyAny>>,
+    ) -> PyResult<PyStream> {
         let exchanges = vec![exchange(py, key, "exchange")?];
-        Ok(self.generic_operator(py, None, name, kind, callable, constructed, exchanges, true)?.expect("unary operators have an output"))
+        Ok(self
+            .generic_operator(py, None, name, kind, callable, constructed, exchanges, true)?
+            .expect("unary operators have an output"))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1328,14 +1428,26 @@ impl PyStream {
     /// is a key function: record `x` goes to worker `route(key(x))` (`key(x) % peers`
     /// for ints, a stable hash otherwise); None keeps records on this worker.
     #[pyo3(signature = (constructor, name="Unary", exchange=None))]
-    fn unary(&self, py: Python<'_>, constructor: Py<PyAny>, name: &str, exchange: Option<Py<PyAny>>) -> PyResult<PyStream> {
+    fn unary(
+        &self,
+        py: Python<'_>,
+        constructor: Py<PyAny>,
+        name: &str,
+        exchange: Option<Py<PyAny>>,
+    ) -> PyResult<PyStream> {
         self.unary_kind(py, name, Kind::Plain, constructor, true, exchange)
     }
 
     /// Like `unary`, but the logic also runs when the input frontier changes and can read
     /// it as `input.frontier` (a `Frontier`).
     #[pyo3(signature = (constructor, name="UnaryFrontier", exchange=None))]
-    fn unary_frontier(&self, py: Python<'_>, constructor: Py<PyAny>, name: &str, exchange: Option<Py<PyAny>>) -> PyResult<PyStream> {
+    fn unary_frontier(
+        &self,
+        py: Python<'_>,
+        constructor: Py<PyAny>,
+        name: &str,
+        exchange: Option<Py<PyAny>>,
+    ) -> PyResult<PyStream> {
         self.unary_kind(py, name, Kind::Frontier, constructor, true, exchange)
     }
 
@@ -1344,7 +1456,13 @@ impl PyStream {
     /// notifications with `notificator.notify_at(capability)` and receives them by
     /// iterating the notificator once no more records can arrive at their times.
     #[pyo3(signature = (logic, name="UnaryNotify", exchange=None))]
-    fn unary_notify(&self, py: Python<'_>, logic: Py<PyAny>, name: &str, exchange: Option<Py<PyAny>>) -> PyResult<PyStream> {
+    fn unary_notify(
+        &self,
+        py: Python<'_>,
+        logic: Py<PyAny>,
+        name: &str,
+        exchange: Option<Py<PyAny>>,
+    ) -> PyResult<PyStream> {
         self.unary_kind(py, name, Kind::Notify, logic, false, exchange)
     }
 
@@ -1398,7 +1516,13 @@ impl PyStream {
     /// A one-input operator without output: `logic(input)` runs when records arrive or
     /// the input frontier (`input.frontier`) changes.
     #[pyo3(signature = (logic, name="Sink", exchange=None))]
-    fn sink(&self, py: Python<'_>, logic: Py<PyAny>, name: &str, exchange: Option<Py<PyAny>>) -> PyResult<()> {
+    fn sink(
+        &self,
+        py: Python<'_>,
+        logic: Py<PyAny>,
+        name: &str,
+        exchange: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
         let exchanges = vec![self::exchange(py, exchange, "exchange")?];
         self.generic_operator(py, None, name, Kind::Frontier, logic, false, exchanges, false)?;
         Ok(())

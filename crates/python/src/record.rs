@@ -9,8 +9,8 @@
 //! (Python's modulo) for ints, and a hash of the contents for other built-in types that is
 //! stable across processes, unlike Python's `hash`, which is salted per process for strings.
 
-use pyo3::prelude::*;
 use crate::codec;
+use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyString, PyTuple};
 use timely_engine::dataflow::ExchangeData;
 
@@ -141,7 +141,8 @@ impl ExchangeData for Routed {
 impl ExchangeData for RoutedPair {
     fn encode_batch(batch: &[Self], out: &mut Vec<u8>) {
         Python::attach(|py| {
-            let records: Vec<Record> = batch.iter().flat_map(|RoutedPair(_, k, x)| [k.clone_ref(py), x.clone_ref(py)]).collect();
+            let records: Vec<Record> =
+                batch.iter().flat_map(|RoutedPair(_, k, x)| [k.clone_ref(py), x.clone_ref(py)]).collect();
             encode_with_hashes(py, batch.iter().map(|RoutedPair(hash, _, _)| *hash), &records, out);
         })
     }
@@ -184,7 +185,12 @@ fn decode(py: Python<'_>, bytes: &[u8]) -> Result<Vec<Record>, String> {
 }
 
 /// Writes the number of hashes (`u32`), the hashes (`u64` each, little endian), then the records.
-fn encode_with_hashes(py: Python<'_>, hashes: impl ExactSizeIterator<Item = u64>, records: &[Record], out: &mut Vec<u8>) {
+fn encode_with_hashes(
+    py: Python<'_>,
+    hashes: impl ExactSizeIterator<Item = u64>,
+    records: &[Record],
+    out: &mut Vec<u8>,
+) {
     let count = u32::try_from(hashes.len()).expect("a batch has fewer than 2^32 records");
     out.extend_from_slice(&count.to_le_bytes());
     hashes.for_each(|hash| out.extend_from_slice(&hash.to_le_bytes()));
@@ -192,12 +198,20 @@ fn encode_with_hashes(py: Python<'_>, hashes: impl ExactSizeIterator<Item = u64>
 }
 
 /// Reads what `encode_with_hashes` wrote, checking that there are `per_hash` records per hash.
-fn decode_with_hashes(py: Python<'_>, bytes: &[u8], per_hash: usize) -> Result<(Vec<u64>, Vec<Record>), String> {
+fn decode_with_hashes(
+    py: Python<'_>,
+    bytes: &[u8],
+    per_hash: usize,
+) -> Result<(Vec<u64>, Vec<Record>), String> {
     let count = bytes.get(..4).ok_or("a routed batch shorter than its count")?;
     let count = u32::from_le_bytes(count.try_into().expect("four bytes")) as usize;
     let end = count.checked_mul(8).and_then(|n| n.checked_add(4)).filter(|&end| end <= bytes.len());
-    let end = end.ok_or_else(|| format!("a routed batch of {} bytes cannot hold {count} hashes", bytes.len()))?;
-    let hashes = bytes[4..end].chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("eight bytes"))).collect();
+    let end =
+        end.ok_or_else(|| format!("a routed batch of {} bytes cannot hold {count} hashes", bytes.len()))?;
+    let hashes = bytes[4..end]
+        .chunks_exact(8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("eight bytes")))
+        .collect();
     let records = decode(py, &bytes[end..])?;
     if records.len() != count * per_hash {
         return Err(format!("a routed batch with {count} hashes and {} records", records.len()));

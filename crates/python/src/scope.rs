@@ -67,17 +67,26 @@ pub trait Nest: PyTime {
     fn leave_loop(stream: &StreamHandle<Self>, outer: &dyn Any) -> Option<PyResult<Box<dyn StreamObj>>>;
 }
 
-fn open_loop<T: Nest, TInner: Nest + timely_engine::Refines<T>>(scope: &ScopeHandle<T>, name: &str) -> PyResult<Box<dyn ScopeObj>> {
+fn open_loop<T: Nest, TInner: Nest + timely_engine::Refines<T>>(
+    scope: &ScopeHandle<T>,
+    name: &str,
+) -> PyResult<Box<dyn ScopeObj>> {
     let child = catch_panic(|| scope.scope.new_child::<TInner>(name))?;
     Ok(Box::new(ScopeHandle { scope: child, context: scope.context.clone() }))
 }
 
-fn enter<T: Nest, TInner: Nest + timely_engine::Refines<T>>(stream: &StreamHandle<T>, inner: &dyn Any) -> Option<PyResult<Box<dyn StreamObj>>> {
+fn enter<T: Nest, TInner: Nest + timely_engine::Refines<T>>(
+    stream: &StreamHandle<T>,
+    inner: &dyn Any,
+) -> Option<PyResult<Box<dyn StreamObj>>> {
     let inner = inner.downcast_ref::<ScopeHandle<TInner>>()?;
     Some(catch_panic(|| stream.stream.enter(&inner.scope)).map(|entered| inner.stream(entered)))
 }
 
-fn leave<T: Nest + timely_engine::Refines<TOuter>, TOuter: Nest>(stream: &StreamHandle<T>, outer: &dyn Any) -> Option<PyResult<Box<dyn StreamObj>>> {
+fn leave<T: Nest + timely_engine::Refines<TOuter>, TOuter: Nest>(
+    stream: &StreamHandle<T>,
+    outer: &dyn Any,
+) -> Option<PyResult<Box<dyn StreamObj>>> {
     let outer = outer.downcast_ref::<ScopeHandle<TOuter>>()?;
     Some(catch_panic(|| stream.stream.leave(&outer.scope)).map(|left| outer.stream(left)))
 }
@@ -149,7 +158,9 @@ impl<T: Nest> ScopeObj for ScopeHandle<T> {
 
     fn input_from(&self, handle: &mut PyInputHandle) -> PyResult<Box<dyn StreamObj>> {
         let root = self.as_any().downcast_ref::<ScopeHandle<T0>>().ok_or_else(|| {
-            DataflowError::new_err("inputs belong to a dataflow's root scope; bring them into loops with enter()")
+            DataflowError::new_err(
+                "inputs belong to a dataflow's root scope; bring them into loops with enter()",
+            )
         })?;
         let stream = catch_panic(|| root.scope.input_from(handle.handle_mut()))?;
         Ok(root.stream(stream))
@@ -234,7 +245,10 @@ impl PyScope {
 
     /// A stream of the items of `iterable`, at the first time, from every worker.
     fn to_stream(&self, iterable: &Bound<'_, PyAny>) -> PyResult<PyStream> {
-        let items = iterable.try_iter()?.map(|item| item.map(|i| Record(i.unbind()))).collect::<PyResult<Vec<_>>>()?;
+        let items = iterable
+            .try_iter()?
+            .map(|item| item.map(|i| Record(i.unbind())))
+            .collect::<PyResult<Vec<_>>>()?;
         Ok(Self::stream(self.inner.to_stream(items)?))
     }
 
@@ -276,7 +290,12 @@ impl PyScope {
     }
 
     #[pyo3(signature = (exc_type=None, _exc_value=None, _traceback=None))]
-    fn __exit__(&self, exc_type: Option<&Bound<'_, PyAny>>, _exc_value: Option<&Bound<'_, PyAny>>, _traceback: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+    fn __exit__(
+        &self,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc_value: Option<&Bound<'_, PyAny>>,
+        _traceback: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
         if exc_type.is_none() && self.inner.is_open() {
             self.inner.finish()?;
         }

@@ -91,7 +91,13 @@ pub trait StreamObj {
     /// Per time, `(key, count)` for every distinct `key(x)`.
     fn count_by_key(&self, key: Option<Py<PyAny>>) -> Box<dyn StreamObj>;
     /// Per time and key, folds records with `fold(acc, x)` from `init()`, emits `emit(key, acc)`.
-    fn aggregate(&self, key: Py<PyAny>, fold: Py<PyAny>, init: Py<PyAny>, emit: Option<Py<PyAny>>) -> Box<dyn StreamObj>;
+    fn aggregate(
+        &self,
+        key: Py<PyAny>,
+        fold: Py<PyAny>,
+        init: Py<PyAny>,
+        emit: Option<Py<PyAny>>,
+    ) -> Box<dyn StreamObj>;
     /// Brings the stream into a scope nested in its own.
     fn enter(&self, scope: &dyn Any) -> PyResult<Box<dyn StreamObj>>;
     /// Takes the stream into the scope enclosing its own.
@@ -280,10 +286,9 @@ impl<T: Nest> StreamObj for StreamHandle<T> {
     }
 
     fn probe_with(&self, handle: &PyProbeHandle) -> PyResult<Box<dyn StreamObj>> {
-        let root = self
-            .as_any()
-            .downcast_ref::<StreamHandle<T0>>()
-            .ok_or_else(|| DataflowError::new_err("probes watch streams of a dataflow's root scope; leave() loops first"))?;
+        let root = self.as_any().downcast_ref::<StreamHandle<T0>>().ok_or_else(|| {
+            DataflowError::new_err("probes watch streams of a dataflow's root scope; leave() loops first")
+        })?;
         // The probe watches a record-free copy of the stream: records that end at the probe
         // are released here, with the interpreter attached, not one by one while stepping.
         let context = root.context.clone();
@@ -301,13 +306,24 @@ impl<T: Nest> StreamObj for StreamHandle<T> {
     }
 
     fn count_by_key(&self, key: Option<Py<PyAny>>) -> Box<dyn StreamObj> {
-        self.keyed_fold("CountByKey", key, |py, count: Option<Bound<'_, PyAny>>, _x| match count {
-            Some(count) => count.add(1),
-            None => Ok(1u64.into_pyobject(py)?.into_any()),
-        }, None)
+        self.keyed_fold(
+            "CountByKey",
+            key,
+            |py, count: Option<Bound<'_, PyAny>>, _x| match count {
+                Some(count) => count.add(1),
+                None => Ok(1u64.into_pyobject(py)?.into_any()),
+            },
+            None,
+        )
     }
 
-    fn aggregate(&self, key: Py<PyAny>, fold: Py<PyAny>, init: Py<PyAny>, emit: Option<Py<PyAny>>) -> Box<dyn StreamObj> {
+    fn aggregate(
+        &self,
+        key: Py<PyAny>,
+        fold: Py<PyAny>,
+        init: Py<PyAny>,
+        emit: Option<Py<PyAny>>,
+    ) -> Box<dyn StreamObj> {
         self.keyed_fold(
             "Aggregate",
             Some(key),
@@ -327,7 +343,9 @@ impl<T: Nest> StreamObj for StreamHandle<T> {
             let entered = catch_panic(|| self.stream.enter(&region.scope))?;
             return Ok(region.stream(entered));
         }
-        T::enter_loop(self, scope).unwrap_or_else(|| Err(DataflowError::new_err("enter: the scope must be nested directly in the stream's scope")))
+        T::enter_loop(self, scope).unwrap_or_else(|| {
+            Err(DataflowError::new_err("enter: the scope must be nested directly in the stream's scope"))
+        })
     }
 
     fn leave(&self, scope: &dyn Any) -> PyResult<Box<dyn StreamObj>> {
@@ -335,13 +353,15 @@ impl<T: Nest> StreamObj for StreamHandle<T> {
             let left = catch_panic(|| self.stream.leave(&parent.scope))?;
             return Ok(parent.stream(left));
         }
-        T::leave_loop(self, scope).unwrap_or_else(|| Err(DataflowError::new_err("leave: the scope must directly enclose the stream's scope")))
+        T::leave_loop(self, scope).unwrap_or_else(|| {
+            Err(DataflowError::new_err("leave: the scope must directly enclose the stream's scope"))
+        })
     }
 
     fn connect_loop(&self, handle: Box<dyn Any>) -> PyResult<()> {
-        let handle = handle
-            .downcast::<LoopHandle<T, Record>>()
-            .map_err(|_| DataflowError::new_err("connect_loop: the feedback handle belongs to another scope"))?;
+        let handle = handle.downcast::<LoopHandle<T, Record>>().map_err(|_| {
+            DataflowError::new_err("connect_loop: the feedback handle belongs to another scope")
+        })?;
         catch_panic(|| self.stream.connect_loop(*handle))
     }
 
@@ -353,9 +373,20 @@ impl<T: Nest> StreamObj for StreamHandle<T> {
 impl<T: Nest> StreamHandle<T> {
     /// Exchanges records by `key(x)` and folds them per time and key into a dict, emitting
     /// `emit(key, acc)` (default `(key, acc)`) for each key once the time is complete.
-    fn keyed_fold<F>(&self, name: &'static str, key: Option<Py<PyAny>>, mut fold: F, emit: Option<Py<PyAny>>) -> Box<dyn StreamObj>
+    fn keyed_fold<F>(
+        &self,
+        name: &'static str,
+        key: Option<Py<PyAny>>,
+        mut fold: F,
+        emit: Option<Py<PyAny>>,
+    ) -> Box<dyn StreamObj>
     where
-        F: for<'py> FnMut(Python<'py>, Option<Bound<'py, PyAny>>, &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> + 'static,
+        F: for<'py> FnMut(
+                Python<'py>,
+                Option<Bound<'py, PyAny>>,
+                &Bound<'py, PyAny>,
+            ) -> PyResult<Bound<'py, PyAny>>
+            + 'static,
     {
         let keyed = keyed_pairs(self, name, key);
         let routed = keyed.exchange(|RoutedPair(hash, _, _): &RoutedPair| *hash);
@@ -432,7 +463,11 @@ pub(crate) fn keyed_records<T: Nest>(
 
 /// `(worker, k, x)` with `k = key(x)` for every record (`key` None: the record itself),
 /// the worker chosen by `route(k)`.
-fn keyed_pairs<T: Nest>(stream: &StreamHandle<T>, name: &'static str, key: Option<Py<PyAny>>) -> Stream<T, RoutedPair> {
+fn keyed_pairs<T: Nest>(
+    stream: &StreamHandle<T>,
+    name: &'static str,
+    key: Option<Py<PyAny>>,
+) -> Stream<T, RoutedPair> {
     let context = stream.context.clone();
     stream.stream.unary(Pipeline, name, move |_, info| {
         let peers = info.peers as u64;
@@ -473,7 +508,10 @@ fn wrap(inner: Box<dyn StreamObj>) -> PyStream {
 }
 
 /// Adds an operator, turning engine panics (such as a finished scope) into `DataflowError`.
-fn build(inner: &Box<dyn StreamObj>, add: impl FnOnce(&dyn StreamObj) -> Box<dyn StreamObj>) -> PyResult<PyStream> {
+fn build(
+    inner: &Box<dyn StreamObj>,
+    add: impl FnOnce(&dyn StreamObj) -> Box<dyn StreamObj>,
+) -> PyResult<PyStream> {
     catch_panic(|| add(&**inner)).map(wrap)
 }
 
@@ -576,7 +614,13 @@ impl PyStream {
     /// For each time and key `k = key(x)`: `acc = fold(acc, x)` starting from `init()`,
     /// emitting `emit(k, acc)` (default `(k, acc)`) once the time is complete.
     #[pyo3(signature = (key, fold, init, emit=None))]
-    fn aggregate(&self, key: Py<PyAny>, fold: Py<PyAny>, init: Py<PyAny>, emit: Option<Py<PyAny>>) -> PyResult<PyStream> {
+    fn aggregate(
+        &self,
+        key: Py<PyAny>,
+        fold: Py<PyAny>,
+        init: Py<PyAny>,
+        emit: Option<Py<PyAny>>,
+    ) -> PyResult<PyStream> {
         build(&self.inner, |s| s.aggregate(key, fold, init, emit))
     }
 
@@ -592,7 +636,10 @@ impl PyStream {
 
     /// Feeds the stream into the feedback edge of `handle` (from `scope.feedback`).
     fn connect_loop(&self, handle: &mut PyLoopHandle) -> PyResult<()> {
-        let inner = handle.inner.take().ok_or_else(|| DataflowError::new_err("connect_loop: this loop handle is already connected"))?;
+        let inner = handle
+            .inner
+            .take()
+            .ok_or_else(|| DataflowError::new_err("connect_loop: this loop handle is already connected"))?;
         self.inner.connect_loop(inner)
     }
 }

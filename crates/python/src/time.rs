@@ -59,13 +59,15 @@ fn describe(obj: &Bound<'_, PyAny>) -> String {
 
 /// Reads `n` non-negative int coordinates from an int (n = 1) or a tuple.
 fn read_coordinates(obj: &Bound<'_, PyAny>, n: usize, what: &str) -> PyResult<Vec<u64>> {
-    let shape = if n == 1 { "a non-negative int".to_owned() } else { format!("a tuple of {} non-negative ints", n) };
+    let shape =
+        if n == 1 { "a non-negative int".to_owned() } else { format!("a tuple of {} non-negative ints", n) };
     let error = || PyTypeError::new_err(format!("{} must be {}, got {}", what, shape, describe(obj)));
     let one = |item: &Bound<'_, PyAny>| -> PyResult<u64> {
         if item.is_instance_of::<pyo3::types::PyBool>() || !item.is_instance_of::<pyo3::types::PyInt>() {
             return Err(error());
         }
-        item.extract::<u64>().map_err(|_| PyValueError::new_err(format!("{} must be {}, got {}", what, shape, describe(obj))))
+        item.extract::<u64>()
+            .map_err(|_| PyValueError::new_err(format!("{} must be {}, got {}", what, shape, describe(obj))))
     };
     if n == 1 {
         return Ok(vec![one(obj)?]);

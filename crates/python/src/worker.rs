@@ -9,15 +9,15 @@
 
 use crate::errors::{catch_panic, ClusterError, WorkerCancelled, WorkerContext};
 use crate::record::PythonFailure;
-use std::panic::AssertUnwindSafe;
 use crate::scope::PyScope;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::cell::{Cell, RefCell, RefMut};
-use std::thread::ThreadId;
+use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
+use std::thread::ThreadId;
 use std::time::Duration;
 use timely_communication::{initialize_from, Allocator, Config};
 use timely_engine::{ClusterFailure, Worker};
@@ -102,10 +102,11 @@ impl PyWorker {
     }
 
     fn worker(&self) -> PyResult<RefMut<'_, Worker>> {
-        self.parts()?
-            .worker
-            .try_borrow_mut()
-            .map_err(|_| PyRuntimeError::new_err("the worker is busy: step() and dataflow() cannot be called from inside an operator"))
+        self.parts()?.worker.try_borrow_mut().map_err(|_| {
+            PyRuntimeError::new_err(
+                "the worker is busy: step() and dataflow() cannot be called from inside an operator",
+            )
+        })
     }
 
     fn step_detached(&self, py: Python<'_>, timeout: Option<Duration>) -> PyResult<bool> {
@@ -126,7 +127,9 @@ impl PyWorker {
         let context = &self.parts()?.context;
         context.stop_run();
         let payload = match payload.downcast::<ClusterFailure>() {
-            Ok(failure) => return Err(ClusterError::new_err(format!("worker {}: {}", self.index, failure.0))),
+            Ok(failure) => {
+                return Err(ClusterError::new_err(format!("worker {}: {}", self.index, failure.0)))
+            }
             Err(payload) => payload,
         };
         match payload.downcast::<PythonFailure>() {
@@ -175,7 +178,10 @@ impl PyWorker {
     fn step_or_park(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
         let timeout = match timeout {
             Some(t) if !(t >= 0.0 && t.is_finite()) => {
-                return Err(PyValueError::new_err(format!("timeout must be a non-negative number of seconds, got {}", t)))
+                return Err(PyValueError::new_err(format!(
+                    "timeout must be a non-negative number of seconds, got {}",
+                    t
+                )))
             }
             Some(t) => Duration::from_secs_f64(t).min(PARK_SLICE),
             None => PARK_SLICE,
@@ -251,7 +257,12 @@ pub fn run(py: Python<'_>, config: Config, main: Py<PyAny>) -> PyResult<Vec<Py<P
     collect_results(py, results)
 }
 
-fn run_worker(py: Python<'_>, allocator: Allocator, main: &Py<PyAny>, abort: Arc<AtomicBool>) -> PyResult<Py<PyAny>> {
+fn run_worker(
+    py: Python<'_>,
+    allocator: Allocator,
+    main: &Py<PyAny>,
+    abort: Arc<AtomicBool>,
+) -> PyResult<Py<PyAny>> {
     let worker = Py::new(py, PyWorker::new(allocator, abort))?;
     let result = main.call1(py, (worker.clone_ref(py),));
     let result = result.and_then(|value| worker.borrow(py).drain(py).map(|()| value));
@@ -282,7 +293,10 @@ fn release_frames(py: Python<'_>, error: PyErr) -> PyErr {
 
 /// The workers' results, or the most telling failure: a user exception before a
 /// cancellation, a cancellation before a panic.
-fn collect_results(py: Python<'_>, results: Vec<Result<PyResult<Py<PyAny>>, String>>) -> PyResult<Vec<Py<PyAny>>> {
+fn collect_results(
+    py: Python<'_>,
+    results: Vec<Result<PyResult<Py<PyAny>>, String>>,
+) -> PyResult<Vec<Py<PyAny>>> {
     let mut values = Vec::with_capacity(results.len());
     let mut cancelled = None;
     let mut panicked = None;

@@ -26,7 +26,9 @@ use crate::queue::ThreadQueue;
 
 use super::process::{ProcessAllocator, ProcessBuilder};
 use super::{ChannelEndpoints, ChannelRecord, Events};
-use crate::networking::{Delivery, MessageHeader, NetworkHealth, Payload, ProcessSender, Transport, WorkerEndpoints};
+use crate::networking::{
+    Delivery, MessageHeader, NetworkHealth, Payload, ProcessSender, Transport, WorkerEndpoints,
+};
 use crate::{Exchangeable, Pull, Push};
 
 /// How long a finishing process waits for the others' goodbyes, so that it never closes a
@@ -52,7 +54,8 @@ struct NetworkShared {
 impl Network {
     pub(crate) fn new(transport: Transport) -> Self {
         let health = transport.health();
-        let shared = NetworkShared { transport: Mutex::new(Some(transport)), health, failed: AtomicBool::new(false) };
+        let shared =
+            NetworkShared { transport: Mutex::new(Some(transport)), health, failed: AtomicBool::new(false) };
         Network { shared: Arc::new(shared) }
     }
 
@@ -92,7 +95,13 @@ pub struct ClusterBuilder {
 impl ClusterBuilder {
     /// The builder of a worker in a cluster of `processes` processes with `threads` workers
     /// each, whose network endpoints are `endpoints`.
-    pub(crate) fn new(local: ProcessBuilder, endpoints: WorkerEndpoints, network: Network, processes: usize, threads: usize) -> Self {
+    pub(crate) fn new(
+        local: ProcessBuilder,
+        endpoints: WorkerEndpoints,
+        network: Network,
+        processes: usize,
+        threads: usize,
+    ) -> Self {
         ClusterBuilder { local, endpoints, network, processes, threads }
     }
 
@@ -159,7 +168,10 @@ impl ClusterAllocator {
         let pushers = (0..self.peers())
             .map(|target| match self.remote_sender(target / self.threads) {
                 None => local_pushers.next().expect("a pusher per local worker"),
-                Some(sender) => Box::new(NetworkPusher::new(sender, identifier, self.index, target..target + 1)) as Box<dyn Push<T>>,
+                Some(sender) => {
+                    Box::new(NetworkPusher::new(sender, identifier, self.index, target..target + 1))
+                        as Box<dyn Push<T>>
+                }
             })
             .collect();
         (pushers, self.puller(identifier, local_puller))
@@ -167,7 +179,10 @@ impl ClusterAllocator {
 
     /// Allocates channel `identifier` for broadcasts: the pusher gives every worker of the
     /// cluster each element, encoding it once per remote process.
-    pub fn broadcast<T: Exchangeable + Clone>(&mut self, identifier: usize) -> (Box<dyn Push<T>>, Box<dyn Pull<T>>) {
+    pub fn broadcast<T: Exchangeable + Clone>(
+        &mut self,
+        identifier: usize,
+    ) -> (Box<dyn Push<T>>, Box<dyn Pull<T>>) {
         let (local_pushers, local_puller) = self.local.allocate::<T>(identifier);
         let mut pushers = local_pushers;
         for process in 0..self.processes {
@@ -242,7 +257,12 @@ struct NetworkPusher<T> {
 }
 
 impl<T> NetworkPusher<T> {
-    fn new(sender: Rc<RefCell<ProcessSender>>, channel: usize, source: usize, targets: std::ops::Range<usize>) -> Self {
+    fn new(
+        sender: Rc<RefCell<ProcessSender>>,
+        channel: usize,
+        source: usize,
+        targets: std::ops::Range<usize>,
+    ) -> Self {
         let header = MessageHeader {
             channel: channel as u64,
             source: source as u64,

@@ -54,10 +54,7 @@ impl Allocations {
                 previous.type_name
             );
         }
-        self.0.push(ChannelRecord {
-            identifier,
-            type_name,
-        });
+        self.0.push(ChannelRecord { identifier, type_name });
     }
 
     /// Every allocation recorded so far, in order.
@@ -149,7 +146,10 @@ impl Allocator {
     ///
     /// In a cluster an element is encoded and sent once per remote process, not once per
     /// remote worker.
-    pub fn broadcast<T: Exchangeable + Clone>(&mut self, identifier: usize) -> (Box<dyn Push<T>>, Box<dyn Pull<T>>) {
+    pub fn broadcast<T: Exchangeable + Clone>(
+        &mut self,
+        identifier: usize,
+    ) -> (Box<dyn Push<T>>, Box<dyn Pull<T>>) {
         match self {
             Allocator::Cluster(allocator) => allocator.broadcast(identifier),
             _ => {

@@ -36,23 +36,15 @@ pub struct ProcessBuilder {
 impl ProcessBuilder {
     /// One builder per worker of a process with `peers` worker threads, in index order.
     pub fn new_vector(peers: usize) -> Vec<ProcessBuilder> {
-        let (senders, receivers): (Vec<_>, Vec<_>) =
-            (0..peers).map(|_| thread_queue()).unzip();
+        let (senders, receivers): (Vec<_>, Vec<_>) = (0..peers).map(|_| thread_queue()).unzip();
         let shared = Arc::new(Shared {
-            mailboxes: senders
-                .into_iter()
-                .map(|inbox| Arc::new(Mailbox::new(inbox)))
-                .collect(),
+            mailboxes: senders.into_iter().map(|inbox| Arc::new(Mailbox::new(inbox))).collect(),
             registry: Mutex::default(),
         });
         receivers
             .into_iter()
             .enumerate()
-            .map(|(index, inbox)| ProcessBuilder {
-                index,
-                shared: Arc::clone(&shared),
-                inbox,
-            })
+            .map(|(index, inbox)| ProcessBuilder { index, shared: Arc::clone(&shared), inbox })
             .collect()
     }
 
@@ -113,7 +105,8 @@ impl ProcessAllocator {
     /// allocated it before.
     pub fn allocate<T: Send + 'static>(&mut self, identifier: usize) -> ChannelEndpoints<T> {
         self.allocations.record::<T>(identifier);
-        let Endpoints { senders, receiver, spares, give_back } = self.shared.take_endpoints::<T>(identifier, self.index);
+        let Endpoints { senders, receiver, spares, give_back } =
+            self.shared.take_endpoints::<T>(identifier, self.index);
         let (local_pusher, local) = LocalPusher::new(identifier, &self.events);
         let mut local_pusher = Some(local_pusher);
         let pushers = senders
@@ -125,24 +118,11 @@ impl ProcessAllocator {
                 if destination == self.index {
                     Box::new(local_pusher.take().expect("one local destination"))
                 } else {
-                    Box::new(RemotePusher {
-                        identifier,
-                        sender,
-                        spares,
-                        mailbox: Arc::clone(mailbox),
-                    })
+                    Box::new(RemotePusher { identifier, sender, spares, mailbox: Arc::clone(mailbox) })
                 }
             })
             .collect();
-        (
-            pushers,
-            Box::new(ProcessPuller {
-                local,
-                remote: receiver,
-                give_back,
-                current: None,
-            }),
-        )
+        (pushers, Box::new(ProcessPuller { local, remote: receiver, give_back, current: None }))
     }
 
     /// Moves channel ids posted by other workers into [`ProcessAllocator::events`].
@@ -181,9 +161,7 @@ impl Shared {
         // No panic while the lock is held: other workers must still reach the registry.
         let taken = {
             let mut registry = self.registry.lock().unwrap_or_else(PoisonError::into_inner);
-            let entry = registry
-                .entry(identifier)
-                .or_insert_with(|| Entry::new::<T>(self.mailboxes.len()));
+            let entry = registry.entry(identifier).or_insert_with(|| Entry::new::<T>(self.mailboxes.len()));
             let taken = entry.take::<T>(index);
             if entry.remaining == 0 {
                 registry.remove(&identifier);
@@ -253,13 +231,8 @@ impl Entry {
 
     /// Takes worker `index`'s endpoints, or returns the channel's type name if it is not `T`.
     fn take<T: 'static>(&mut self, index: usize) -> Result<Endpoints<T>, &'static str> {
-        let endpoints = self
-            .endpoints
-            .downcast_mut::<CrossThread<T>>()
-            .ok_or(self.type_name)?;
-        let receiver = endpoints.receivers[index]
-            .take()
-            .expect("a worker takes its endpoints once");
+        let endpoints = self.endpoints.downcast_mut::<CrossThread<T>>().ok_or(self.type_name)?;
+        let receiver = endpoints.receivers[index].take().expect("a worker takes its endpoints once");
         self.remaining -= 1;
         Ok(Endpoints {
             senders: endpoints.senders.clone(),
@@ -282,22 +255,13 @@ struct Mailbox {
 
 impl Mailbox {
     fn new(inbox: QueueSender<usize>) -> Self {
-        Mailbox {
-            inbox,
-            thread: OnceLock::new(),
-            registering: Mutex::new(()),
-        }
+        Mailbox { inbox, thread: OnceLock::new(), registering: Mutex::new(()) }
     }
 
     /// Records `thread` as the one to wake; called once, on the owner's thread.
     fn register(&self, thread: Thread) {
-        let _guard = self
-            .registering
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        self.thread
-            .set(thread)
-            .expect("a worker's allocator is built once");
+        let _guard = self.registering.lock().unwrap_or_else(PoisonError::into_inner);
+        self.thread.set(thread).expect("a worker's allocator is built once");
     }
 
     /// Posts `identifier` to the owner and wakes it if it is parked.
@@ -312,10 +276,7 @@ impl Mailbox {
         // happened first (and we see the thread), or our post happened before registration and
         // the owner will find it in its mailbox before it ever parks.
         let thread = self.thread.get().or_else(|| {
-            let _guard = self
-                .registering
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let _guard = self.registering.lock().unwrap_or_else(PoisonError::into_inner);
             self.thread.get()
         });
         if let Some(thread) = thread {
@@ -355,18 +316,16 @@ struct ProcessPuller<T> {
 
 impl<T> Pull<T> for ProcessPuller<T> {
     fn pull(&mut self) -> &mut Option<T> {
-        self.current = self
-            .local
-            .borrow_mut()
-            .pop()
-            .or_else(|| self.remote.try_recv());
+        self.current = self.local.borrow_mut().pop().or_else(|| self.remote.try_recv());
         &mut self.current
     }
 
     /// Gives emptied elements back to the other workers' pushers to this worker, which have
     /// no other source of them, and once they have enough, to this worker's own.
     fn recycle(&mut self, element: T) {
-        if let Err(TrySendError::Full(element) | TrySendError::Disconnected(element)) = self.give_back.try_send(element) {
+        if let Err(TrySendError::Full(element) | TrySendError::Disconnected(element)) =
+            self.give_back.try_send(element)
+        {
             self.local.borrow_mut().recycle(element);
         }
     }

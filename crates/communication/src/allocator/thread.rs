@@ -61,10 +61,7 @@ pub struct ThreadBuilder;
 impl ThreadBuilder {
     /// Builds the allocator on the current thread.
     pub fn build(self) -> ThreadAllocator {
-        ThreadAllocator {
-            events: Events::default(),
-            allocations: Allocations::default(),
-        }
+        ThreadAllocator { events: Events::default(), allocations: Allocations::default() }
     }
 }
 
@@ -79,13 +76,7 @@ impl ThreadAllocator {
     pub fn allocate<T: 'static>(&mut self, identifier: usize) -> ChannelEndpoints<T> {
         self.allocations.record::<T>(identifier);
         let (pusher, queue) = LocalPusher::new(identifier, &self.events);
-        (
-            vec![Box::new(pusher)],
-            Box::new(LocalPuller {
-                queue,
-                current: None,
-            }),
-        )
+        (vec![Box::new(pusher)], Box::new(LocalPuller { queue, current: None }))
     }
 
     /// Channel identifiers that received data since the list was last drained.
@@ -115,11 +106,7 @@ impl<T> LocalPusher<T> {
     /// A pusher for channel `identifier` recording into `events`, and the queue it fills.
     pub(crate) fn new(identifier: usize, events: &Events) -> (Self, SharedQueue<T>) {
         let queue = SharedQueue::default();
-        let pusher = LocalPusher {
-            identifier,
-            queue: Rc::clone(&queue),
-            events: Rc::clone(events),
-        };
+        let pusher = LocalPusher { identifier, queue: Rc::clone(&queue), events: Rc::clone(events) };
         (pusher, queue)
     }
 }

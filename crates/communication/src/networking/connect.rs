@@ -62,11 +62,7 @@ pub fn establish(
     let listener = listen(&addresses[process])?;
     let (events, arrivals) = crossbeam_channel::unbounded();
     let setup = Arc::new(Setup {
-        local: LocalProcess {
-            process,
-            processes: addresses.len(),
-            threads,
-        },
+        local: LocalProcess { process, processes: addresses.len(), threads },
         identity: identity.clone(),
         end: Instant::now() + deadline,
         stop: AtomicBool::new(false),
@@ -95,11 +91,7 @@ pub fn establish(
 }
 
 /// Rejects arguments no cluster can have.
-fn check_arguments(
-    process: usize,
-    addresses: &[String],
-    threads: usize,
-) -> Result<(), NetworkError> {
+fn check_arguments(process: usize, addresses: &[String], threads: usize) -> Result<(), NetworkError> {
     if process >= addresses.len() {
         return Err(NetworkError::InvalidArguments(format!(
             "process index {process} is not below the number of addresses ({})",
@@ -107,9 +99,7 @@ fn check_arguments(
         )));
     }
     if threads == 0 {
-        return Err(NetworkError::InvalidArguments(
-            "a process needs at least one worker thread".into(),
-        ));
+        return Err(NetworkError::InvalidArguments("a process needs at least one worker thread".into()));
     }
     Ok(())
 }
@@ -117,28 +107,19 @@ fn check_arguments(
 /// Listens on `address`, naming it in the error.
 fn listen(address: &str) -> Result<TcpListener, NetworkError> {
     let listener = TcpListener::bind(address).map_err(|error| match error.kind() {
-        std::io::ErrorKind::AddrInUse => NetworkError::AddressInUse {
-            address: address.to_string(),
-        },
-        _ => NetworkError::Bind {
-            address: address.to_string(),
-            reason: error.to_string(),
-        },
+        std::io::ErrorKind::AddrInUse => NetworkError::AddressInUse { address: address.to_string() },
+        _ => NetworkError::Bind { address: address.to_string(), reason: error.to_string() },
     })?;
-    listener.set_nonblocking(true).map_err(|error| {
-        NetworkError::io(format!("cannot poll the listener on {address}"), &error)
-    })?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|error| NetworkError::io(format!("cannot poll the listener on {address}"), &error))?;
     Ok(listener)
 }
 
 /// What the helper threads report to [`establish`].
 enum Event {
     /// A handshake with `process` succeeded.
-    Connected {
-        process: usize,
-        address: String,
-        stream: TcpStream,
-    },
+    Connected { process: usize, address: String, stream: TcpStream },
     /// Setup cannot succeed.
     Failed(NetworkError),
 }
@@ -166,10 +147,7 @@ impl Setup {
 
     /// Records `problem` for the missing-peers error.
     fn note(&self, problem: String) {
-        *self
-            .last_problem
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(problem);
+        *self.last_problem.lock().unwrap_or_else(PoisonError::into_inner) = Some(problem);
     }
 
     /// Logs a dropped connection to stderr and records it.
@@ -196,11 +174,7 @@ fn collect(
     let mut missing = addresses.len() - 1;
     while missing > 0 {
         match arrivals.recv_deadline(setup.end) {
-            Ok(Event::Connected {
-                process,
-                address,
-                stream,
-            }) => match &streams[process] {
+            Ok(Event::Connected { process, address, stream }) => match &streams[process] {
                 Some(_) => setup.reject(
                     NetworkError::UnexpectedProcess {
                         found: process as u64,
@@ -231,37 +205,21 @@ fn missing_peers(
         .filter(|&q| q != setup.local.process && streams[q].is_none())
         .map(|q| (q, addresses[q].clone()))
         .collect();
-    let last_problem = setup
-        .last_problem
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clone();
-    NetworkError::MissingPeers {
-        missing,
-        waited: deadline,
-        last_problem,
-    }
+    let last_problem = setup.last_problem.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    NetworkError::MissingPeers { missing, waited: deadline, last_problem }
 }
 
 /// Starts one dialing thread per lower process.
-fn spawn_dialers(
-    setup: &Arc<Setup>,
-    addresses: &[String],
-) -> Result<Vec<JoinHandle<()>>, NetworkError> {
+fn spawn_dialers(setup: &Arc<Setup>, addresses: &[String]) -> Result<Vec<JoinHandle<()>>, NetworkError> {
     (0..setup.local.process)
         .map(|q| {
             let (setup, address) = (Arc::clone(setup), addresses[q].clone());
-            spawn_named(format!("timely:dial-{q}"), move || {
-                dial(q, &address, &setup)
-            })
+            spawn_named(format!("timely:dial-{q}"), move || dial(q, &address, &setup))
         })
         .collect()
 }
 
-fn spawn_named(
-    name: String,
-    body: impl FnOnce() + Send + 'static,
-) -> Result<JoinHandle<()>, NetworkError> {
+fn spawn_named(name: String, body: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, NetworkError> {
     std::thread::Builder::new()
         .name(name.clone())
         .spawn(body)
@@ -283,11 +241,7 @@ fn dial(q: usize, address: &str, setup: &Setup) {
         match attempt(q, address, setup) {
             Ok(stream) => {
                 let address = address.to_string();
-                return setup.report(Event::Connected {
-                    process: q,
-                    address,
-                    stream,
-                });
+                return setup.report(Event::Connected { process: q, address, stream });
             }
             Err(Attempt::Fatal(error)) => return setup.report(Event::Failed(error)),
             Err(Attempt::Retry(problem)) => setup.note(problem),
@@ -302,10 +256,8 @@ fn attempt(q: usize, address: &str, setup: &Setup) -> Result<TcpStream, Attempt>
     let retry = |what: &str, error: &dyn std::fmt::Display| {
         Attempt::Retry(format!("process {q} ({address}): {what}: {error}"))
     };
-    let candidates: Vec<SocketAddr> = address
-        .to_socket_addrs()
-        .map_err(|error| retry("cannot resolve the address", &error))?
-        .collect();
+    let candidates: Vec<SocketAddr> =
+        address.to_socket_addrs().map_err(|error| retry("cannot resolve the address", &error))?.collect();
     let mut last = Attempt::Retry(format!("process {q} ({address}): resolves to no address"));
     for candidate in candidates {
         let timeout = CONNECT_TIMEOUT
@@ -320,32 +272,15 @@ fn attempt(q: usize, address: &str, setup: &Setup) -> Result<TcpStream, Attempt>
 }
 
 /// Runs the handshake on a dialed connection and checks that the peer is process `q`.
-fn greet(
-    q: usize,
-    address: &str,
-    mut stream: TcpStream,
-    setup: &Setup,
-) -> Result<TcpStream, Attempt> {
+fn greet(q: usize, address: &str, mut stream: TcpStream, setup: &Setup) -> Result<TcpStream, Attempt> {
     let peer = configure(&stream)
-        .and_then(|()| {
-            handshake(
-                &mut stream,
-                &setup.local,
-                &setup.identity,
-                HANDSHAKE_TIMEOUT,
-            )
-        })
+        .and_then(|()| handshake(&mut stream, &setup.local, &setup.identity, HANDSHAKE_TIMEOUT))
         .map_err(|error| match error {
-            NetworkError::HandshakeIo { .. } => {
-                Attempt::Retry(format!("process {q} ({address}): {error}"))
-            }
+            NetworkError::HandshakeIo { .. } => Attempt::Retry(format!("process {q} ({address}): {error}")),
             other => Attempt::Fatal(other.at(address)),
         })?;
     if peer != q {
-        let error = NetworkError::UnexpectedProcess {
-            found: peer as u64,
-            expected: format!("process {q}"),
-        };
+        let error = NetworkError::UnexpectedProcess { found: peer as u64, expected: format!("process {q}") };
         return Err(Attempt::Fatal(error.at(address)));
     }
     Ok(stream)
@@ -353,12 +288,9 @@ fn greet(
 
 /// Sets the socket options every connection uses.
 fn configure(stream: &TcpStream) -> Result<(), NetworkError> {
-    stream
-        .set_nonblocking(false)
-        .and_then(|()| stream.set_nodelay(true))
-        .map_err(|error| NetworkError::HandshakeIo {
-            reason: format!("cannot configure the socket: {error}"),
-        })
+    stream.set_nonblocking(false).and_then(|()| stream.set_nodelay(true)).map_err(|error| {
+        NetworkError::HandshakeIo { reason: format!("cannot configure the socket: {error}") }
+    })
 }
 
 /// Accepts connections until setup stops, handing each to its own handshake thread.
@@ -411,11 +343,7 @@ fn welcome(mut stream: TcpStream, peer: SocketAddr, setup: &Setup) {
             }
         });
     match outcome {
-        Ok(process) => setup.report(Event::Connected {
-            process,
-            address: peer.to_string(),
-            stream,
-        }),
+        Ok(process) => setup.report(Event::Connected { process, address: peer.to_string(), stream }),
         Err(error) if error.is_misconfiguration() => setup.report(Event::Failed(error.at(peer))),
         Err(error) => setup.reject(error.at(peer)),
     }

@@ -158,10 +158,7 @@ impl NetworkError {
 
     /// Wraps `self` with the address of the peer it concerns.
     pub(crate) fn at(self, address: impl fmt::Display) -> NetworkError {
-        NetworkError::Peer {
-            address: address.to_string(),
-            error: Box::new(self),
-        }
+        NetworkError::Peer { address: address.to_string(), error: Box::new(self) }
     }
 
     /// Whether the peer is a timely_py process configured differently from this one: such an
@@ -179,10 +176,7 @@ impl NetworkError {
 
     /// An [`NetworkError::Io`] from an operating-system error.
     pub(crate) fn io(context: impl Into<String>, error: &std::io::Error) -> NetworkError {
-        NetworkError::Io {
-            context: context.into(),
-            reason: error.to_string(),
-        }
+        NetworkError::Io { context: context.into(), reason: error.to_string() }
     }
 }
 
@@ -192,11 +186,7 @@ impl fmt::Display for NetworkError {
             NetworkError::HostfileUnreadable { path, reason } => {
                 write!(f, "cannot read hostfile {path:?}: {reason}")
             }
-            NetworkError::HostfileLine {
-                line,
-                content,
-                reason,
-            } => write!(
+            NetworkError::HostfileLine { line, content, reason } => write!(
                 f,
                 "hostfile line {line} ({content:?}): {reason}; expected host:port, such as \
                  localhost:2101 or [::1]:2101"
@@ -254,11 +244,7 @@ impl fmt::Display for NetworkError {
             ),
             NetworkError::HandshakeIo { reason } => write!(f, "handshake failed: {reason}"),
             NetworkError::Peer { address, error } => write!(f, "peer {address}: {error}"),
-            NetworkError::MissingPeers {
-                missing,
-                waited,
-                last_problem,
-            } => {
+            NetworkError::MissingPeers { missing, waited, last_problem } => {
                 let names: Vec<String> = missing
                     .iter()
                     .map(|(process, address)| format!("process {process} ({address})"))
@@ -280,10 +266,9 @@ impl fmt::Display for NetworkError {
             NetworkError::PeerLost { process, reason } => {
                 write!(f, "lost the connection to process {process}: {reason}")
             }
-            NetworkError::TransportClosed { process } => write!(
-                f,
-                "cannot send to process {process}: the transport is shut down or failed"
-            ),
+            NetworkError::TransportClosed { process } => {
+                write!(f, "cannot send to process {process}: the transport is shut down or failed")
+            }
             NetworkError::Io { context, reason } => write!(f, "{context}: {reason}"),
         }
     }

@@ -42,11 +42,7 @@ impl MessageHeader {
     /// The frame a process sends last on a connection, so that the receiver knows the end of
     /// the stream that follows is expected, not a lost peer.
     pub fn goodbye() -> MessageHeader {
-        MessageHeader {
-            channel: GOODBYE_CHANNEL,
-            target_upper: 1,
-            ..MessageHeader::default()
-        }
+        MessageHeader { channel: GOODBYE_CHANNEL, target_upper: 1, ..MessageHeader::default() }
     }
 
     /// Whether this is the goodbye frame.
@@ -63,14 +59,7 @@ impl MessageHeader {
 
     /// The fields in wire order.
     fn words(&self) -> [u64; 6] {
-        [
-            self.channel,
-            self.source,
-            self.target_lower,
-            self.target_upper,
-            self.length,
-            self.seqno,
-        ]
+        [self.channel, self.source, self.target_lower, self.target_upper, self.length, self.seqno]
     }
 
     /// Encodes the header into the first [`HEADER_BYTES`] bytes of `out`.
@@ -108,14 +97,7 @@ impl MessageHeader {
             return Ok(None);
         };
         let [channel, source, target_lower, target_upper, length, seqno] = read_words(bytes);
-        let header = MessageHeader {
-            channel,
-            source,
-            target_lower,
-            target_upper,
-            length,
-            seqno,
-        };
+        let header = MessageHeader { channel, source, target_lower, target_upper, length, seqno };
         header.validate()?;
         Ok(Some(header))
     }
@@ -128,15 +110,9 @@ impl MessageHeader {
     /// The first rule the header breaks.
     pub fn validate(&self) -> Result<(), NetworkError> {
         let reason = if self.target_lower >= self.target_upper {
-            format!(
-                "empty target range [{}, {})",
-                self.target_lower, self.target_upper
-            )
+            format!("empty target range [{}, {})", self.target_lower, self.target_upper)
         } else if self.length > MAX_MESSAGE_BYTES as u64 {
-            format!(
-                "payload length {} exceeds the maximum of {MAX_MESSAGE_BYTES} bytes",
-                self.length
-            )
+            format!("payload length {} exceeds the maximum of {MAX_MESSAGE_BYTES} bytes", self.length)
         } else if self.is_goodbye() && self.length != 0 {
             format!("goodbye frame with a payload of {} bytes", self.length)
         } else {
@@ -218,32 +194,11 @@ mod tests {
 
     #[test]
     fn rejects_empty_ranges_huge_lengths_and_goodbye_payloads() {
-        let base = MessageHeader {
-            target_upper: 4,
-            ..MessageHeader::default()
-        };
+        let base = MessageHeader { target_upper: 4, ..MessageHeader::default() };
         let cases = [
-            (
-                MessageHeader {
-                    target_lower: 4,
-                    ..base
-                },
-                "empty target range [4, 4)",
-            ),
-            (
-                MessageHeader {
-                    length: u64::MAX,
-                    ..base
-                },
-                "exceeds the maximum",
-            ),
-            (
-                MessageHeader {
-                    length: 1,
-                    ..MessageHeader::goodbye()
-                },
-                "goodbye frame",
-            ),
+            (MessageHeader { target_lower: 4, ..base }, "empty target range [4, 4)"),
+            (MessageHeader { length: u64::MAX, ..base }, "exceeds the maximum"),
+            (MessageHeader { length: 1, ..MessageHeader::goodbye() }, "goodbye frame"),
         ];
         for (header, reason) in cases {
             let mut bytes = Vec::new();

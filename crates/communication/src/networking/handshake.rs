@@ -124,10 +124,8 @@ pub fn handshake(
         .set_read_timeout(None)
         .and_then(|()| stream.set_write_timeout(None))
         .map_err(|error| io_failure(&error))?;
-    usize::try_from(theirs.process).map_err(|_| NetworkError::ProcessOutOfRange {
-        index: theirs.process,
-        processes: theirs.processes,
-    })
+    usize::try_from(theirs.process)
+        .map_err(|_| NetworkError::ProcessOutOfRange { index: theirs.process, processes: theirs.processes })
 }
 
 impl Hello {
@@ -166,40 +164,22 @@ impl Hello {
         let mut nonce = [0u8; NONCE_BYTES];
         nonce.copy_from_slice(&body[32..]);
         let [cluster_id, process, processes, threads] = read_words(body);
-        Hello {
-            cluster_id,
-            process,
-            processes,
-            threads,
-            nonce,
-        }
+        Hello { cluster_id, process, processes, threads, nonce }
     }
 
     /// Checks the peer's hello (`self`) against ours, in the order a user fixes them.
     fn check_against(&self, ours: &Hello) -> Result<(), NetworkError> {
         if self.cluster_id != ours.cluster_id {
-            return Err(NetworkError::ClusterMismatch {
-                ours: ours.cluster_id,
-                theirs: self.cluster_id,
-            });
+            return Err(NetworkError::ClusterMismatch { ours: ours.cluster_id, theirs: self.cluster_id });
         }
         if self.processes != ours.processes {
-            return Err(NetworkError::ProcessesMismatch {
-                ours: ours.processes,
-                theirs: self.processes,
-            });
+            return Err(NetworkError::ProcessesMismatch { ours: ours.processes, theirs: self.processes });
         }
         if self.process >= ours.processes {
-            return Err(NetworkError::ProcessOutOfRange {
-                index: self.process,
-                processes: ours.processes,
-            });
+            return Err(NetworkError::ProcessOutOfRange { index: self.process, processes: ours.processes });
         }
         if self.threads != ours.threads {
-            return Err(NetworkError::ThreadsMismatch {
-                ours: ours.threads,
-                theirs: self.threads,
-            });
+            return Err(NetworkError::ThreadsMismatch { ours: ours.threads, theirs: self.threads });
         }
         if self.process == ours.process {
             return Err(NetworkError::UnexpectedProcess {
@@ -220,18 +200,12 @@ fn read_hello(stream: &mut TcpStream, deadline: Instant) -> Result<Hello, Networ
     read_before(stream, &mut prefix, deadline)?;
     if prefix[..8] != MAGIC {
         return Err(NetworkError::NotAPeer {
-            detail: format!(
-                "it sent \"{}\" where the timely_py greeting belongs",
-                prefix.escape_ascii()
-            ),
+            detail: format!("it sent \"{}\" where the timely_py greeting belongs", prefix.escape_ascii()),
         });
     }
     let version = u32::from_le_bytes([prefix[8], prefix[9], prefix[10], prefix[11]]);
     if version != PROTOCOL_VERSION {
-        return Err(NetworkError::VersionMismatch {
-            ours: PROTOCOL_VERSION,
-            theirs: version,
-        });
+        return Err(NetworkError::VersionMismatch { ours: PROTOCOL_VERSION, theirs: version });
     }
     let length = u32::from_le_bytes([prefix[12], prefix[13], prefix[14], prefix[15]]);
     if length as usize != BODY_BYTES {
@@ -253,10 +227,7 @@ fn proof(
     sender: &Hello,
     receiver: &Hello,
 ) -> Result<[u8; PROOF_BYTES], NetworkError> {
-    Ok(keyed(identity, sender, receiver)?
-        .finalize()
-        .into_bytes()
-        .into())
+    Ok(keyed(identity, sender, receiver)?.finalize().into_bytes().into())
 }
 
 /// Checks the proof the peer (`sender`) sent us (`receiver`), in constant time.
@@ -266,17 +237,11 @@ fn verify(
     receiver: &Hello,
     received: &[u8; PROOF_BYTES],
 ) -> Result<(), NetworkError> {
-    keyed(identity, sender, receiver)?
-        .verify_slice(received)
-        .map_err(|_| NetworkError::AuthenticationFailed)
+    keyed(identity, sender, receiver)?.verify_slice(received).map_err(|_| NetworkError::AuthenticationFailed)
 }
 
 /// The MAC over everything a proof from `sender` to `receiver` covers, not yet finalized.
-fn keyed(
-    identity: &ClusterIdentity,
-    sender: &Hello,
-    receiver: &Hello,
-) -> Result<Hmac<Sha256>, NetworkError> {
+fn keyed(identity: &ClusterIdentity, sender: &Hello, receiver: &Hello) -> Result<Hmac<Sha256>, NetworkError> {
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&identity.secret).map_err(|error| {
         NetworkError::InvalidArguments(format!("the cluster secret is not a valid key: {error}"))
     })?;
@@ -295,20 +260,14 @@ fn write_record(stream: &mut TcpStream, bytes: &[u8]) -> Result<(), NetworkError
 }
 
 /// Fills `buffer` from `stream`, failing once `deadline` passes however slowly bytes trickle in.
-fn read_before(
-    stream: &mut TcpStream,
-    buffer: &mut [u8],
-    deadline: Instant,
-) -> Result<(), NetworkError> {
+fn read_before(stream: &mut TcpStream, buffer: &mut [u8], deadline: Instant) -> Result<(), NetworkError> {
     let mut filled = 0;
     while filled < buffer.len() {
         let remaining = deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
             return Err(silent());
         }
-        stream
-            .set_read_timeout(Some(remaining))
-            .map_err(|error| io_failure(&error))?;
+        stream.set_read_timeout(Some(remaining)).map_err(|error| io_failure(&error))?;
         match stream.read(&mut buffer[filled..]) {
             Ok(0) => {
                 return Err(NetworkError::HandshakeIo {
@@ -330,15 +289,11 @@ fn is_timeout(error: &std::io::Error) -> bool {
 }
 
 fn silent() -> NetworkError {
-    NetworkError::HandshakeIo {
-        reason: "the peer did not complete the handshake in time".into(),
-    }
+    NetworkError::HandshakeIo { reason: "the peer did not complete the handshake in time".into() }
 }
 
 fn io_failure(error: &std::io::Error) -> NetworkError {
-    NetworkError::HandshakeIo {
-        reason: error.to_string(),
-    }
+    NetworkError::HandshakeIo { reason: error.to_string() }
 }
 
 #[cfg(test)]
@@ -358,11 +313,7 @@ mod tests {
     }
 
     fn local(process: usize) -> LocalProcess {
-        LocalProcess {
-            process,
-            processes: 3,
-            threads: 2,
-        }
+        LocalProcess { process, processes: 3, threads: 2 }
     }
 
     /// Runs both sides of a handshake; the second side's settings are `(local, identity)`.
@@ -377,10 +328,7 @@ mod tests {
     }
 
     fn identity(cluster_id: u64, secret: &[u8]) -> ClusterIdentity {
-        ClusterIdentity {
-            cluster_id,
-            secret: secret.to_vec(),
-        }
+        ClusterIdentity { cluster_id, secret: secret.to_vec() }
     }
 
     #[test]
@@ -394,24 +342,15 @@ mod tests {
         let (a, b) = both((local(0), identity(1, b"")), (local(1), identity(2, b"")));
         assert_eq!(a, Err(NetworkError::ClusterMismatch { ours: 1, theirs: 2 }));
         assert_eq!(b, Err(NetworkError::ClusterMismatch { ours: 2, theirs: 1 }));
-        let more_threads = LocalProcess {
-            threads: 4,
-            ..local(1)
-        };
-        let (a, b) = both(
-            (local(0), identity(0, b"")),
-            (more_threads, identity(0, b"")),
-        );
+        let more_threads = LocalProcess { threads: 4, ..local(1) };
+        let (a, b) = both((local(0), identity(0, b"")), (more_threads, identity(0, b"")));
         assert_eq!(a, Err(NetworkError::ThreadsMismatch { ours: 2, theirs: 4 }));
         assert_eq!(b, Err(NetworkError::ThreadsMismatch { ours: 4, theirs: 2 }));
     }
 
     #[test]
     fn a_wrong_secret_fails_on_both_sides() {
-        let (a, b) = both(
-            (local(0), identity(0, b"one")),
-            (local(1), identity(0, b"two")),
-        );
+        let (a, b) = both((local(0), identity(0, b"one")), (local(1), identity(0, b"two")));
         assert_eq!(a, Err(NetworkError::AuthenticationFailed));
         assert_eq!(b, Err(NetworkError::AuthenticationFailed));
     }
@@ -420,10 +359,7 @@ mod tests {
     fn a_peer_claiming_our_index_is_refused() {
         let id = identity(0, b"");
         let (a, _) = both((local(1), id.clone()), (local(1), id));
-        assert!(matches!(
-            a,
-            Err(NetworkError::UnexpectedProcess { found: 1, .. })
-        ));
+        assert!(matches!(a, Err(NetworkError::UnexpectedProcess { found: 1, .. })));
     }
 
     #[test]
@@ -431,10 +367,7 @@ mod tests {
         let (mut a, _b) = pair();
         let started = Instant::now();
         let error = handshake(&mut a, &local(0), &ClusterIdentity::default(), SHORT);
-        assert!(
-            matches!(error, Err(NetworkError::HandshakeIo { .. })),
-            "{error:?}"
-        );
+        assert!(matches!(error, Err(NetworkError::HandshakeIo { .. })), "{error:?}");
         assert!(started.elapsed() < SHORT * 4);
     }
 
@@ -447,19 +380,13 @@ mod tests {
             let (mut a, mut b) = pair();
             b.write_all(&bytes).expect("write garbage");
             let error = handshake(&mut a, &local(0), &ClusterIdentity::default(), SHORT);
-            assert!(
-                matches!(error, Err(NetworkError::NotAPeer { .. })),
-                "{error:?}"
-            );
+            assert!(matches!(error, Err(NetworkError::NotAPeer { .. })), "{error:?}");
         }
     }
 
     #[test]
     fn the_secret_stays_out_of_debug_output() {
         let shown = format!("{:?}", identity(3, b"hunter2"));
-        assert!(
-            !shown.contains("hunter2") && shown.contains("<7 bytes>"),
-            "{shown}"
-        );
+        assert!(!shown.contains("hunter2") && shown.contains("<7 bytes>"), "{shown}");
     }
 }

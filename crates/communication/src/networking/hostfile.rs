@@ -18,9 +18,7 @@ pub const DEFAULT_BASE_PORT: u16 = 2101;
 ///
 /// Ports past 65535 are not representable; callers with that many processes need a hostfile.
 pub fn default_addresses(processes: usize) -> Vec<String> {
-    (0..processes)
-        .map(|index| format!("localhost:{}", usize::from(DEFAULT_BASE_PORT) + index))
-        .collect()
+    (0..processes).map(|index| format!("localhost:{}", usize::from(DEFAULT_BASE_PORT) + index)).collect()
 }
 
 /// Reads the hostfile at `path` and returns the addresses of the first `processes` processes.
@@ -29,10 +27,7 @@ pub fn default_addresses(processes: usize) -> Vec<String> {
 ///
 /// An unreadable file, a malformed line (the error names its number and content), or fewer
 /// than `processes` addresses.
-pub fn read_hostfile(
-    path: impl AsRef<Path>,
-    processes: usize,
-) -> Result<Vec<String>, NetworkError> {
+pub fn read_hostfile(path: impl AsRef<Path>, processes: usize) -> Result<Vec<String>, NetworkError> {
     let path = path.as_ref();
     let text = std::fs::read_to_string(path).map_err(|error| NetworkError::HostfileUnreadable {
         path: path.display().to_string(),
@@ -40,10 +35,7 @@ pub fn read_hostfile(
     })?;
     let mut addresses = parse_hostfile(&text)?;
     if addresses.len() < processes {
-        return Err(NetworkError::TooFewHosts {
-            found: addresses.len(),
-            needed: processes,
-        });
+        return Err(NetworkError::TooFewHosts { found: addresses.len(), needed: processes });
     }
     addresses.truncate(processes);
     Ok(addresses)
@@ -90,12 +82,8 @@ fn check_address(address: &str) -> Result<(), String> {
 /// Splits `host:port`, where a host containing `:` must be bracketed (`[::1]:2101`).
 fn split_host_port(address: &str) -> Result<(&str, &str), String> {
     if let Some(rest) = address.strip_prefix('[') {
-        let (host, after) = rest
-            .split_once(']')
-            .ok_or("an IPv6 address opened with '[' lacks its ']'")?;
-        let port = after
-            .strip_prefix(':')
-            .ok_or("the port is missing after ']'")?;
+        let (host, after) = rest.split_once(']').ok_or("an IPv6 address opened with '[' lacks its ']'")?;
+        let port = after.strip_prefix(':').ok_or("the port is missing after ']'")?;
         return Ok((host, port));
     }
     let (host, port) = address.rsplit_once(':').ok_or("the port is missing")?;
@@ -114,11 +102,7 @@ mod tests {
         let text = "# cluster\n\nlocalhost:2101\n  10.0.0.2:2102  # second\n[::1]:2103\n";
         assert_eq!(
             parse_hostfile(text),
-            Ok(vec![
-                "localhost:2101".to_string(),
-                "10.0.0.2:2102".to_string(),
-                "[::1]:2103".to_string()
-            ])
+            Ok(vec!["localhost:2101".to_string(), "10.0.0.2:2102".to_string(), "[::1]:2103".to_string()])
         );
     }
 
@@ -147,28 +131,16 @@ mod tests {
 
     #[test]
     fn default_addresses_count_up_from_2101() {
-        assert_eq!(
-            default_addresses(3),
-            vec!["localhost:2101", "localhost:2102", "localhost:2103"]
-        );
+        assert_eq!(default_addresses(3), vec!["localhost:2101", "localhost:2102", "localhost:2103"]);
     }
 
     #[test]
     fn read_hostfile_checks_the_count_and_truncates() {
         let path = std::env::temp_dir().join(format!("timely-hostfile-{}", std::process::id()));
         std::fs::write(&path, "a:1\nb:2\nc:3\n").expect("write a temporary hostfile");
-        assert_eq!(
-            read_hostfile(&path, 2),
-            Ok(vec!["a:1".into(), "b:2".into()])
-        );
+        assert_eq!(read_hostfile(&path, 2), Ok(vec!["a:1".into(), "b:2".into()]));
         let error = read_hostfile(&path, 4).expect_err("too few hosts");
-        assert_eq!(
-            error,
-            NetworkError::TooFewHosts {
-                found: 3,
-                needed: 4
-            }
-        );
+        assert_eq!(error, NetworkError::TooFewHosts { found: 3, needed: 4 });
         std::fs::remove_file(&path).expect("remove the temporary hostfile");
         let missing = read_hostfile(&path, 1).expect_err("missing file");
         assert!(missing.to_string().starts_with("cannot read hostfile"));

@@ -47,6 +47,4 @@ pub use framing::{MessageHeader, GOODBYE_CHANNEL, HEADER_BYTES, MAX_MESSAGE_BYTE
 pub use handshake::{ClusterIdentity, PROTOCOL_VERSION};
 pub use health::NetworkHealth;
 pub use hostfile::{default_addresses, parse_hostfile, read_hostfile};
-pub use transport::{
-    Delivery, Payload, ProcessSender, ReceiveStats, Transport, WakeFn, WorkerEndpoints,
-};
+pub use transport::{Delivery, Payload, ProcessSender, ReceiveStats, Transport, WakeFn, WorkerEndpoints};

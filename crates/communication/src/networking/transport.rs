@@ -141,8 +141,7 @@ impl Alarm {
         if self.closing.load(Ordering::SeqCst) {
             return;
         }
-        self.health
-            .record(NetworkError::PeerLost { process, reason });
+        self.health.record(NetworkError::PeerLost { process, reason });
         self.wake_all();
     }
 
@@ -175,19 +174,10 @@ impl Transport {
         let (deliver, receivers): (Vec<QueueSender<Delivery>>, Vec<_>) =
             (0..threads).map(|_| thread_queue()).unzip();
         let (done, finished) = crossbeam_channel::unbounded();
-        let alarm = Arc::new(Alarm {
-            health: NetworkHealth::new(),
-            wake,
-            threads,
-            closing: AtomicBool::new(false),
-        });
-        let mut transport = Transport {
-            process,
-            threads,
-            links: Vec::with_capacity(streams.len()),
-            alarm,
-            finished,
-        };
+        let alarm =
+            Arc::new(Alarm { health: NetworkHealth::new(), wake, threads, closing: AtomicBool::new(false) });
+        let mut transport =
+            Transport { process, threads, links: Vec::with_capacity(streams.len()), alarm, finished };
         for (remote, stream) in streams.into_iter().enumerate() {
             let link = match stream {
                 Some(stream) => Some(transport.link(remote, stream, &deliver, &done)?),
@@ -209,10 +199,7 @@ impl Transport {
     ) -> Result<Link, NetworkError> {
         let clone = |stream: &TcpStream| {
             stream.try_clone().map_err(|error| {
-                NetworkError::io(
-                    format!("cannot share the socket to process {remote}"),
-                    &error,
-                )
+                NetworkError::io(format!("cannot share the socket to process {remote}"), &error)
             })
         };
         let (socket, writer) = (clone(&stream)?, clone(&stream)?);
@@ -225,16 +212,9 @@ impl Transport {
             Arc::clone(&self.alarm),
             Arc::clone(&stats),
         );
-        let (queue, send_thread) =
-            send::spawn(remote, writer, Arc::clone(&self.alarm), done.clone())?;
+        let (queue, send_thread) = send::spawn(remote, writer, Arc::clone(&self.alarm), done.clone())?;
         let receive_thread = receive::spawn(inbound, stream, done.clone());
-        let mut link = Link {
-            socket,
-            queue,
-            send_thread: Some(send_thread),
-            receive_thread: None,
-            stats,
-        };
+        let mut link = Link { socket, queue, send_thread: Some(send_thread), receive_thread: None, stats };
         match receive_thread {
             Ok(thread) => link.receive_thread = Some(thread),
             Err(error) => {
@@ -246,10 +226,7 @@ impl Transport {
     }
 
     /// One set of endpoints per local worker.
-    fn endpoints(
-        &self,
-        receivers: Vec<ThreadQueue<Delivery>>,
-    ) -> Result<Vec<WorkerEndpoints>, NetworkError> {
+    fn endpoints(&self, receivers: Vec<ThreadQueue<Delivery>>) -> Result<Vec<WorkerEndpoints>, NetworkError> {
         receivers
             .into_iter()
             .enumerate()
@@ -257,11 +234,7 @@ impl Transport {
                 let senders = (0..self.links.len())
                     .map(|q| self.links[q].as_ref().map(|_| self.sender(q)).transpose())
                     .collect::<Result<_, _>>()?;
-                Ok(WorkerEndpoints {
-                    index: self.process * self.threads + local,
-                    senders,
-                    receiver,
-                })
+                Ok(WorkerEndpoints { index: self.process * self.threads + local, senders, receiver })
             })
             .collect()
     }
@@ -278,17 +251,13 @@ impl Transport {
     ///
     /// `process` is this process or not in the cluster.
     pub fn sender(&self, process: usize) -> Result<ProcessSender, NetworkError> {
-        let link = self
-            .links
-            .get(process)
-            .and_then(Option::as_ref)
-            .ok_or_else(|| {
-                NetworkError::InvalidArguments(format!(
+        let link = self.links.get(process).and_then(Option::as_ref).ok_or_else(|| {
+            NetworkError::InvalidArguments(format!(
                 "process {} has no connection to process {process} (the cluster has {} processes)",
                 self.process,
                 self.links.len()
             ))
-            })?;
+        })?;
         Ok(ProcessSender::new(
             process,
             workers_of(process, self.threads),
@@ -305,10 +274,7 @@ impl Transport {
 
     /// What the receive thread of each process has done so far (`None` for this process).
     pub fn receive_stats(&self) -> Vec<Option<ReceiveStats>> {
-        self.links
-            .iter()
-            .map(|link| link.as_ref().map(|link| link.stats.snapshot()))
-            .collect()
+        self.links.iter().map(|link| link.as_ref().map(|link| link.stats.snapshot())).collect()
     }
 
     /// Closes every connection in order: sends a goodbye after everything already flushed by
@@ -323,16 +289,12 @@ impl Transport {
         let end = Instant::now() + timeout;
         for link in self.links.iter().flatten() {
             // A send thread that is gone has recorded why; its peer will not hear a goodbye.
-            let _ = link
-                .queue
-                .commands
-                .send_deadline(send::Command::Goodbye, end);
+            let _ = link.queue.commands.send_deadline(send::Command::Goodbye, end);
         }
         // Each connection is closed once both of its threads have ended: ours after writing
         // our goodbye, the receiving one after reading the peer's goodbye and end of stream.
-        let mut running: Vec<usize> = (0..self.links.len())
-            .map(|q| if self.links[q].is_some() { 2 } else { 0 })
-            .collect();
+        let mut running: Vec<usize> =
+            (0..self.links.len()).map(|q| if self.links[q].is_some() { 2 } else { 0 }).collect();
         while running.iter().any(|&threads| threads > 0) {
             match self.finished.recv_deadline(end) {
                 Ok(process) => running[process] -= 1,
@@ -376,19 +338,12 @@ impl Drop for Transport {
 }
 
 /// Checks that `streams` connect `process` to every other process.
-fn check_streams(
-    process: usize,
-    threads: usize,
-    streams: &[Option<TcpStream>],
-) -> Result<(), NetworkError> {
+fn check_streams(process: usize, threads: usize, streams: &[Option<TcpStream>]) -> Result<(), NetworkError> {
     let wrong = (0..streams.len()).find(|&q| streams[q].is_some() == (q == process));
     let problem = if threads == 0 {
         Some("a process needs at least one worker thread".to_string())
     } else if process >= streams.len() {
-        Some(format!(
-            "process {process} is not among the {} streams",
-            streams.len()
-        ))
+        Some(format!("process {process} is not among the {} streams", streams.len()))
     } else {
         wrong.map(|q| {
             if q == process {
@@ -398,7 +353,5 @@ fn check_streams(
             }
         })
     };
-    problem.map_or(Ok(()), |problem| {
-        Err(NetworkError::InvalidArguments(problem))
-    })
+    problem.map_or(Ok(()), |problem| Err(NetworkError::InvalidArguments(problem)))
 }

@@ -42,4 +42,3 @@ pub fn free_addresses(n: usize) -> Vec<String> {
     }
     addresses
 }
-

@@ -13,10 +13,10 @@ use super::Scope;
 use crate::logging::{self, Event, Logger};
 use crate::progress::Timestamp;
 use crate::scheduling::Activator;
-use std::cell::RefCell;
-use std::rc::Rc;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::cell::RefCell;
+use std::rc::Rc;
 use timely_communication::exchangeable::{bincode_decode, bincode_decode_extend, bincode_encode};
 use timely_communication::{Exchangeable, FanOut, Pull, Push, SharedQueue};
 
@@ -180,7 +180,12 @@ impl<T: Clone, D: Clone> Push<Message<T, D>> for Tee<T, D> {
 pub trait Pact<T: Timestamp, D: Data> {
     /// Creates the channel `identifier` into an operator activated by `activator`; returns
     /// the sending end (for the upstream tee) and the receiving end (for the operator).
-    fn connect(self, scope: &Scope<T>, identifier: usize, activator: Activator) -> (MessagePusher<T, D>, MessagePuller<T, D>);
+    fn connect(
+        self,
+        scope: &Scope<T>,
+        identifier: usize,
+        activator: Activator,
+    ) -> (MessagePusher<T, D>, MessagePuller<T, D>);
 }
 
 /// Keeps records on the worker that produced them.
@@ -188,7 +193,12 @@ pub trait Pact<T: Timestamp, D: Data> {
 pub struct Pipeline;
 
 impl<T: Timestamp, D: Data> Pact<T, D> for Pipeline {
-    fn connect(self, scope: &Scope<T>, identifier: usize, activator: Activator) -> (MessagePusher<T, D>, MessagePuller<T, D>) {
+    fn connect(
+        self,
+        scope: &Scope<T>,
+        identifier: usize,
+        activator: Activator,
+    ) -> (MessagePusher<T, D>, MessagePuller<T, D>) {
         let queue = SharedQueue::default();
         let pusher = QueuePusher { queue: queue.clone(), activator };
         let puller = QueuePuller { queue, current: None };
@@ -245,7 +255,12 @@ impl<D, F: Fn(&D) -> u64> Exchange<D, F> {
 }
 
 impl<T: Timestamp, D: ExchangeData, F: Fn(&D) -> u64 + 'static> Pact<T, D> for Exchange<D, F> {
-    fn connect(self, scope: &Scope<T>, identifier: usize, activator: Activator) -> (MessagePusher<T, D>, MessagePuller<T, D>) {
+    fn connect(
+        self,
+        scope: &Scope<T>,
+        identifier: usize,
+        activator: Activator,
+    ) -> (MessagePusher<T, D>, MessagePuller<T, D>) {
         let (pushers, puller) = worker_endpoints(scope, identifier, activator);
         let buffers = (0..pushers.len()).map(|_| Vec::new()).collect();
         (Box::new(ExchangePusher { pushers, buffers, hash: self.hash }), puller)

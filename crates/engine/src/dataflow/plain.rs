@@ -285,7 +285,8 @@ impl<T: Plain> ExchangeData for Abomonated<T> {
             // bytes are the records' bytes, which is abomonation's encoding of each record
             // (its `entomb` writes nothing) with no padding (size is a multiple of the
             // alignment). The byte slice lives only while `batch` is borrowed.
-            let bytes = unsafe { std::slice::from_raw_parts(batch.as_ptr().cast::<u8>(), size_of_val(batch)) };
+            let bytes =
+                unsafe { std::slice::from_raw_parts(batch.as_ptr().cast::<u8>(), size_of_val(batch)) };
             out.extend_from_slice(bytes);
         }
     }
@@ -303,7 +304,13 @@ impl<T: Plain> ExchangeData for Abomonated<T> {
         let name = std::any::type_name::<T>;
         let (count, payload) = match bytes.split_first_chunk::<8>() {
             Some((count, payload)) => (u64::from_le_bytes(*count), payload),
-            None => return Err(format!("an abomonated batch of {} shorter than its count ({} bytes)", name(), bytes.len())),
+            None => {
+                return Err(format!(
+                    "an abomonated batch of {} shorter than its count ({} bytes)",
+                    name(),
+                    bytes.len()
+                ))
+            }
         };
         // Every record takes at least `size_of::<T>()` bytes: refuse counts the payload
         // cannot hold before allocating for them.
@@ -352,7 +359,11 @@ fn encode_each<T: Plain>(batch: &[Abomonated<T>], out: &mut Vec<u8>) {
 
 /// Appends the `count` records written by [`encode_each`] in `payload` (after the count) to
 /// `records`.
-fn decode_each<T: Plain>(count: usize, payload: &[u8], records: &mut Vec<Abomonated<T>>) -> Result<(), String> {
+fn decode_each<T: Plain>(
+    count: usize,
+    payload: &[u8],
+    records: &mut Vec<Abomonated<T>>,
+) -> Result<(), String> {
     records.reserve(count);
     with_aligned_copy(payload, |aligned| {
         let mut offset = 0;
@@ -367,9 +378,13 @@ fn decode_each<T: Plain>(count: usize, payload: &[u8], records: &mut Vec<Abomona
             // build (the module's contract), so the value's fixed part is valid. The decoded
             // value points into `aligned`; it is only checked and cloned below, and never
             // dropped or used after this closure.
-            let (record, left) = unsafe { abomonation::decode::<T>(rest) }.ok_or_else(|| truncated::<T>(index, count))?;
+            let (record, left) =
+                unsafe { abomonation::decode::<T>(rest) }.ok_or_else(|| truncated::<T>(index, count))?;
             if !record.valid() {
-                return Err(format!("abomonated record {index} of {count} is not a valid {}", std::any::type_name::<T>()));
+                return Err(format!(
+                    "abomonated record {index} of {count} is not a valid {}",
+                    std::any::type_name::<T>()
+                ));
             }
             records.push(Abomonated(record.clone()));
             offset += padded(available - left.len(), align_of::<T>());
@@ -479,7 +494,10 @@ mod tests {
         let decoded = Message::<u64, Abomonated<String>>::decode(&bytes).expect("message");
         assert_eq!(decoded, message);
         for cut in 0..bytes.len() {
-            assert!(Message::<u64, Abomonated<String>>::decode(&bytes[..cut]).is_err(), "message cut at {cut}");
+            assert!(
+                Message::<u64, Abomonated<String>>::decode(&bytes[..cut]).is_err(),
+                "message cut at {cut}"
+            );
         }
     }
 
@@ -500,7 +518,8 @@ mod tests {
 
     #[test]
     fn fixed_batches_are_abomonations_encoding() {
-        let records: Vec<Abomonated<(u32, u32, u64)>> = (0..10).map(|i| Abomonated((i, i * 3, u64::from(i) << 40))).collect();
+        let records: Vec<Abomonated<(u32, u32, u64)>> =
+            (0..10).map(|i| Abomonated((i, i * 3, u64::from(i) << 40))).collect();
         let mut direct = Vec::new();
         Abomonated::encode_batch(&records, &mut direct);
         let mut each = (records.len() as u64).to_le_bytes().to_vec();

@@ -81,7 +81,11 @@ impl<T: Timestamp> Scope<T> {
         Scope { state: Rc::new(state) }
     }
 
-    fn progcaster<TInner: Timestamp>(worker: &WorkerState, address: Vec<usize>, activator: &Activator) -> Progcaster<TInner> {
+    fn progcaster<TInner: Timestamp>(
+        worker: &WorkerState,
+        address: Vec<usize>,
+        activator: &Activator,
+    ) -> Progcaster<TInner> {
         let channel = worker.new_identifier();
         worker.activate_on_channel(channel, activator.clone());
         Progcaster::new(&mut worker.allocator(), channel, address, worker.logger())
@@ -187,7 +191,11 @@ impl<T: Timestamp> Scope<T> {
     }
 
     /// Describes a nested scope with timestamp `TInner` and adds it to `self`.
-    pub fn scoped<TInner: Timestamp + Refines<T>, R>(&self, name: &str, func: impl FnOnce(&Scope<TInner>) -> R) -> R {
+    pub fn scoped<TInner: Timestamp + Refines<T>, R>(
+        &self,
+        name: &str,
+        func: impl FnOnce(&Scope<TInner>) -> R,
+    ) -> R {
         let child = self.new_child::<TInner>(name);
         let result = func(&child);
         child.finish();

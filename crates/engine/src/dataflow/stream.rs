@@ -41,7 +41,12 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
     }
 
     /// Connects the stream to input `target` through `pact`; returns the receiving end.
-    pub fn connect_to<P: Pact<T, D>>(&self, target: Target, pact: P, activator: Activator) -> MessagePuller<T, D> {
+    pub fn connect_to<P: Pact<T, D>>(
+        &self,
+        target: Target,
+        pact: P,
+        activator: Activator,
+    ) -> MessagePuller<T, D> {
         let identifier = self.scope.worker().new_identifier();
         let (pusher, puller) = pact.connect(&self.scope, identifier, activator);
         self.tee.add_pusher(pusher);

@@ -239,11 +239,8 @@ mod tests {
 
     fn reference_frontier(counts: &std::collections::BTreeMap<Product<u8, u8>, i64>) -> Vec<Product<u8, u8>> {
         let positive: Vec<_> = counts.iter().filter(|(_, c)| **c > 0).map(|(t, _)| *t).collect();
-        let mut frontier: Vec<_> = positive
-            .iter()
-            .filter(|t| !positive.iter().any(|u| u.less_than(t)))
-            .cloned()
-            .collect();
+        let mut frontier: Vec<_> =
+            positive.iter().filter(|t| !positive.iter().any(|u| u.less_than(t))).cloned().collect();
         frontier.sort();
         frontier
     }

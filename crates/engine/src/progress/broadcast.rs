@@ -47,7 +47,8 @@ impl<T: Timestamp> Exchangeable for ProgressBatch<T> {
     fn decode_into(bytes: &[u8], target: &mut Self) -> Result<(), String> {
         let header = bytes.get(..16).ok_or("a progress batch shorter than its header")?;
         let (source, sequence): (u64, u64) = bincode_decode(header)?;
-        target.source = usize::try_from(source).map_err(|_| format!("a progress batch from worker {source}"))?;
+        target.source =
+            usize::try_from(source).map_err(|_| format!("a progress batch from worker {source}"))?;
         target.sequence = sequence;
         target.updates.clear();
         bincode_decode_extend(&bytes[16..], &mut target.updates)
@@ -95,7 +96,12 @@ pub struct Progcaster<T: Timestamp> {
 
 impl<T: Timestamp> Progcaster<T> {
     /// Allocates the progress channel `channel` for the scope at `address`.
-    pub fn new(allocator: &mut Allocator, channel: usize, address: Vec<usize>, logger: Option<Logger>) -> Self {
+    pub fn new(
+        allocator: &mut Allocator,
+        channel: usize,
+        address: Vec<usize>,
+        logger: Option<Logger>,
+    ) -> Self {
         let (pusher, puller) = allocator.broadcast::<ProgressBatch<T>>(channel);
         Progcaster {
             pusher,
@@ -172,6 +178,9 @@ impl<T: Timestamp> Progcaster<T> {
     /// The compacted accumulation of all received batches and the next expected sequence
     /// number per sender.
     pub fn state(&mut self) -> ProgressState<T> {
-        ProgressState { accumulated: self.accumulated.iter().cloned().collect(), next_sequence: self.next_receive.clone() }
+        ProgressState {
+            accumulated: self.accumulated.iter().cloned().collect(),
+            next_sequence: self.next_receive.clone(),
+        }
     }
 }

@@ -110,7 +110,8 @@ impl<T: Timestamp> GraphBuilder<T> {
                 for (output, summaries) in row.iter().enumerate() {
                     if !summaries.is_empty() && node != 0 {
                         let source = layout.source_id(Source::new(node, output));
-                        internal[layout.target_id(Target::new(node, input))].push((source, summaries.clone()));
+                        internal[layout.target_id(Target::new(node, input))]
+                            .push((source, summaries.clone()));
                     }
                 }
             }
@@ -140,13 +141,19 @@ struct Layout {
 
 impl Layout {
     fn new<T: Timestamp>(nodes: &[Option<NodeShape<T>>]) -> Result<Self, GraphError> {
-        let mut layout = Layout { target_base: Vec::new(), source_base: Vec::new(), targets: Vec::new(), sources: Vec::new() };
+        let mut layout = Layout {
+            target_base: Vec::new(),
+            source_base: Vec::new(),
+            targets: Vec::new(),
+            sources: Vec::new(),
+        };
         if nodes.first().map_or(true, |n| n.is_none()) {
             return Err(GraphError::MissingScopeNode);
         }
         for (node, shape) in nodes.iter().enumerate() {
             let shape = shape.as_ref().ok_or(GraphError::UnknownNode(node))?;
-            let shaped = shape.summary.len() == shape.inputs && shape.summary.iter().all(|row| row.len() == shape.outputs);
+            let shaped = shape.summary.len() == shape.inputs
+                && shape.summary.iter().all(|row| row.len() == shape.outputs);
             if !shaped {
                 return Err(GraphError::SummaryShape(node));
             }
@@ -254,7 +261,11 @@ impl<T: Timestamp> Graph<T> {
     }
 
     fn port(&self, index: usize) -> Port2 {
-        if index % 2 == 0 { Port2::T(index / 2) } else { Port2::S(index / 2) }
+        if index % 2 == 0 {
+            Port2::T(index / 2)
+        } else {
+            Port2::S(index / 2)
+        }
     }
 
     /// Rejects graphs with a cycle whose summary does not strictly advance timestamps.
@@ -283,7 +294,8 @@ impl<T: Timestamp> Graph<T> {
                         }
                     }
                 });
-                if reached.get(&start).map_or(false, |a| a.elements().iter().any(|s| s.less_equal(&identity))) {
+                if reached.get(&start).map_or(false, |a| a.elements().iter().any(|s| s.less_equal(&identity)))
+                {
                     return Err(GraphError::NonAdvancingCycle(self.location(start_port)));
                 }
             }
@@ -383,7 +395,8 @@ impl<T: Timestamp> Graph<T> {
                 into_target[*t].push(s);
             }
         }
-        let mut into_source: Vec<Vec<(usize, &Antichain<T::Summary>)>> = vec![Vec::new(); layout.sources.len()];
+        let mut into_source: Vec<Vec<(usize, &Antichain<T::Summary>)>> =
+            vec![Vec::new(); layout.sources.len()];
         for (t, outs) in self.internal.iter().enumerate() {
             for (s, summaries) in outs {
                 into_source[*s].push((t, summaries));
@@ -513,11 +526,27 @@ impl<T: Timestamp> Tracker<T> {
     pub fn propagate_all(&mut self) {
         for ((id, time), delta) in self.target_changes.drain() {
             let port = &mut self.targets[id];
-            Self::apply_pointstamp(port, Port2::T(id), time, delta, &mut self.total, &mut self.output_changes, &mut self.worklist);
+            Self::apply_pointstamp(
+                port,
+                Port2::T(id),
+                time,
+                delta,
+                &mut self.total,
+                &mut self.output_changes,
+                &mut self.worklist,
+            );
         }
         for ((id, time), delta) in self.source_changes.drain() {
             let port = &mut self.sources[id];
-            Self::apply_pointstamp(port, Port2::S(id), time, delta, &mut self.total, &mut self.output_changes, &mut self.worklist);
+            Self::apply_pointstamp(
+                port,
+                Port2::S(id),
+                time,
+                delta,
+                &mut self.total,
+                &mut self.output_changes,
+                &mut self.worklist,
+            );
         }
         // Process in increasing time so that a time's net change is final when it is first popped.
         while let Some(Reverse((time, port, mut delta))) = self.worklist.pop() {

@@ -24,7 +24,7 @@ use super::operate::{Operate, SharedProgress};
 use super::reachability::{GraphBuilder, Summary, Tracker};
 use super::timestamp::{Refines, Timestamp};
 use crate::logging::{self, Event, Logger};
-use crate::scheduling::{ActiveSet, Activator};
+use crate::scheduling::{Activator, ActiveSet};
 use crate::Antichain;
 use std::cell::RefCell;
 use std::cmp::Reverse;
@@ -216,7 +216,11 @@ impl<T: Timestamp> SubgraphBuilder<T> {
                     self.name,
                     index,
                     self.names[index],
-                    if self.names[index] == "Feedback" { " (a feedback handle must be passed to connect_loop)" } else { "" }
+                    if self.names[index] == "Feedback" {
+                        " (a feedback handle must be passed to connect_loop)"
+                    } else {
+                        ""
+                    }
                 ),
             }
         }
@@ -428,7 +432,9 @@ impl<TOuter: Timestamp, TInner: Timestamp + Refines<TOuter>> Operate<TOuter> for
         let summary = self
             .scope_summary
             .iter()
-            .map(|row| row.iter().map(|a| a.elements().iter().cloned().map(TInner::summarize).collect()).collect())
+            .map(|row| {
+                row.iter().map(|a| a.elements().iter().cloned().map(TInner::summarize).collect()).collect()
+            })
             .collect();
         // Initial capabilities are the same on every worker: apply them without exchange.
         for child in self.children.iter_mut() {

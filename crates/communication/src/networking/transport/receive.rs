@@ -62,12 +62,9 @@ impl SharedStats {
     /// Publishes the totals so far.
     fn publish(&self, totals: &ReceiveStats) {
         self.messages.store(totals.messages, Ordering::Relaxed);
-        self.payload_bytes
-            .store(totals.payload_bytes, Ordering::Relaxed);
-        self.bytes_copied
-            .store(totals.bytes_copied, Ordering::Relaxed);
-        self.buffers_allocated
-            .store(totals.buffers_allocated, Ordering::Relaxed);
+        self.payload_bytes.store(totals.payload_bytes, Ordering::Relaxed);
+        self.bytes_copied.store(totals.bytes_copied, Ordering::Relaxed);
+        self.buffers_allocated.store(totals.buffers_allocated, Ordering::Relaxed);
     }
 }
 
@@ -103,9 +100,7 @@ pub(super) fn spawn(
             }
             let _ = done.send(remote);
         })
-        .map_err(|error| {
-            NetworkError::io(format!("cannot spawn thread timely:recv-{remote}"), &error)
-        })
+        .map_err(|error| NetworkError::io(format!("cannot spawn thread timely:recv-{remote}"), &error))
 }
 
 impl Inbound {
@@ -202,10 +197,7 @@ impl Inbound {
         let lower = header.target_lower.max(local.start);
         let upper = header.target_upper.min(local.end);
         let reason = if !remote.contains(&header.source) {
-            format!(
-                "source worker {} is not a worker of process {} ({remote:?})",
-                header.source, self.remote
-            )
+            format!("source worker {} is not a worker of process {} ({remote:?})", header.source, self.remote)
         } else if lower >= upper {
             format!(
                 "targets [{}, {}) include no worker of this process ({local:?})",

@@ -22,9 +22,7 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{Receiver, Sender};
 
 use super::Alarm;
-use crate::networking::{
-    MessageHeader, NetworkError, NetworkHealth, HEADER_BYTES, MAX_MESSAGE_BYTES,
-};
+use crate::networking::{MessageHeader, NetworkError, NetworkHealth, HEADER_BYTES, MAX_MESSAGE_BYTES};
 
 /// A writer ships its buffer once it holds this many bytes (or on [`ProcessSender::flush`]).
 pub const SEND_BUFFER_BYTES: usize = 1 << 16;
@@ -72,9 +70,7 @@ pub(super) fn spawn(
             }
             let _ = done.send(remote);
         })
-        .map_err(|error| {
-            NetworkError::io(format!("cannot spawn thread timely:send-{remote}"), &error)
-        })?;
+        .map_err(|error| NetworkError::io(format!("cannot spawn thread timely:send-{remote}"), &error))?;
     Ok((Queue { commands, spare }, thread))
 }
 
@@ -138,11 +134,7 @@ fn write_all_vectored(stream: &mut impl Write, buffers: &[Vec<u8>]) -> std::io::
 }
 
 /// Fills `slices` with what remains of `buffers` after the first `skip` bytes; returns how many.
-fn unwritten_slices<'a>(
-    slices: &mut [IoSlice<'a>],
-    buffers: &'a [Vec<u8>],
-    mut skip: usize,
-) -> usize {
+fn unwritten_slices<'a>(slices: &mut [IoSlice<'a>], buffers: &'a [Vec<u8>], mut skip: usize) -> usize {
     let mut count = 0;
     for buffer in buffers {
         if skip >= buffer.len() {
@@ -231,10 +223,7 @@ impl ProcessSender {
                 "a message of {length} bytes exceeds the maximum of {MAX_MESSAGE_BYTES}"
             )));
         }
-        let header = MessageHeader {
-            length: length as u64,
-            ..header
-        };
+        let header = MessageHeader { length: length as u64, ..header };
         header.encode_into(&mut self.buffer[start..]);
         if self.buffer.len() >= SEND_BUFFER_BYTES {
             self.ship()?;
@@ -262,43 +251,26 @@ impl ProcessSender {
         }
         let (remote, local) = (&self.remote_workers, &self.local_workers);
         let problem = if header.is_goodbye() {
-            format!(
-                "channel {} is reserved for the goodbye frame",
-                header.channel
-            )
+            format!("channel {} is reserved for the goodbye frame", header.channel)
         } else if !local.contains(&header.source) {
-            format!(
-                "source {} is not a worker of this process ({local:?})",
-                header.source
-            )
+            format!("source {} is not a worker of this process ({local:?})", header.source)
         } else if header.target_lower >= remote.end || header.target_upper <= remote.start {
             format!(
                 "targets [{}, {}) include no worker of process {} ({remote:?})",
                 header.target_lower, header.target_upper, self.process
             )
         } else {
-            return MessageHeader {
-                length: 0,
-                ..*header
-            }
-            .validate();
+            return MessageHeader { length: 0, ..*header }.validate();
         };
         Err(NetworkError::InvalidArguments(problem))
     }
 
     /// Sends the buffer to the send thread and takes an empty one from the pool.
     fn ship(&mut self) -> Result<(), NetworkError> {
-        let empty = self
-            .spare
-            .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(SEND_BUFFER_BYTES));
+        let empty = self.spare.try_recv().unwrap_or_else(|_| Vec::with_capacity(SEND_BUFFER_BYTES));
         let full = std::mem::replace(&mut self.buffer, empty);
         self.commands.send(Command::Data(full)).map_err(|_| {
-            self.health
-                .failure()
-                .unwrap_or(NetworkError::TransportClosed {
-                    process: self.process,
-                })
+            self.health.failure().unwrap_or(NetworkError::TransportClosed { process: self.process })
         })
     }
 }
@@ -347,10 +319,7 @@ mod tests {
         let buffers: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 3 + i as usize]).collect();
         let expected: Vec<u8> = buffers.concat();
         for limit in 1..8 {
-            let mut sink = Trickle {
-                written: Vec::new(),
-                limit,
-            };
+            let mut sink = Trickle { written: Vec::new(), limit };
             write_all_vectored(&mut sink, &buffers).expect("a trickle accepts everything");
             assert_eq!(sink.written, expected, "limit {limit}");
         }

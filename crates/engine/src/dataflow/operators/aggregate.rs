@@ -67,6 +67,7 @@ where
     /// Counts the records equal to each key per time; emits `(key, count)` once the time
     /// is complete.
     pub fn count_by_key(&self) -> Stream<T, (K, u64)> {
-        self.map(|key| (key, ())).aggregate(|_key, (), count: &mut u64| *count += 1, |key, count| (key, count))
+        self.map(|key| (key, ()))
+            .aggregate(|_key, (), count: &mut u64| *count += 1, |key, count| (key, count))
     }
 }

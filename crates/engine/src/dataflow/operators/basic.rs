@@ -12,16 +12,23 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
     pub fn map<D2: Data, L: FnMut(D) -> D2 + 'static>(&self, mut logic: L) -> Stream<T, D2> {
         self.unary(Pipeline, "Map", move |_, _| {
             move |input, output| {
-                input.for_each(|time, data| output.session(&time).give_iterator(data.drain(..).map(&mut logic)));
+                input.for_each(|time, data| {
+                    output.session(&time).give_iterator(data.drain(..).map(&mut logic))
+                });
             }
         })
     }
 
     /// Replaces every record by the records `logic` returns for it.
-    pub fn flat_map<D2: Data, I: IntoIterator<Item = D2>, L: FnMut(D) -> I + 'static>(&self, mut logic: L) -> Stream<T, D2> {
+    pub fn flat_map<D2: Data, I: IntoIterator<Item = D2>, L: FnMut(D) -> I + 'static>(
+        &self,
+        mut logic: L,
+    ) -> Stream<T, D2> {
         self.unary(Pipeline, "FlatMap", move |_, _| {
             move |input, output| {
-                input.for_each(|time, data| output.session(&time).give_iterator(data.drain(..).flat_map(&mut logic)));
+                input.for_each(|time, data| {
+                    output.session(&time).give_iterator(data.drain(..).flat_map(&mut logic))
+                });
             }
         })
     }
@@ -82,12 +89,11 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
         // record). Counting copies as records keeps progress tracking exact.
         let peers = self.scope().peers();
         let next = std::cell::Cell::new(0u64);
-        self.flat_map(move |d| std::iter::repeat_n(d, peers))
-            .exchange(move |_| {
-                let target = next.get();
-                next.set((target + 1) % peers as u64);
-                target
-            })
+        self.flat_map(move |d| std::iter::repeat_n(d, peers)).exchange(move |_| {
+            let target = next.get();
+            next.set((target + 1) % peers as u64);
+            target
+        })
     }
 
     /// Merges `other` into this stream.
@@ -97,7 +103,11 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
 
     /// Splits the stream into `parts` streams: `route` returns each record's part (which
     /// must be less than `parts`) and what to send there.
-    pub fn partition<D2: Data, L: FnMut(D) -> (u64, D2) + 'static>(&self, parts: u64, mut route: L) -> Vec<Stream<T, D2>> {
+    pub fn partition<D2: Data, L: FnMut(D) -> (u64, D2) + 'static>(
+        &self,
+        parts: u64,
+        mut route: L,
+    ) -> Vec<Stream<T, D2>> {
         let mut builder = OperatorBuilder::new("Partition", self.scope());
         builder.set_notify(false);
         let mut input = builder.new_input(self, Pipeline);
@@ -118,7 +128,10 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
     }
 
     /// Splits the stream in two: records for which `predicate` is false, then true.
-    pub fn branch<L: FnMut(&T, &D) -> bool + 'static>(&self, mut predicate: L) -> (Stream<T, D>, Stream<T, D>) {
+    pub fn branch<L: FnMut(&T, &D) -> bool + 'static>(
+        &self,
+        mut predicate: L,
+    ) -> (Stream<T, D>, Stream<T, D>) {
         let mut builder = OperatorBuilder::new("Branch", self.scope());
         builder.set_notify(false);
         let mut input = builder.new_input(self, Pipeline);

@@ -127,7 +127,10 @@ impl<T: Timestamp> OperatorBuilder<T> {
     }
 
     /// Adds an output that input `i` reaches with summary `connection[i]`.
-    pub fn new_output_connection<D: Data>(&mut self, connection: Vec<Antichain<T::Summary>>) -> (OutputPort<T, D>, Stream<T, D>) {
+    pub fn new_output_connection<D: Data>(
+        &mut self,
+        connection: Vec<Antichain<T::Summary>>,
+    ) -> (OutputPort<T, D>, Stream<T, D>) {
         assert_eq!(connection.len(), self.summary.len(), "operator {}: one summary per input", self.name);
         let port = self.outputs;
         self.outputs += 1;
@@ -385,7 +388,10 @@ impl<T: Timestamp, D: Data> OutputPort<T, D> {
     }
 
     /// Like `session`, but returns an error for a capability of another operator.
-    pub fn try_session<'a, C: CapabilityRef<T>>(&'a mut self, capability: &C) -> Result<Session<'a, T, D>, CapabilityError> {
+    pub fn try_session<'a, C: CapabilityRef<T>>(
+        &'a mut self,
+        capability: &C,
+    ) -> Result<Session<'a, T, D>, CapabilityError> {
         if !capability.belongs_to(&self.changes) {
             return Err(CapabilityError::WrongOperator);
         }

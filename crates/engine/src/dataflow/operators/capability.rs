@@ -114,15 +114,21 @@ impl<T: Timestamp> Capability<T> {
         *self = next;
         Ok(())
     }
-
 }
 
 /// A new capability at `requested`, allowed by a capability (or records) at `held`.
-fn delayed<T: Timestamp>(held: &T, changes: &CapabilityChanges<T>, requested: &T) -> Result<Capability<T>, CapabilityError> {
+fn delayed<T: Timestamp>(
+    held: &T,
+    changes: &CapabilityChanges<T>,
+    requested: &T,
+) -> Result<Capability<T>, CapabilityError> {
     if held.less_equal(requested) {
         Ok(Capability::new(requested.clone(), changes.clone()))
     } else {
-        Err(CapabilityError::NotInFuture { held: format!("{:?}", held), requested: format!("{:?}", requested) })
+        Err(CapabilityError::NotInFuture {
+            held: format!("{:?}", held),
+            requested: format!("{:?}", requested),
+        })
     }
 }
 

@@ -120,7 +120,14 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
     }
 
     /// A two-input, one-output operator that does not watch its input frontiers.
-    pub fn binary<D2, D3, P1, P2, B, L>(&self, other: &Stream<T, D2>, pact1: P1, pact2: P2, name: &str, constructor: B) -> Stream<T, D3>
+    pub fn binary<D2, D3, P1, P2, B, L>(
+        &self,
+        other: &Stream<T, D2>,
+        pact1: P1,
+        pact2: P2,
+        name: &str,
+        constructor: B,
+    ) -> Stream<T, D3>
     where
         D2: Data,
         D3: Data,
@@ -151,8 +158,13 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
         P1: Pact<T, D>,
         P2: Pact<T, D2>,
         B: FnOnce(Capability<T>, OperatorInfo) -> L,
-        L: FnMut(&mut InputPort<T, D>, &MutableAntichain<T>, &mut InputPort<T, D2>, &MutableAntichain<T>, &mut OutputPort<T, D3>)
-            + 'static,
+        L: FnMut(
+                &mut InputPort<T, D>,
+                &MutableAntichain<T>,
+                &mut InputPort<T, D2>,
+                &MutableAntichain<T>,
+                &mut OutputPort<T, D3>,
+            ) + 'static,
     {
         self.binary_operator(other, pact1, pact2, name, true, constructor)
     }
@@ -174,8 +186,13 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
         P1: Pact<T, D>,
         P2: Pact<T, D2>,
         B: FnOnce(Capability<T>, OperatorInfo) -> L,
-        L: FnMut(&mut InputPort<T, D>, &MutableAntichain<T>, &mut InputPort<T, D2>, &MutableAntichain<T>, &mut OutputPort<T, D3>)
-            + 'static,
+        L: FnMut(
+                &mut InputPort<T, D>,
+                &MutableAntichain<T>,
+                &mut InputPort<T, D2>,
+                &MutableAntichain<T>,
+                &mut OutputPort<T, D3>,
+            ) + 'static,
     {
         let mut builder = OperatorBuilder::new(name, self.scope());
         builder.set_notify(notify);
@@ -194,13 +211,21 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
     }
 
     /// A two-input, one-output operator with notifications (times complete on both inputs).
-    pub fn binary_notify<D2, D3, P1, P2, L>(&self, other: &Stream<T, D2>, pact1: P1, pact2: P2, name: &str, mut logic: L) -> Stream<T, D3>
+    pub fn binary_notify<D2, D3, P1, P2, L>(
+        &self,
+        other: &Stream<T, D2>,
+        pact1: P1,
+        pact2: P2,
+        name: &str,
+        mut logic: L,
+    ) -> Stream<T, D3>
     where
         D2: Data,
         D3: Data,
         P1: Pact<T, D>,
         P2: Pact<T, D2>,
-        L: FnMut(&mut InputPort<T, D>, &mut InputPort<T, D2>, &mut OutputPort<T, D3>, &mut Notificator<T>) + 'static,
+        L: FnMut(&mut InputPort<T, D>, &mut InputPort<T, D2>, &mut OutputPort<T, D3>, &mut Notificator<T>)
+            + 'static,
     {
         let mut notificator = FrontierNotificator::new();
         self.binary_frontier(other, pact1, pact2, name, move |_capability, _info| {

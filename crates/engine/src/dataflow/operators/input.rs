@@ -136,7 +136,10 @@ impl<T: Timestamp, D: Data> InputHandle<T, D> {
             return Err(InputError::Closed);
         }
         if !self.now.less_equal(&time) {
-            return Err(InputError::TimeNotAdvancing { current: format!("{:?}", self.now), requested: format!("{:?}", time) });
+            return Err(InputError::TimeNotAdvancing {
+                current: format!("{:?}", self.now),
+                requested: format!("{:?}", time),
+            });
         }
         if time != self.now {
             for attachment in self.attachments.iter_mut() {

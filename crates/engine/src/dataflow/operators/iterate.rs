@@ -22,7 +22,9 @@ struct Ingress<TInner: Timestamp, D> {
     activator: Activator,
 }
 
-impl<TOuter: Timestamp, TInner: Timestamp + Refines<TOuter>, D: Data> Push<Message<TOuter, D>> for Ingress<TInner, D> {
+impl<TOuter: Timestamp, TInner: Timestamp + Refines<TOuter>, D: Data> Push<Message<TOuter, D>>
+    for Ingress<TInner, D>
+{
     fn push(&mut self, element: &mut Option<Message<TOuter, D>>) {
         match element.take() {
             Some(message) => {
@@ -40,7 +42,9 @@ struct Egress<TOuter, D> {
     tee: Tee<TOuter, D>,
 }
 
-impl<TOuter: Timestamp, TInner: Timestamp + Refines<TOuter>, D: Data> Push<Message<TInner, D>> for Egress<TOuter, D> {
+impl<TOuter: Timestamp, TInner: Timestamp + Refines<TOuter>, D: Data> Push<Message<TInner, D>>
+    for Egress<TOuter, D>
+{
     fn push(&mut self, element: &mut Option<Message<TInner, D>>) {
         match element.take() {
             Some(message) => {
@@ -64,7 +68,11 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
         let counts = Rc::new(RefCell::new(ChangeBatch::new()));
         let input = inner.new_scope_input(counts.clone());
         let tee = Tee::default();
-        self.tee().add_pusher(Box::new(Ingress { tee: tee.clone(), counts, activator: inner.activator().clone() }));
+        self.tee().add_pusher(Box::new(Ingress {
+            tee: tee.clone(),
+            counts,
+            activator: inner.activator().clone(),
+        }));
         self.scope().add_edge(self.source(), Target::new(inner.index_in_parent(), input));
         Stream::new(Source::new(0, input), inner.clone(), tee)
     }

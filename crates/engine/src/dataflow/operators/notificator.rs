@@ -86,7 +86,11 @@ impl<T: Timestamp> FrontierNotificator<T> {
     }
 
     /// Delivers every deliverable notification in time order.
-    pub fn for_each(&mut self, frontiers: &[&MutableAntichain<T>], mut logic: impl FnMut(Capability<T>, &mut Self)) {
+    pub fn for_each(
+        &mut self,
+        frontiers: &[&MutableAntichain<T>],
+        mut logic: impl FnMut(Capability<T>, &mut Self),
+    ) {
         self.make_available(frontiers);
         while let Some(capability) = self.next(frontiers) {
             logic(capability, self);
