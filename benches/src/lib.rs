@@ -313,7 +313,7 @@ pub fn chain_graph(length: usize, loop_every: usize, loop_span: usize) -> ChainG
     // Node 0: one output (the scope input) and one input (the scope output).
     builder.add_node(0, 1, 1, vec![vec![Antichain::new()]]);
     let mut ports = 2;
-    let is_loop_head = |i: usize| i % loop_every == 0 && i + loop_span <= length;
+    let is_loop_head = |i: usize| i.is_multiple_of(loop_every) && i + loop_span <= length;
     // Chain operators are nodes 1..=length; feedback nodes follow.
     let mut next_node = length + 1;
     let mut operator_outputs = Vec::with_capacity(length);

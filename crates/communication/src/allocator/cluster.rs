@@ -12,7 +12,7 @@
 //! addressed to all of that process's workers, rather than once per remote worker.
 //!
 //! Workers are numbered globally: worker `i` of process `p` is `p * threads + i`. This module
-//! must not open connections or spawn threads ([`crate::initialize`] does), nor interpret
+//! must not open connections or spawn threads ([`crate::initialize`](mod@crate::initialize) does), nor interpret
 //! what travels.
 
 use std::cell::RefCell;

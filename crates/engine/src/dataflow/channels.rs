@@ -99,8 +99,11 @@ impl<T, D> Message<T, D> {
     }
 }
 
+/// The `(time, from, seq)` that an encoded message starts with.
+type Envelope<T> = (T, usize, u64);
+
 /// Reads the `(time, from, seq)` of an encoded message; returns them and the records' bytes.
-fn split_message<T: Timestamp>(bytes: &[u8]) -> Result<((T, usize, u64), &[u8]), String> {
+fn split_message<T: Timestamp>(bytes: &[u8]) -> Result<(Envelope<T>, &[u8]), String> {
     let length = bytes.get(..4).ok_or("a message shorter than its header length")?;
     let length = u32::from_le_bytes(length.try_into().expect("four bytes")) as usize;
     let header = bytes.get(4..4 + length).ok_or("a message shorter than its header")?;
@@ -267,13 +270,16 @@ impl<T: Timestamp, D: ExchangeData, F: Fn(&D) -> u64 + 'static> Pact<T, D> for E
     }
 }
 
+/// A logging pusher per worker and this worker's logging puller, of one channel.
+type Endpoints<T, D> = (Vec<LogPusher<MessagePusher<T, D>>>, MessagePuller<T, D>);
+
 /// Allocates channel `identifier` for an exchanging edge into an operator activated by
 /// `activator`: a logging pusher per worker and this worker's logging puller.
 fn worker_endpoints<T: Timestamp, D: ExchangeData>(
     scope: &Scope<T>,
     identifier: usize,
     activator: Activator,
-) -> (Vec<LogPusher<MessagePusher<T, D>>>, MessagePuller<T, D>) {
+) -> Endpoints<T, D> {
     let worker = scope.worker();
     let (pushers, puller) = worker.allocator().allocate::<Message<T, D>>(identifier);
     worker.activate_on_channel(identifier, activator);

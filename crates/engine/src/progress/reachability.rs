@@ -27,6 +27,12 @@ use std::fmt;
 /// `summary[input][output]`: the path summaries from an operator input to an operator output.
 pub type Summary<T> = Vec<Vec<Antichain<<T as Timestamp>::Summary>>>;
 
+/// Summaries from each port to each scope output (`[port][output]`).
+type PortSummaries<S> = Vec<Vec<Antichain<S>>>;
+
+/// Per source, the targets of its node that lead to it and their internal summaries.
+type SummariesInto<'a, S> = Vec<Vec<(usize, &'a Antichain<S>)>>;
+
 /// Why a graph cannot be tracked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GraphError {
@@ -147,7 +153,7 @@ impl Layout {
             targets: Vec::new(),
             sources: Vec::new(),
         };
-        if nodes.first().map_or(true, |n| n.is_none()) {
+        if nodes.first().is_none_or(|n| n.is_none()) {
             return Err(GraphError::MissingScopeNode);
         }
         for (node, shape) in nodes.iter().enumerate() {
@@ -261,7 +267,7 @@ impl<T: Timestamp> Graph<T> {
     }
 
     fn port(&self, index: usize) -> Port2 {
-        if index % 2 == 0 {
+        if index.is_multiple_of(2) {
             Port2::T(index / 2)
         } else {
             Port2::S(index / 2)
@@ -294,8 +300,7 @@ impl<T: Timestamp> Graph<T> {
                         }
                     }
                 });
-                if reached.get(&start).map_or(false, |a| a.elements().iter().any(|s| s.less_equal(&identity)))
-                {
+                if reached.get(&start).is_some_and(|a| a.elements().iter().any(|s| s.less_equal(&identity))) {
                     return Err(GraphError::NonAdvancingCycle(self.location(start_port)));
                 }
             }
@@ -384,7 +389,7 @@ impl<T: Timestamp> Graph<T> {
     /// Summaries from every port to every scope output, walking edges backwards from the
     /// scope outputs. Returns per-port summaries (`[port][output]`, only for ports of
     /// nodes other than 0) and the scope summary (`[scope input][scope output]`).
-    fn summarize_outputs(&self) -> (Vec<Vec<Antichain<T::Summary>>>, Summary<T>) {
+    fn summarize_outputs(&self) -> (PortSummaries<T::Summary>, Summary<T>) {
         let layout = &self.layout;
         let scope_outputs = layout.inputs(0);
         let scope_inputs = layout.outputs(0);
@@ -395,18 +400,17 @@ impl<T: Timestamp> Graph<T> {
                 into_target[*t].push(s);
             }
         }
-        let mut into_source: Vec<Vec<(usize, &Antichain<T::Summary>)>> =
-            vec![Vec::new(); layout.sources.len()];
+        let mut into_source: SummariesInto<T::Summary> = vec![Vec::new(); layout.sources.len()];
         for (t, outs) in self.internal.iter().enumerate() {
             for (s, summaries) in outs {
                 into_source[*s].push((t, summaries));
             }
         }
         let slots = 2 * layout.targets.len().max(layout.sources.len());
-        let mut reach: Vec<Vec<Antichain<T::Summary>>> = vec![vec![Antichain::new(); scope_outputs]; slots];
+        let mut reach: PortSummaries<T::Summary> = vec![vec![Antichain::new(); scope_outputs]; slots];
         let mut work: Vec<(Port2, usize, T::Summary)> = Vec::new();
-        for output in 0..scope_outputs {
-            let t = layout.target_id(Target::new(0, output));
+        let scope_output_targets = (0..scope_outputs).map(|output| layout.target_id(Target::new(0, output)));
+        for (output, t) in scope_output_targets.enumerate() {
             reach[self.index(Port2::T(t))][output].insert(Default::default());
             work.push((Port2::T(t), output, Default::default()));
         }

@@ -373,7 +373,7 @@ impl<TOuter: Timestamp, TInner: Timestamp + Refines<TOuter>> Subgraph<TOuter, TI
             while self.heap.peek() == Some(&Reverse(index)) {
                 self.heap.pop();
             }
-            if previous.map_or(false, |p| index <= p) {
+            if previous.is_some_and(|p| index <= p) {
                 self.deferred.push(index);
                 continue;
             }

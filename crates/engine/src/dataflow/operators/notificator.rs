@@ -73,7 +73,7 @@ impl<T: Timestamp> FrontierNotificator<T> {
         }
         let Reverse(ByTime(capability)) = self.available.pop()?;
         let mut count = 1;
-        while self.available.peek().map_or(false, |Reverse(ByTime(c))| c.time() == capability.time()) {
+        while self.available.peek().is_some_and(|Reverse(ByTime(c))| c.time() == capability.time()) {
             self.available.pop();
             count += 1;
         }
