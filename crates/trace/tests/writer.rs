@@ -1,0 +1,229 @@
+//! The trace writer through its public API: files, partitions, rotation, metadata, the
+//! callback, event classes and the record of waiting for a full queue.
+
+use std::fs;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::RecordBatch;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use timely_trace::{
+    ClockSample, EventClass, EventClasses, Kind, ProcessMetadata, Row, Status, TraceConfig, TraceWriter,
+};
+
+fn now() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as i64
+}
+
+fn metadata(process: usize) -> ProcessMetadata {
+    ProcessMetadata {
+        format_version: timely_trace::FORMAT_VERSION,
+        engine_version: "test".into(),
+        program: "writer-test".into(),
+        argv: vec!["writer-test".into()],
+        process,
+        processes: 1,
+        workers_per_process: 2,
+        start_time_ns: now(),
+        flush_interval_ns: 1_000_000_000,
+        event_classes: EventClasses::all().names().iter().map(|s| s.to_string()).collect(),
+        status: Status::Running,
+        end_time_ns: None,
+        clock: ClockSample::default(),
+        clock_history: vec![],
+    }
+}
+
+/// Every row of every complete file under `dir`, sorted by file name.
+fn read_dir(dir: &Path) -> Vec<RecordBatch> {
+    let mut names: Vec<_> = fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    names.sort();
+    let mut batches = Vec::new();
+    for path in names.into_iter().filter(|p| p.extension().is_some_and(|e| e == "parquet")) {
+        let file = fs::File::open(path).unwrap();
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap();
+        batches.extend(reader.map(|b| b.unwrap()));
+    }
+    batches
+}
+
+fn times(batches: &[RecordBatch]) -> Vec<i64> {
+    batches.iter().flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec()).collect()
+}
+
+fn schedule(time: i64, operator: i64) -> Row<'static> {
+    Row { operator: Some(operator), ..Row::new(time, Kind::ScheduleStart) }
+}
+
+#[test]
+fn writes_partitions_and_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = TraceWriter::start(TraceConfig::new(Some(dir.path().into()), now), metadata(0), 2).unwrap();
+    let (mut zero, mut one) = (writer.sink(0), writer.sink(1));
+    for time in 0..10_000 {
+        zero.push(&schedule(time, 1));
+        if time % 2 == 0 {
+            one.push(&schedule(time, 2));
+        }
+    }
+    writer.record_clock(ClockSample { offset_ns: 5, error_ns: 2, measured_at_ns: 7 });
+    drop((zero, one));
+    writer.finish(Status::Complete).unwrap();
+
+    let process = dir.path().join("process=0");
+    assert_eq!(times(&read_dir(&process.join("worker=0"))), (0..10_000).collect::<Vec<_>>());
+    assert_eq!(times(&read_dir(&process.join("worker=1"))), (0..10_000).step_by(2).collect::<Vec<_>>());
+    let metadata = ProcessMetadata::read(&process).unwrap();
+    assert_eq!(metadata.status, Status::Complete);
+    assert!(metadata.end_time_ns.is_some());
+    assert_eq!(metadata.clock, ClockSample { offset_ns: 5, error_ns: 2, measured_at_ns: 7 });
+    assert_eq!(metadata.clock_history.len(), 1);
+    let leftovers: Vec<_> = walk(dir.path()).into_iter().filter(|p| p.ends_with(".tmp")).collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
+
+fn walk(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        } else {
+            found.push(path.display().to_string());
+        }
+    }
+    found
+}
+
+#[test]
+fn files_close_on_time_while_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = TraceConfig::new(Some(dir.path().into()), now);
+    config.flush_interval = Duration::from_millis(50);
+    let writer = TraceWriter::start(config, metadata(3), 1).unwrap();
+    let mut sink = writer.sink(6);
+    let worker_dir = dir.path().join("process=3").join("worker=6");
+    for round in 0..4 {
+        sink.push(&schedule(round, 1));
+        std::thread::sleep(Duration::from_millis(30));
+        sink.hand_over_if_due();
+        std::thread::sleep(Duration::from_millis(80));
+    }
+    // Complete files are there before the run ends.
+    assert!(read_dir(&worker_dir).len() >= 2);
+    drop(sink);
+    writer.finish(Status::Complete).unwrap();
+    let names: Vec<String> =
+        walk(&worker_dir).into_iter().map(|p| p.rsplit('/').next().unwrap().into()).collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    let expected: Vec<String> = (0..sorted.len()).map(|n| format!("part-{n:06}.parquet")).collect();
+    assert_eq!(sorted, expected, "parts are numbered without gaps");
+    assert_eq!(times(&read_dir(&worker_dir)), vec![0, 1, 2, 3]);
+}
+
+#[test]
+fn callback_sees_what_files_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen: Arc<Mutex<Vec<(usize, i64)>>> = Default::default();
+    let record = seen.clone();
+    let mut config = TraceConfig::new(Some(dir.path().into()), now);
+    config.batch_rows = 100;
+    config.callback = Some(Box::new(move |worker, batch: &RecordBatch| {
+        let times = batch.column(0).as_primitive::<Int64Type>();
+        record.lock().unwrap().extend(times.values().iter().map(|t| (worker, *t)));
+    }));
+    let writer = TraceWriter::start(config, metadata(0), 1).unwrap();
+    let mut sink = writer.sink(0);
+    (0..1000).for_each(|t| sink.push(&schedule(t, 1)));
+    drop(sink);
+    writer.finish(Status::Complete).unwrap();
+    let from_files = times(&read_dir(&dir.path().join("process=0/worker=0")));
+    let from_callback: Vec<i64> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(w, t)| {
+            assert_eq!(*w, 0);
+            *t
+        })
+        .collect();
+    assert_eq!(from_callback, from_files);
+    // Every event pushed, plus any record of waiting for the writer (at a real time).
+    let pushed: Vec<i64> = from_files.iter().copied().filter(|t| *t < 1000).collect();
+    assert_eq!(pushed, (0..1000).collect::<Vec<_>>());
+}
+
+#[test]
+fn switched_off_classes_are_not_recorded() {
+    let seen: Arc<Mutex<Vec<String>>> = Default::default();
+    let record = seen.clone();
+    let mut config = TraceConfig::new(None, now);
+    config.classes = EventClasses::all().without(EventClass::Schedule);
+    config.callback = Some(Box::new(move |_, batch: &RecordBatch| {
+        let kinds = batch.column(1).as_dictionary::<arrow_array::types::Int8Type>();
+        let names = kinds.values().as_string::<i32>();
+        let mut seen = record.lock().unwrap();
+        seen.extend(kinds.keys().values().iter().map(|k| names.value(*k as usize).to_string()));
+    }));
+    let writer = TraceWriter::start(config, metadata(0), 1).unwrap();
+    let mut sink = writer.sink(0);
+    sink.push(&schedule(1, 1));
+    sink.push(&Row::new(2, Kind::Park));
+    drop(sink);
+    writer.finish(Status::Complete).unwrap();
+    assert_eq!(*seen.lock().unwrap(), vec!["park".to_string()]);
+}
+
+#[test]
+fn a_full_queue_is_recorded_as_a_wait() {
+    let waits: Arc<Mutex<Vec<i64>>> = Default::default();
+    let record = waits.clone();
+    let mut config = TraceConfig::new(None, now);
+    config.batch_rows = 1;
+    config.callback = Some(Box::new(move |_, batch: &RecordBatch| {
+        std::thread::sleep(Duration::from_millis(5)); // a slow consumer
+        let kinds = batch.column(1).as_dictionary::<arrow_array::types::Int8Type>();
+        let durations = batch.column_by_name("duration_ns").unwrap().as_primitive::<Int64Type>();
+        for row in 0..batch.num_rows() {
+            if kinds.keys().value(row) == Kind::TraceWait.code() {
+                record.lock().unwrap().push(durations.value(row));
+            }
+        }
+    }));
+    let writer = TraceWriter::start(config, metadata(0), 1).unwrap();
+    let mut sink = writer.sink(0);
+    (0..40).for_each(|t| sink.push(&schedule(t, 1)));
+    drop(sink);
+    writer.finish(Status::Complete).unwrap();
+    let waits = waits.lock().unwrap();
+    assert!(!waits.is_empty(), "the sink waited for a full queue without recording it");
+    assert!(waits.iter().all(|w| *w > 0));
+}
+
+#[test]
+fn an_unusable_directory_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("not-a-directory");
+    fs::write(&blocker, b"x").unwrap();
+    let error = TraceWriter::start(TraceConfig::new(Some(blocker.clone()), now), metadata(0), 1)
+        .err()
+        .expect("a file where the directory should be");
+    assert!(error.to_string().contains("not-a-directory"), "{error}");
+}
+
+#[test]
+fn a_dropped_writer_marks_the_run_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = TraceWriter::start(TraceConfig::new(Some(dir.path().into()), now), metadata(0), 1).unwrap();
+    let mut sink = writer.sink(0);
+    sink.push(&schedule(1, 1));
+    drop(sink);
+    drop(writer);
+    let process = dir.path().join("process=0");
+    assert_eq!(ProcessMetadata::read(&process).unwrap().status, Status::Failed);
+    assert_eq!(times(&read_dir(&process.join("worker=0"))), vec![1]);
+}
