@@ -468,3 +468,25 @@ fn a_malformed_header_is_reported_as_a_lost_peer() {
         );
     });
 }
+
+#[test]
+fn a_writer_that_panics_leaves_no_partial_message_behind() {
+    common::within(LIMIT, || {
+        let mut nodes = cluster(2, 1, &[0, 1]);
+        let (first, second) = nodes.split_at_mut(1);
+        let sender = first[0].workers[0].senders[1].as_mut().expect("a sender to process 1");
+        let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = sender.send_with(header(POINT, 0, 1..2, 0), |out| {
+                out.extend_from_slice(b"half a mess");
+                panic!("the encoder failed");
+            });
+        }));
+        assert!(failed.is_err());
+        sender.send(header(POINT, 0, 1..2, 0), b"whole").expect("send after the failure");
+        sender.flush().expect("flush");
+        let (header, payload) = next_delivery(&mut second[0].workers[0].receiver);
+        assert_eq!((header.seqno, &payload[..]), (0, &b"whole"[..]));
+        assert_eq!(second[0].transport.health().failure(), None);
+        shutdown_all(nodes);
+    });
+}

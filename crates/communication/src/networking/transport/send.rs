@@ -215,7 +215,12 @@ impl ProcessSender {
         self.check(&header)?;
         let start = self.buffer.len();
         header.write_to(&mut self.buffer);
-        write(&mut self.buffer);
+        // If `write` unwinds (an encoder that failed), the partial message must not stay in
+        // the buffer: a later flush would send a header whose length nothing follows.
+        let mut partial = PartialMessage { buffer: &mut self.buffer, start: Some(start) };
+        write(partial.buffer);
+        partial.start = None;
+        drop(partial);
         let length = self.buffer.len() - start - HEADER_BYTES;
         if length > MAX_MESSAGE_BYTES {
             self.buffer.truncate(start);
@@ -290,6 +295,21 @@ impl std::fmt::Debug for ProcessSender {
             .field("process", &self.process)
             .field("buffered", &self.buffer.len())
             .finish()
+    }
+}
+
+/// A message being written into a send buffer: dropped while `start` is set (when the writer
+/// unwinds), it truncates the buffer back to where the message started.
+struct PartialMessage<'a> {
+    buffer: &'a mut Vec<u8>,
+    start: Option<usize>,
+}
+
+impl Drop for PartialMessage<'_> {
+    fn drop(&mut self) {
+        if let Some(start) = self.start {
+            self.buffer.truncate(start);
+        }
     }
 }
 
