@@ -14,6 +14,7 @@
 //! can later be back-filled with endpoints to workers that join.
 
 pub mod allocator;
+pub mod clock;
 pub mod exchangeable;
 pub mod initialize;
 pub mod networking;

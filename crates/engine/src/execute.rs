@@ -4,6 +4,7 @@
 //! worker after the closure returns until its dataflows complete. Returns each worker's
 //! result, or the first failure.
 
+use crate::trace::{ProcessTrace, TraceSettings};
 use crate::worker::{ClusterFailure, StopSignal, StoppedByPeer, Worker};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
@@ -38,13 +39,39 @@ where
     T: Send + 'static,
     F: Fn(&mut Worker) -> T + Send + Sync + 'static,
 {
+    execute_traced(config, None, func)
+}
+
+/// Like `execute`, and with `trace` records every worker's events in a trace
+/// (`docs/trace-format.md`). A trace that cannot be written is reported as a warning
+/// (`log`), not as a failure of the run.
+pub fn execute_traced<T, F>(
+    config: Config,
+    trace: Option<TraceSettings>,
+    func: F,
+) -> Result<Vec<T>, ExecuteError>
+where
+    T: Send + 'static,
+    F: Fn(&mut Worker) -> T + Send + Sync + 'static,
+{
+    let trace = match trace {
+        Some(settings) => Some(Arc::new(
+            ProcessTrace::start(settings, &config)
+                .map_err(|e| ExecuteError::Config(format!("trace: {e}")))?,
+        )),
+        None => None,
+    };
     let builders = config.try_build().map_err(ExecuteError::Config)?;
     let signal = StopSignal::new();
     let first_failure: Arc<Mutex<Option<String>>> = Default::default();
     let failure = first_failure.clone();
+    let worker_trace = trace.clone();
     let guards = initialize_from(builders, move |allocator| {
         let mut worker = Worker::new(allocator);
         worker.set_stop_signal(signal.clone());
+        if let Some(trace) = &worker_trace {
+            trace.install(&mut worker);
+        }
         let index = worker.index();
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let result = func(&mut worker);
@@ -65,10 +92,17 @@ where
     })
     .map_err(ExecuteError::Config)?;
     let results = guards.join();
-    if let Some(message) = first_failure.lock().unwrap_or_else(|e| e.into_inner()).take() {
-        return Err(ExecuteError::Worker(message));
+    let failure = first_failure.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let results: Result<Vec<T>, ExecuteError> = match failure {
+        Some(message) => Err(ExecuteError::Worker(message)),
+        None => results.into_iter().map(|r| r.map_err(ExecuteError::Worker)).collect(),
+    };
+    if let Some(trace) = trace.and_then(Arc::into_inner) {
+        if let Err(error) = trace.finish(results.is_ok()) {
+            log::warn!("the trace is incomplete: {error}");
+        }
     }
-    results.into_iter().map(|r| r.map_err(ExecuteError::Worker)).collect()
+    results
 }
 
 /// The message of a panic payload.
@@ -83,7 +117,8 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Like `execute`, with the configuration read from command-line arguments (`-w N` threads,
-/// `-n N` processes, `-p I` this process, `-h FILE` hostfile; see `Config::from_args`).
+/// `-n N` processes, `-p I` this process, `-h FILE` hostfile; see `Config::from_args`) and
+/// tracing switched on by `--trace DIR` (see [`TraceSettings::from_args`]).
 /// Unrecognized arguments are left for the program.
 pub fn execute_from_args<I, T, F>(args: I, func: F) -> Result<Vec<T>, ExecuteError>
 where
@@ -91,8 +126,19 @@ where
     T: Send + 'static,
     F: Fn(&mut Worker) -> T + Send + Sync + 'static,
 {
-    let (config, _rest) = Config::from_args(args).map_err(ExecuteError::Config)?;
-    execute(config, func)
+    let (config, trace, _rest) = runtime_from_args(args).map_err(ExecuteError::Config)?;
+    execute_traced(config, trace, func)
+}
+
+/// Reads the runtime's options out of `args`: the configuration, the trace settings, and
+/// the arguments that are the program's own.
+pub fn runtime_from_args<I>(args: I) -> Result<(Config, Option<TraceSettings>, Vec<String>), String>
+where
+    I: IntoIterator<Item = String>,
+{
+    let (trace, rest) = TraceSettings::from_args(args)?;
+    let (config, rest) = Config::from_args(rest)?;
+    Ok((config, trace, rest))
 }
 
 /// Runs `func` on a single worker in this thread and returns its result.

@@ -3,7 +3,7 @@
 //! Layout: `order` (partial orders), `progress` (timestamps, frontiers, reachability,
 //! the progress protocol, scopes at run time), `scheduling` (activations), `dataflow`
 //! (scopes, streams, channels, operators), `worker` and `execute` (running workers),
-//! `logging` (trace event points).
+//! `logging` (trace event points), `trace` (tracing a run into files).
 //!
 //! ```
 //! use timely_engine::dataflow::{InputHandle, ProbeHandle};
@@ -31,10 +31,12 @@ pub mod logging;
 pub mod order;
 pub mod progress;
 pub mod scheduling;
+pub mod trace;
 pub mod worker;
 
-pub use execute::{example, execute, execute_from_args, ExecuteError};
+pub use execute::{example, execute, execute_from_args, execute_traced, runtime_from_args, ExecuteError};
 pub use order::{PartialOrder, Product, TotalOrder};
 pub use progress::{Antichain, ChangeBatch, MutableAntichain, PathSummary, Refines, Timestamp};
 pub use timely_communication::Config;
-pub use worker::{ClusterFailure, StopSignal, StoppedByPeer, Worker};
+pub use trace::TraceSettings;
+pub use worker::{Activity, ClusterFailure, StopSignal, StoppedByPeer, Worker};

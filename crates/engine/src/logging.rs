@@ -4,15 +4,19 @@
 //! instrumentation (thesis section 4.2) happen: operators and channels created, operators
 //! scheduled (with whether they did useful work), data messages sent and received, progress
 //! messages sent and received, progress pushed to an operator, the worker parking and
-//! waking, and user-defined application activities. Each event gets a nanosecond Unix-epoch
-//! timestamp. When no logger is installed the engine holds `None` and pays one branch.
+//! waking (and what woke it), and user activities. Each event gets a nanosecond Unix-epoch
+//! timestamp from the process's trace clock (`timely_communication::clock`). When no logger
+//! is installed the engine holds `None` and pays one branch.
 //!
 //! This module owns the event vocabulary and the buffering logger; writing trace files is
-//! someone else's job (the action installed with the logger).
+//! someone else's job (the action installed with the logger, see `crate::trace`).
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use timely_communication::clock;
+pub use timely_trace::Wake;
 
 /// One trace event.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,6 +29,13 @@ pub enum Event {
         address: Vec<usize>,
         /// Descriptive name.
         name: String,
+    },
+    /// A scope's progress channel was created.
+    ProgressChannel {
+        /// Channel identifier (the same on every worker).
+        id: usize,
+        /// Address of the scope.
+        scope_address: Vec<usize>,
     },
     /// A dataflow channel was created.
     Channels {
@@ -87,11 +98,14 @@ pub enum Event {
         timeout: Option<Duration>,
     },
     /// The worker woke from parking.
-    Unpark,
-    /// A user-defined activity started or stopped.
-    Application {
-        /// User-chosen identifier.
-        id: usize,
+    Unpark {
+        /// What woke it.
+        wake: Wake,
+    },
+    /// A user activity started or stopped.
+    Activity {
+        /// The activity's name.
+        name: String,
         /// True at the start, false at the stop.
         start: bool,
     },
@@ -103,14 +117,12 @@ pub enum Event {
 }
 
 /// A timestamped event: nanoseconds since the Unix epoch.
-pub type Timestamped = (u64, Event);
+pub type Timestamped = (i64, Event);
 
 type Action = Box<dyn FnMut(usize, &mut Vec<Timestamped>)>;
 
 struct LoggerState {
     worker: usize,
-    base_nanos: u64,
-    base: Instant,
     buffer: Vec<Timestamped>,
     action: Action,
 }
@@ -127,23 +139,14 @@ impl Logger {
     /// A logger for `worker` that passes batches of events to `action(worker, events)`;
     /// the action may drain the vector.
     pub fn new<F: FnMut(usize, &mut Vec<Timestamped>) + 'static>(worker: usize, action: F) -> Self {
-        let base_nanos =
-            SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
-        let state = LoggerState {
-            worker,
-            base_nanos,
-            base: Instant::now(),
-            buffer: Vec::new(),
-            action: Box::new(action),
-        };
+        let state = LoggerState { worker, buffer: Vec::new(), action: Box::new(action) };
         Logger { state: Rc::new(RefCell::new(state)) }
     }
 
     /// Records `event` now.
     pub fn log(&self, event: Event) {
         let mut state = self.state.borrow_mut();
-        let now = state.base_nanos + state.base.elapsed().as_nanos() as u64;
-        state.buffer.push((now, event));
+        state.buffer.push((clock::now_ns(), event));
         if state.buffer.len() >= FLUSH_AT {
             Self::flush_state(&mut state);
         }

@@ -11,11 +11,11 @@
 //! operators.
 
 use crate::dataflow::Scope;
-use crate::logging::{self, Event, Logger, Timestamped};
+use crate::logging::{self, Event, Logger, Timestamped, Wake};
 use crate::progress::{Refines, Subgraph, Timestamp};
 use crate::scheduling::{drain_sorted, Activator, ActiveSet};
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -79,6 +79,8 @@ pub struct WorkerState {
     index: usize,
     identifiers: Cell<usize>,
     channel_activators: RefCell<HashMap<usize, Activator>>,
+    /// The channels that carry progress batches (the others carry records).
+    progress_channels: RefCell<HashSet<usize>>,
     active_dataflows: ActiveSet,
     dataflows: RefCell<Vec<Option<Box<dyn Dataflow>>>>,
     logger: RefCell<Option<Logger>>,
@@ -111,6 +113,12 @@ impl WorkerState {
     /// Arranges that data arriving on channel `channel` activates `activator`.
     pub fn activate_on_channel(&self, channel: usize, activator: Activator) {
         self.channel_activators.borrow_mut().insert(channel, activator);
+    }
+
+    /// Arranges that progress batches arriving on channel `channel` activate `activator`.
+    pub fn activate_on_progress(&self, channel: usize, activator: Activator) {
+        self.progress_channels.borrow_mut().insert(channel);
+        self.activate_on_channel(channel, activator);
     }
 
     /// The installed logger, if any.
@@ -149,6 +157,7 @@ impl Worker {
             index,
             identifiers: Cell::new(0),
             channel_activators: RefCell::new(HashMap::new()),
+            progress_channels: RefCell::new(HashSet::new()),
             active_dataflows: Default::default(),
             dataflows: RefCell::new(Vec::new()),
             logger: RefCell::new(None),
@@ -172,9 +181,12 @@ impl Worker {
         *self.state.logger.borrow_mut() = Some(Logger::new(self.state.index, action));
     }
 
-    /// Records the start or stop of a user-defined activity in the trace.
-    pub fn log_application(&self, id: usize, start: bool) {
-        logging::log(&self.state.logger.borrow(), || Event::Application { id, start });
+    /// Records a user activity in the trace, from now until the returned guard is dropped:
+    /// `let _loading = worker.activity("load graph");`. Activities nest.
+    pub fn activity(&self, name: &str) -> Activity {
+        let logger = self.state.logger();
+        logging::log(&logger, || Event::Activity { name: name.to_owned(), start: true });
+        Activity { logger, name: name.to_owned() }
     }
 
     /// Builds a dataflow with top-level timestamp `T`, described by `func`.
@@ -235,14 +247,17 @@ impl Worker {
             Some(_) => Some(timeout.map_or(STOP_CHECK, |t| t.min(STOP_CHECK))),
             None => timeout,
         };
-        self.receive_events();
+        self.receive_events(false);
         let idle = self.state.active_dataflows.borrow().is_empty();
         if idle && timeout != Some(Duration::ZERO) && self.has_dataflows() {
             let logger = self.state.logger();
             logging::log(&logger, || Event::Park { timeout });
+            if let Some(logger) = &logger {
+                logger.flush();
+            }
             self.state.allocator.borrow().await_events(timeout);
-            logging::log(&logger, || Event::Unpark);
-            self.receive_events();
+            let arrived = self.receive_events(logger.is_some());
+            logging::log(&logger, || Event::Unpark { wake: self.wake(arrived) });
         }
         drain_sorted(&self.state.active_dataflows, &mut self.scheduled);
         self.worked = !self.scheduled.is_empty();
@@ -291,8 +306,9 @@ impl Worker {
     }
 
     /// Takes in what arrived; unwinds with [`ClusterFailure`] if the cluster failed, since
-    /// what a lost process would have sent can never arrive.
-    fn receive_events(&mut self) {
+    /// what a lost process would have sent can never arrive. With `classify`, says whether
+    /// records and whether progress arrived.
+    fn receive_events(&mut self, classify: bool) -> Arrivals {
         let mut allocator = self.state.allocator.borrow_mut();
         if let Some(failure) = allocator.failure() {
             drop(allocator);
@@ -300,11 +316,52 @@ impl Worker {
         }
         allocator.receive();
         let activators = self.state.channel_activators.borrow();
+        let mut arrivals = Arrivals::default();
         for channel in allocator.events().borrow_mut().drain(..) {
+            if classify {
+                match self.state.progress_channels.borrow().contains(&channel) {
+                    true => arrivals.progress = true,
+                    false => arrivals.records = true,
+                }
+            }
             if let Some(activator) = activators.get(&channel) {
                 activator.activate();
             }
         }
+        arrivals
+    }
+
+    /// What woke a parked worker, given what arrived while it slept.
+    fn wake(&self, arrived: Arrivals) -> Wake {
+        if arrived.records {
+            Wake::Data
+        } else if arrived.progress {
+            Wake::Progress
+        } else if !self.state.active_dataflows.borrow().is_empty() {
+            Wake::Activation
+        } else {
+            Wake::Timeout
+        }
+    }
+}
+
+/// What arrived on a worker's channels.
+#[derive(Clone, Copy, Default)]
+struct Arrivals {
+    records: bool,
+    progress: bool,
+}
+
+/// A user activity in progress; it ends (and is recorded as ended) when dropped.
+#[must_use = "the activity ends when this guard is dropped"]
+pub struct Activity {
+    logger: Option<Logger>,
+    name: String,
+}
+
+impl Drop for Activity {
+    fn drop(&mut self) {
+        logging::log(&self.logger, || Event::Activity { name: self.name.clone(), start: false });
     }
 }
 

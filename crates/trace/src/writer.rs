@@ -187,7 +187,12 @@ impl WorkerSink {
     /// Hands the buffer over if it has waited for half the flush interval, so that files
     /// can be closed on time; call it regularly (the engine does at the end of each step).
     pub fn hand_over_if_due(&mut self) {
-        if !self.batch.is_empty() && self.last_handed_over.elapsed() >= self.hand_over_every {
+        self.hand_over_if_waited(self.hand_over_every);
+    }
+
+    /// Hands the buffer over if it holds rows and the last hand-over is `wait` ago.
+    pub fn hand_over_if_waited(&mut self, wait: Duration) {
+        if !self.batch.is_empty() && self.last_handed_over.elapsed() >= wait {
             self.hand_over();
         }
     }

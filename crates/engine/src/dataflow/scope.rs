@@ -8,7 +8,7 @@
 //! This module owns scope construction (adding operators, edges, nested scopes, finishing);
 //! operators themselves live in `dataflow::operators`.
 
-use crate::logging::Logger;
+use crate::logging::{self, Event, Logger};
 use crate::progress::{Operate, Progcaster, Refines, Source, SubgraphBuilder, Target, Timestamp};
 use crate::scheduling::Activator;
 use crate::worker::WorkerState;
@@ -87,8 +87,10 @@ impl<T: Timestamp> Scope<T> {
         activator: &Activator,
     ) -> Progcaster<TInner> {
         let channel = worker.new_identifier();
-        worker.activate_on_channel(channel, activator.clone());
-        Progcaster::new(&mut worker.allocator(), channel, address, worker.logger())
+        worker.activate_on_progress(channel, activator.clone());
+        let logger = worker.logger();
+        logging::log(&logger, || Event::ProgressChannel { id: channel, scope_address: address.clone() });
+        Progcaster::new(&mut worker.allocator(), channel, address, logger)
     }
 
     /// The scope's name.
