@@ -434,3 +434,16 @@ def test_a_record_that_cannot_be_pickled_fails_its_sender_with_the_pickling_erro
     assert "cannot be pickled" in err, err
     assert re.search(r"^\[1\] .*ClusterError: .*process 0", err, re.MULTILINE), err
     assert "panicked" not in err
+
+
+def test_runtime_warnings_go_through_python_logging(tmp_path):
+    with Cluster(tmp_path, processes=2) as cluster:
+        cluster.start(0, [SCRIPTS / "logged_warnings.py"])
+        cluster.wait_listening(0)
+        cluster.start(1, [EXAMPLES / "hello.py"], TIMELY_CLUSTER_SECRET="not the secret")
+        assert cluster.wait(1, timeout=PROMPT) != 0, cluster.report(1)
+        cluster.start(1, [SCRIPTS / "logged_warnings.py"])
+        assert cluster.wait_all() == [0, 0], cluster.report(0) + cluster.report(1)
+        logged = r"^LOGGED timely_communication\.networking\.connect WARNING process 0: rejected connection: .*authentication failed"
+        assert re.search(logged, cluster.stdout(0), re.MULTILINE), cluster.report(0)
+        assert "authentication failed" not in cluster.stderr(0), cluster.report(0)

@@ -15,6 +15,7 @@
 
 pub mod allocator;
 pub mod clock;
+pub mod diagnostics;
 pub mod exchangeable;
 pub mod initialize;
 pub mod networking;

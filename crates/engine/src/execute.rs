@@ -44,7 +44,7 @@ where
 
 /// Like `execute`, and with `trace` records every worker's events in a trace
 /// (`docs/trace-format.md`). A trace that cannot be written is reported as a warning
-/// (`log`), not as a failure of the run.
+/// (`timely_communication::warning!`), not as a failure of the run.
 pub fn execute_traced<T, F>(
     config: Config,
     trace: Option<TraceSettings>,
@@ -99,7 +99,7 @@ where
     };
     if let Some(trace) = trace.and_then(Arc::into_inner) {
         if let Err(error) = trace.finish(results.is_ok()) {
-            log::warn!("the trace is incomplete: {error}");
+            timely_communication::warning!("the trace is incomplete: {error}");
         }
     }
     results

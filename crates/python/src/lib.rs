@@ -48,9 +48,21 @@ fn program_args(argv: Vec<String>) -> PyResult<Vec<String>> {
     Ok(rest)
 }
 
+/// Hands the runtime's warnings (`timely_communication::warning!`) to Python's `logging`, under
+/// the logger named after the Rust module that warns (`timely_communication.networking.connect`
+/// and so on), so that programs can silence or redirect them. Levels are read at every record
+/// (warnings are rare), so `logging` configured after the import is respected. If another
+/// extension already installed a Rust logger, warnings go to that one.
+fn route_warnings_to_python_logging(py: Python<'_>) {
+    if let Ok(logger) = pyo3_log::Logger::new(py, pyo3_log::Caching::Nothing) {
+        let _ = logger.filter(log::LevelFilter::Info).install();
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::install_panic_hook();
+    route_warnings_to_python_logging(m.py());
     m.add_function(wrap_pyfunction!(execute, m)?)?;
     m.add_function(wrap_pyfunction!(execute_from_args, m)?)?;
     m.add_function(wrap_pyfunction!(program_args, m)?)?;

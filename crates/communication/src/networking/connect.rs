@@ -150,10 +150,10 @@ impl Setup {
         *self.last_problem.lock().unwrap_or_else(PoisonError::into_inner) = Some(problem);
     }
 
-    /// Logs a dropped connection to stderr and records it.
+    /// Warns of a dropped connection and records it.
     fn reject(&self, error: NetworkError) {
         let problem = format!("rejected connection: {error}");
-        eprintln!("timely_py: process {}: {problem}", self.local.process);
+        crate::warning!("process {}: {problem}", self.local.process);
         self.note(problem);
     }
 
