@@ -1,5 +1,6 @@
 """Type stubs for timely_py._core, the Rust engine's Python module."""
 
+import os
 from types import TracebackType
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Tuple, TypeVar, Union
 
@@ -20,19 +21,35 @@ class WorkerCancelled(TimelyError):
 class ClusterError(TimelyError):
     """The processes of a cluster could not connect, or one of them was lost while running."""
 
-def execute(main: Callable[[Worker], R], workers: int = 1) -> list[R]:
-    """Runs `main(worker)` on `workers` worker threads; returns their results in worker order."""
+def execute(
+    main: Callable[[Worker], R],
+    workers: int = 1,
+    *,
+    trace_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+    trace_events: Optional[str] = None,
+    trace_flush: Optional[float] = None,
+    trace_callback: Optional[Callable[[int, Any], Any]] = None,
+) -> list[R]:
+    """Runs `main(worker)` on `workers` worker threads; returns their results in worker order.
+
+    `trace_dir` writes a trace of the run there (docs/trace-format.md); `trace_events` names
+    the event classes to record, comma-separated (default: all); `trace_flush` is how often,
+    in seconds, trace files are closed (default 1); `trace_callback(worker, batch)` receives
+    every batch of events as a `pyarrow.RecordBatch`, on the thread that called `execute`."""
 
 def execute_from_args(argv: Sequence[str], main: Callable[[Worker], R]) -> list[R]:
     """Like `execute`, configured from command-line arguments: `-w N` threads per process,
-    `-n N` processes, `-p I` this process, `-h FILE` hostfile (default `localhost:2101+i`).
+    `-n N` processes, `-p I` this process, `-h FILE` hostfile (default `localhost:2101+i`),
+    `--trace DIR` a trace of the run (with `--trace-events LIST`, `--trace-flush SECONDS`; or
+    the environment variables `TIMELY_TRACE_DIR`, `TIMELY_TRACE_EVENTS`, `TIMELY_TRACE_FLUSH`).
 
     Returns the results of this process's workers. A cluster's processes authenticate each
     other with `TIMELY_CLUSTER_ID` and `TIMELY_CLUSTER_SECRET` from the environment; a lost
     process raises `ClusterError` in the others."""
 
 def program_args(argv: Sequence[str]) -> list[str]:
-    """The arguments of `argv` that are the program's own (without `-w`, `-n`, `-p`, `-h`)."""
+    """The arguments of `argv` that are the program's own (without `-w`, `-n`, `-p`, `-h`,
+    `--trace` and its options)."""
 
 class Worker:
     @property
@@ -46,6 +63,15 @@ class Worker:
     def step_or_park(self, timeout: Optional[float] = None) -> bool: ...
     def dataflow(self, name: str = "Dataflow") -> Scope: ...
     def bootstrap(self) -> bool: ...
+    def activity(self, name: str) -> Activity:
+        """A user activity recorded in the trace: `with worker.activity("load graph"): ...`."""
+
+class Activity:
+    """A named stretch of a worker's work in the trace; activities nest."""
+    @property
+    def name(self) -> str: ...
+    def __enter__(self) -> Activity: ...
+    def __exit__(self, *exception: object) -> bool: ...
 
 class Scope:
     @property
