@@ -7,6 +7,7 @@
 
 mod codec;
 mod errors;
+mod exchange;
 mod generic;
 mod handles;
 mod record;
