@@ -5,15 +5,18 @@
 //! conversions, and the translation of user exceptions and engine misuse into Python
 //! exceptions. It holds no dataflow logic of its own.
 
+mod args;
 mod codec;
 mod errors;
-mod exchange;
 mod generic;
 mod handles;
+mod loops;
+mod operators;
 mod record;
 mod scope;
 mod stream;
 mod time;
+mod wire;
 mod worker;
 
 use pyo3::prelude::*;
@@ -57,7 +60,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(program_args, m)?)?;
     m.add_class::<worker::PyWorker>()?;
     m.add_class::<scope::PyScope>()?;
-    m.add_class::<scope::PyLoopHandle>()?;
+    m.add_class::<loops::PyLoopHandle>()?;
     m.add_class::<stream::PyStream>()?;
     m.add_class::<handles::PyInputHandle>()?;
     m.add_class::<handles::PyProbeHandle>()?;
