@@ -37,7 +37,10 @@ STREAM_ARGUMENTS = [
 ]
 
 
-@pytest.mark.parametrize("what, add", STREAM_ARGUMENTS, ids=[f"{i}-{w}" for i, (w, _) in enumerate(STREAM_ARGUMENTS)])
+IDS = [f"{i}-{what}" for i, (what, _) in enumerate(STREAM_ARGUMENTS)]
+
+
+@pytest.mark.parametrize("what, add", STREAM_ARGUMENTS, ids=IDS)
 def test_an_argument_that_is_not_callable_raises_type_error_when_the_operator_is_added(what, add):
     def main(worker):
         inp = timely.InputHandle()
