@@ -4,6 +4,13 @@
 //! `Stream`, `InputHandle`, `ProbeHandle`, ...), records as Python objects, timestamp
 //! conversions, and the translation of user exceptions and engine misuse into Python
 //! exceptions. It holds no dataflow logic of its own.
+//!
+//! Each module owns one concern, and dependencies between files point one way
+//! (`scripts/check_crate_layout.py` checks it): `time` (timestamps and the `Depth` enum with
+//! its `dispatch!` macro), `record`, `codec` and `wire` (records, their encoding, and their
+//! transfer between processes), `stream`, `scope` and `loops` (the Python stream and scope,
+//! and nesting), `operators` (the built-in operators, one file per family), `generic` (the
+//! operators with Python logic), `handles`, `worker`, `errors` and `args` (argument checks).
 
 mod args;
 mod codec;

@@ -6,7 +6,7 @@ use crate::errors::{catch_panic, DataflowError};
 use crate::record::Record;
 use crate::scope::{PyScope, ScopeHandle};
 use crate::stream::{PyStream, StreamHandle};
-use crate::time::{dispatch, Depth, Family, PyTime, MAX_LOOP_DEPTH};
+use crate::time::{dispatch, Depth, Family, PyTime, MAX_LOOP_DEPTH, T1, T2, T3};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use timely_engine::dataflow::operators::LoopHandle;
@@ -68,9 +68,9 @@ impl PyScope {
     #[pyo3(signature = (name="Iterative"))]
     fn iterative(&self, name: &str) -> PyResult<PyScope> {
         match &self.inner {
-            Depth::Root(s) => child::<_, crate::time::T1>(s, name),
-            Depth::Loop1(s) => child::<_, crate::time::T2>(s, name),
-            Depth::Loop2(s) => child::<_, crate::time::T3>(s, name),
+            Depth::Root(s) => child::<_, T1>(s, name),
+            Depth::Loop1(s) => child::<_, T2>(s, name),
+            Depth::Loop2(s) => child::<_, T3>(s, name),
             Depth::Loop3(_) => {
                 Err(DataflowError::new_err(format!("loops nest at most {} deep", MAX_LOOP_DEPTH)))
             }

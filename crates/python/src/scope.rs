@@ -8,7 +8,7 @@
 use crate::errors::{catch_panic, DataflowError, WorkerContext};
 use crate::handles::PyInputHandle;
 use crate::record::Record;
-use crate::stream::{PyStream, StreamHandle};
+use crate::stream::{PyStream, StreamHandle, Streams};
 use crate::time::{dispatch, Depth, Family, PyTime, T0};
 use pyo3::prelude::*;
 use std::rc::Rc;
@@ -66,7 +66,7 @@ impl PyScope {
 fn concatenate<T: PyTime>(scope: &ScopeHandle<T>, streams: &[PyRef<'_, PyStream>]) -> PyResult<PyStream> {
     let typed = streams
         .iter()
-        .map(|s| T::get::<crate::stream::Streams>(&s.inner).map(|h| h.stream.clone()))
+        .map(|s| T::get::<Streams>(&s.inner).map(|h| h.stream.clone()))
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| DataflowError::new_err("concatenate: every stream must belong to this scope"))?;
     let stream = catch_panic(|| scope.scope.concatenate(typed))?;

@@ -1,7 +1,7 @@
 //! `InputPort`, `OutputPort` and `OutputSession`: a generic operator's inputs and output as
 //! Python uses them. Valid only while the operator's logic runs.
 
-use crate::generic::capability::{PyCapability, PyInputCapability, Received};
+use crate::generic::capability::{Holds, PyCapability, PyInputCapability, Received};
 use crate::generic::frontier::PyFrontier;
 use crate::generic::local::Local;
 use crate::generic::state::OpState;
@@ -12,7 +12,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use std::cell::RefCell;
 use std::rc::Rc;
-use timely_engine::dataflow::operators::{CapabilityError, CapabilityRef, InputPort, OutputPort};
+use timely_engine::dataflow::channels::Data;
+use timely_engine::dataflow::operators::{
+    CapabilityError, CapabilityRef, InputCapability, InputPort, OutputPort,
+};
 
 /// Records per batch when `give_all` consumes an iterable.
 const GIVE_BATCH: usize = 1024;
@@ -24,11 +27,11 @@ pub enum Port<T: PyTime> {
 }
 
 /// The next batch of `port`, its records as a Python list.
-fn batch<'py, T: PyTime, D: timely_engine::dataflow::channels::Data>(
+fn batch<'py, T: PyTime, D: Data>(
     py: Python<'py>,
     port: &mut InputPort<T, D>,
     object: fn(D) -> Py<PyAny>,
-) -> PyResult<Option<(timely_engine::dataflow::operators::InputCapability<T>, Bound<'py, PyList>)>> {
+) -> PyResult<Option<(InputCapability<T>, Bound<'py, PyList>)>> {
     match port.next() {
         None => Ok(None),
         Some((capability, data)) => Ok(Some((capability, PyList::new(py, data.drain(..).map(object))?))),
@@ -153,8 +156,7 @@ impl<T: PyTime> OutputCell<T> {
         self.op.ensure_live("the output")?;
         if let Ok(capability) = capability.cast::<PyCapability>() {
             capability.try_borrow()?.with(|held| {
-                let held = T::get::<crate::generic::capability::Holds>(held)
-                    .ok_or_else(|| self.op.wrong_operator())?;
+                let held = T::get::<Holds>(held).ok_or_else(|| self.op.wrong_operator())?;
                 self.give(&held.capability, data)
             })
         } else if let Ok(capability) = capability.cast::<PyInputCapability>() {
