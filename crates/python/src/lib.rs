@@ -4,16 +4,28 @@
 //! `Stream`, `InputHandle`, `ProbeHandle`, ...), records as Python objects, timestamp
 //! conversions, and the translation of user exceptions and engine misuse into Python
 //! exceptions. It holds no dataflow logic of its own.
+//!
+//! Each module owns one concern, and dependencies between files point one way
+//! (`scripts/check_crate_layout.py` checks it): `time` (timestamps and the `Depth` enum with
+//! its `dispatch!` macro), `record`, `codec` and `wire` (records, their encoding, and their
+//! transfer between processes), `stream`, `scope` and `loops` (the Python stream and scope,
+//! and nesting), `operators` (the built-in operators, one file per family), `generic` (the
+//! operators with Python logic), `handles`, `worker`, `tracing` (trace settings, callback
+//! delivery, user activities), `errors` and `args` (argument checks).
 
+mod args;
 mod codec;
 mod errors;
 mod generic;
 mod handles;
+mod loops;
+mod operators;
 mod record;
 mod scope;
 mod stream;
 mod time;
 mod tracing;
+mod wire;
 mod worker;
 
 use pyo3::prelude::*;
@@ -84,7 +96,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<worker::PyWorker>()?;
     m.add_class::<tracing::PyActivity>()?;
     m.add_class::<scope::PyScope>()?;
-    m.add_class::<scope::PyLoopHandle>()?;
+    m.add_class::<loops::PyLoopHandle>()?;
     m.add_class::<stream::PyStream>()?;
     m.add_class::<handles::PyInputHandle>()?;
     m.add_class::<handles::PyProbeHandle>()?;
