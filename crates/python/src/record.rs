@@ -9,7 +9,7 @@
 //! (Python's modulo) for ints, and a hash of the contents for other built-in types that is
 //! stable across processes, unlike Python's `hash`, which is salted per process for strings.
 //!
-//! How records cross processes is `exchange`'s concern, not this module's.
+//! How records cross processes is `wire`'s concern, not this module's.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyString, PyTuple};
