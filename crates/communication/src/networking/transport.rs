@@ -14,7 +14,8 @@
 //! of processes, and would put a runtime beneath the worker loop, which must stay synchronous.
 //!
 //! Failure: the first error on any connection (end of stream without a goodbye, a read or write
-//! error, a malformed header) is recorded as [`NetworkError::PeerLost`] naming the process, and
+//! error, a malformed header, or a peer silent for longer than its timeout, see
+//! [`super::liveness`]) is recorded as [`NetworkError::PeerLost`] naming the process, and
 //! every local worker is woken so none waits forever. Closing a [`Transport`] by dropping it
 //! shuts its sockets down, which its peers see as a lost process; [`Transport::shutdown`] says
 //! goodbye first, which they see as an orderly end.
@@ -35,7 +36,7 @@ use timely_bytes::Bytes;
 
 use crate::queue::{thread_queue, QueueSender, ThreadQueue};
 
-use super::{MessageHeader, NetworkError, NetworkHealth};
+use super::{Liveness, MessageHeader, NetworkError, NetworkHealth};
 pub use receive::ReceiveStats;
 pub use send::ProcessSender;
 
@@ -113,6 +114,7 @@ pub struct Transport {
     alarm: Arc<Alarm>,
     /// Send and receive threads post their peer's index here when they end.
     finished: Receiver<usize>,
+    liveness: Liveness,
 }
 
 /// The threads and queues of one connection.
@@ -159,6 +161,7 @@ fn workers_of(process: usize, threads: usize) -> Range<u64> {
 impl Transport {
     /// Starts the network threads of process `process` (with `threads` workers) over the
     /// `streams` from [`super::establish`], and returns the endpoints of each local worker.
+    /// Peers silent for longer than `liveness` allows are reported lost.
     ///
     /// # Errors
     ///
@@ -168,6 +171,7 @@ impl Transport {
         process: usize,
         threads: usize,
         streams: Vec<Option<TcpStream>>,
+        liveness: Liveness,
         wake: WakeFn,
     ) -> Result<(Transport, Vec<WorkerEndpoints>), NetworkError> {
         check_streams(process, threads, &streams)?;
@@ -176,8 +180,8 @@ impl Transport {
         let (done, finished) = crossbeam_channel::unbounded();
         let alarm =
             Arc::new(Alarm { health: NetworkHealth::new(), wake, threads, closing: AtomicBool::new(false) });
-        let mut transport =
-            Transport { process, threads, links: Vec::with_capacity(streams.len()), alarm, finished };
+        let links = Vec::with_capacity(streams.len());
+        let mut transport = Transport { process, threads, links, alarm, finished, liveness };
         for (remote, stream) in streams.into_iter().enumerate() {
             let link = match stream {
                 Some(stream) => Some(transport.link(remote, stream, &deliver, &done)?),
@@ -211,8 +215,10 @@ impl Transport {
             deliver.to_vec(),
             Arc::clone(&self.alarm),
             Arc::clone(&stats),
+            self.liveness,
         );
-        let (queue, send_thread) = send::spawn(remote, writer, Arc::clone(&self.alarm), done.clone())?;
+        let (queue, send_thread) =
+            send::spawn(remote, writer, self.liveness, Arc::clone(&self.alarm), done.clone())?;
         let receive_thread = receive::spawn(inbound, stream, done.clone());
         let mut link = Link { socket, queue, send_thread: Some(send_thread), receive_thread: None, stats };
         match receive_thread {
