@@ -2,9 +2,10 @@
 //!
 //! This module owns the rule and its numbers: [`Liveness`] (the peer timeout, and the heartbeat
 //! and check intervals derived from it), the parsing of a timeout given in seconds, and
-//! [`Silence`], the receive thread's record of when its peer was last heard. It must not touch
-//! sockets or threads: the send thread writes heartbeats at [`Liveness::heartbeat_interval`]
-//! and the receive thread asks [`Silence::check`] whenever a read times out.
+//! [`Silences`], the record of when each peer was last heard. It must not touch sockets or
+//! threads: the send thread writes heartbeats at [`Liveness::heartbeat_interval`], the receive
+//! thread asks [`Silences::check`] whenever a read times out, and the transport's alarm asks
+//! [`Silences::overdue`] which peer to blame when a connection ends.
 //!
 //! The rule: every send thread writes a heartbeat frame after [`Liveness::heartbeat_interval`]
 //! (a quarter of the timeout) without writing anything else, so a live process is never silent
@@ -14,6 +15,7 @@
 //! Receive threads wake every [`Liveness::check_interval`] (at most 1 s) to look, so a silent
 //! peer is declared lost within the timeout plus that interval.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// The peer timeout when none is given.
@@ -92,31 +94,48 @@ impl Liveness {
     }
 }
 
-/// When the peer of one connection was last heard from.
+/// When each peer of this process was last heard from, shared by the receive threads (each
+/// records its own peer) and the transport's alarm (which looks at all of them).
 #[derive(Debug)]
-pub(crate) struct Silence {
+pub(crate) struct Silences {
     liveness: Liveness,
-    last_heard: Instant,
+    epoch: Instant,
+    /// Per process, when a byte last arrived from it (nanoseconds since `epoch`); `None` for
+    /// this process.
+    last_heard: Vec<Option<AtomicU64>>,
 }
 
-impl Silence {
-    /// Starts counting from now.
-    pub(crate) fn new(liveness: Liveness) -> Silence {
-        Silence { liveness, last_heard: Instant::now() }
+impl Silences {
+    /// Starts counting from now for every process but `own` of `processes`.
+    pub(crate) fn new(liveness: Liveness, processes: usize, own: usize) -> Silences {
+        let last_heard = (0..processes).map(|process| (process != own).then(|| AtomicU64::new(0))).collect();
+        Silences { liveness, epoch: Instant::now(), last_heard }
     }
 
-    /// Records that bytes arrived.
-    pub(crate) fn heard(&mut self) {
-        self.last_heard = Instant::now();
+    /// Records that bytes arrived from `process`.
+    pub(crate) fn heard(&self, process: usize) {
+        if let Some(Some(clock)) = self.last_heard.get(process) {
+            clock.store(self.epoch.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        }
     }
 
-    /// Whether the peer is still within its timeout.
+    /// How long `process` has been silent (zero for this process).
+    fn silence(&self, process: usize) -> Duration {
+        match self.last_heard.get(process) {
+            Some(Some(clock)) => {
+                self.epoch.elapsed().saturating_sub(Duration::from_nanos(clock.load(Ordering::Relaxed)))
+            }
+            _ => Duration::ZERO,
+        }
+    }
+
+    /// Whether `process` is still within its timeout.
     ///
     /// # Errors
     ///
-    /// The reason the peer counts as lost: how long it has been silent, and the timeout.
-    pub(crate) fn check(&self) -> Result<(), String> {
-        let silent = self.last_heard.elapsed();
+    /// The reason it counts as lost: how long it has been silent, and the timeout.
+    pub(crate) fn check(&self, process: usize) -> Result<(), String> {
+        let silent = self.silence(process);
         if silent <= self.liveness.timeout {
             return Ok(());
         }
@@ -126,6 +145,31 @@ impl Silence {
             silent.as_secs_f64(),
             self.liveness.timeout.as_secs_f64()
         ))
+    }
+
+    /// The process other than `ended` that has been silent the longest, if that is within one
+    /// check interval of its timeout, with the reason to report it lost.
+    ///
+    /// When the connection to `ended` fails while another peer is that silent, `ended` most
+    /// likely ended because it lost that peer (its receive thread checked a moment earlier):
+    /// the silent peer is the root cause, and naming it is what the user needs. A live peer
+    /// is never that silent, since it writes a heartbeat every quarter of the timeout.
+    pub(crate) fn overdue(&self, ended: usize) -> Option<(usize, String)> {
+        let threshold = self.liveness.timeout.saturating_sub(self.liveness.check_interval());
+        let (process, silent) = (0..self.last_heard.len())
+            .filter(|&process| process != ended)
+            .map(|process| (process, self.silence(process)))
+            .max_by_key(|&(_, silent)| silent)?;
+        (silent >= threshold).then(|| {
+            let reason = format!(
+                "it sent nothing for {:.1} s (peer timeout {} s), and process {ended} ended \
+                 meanwhile, most likely because it lost it too (is it stopped, frozen, or cut off \
+                 by the network?)",
+                silent.as_secs_f64(),
+                self.liveness.timeout.as_secs_f64()
+            );
+            (process, reason)
+        })
     }
 }
 
@@ -158,16 +202,25 @@ mod tests {
 
     #[test]
     fn silence_longer_than_the_timeout_names_both_durations() {
-        let liveness = Liveness::new(Duration::from_millis(20)).expect("a valid timeout");
-        let mut silence = Silence::new(liveness);
-        assert_eq!(silence.check(), Ok(()));
-        std::thread::sleep(Duration::from_millis(30));
-        let reason = silence.check().expect_err("silent for longer than the timeout");
+        let silences = Silences::new(Liveness::new(Duration::from_millis(80)).expect("valid"), 3, 0);
+        assert_eq!((silences.check(1), silences.check(2)), (Ok(()), Ok(())));
+        assert_eq!(silences.overdue(1), None);
+        std::thread::sleep(Duration::from_millis(50));
+        silences.heard(2);
+        std::thread::sleep(Duration::from_millis(40));
+        let reason = silences.check(1).expect_err("silent for longer than the timeout");
         assert!(
-            reason.contains("sent nothing for ") && reason.contains("peer timeout of 0.02 s"),
+            reason.contains("sent nothing for ") && reason.contains("peer timeout of 0.08 s"),
             "{reason}"
         );
-        silence.heard();
-        assert_eq!(silence.check(), Ok(()));
+        assert_eq!(silences.check(2), Ok(()));
+        // Process 2 ends: process 1, silent past its timeout, is blamed; process 2 is not
+        // overdue when process 1 ends.
+        let (blamed, reason) = silences.overdue(2).expect("process 1 is overdue");
+        assert!(blamed == 1 && reason.contains("process 2 ended meanwhile"), "{reason}");
+        assert_eq!(silences.overdue(1), None);
+        silences.heard(1);
+        assert_eq!(silences.check(1), Ok(()));
+        assert_eq!(silences.overdue(2), None);
     }
 }

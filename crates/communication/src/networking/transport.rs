@@ -36,6 +36,7 @@ use timely_bytes::Bytes;
 
 use crate::queue::{thread_queue, QueueSender, ThreadQueue};
 
+use super::liveness::Silences;
 use super::{Liveness, MessageHeader, NetworkError, NetworkHealth};
 pub use receive::ReceiveStats;
 pub use send::ProcessSender;
@@ -135,13 +136,21 @@ struct Alarm {
     threads: usize,
     /// Set when this process closes its sockets itself: errors after that are not failures.
     closing: AtomicBool,
+    /// When each peer was last heard from.
+    silences: Silences,
 }
 
 impl Alarm {
     /// Records that the connection to `process` failed and wakes every local worker.
+    ///
+    /// If another peer has been silent for about its timeout, that peer is recorded lost
+    /// first: `process` most likely ended because it lost the silent peer too.
     fn raise(&self, process: usize, reason: String) {
         if self.closing.load(Ordering::SeqCst) {
             return;
+        }
+        if let Some((silent, reason)) = self.silences.overdue(process) {
+            self.health.record(NetworkError::PeerLost { process: silent, reason });
         }
         self.health.record(NetworkError::PeerLost { process, reason });
         self.wake_all();
@@ -178,8 +187,13 @@ impl Transport {
         let (deliver, receivers): (Vec<QueueSender<Delivery>>, Vec<_>) =
             (0..threads).map(|_| thread_queue()).unzip();
         let (done, finished) = crossbeam_channel::unbounded();
-        let alarm =
-            Arc::new(Alarm { health: NetworkHealth::new(), wake, threads, closing: AtomicBool::new(false) });
+        let alarm = Arc::new(Alarm {
+            health: NetworkHealth::new(),
+            wake,
+            threads,
+            closing: AtomicBool::new(false),
+            silences: Silences::new(liveness, streams.len(), process),
+        });
         let links = Vec::with_capacity(streams.len());
         let mut transport = Transport { process, threads, links, alarm, finished, liveness };
         for (remote, stream) in streams.into_iter().enumerate() {

@@ -2,7 +2,7 @@
 //!
 //! This module owns the loop that reads a connection into a [`BytesSlab`], cuts it into
 //! messages, and hands each payload, without copying it, to the local workers its header
-//! targets, waking them once per read; and the watch for a silent peer ([`Silence`]): reads
+//! targets, waking them once per read; and the watch for a silent peer: reads
 //! time out every [`Liveness::check_interval`], and a peer from which no byte (data or
 //! heartbeat) arrived for longer than the peer timeout is lost. Heartbeats are consumed here
 //! and never reach a worker. It must not write to the socket nor interpret payloads.
@@ -23,7 +23,7 @@ use crossbeam_channel::Sender;
 use timely_bytes::{Bytes, BytesSlab};
 
 use super::{Alarm, Delivery, Payload};
-use crate::networking::liveness::Silence;
+use crate::networking::liveness::Silences;
 use crate::networking::{Liveness, MessageHeader, NetworkError, HEADER_BYTES};
 use crate::queue::QueueSender;
 
@@ -142,16 +142,17 @@ impl Inbound {
     /// Receives until the peer's goodbye and end of stream (`Ok`), or fails with the reason.
     fn run(&mut self, stream: &mut TcpStream) -> Result<(), String> {
         let mut slab = BytesSlab::new(SLAB_LOG2);
-        let mut silence = Silence::new(self.liveness);
+        let alarm = Arc::clone(&self.alarm);
+        let silence = Watch { silences: &alarm.silences, remote: self.remote };
         loop {
             let goodbye = self.deliver_complete(&mut slab);
             self.wake();
             self.publish(&slab);
             if goodbye.map_err(|error| error.to_string())? {
-                return expect_end(stream, &slab, &mut silence);
+                return expect_end(stream, &slab, &silence);
             }
             slab.ensure_capacity(missing_bytes(slab.valid()));
-            let read = read_some(stream, slab.empty(), &mut silence)?;
+            let read = read_some(stream, slab.empty(), &silence)?;
             if read == 0 {
                 return Err("the connection closed without a goodbye".into());
             }
@@ -250,18 +251,24 @@ fn missing_bytes(valid: &[u8]) -> usize {
     needed.saturating_sub(valid.len()).max(1)
 }
 
+/// The clock of one peer in the process's [`Silences`].
+struct Watch<'a> {
+    silences: &'a Silences,
+    remote: usize,
+}
+
 /// Reads once, retrying interrupted reads and reads that timed out while the peer is within its
 /// timeout; the error is the reason the connection failed.
-fn read_some(stream: &mut TcpStream, into: &mut [u8], silence: &mut Silence) -> Result<usize, String> {
+fn read_some(stream: &mut TcpStream, into: &mut [u8], silence: &Watch<'_>) -> Result<usize, String> {
     loop {
         match stream.read(into) {
             Ok(read) => {
-                silence.heard();
+                silence.silences.heard(silence.remote);
                 return Ok(read);
             }
             Err(error) if error.kind() == ErrorKind::Interrupted => {}
             Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                silence.check()?
+                silence.silences.check(silence.remote)?
             }
             Err(error) => return Err(format!("receiving failed: {error}")),
         }
@@ -269,7 +276,7 @@ fn read_some(stream: &mut TcpStream, into: &mut [u8], silence: &mut Silence) -> 
 }
 
 /// After the peer's goodbye, only the end of the stream may follow.
-fn expect_end(stream: &mut TcpStream, slab: &BytesSlab, silence: &mut Silence) -> Result<(), String> {
+fn expect_end(stream: &mut TcpStream, slab: &BytesSlab, silence: &Watch<'_>) -> Result<(), String> {
     let mut probe = [0u8; 1];
     if slab.valid().is_empty() && read_some(stream, &mut probe, silence)? == 0 {
         Ok(())
