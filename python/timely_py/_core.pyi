@@ -23,16 +23,24 @@ class ClusterError(TimelyError):
 def execute(main: Callable[[Worker], R], workers: int = 1) -> list[R]:
     """Runs `main(worker)` on `workers` worker threads; returns their results in worker order."""
 
-def execute_from_args(argv: Sequence[str], main: Callable[[Worker], R]) -> list[R]:
+def execute_from_args(
+    argv: Sequence[str], main: Callable[[Worker], R], peer_timeout: Optional[float] = None
+) -> list[R]:
     """Like `execute`, configured from command-line arguments: `-w N` threads per process,
-    `-n N` processes, `-p I` this process, `-h FILE` hostfile (default `localhost:2101+i`).
+    `-n N` processes, `-p I` this process, `-h FILE` hostfile (default `localhost:2101+i`),
+    `--peer-timeout SECONDS`, `--insecure`.
 
     Returns the results of this process's workers. A cluster's processes authenticate each
-    other with `TIMELY_CLUSTER_ID` and `TIMELY_CLUSTER_SECRET` from the environment; a lost
-    process raises `ClusterError` in the others."""
+    other with `TIMELY_CLUSTER_ID` and `TIMELY_CLUSTER_SECRET` from the environment; without a
+    secret, a hostfile naming any address that is not loopback is refused (unless
+    `--insecure`). A lost process (closed, or silent for longer than the peer timeout) raises
+    `ClusterError` in the others. The peer timeout is `--peer-timeout`, else `peer_timeout`,
+    else `TIMELY_PEER_TIMEOUT`, else 10 s; a value that is not a positive number of seconds
+    raises `ValueError`."""
 
 def program_args(argv: Sequence[str]) -> list[str]:
-    """The arguments of `argv` that are the program's own (without `-w`, `-n`, `-p`, `-h`)."""
+    """The arguments of `argv` that are the program's own (without `-w`, `-n`, `-p`, `-h`,
+    `--peer-timeout`, `--insecure`)."""
 
 class Worker:
     @property
