@@ -257,18 +257,28 @@ struct Watch<'a> {
     remote: usize,
 }
 
+impl Watch<'_> {
+    fn heard(&self) {
+        self.silences.heard(self.remote);
+    }
+
+    fn check(&self) -> Result<(), String> {
+        self.silences.check(self.remote)
+    }
+}
+
 /// Reads once, retrying interrupted reads and reads that timed out while the peer is within its
 /// timeout; the error is the reason the connection failed.
 fn read_some(stream: &mut TcpStream, into: &mut [u8], silence: &Watch<'_>) -> Result<usize, String> {
     loop {
         match stream.read(into) {
             Ok(read) => {
-                silence.silences.heard(silence.remote);
+                silence.heard();
                 return Ok(read);
             }
             Err(error) if error.kind() == ErrorKind::Interrupted => {}
             Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                silence.silences.check(silence.remote)?
+                silence.check()?
             }
             Err(error) => return Err(format!("receiving failed: {error}")),
         }
