@@ -166,7 +166,7 @@ def test_insecure_runs_without_a_secret_and_warns(tmp_path, how):
         for index, status in enumerate(statuses):
             err = cluster.stderr(index)
             assert status == 0, cluster.report(index)
-            assert "warning: --insecure: running without TIMELY_CLUSTER_SECRET" in err, cluster.report(index)
+            assert "--insecure: running without TIMELY_CLUSTER_SECRET" in err, cluster.report(index)
         assert_hello([cluster.stdout(index) for index in range(2)], workers=1)
 
 
