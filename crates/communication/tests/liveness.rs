@@ -214,7 +214,7 @@ fn an_unknown_control_frame_is_rejected_as_malformed() {
         let mut streams = connect(2);
         let mut raw = streams.pop().expect("process 1").into_iter().flatten().next().expect("a stream");
         let node = start(0, streams.pop().expect("process 0"), Liveness::default());
-        let unknown = MessageHeader { channel: u64::MAX - 2, target_upper: 1, ..MessageHeader::default() };
+        let unknown = MessageHeader { channel: u64::MAX - 3, target_upper: 1, ..MessageHeader::default() };
         write_frame(&mut raw, unknown);
         let failure = wait_for_failure(&node, Duration::from_secs(5));
         let NetworkError::PeerLost { process: 1, reason } = &failure else { panic!("unexpected {failure}") };

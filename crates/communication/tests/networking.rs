@@ -493,3 +493,31 @@ fn a_writer_that_panics_leaves_no_partial_message_behind() {
         shutdown_all(nodes);
     });
 }
+
+#[test]
+fn an_aborting_process_is_reported_with_the_process_it_blames() {
+    common::within(LIMIT, || {
+        // A process whose own run failed names itself.
+        let mut nodes = cluster(3, 1, &[0, 1, 2]);
+        let second = nodes.remove(1);
+        second.transport.abort(Duration::from_secs(1));
+        for node in &nodes {
+            let failure = failure_within_5s(&node.transport.health());
+            let expected = NetworkError::PeerLost { process: 1, reason: "its run failed".into() };
+            assert_eq!(failure, expected, "process {}", node.process);
+        }
+        // A process that lost process 2 names it: process 1 blames process 2, not the
+        // messenger, and process 2 learns that process 0 lost it.
+        let mut nodes = cluster(3, 1, &[0, 1, 2]);
+        let first = nodes.remove(0);
+        let lost = NetworkError::PeerLost { process: 2, reason: "gone".into() };
+        assert!(first.transport.health().record(lost));
+        first.transport.abort(Duration::from_secs(1));
+        let reasons =
+            ["process 0 stopped because it lost process 2", "it stopped because it lost this process (2)"];
+        for (node, (blamed, reason)) in nodes.iter().zip([(2, reasons[0]), (0, reasons[1])]) {
+            let failure = failure_within_5s(&node.transport.health());
+            assert_eq!(failure, NetworkError::PeerLost { process: blamed, reason: reason.into() });
+        }
+    });
+}

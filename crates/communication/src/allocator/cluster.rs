@@ -35,6 +35,10 @@ use crate::{Exchangeable, Pull, Push};
 /// connection with data of theirs still unread (which could cut off what it sent last).
 const GOODBYE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a process whose run failed waits for its abort frames to go out before it closes
+/// its connections.
+const ABORT_WAIT: Duration = Duration::from_millis(500);
+
 /// The network threads of this process, shared by its workers' allocators.
 ///
 /// When the last allocator is dropped, the connections close: in order (a goodbye to every
@@ -74,7 +78,7 @@ impl Drop for NetworkShared {
         let transport = self.transport.get_mut().unwrap_or_else(PoisonError::into_inner).take();
         if let Some(transport) = transport {
             if self.failed.load(Ordering::SeqCst) {
-                drop(transport);
+                transport.abort(ABORT_WAIT);
             } else {
                 // Failures at this point concern processes that this one no longer needs.
                 let _ = transport.shutdown(GOODBYE_TIMEOUT);

@@ -3,7 +3,8 @@
 //! This module owns the wire layout of a message: a fixed [`HEADER_BYTES`]-byte header of six
 //! little-endian `u64`s ([`MessageHeader`]) followed by `length` payload bytes, the validation of
 //! headers read from a socket, and the reserved control frames: the goodbye that announces an
-//! orderly close and the heartbeat that says a silent sender is still alive. It must not
+//! orderly close, the heartbeat that says a silent sender is still alive, and the abort that
+//! says why a failing process closes (which process it blames). It must not
 //! interpret payloads, own buffers, or touch sockets.
 //!
 //! Layout (offsets in bytes): `channel` 0, `source` 8, `target_lower` 16, `target_upper` 24,
@@ -27,6 +28,9 @@ pub const GOODBYE_CHANNEL: u64 = u64::MAX;
 
 /// The channel id of the heartbeat frame ([`MessageHeader::heartbeat`]).
 pub const HEARTBEAT_CHANNEL: u64 = u64::MAX - 1;
+
+/// The channel id of the abort frame ([`MessageHeader::abort`]).
+pub const ABORT_CHANNEL: u64 = u64::MAX - 2;
 
 /// What precedes every message on a connection.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -56,6 +60,23 @@ impl MessageHeader {
     /// receiver can tell a quiet peer from a lost one. It carries nothing for workers.
     pub fn heartbeat() -> MessageHeader {
         MessageHeader { channel: HEARTBEAT_CHANNEL, target_upper: 1, ..MessageHeader::default() }
+    }
+
+    /// The frame a process sends last when its run failed, naming the process whose loss
+    /// caused the failure (`cause`: the sender itself when its own run failed), so that the
+    /// receiver blames the root cause rather than the messenger.
+    pub fn abort(cause: usize) -> MessageHeader {
+        MessageHeader {
+            channel: ABORT_CHANNEL,
+            target_upper: 1,
+            seqno: cause as u64,
+            ..MessageHeader::default()
+        }
+    }
+
+    /// Whether this is the abort frame (its cause is in `seqno`).
+    pub fn is_abort(&self) -> bool {
+        self.channel == ABORT_CHANNEL
     }
 
     /// Whether this is the goodbye frame.
@@ -126,8 +147,8 @@ impl MessageHeader {
     }
 
     /// Checks the header's own consistency: a non-empty target range, a length of at most
-    /// [`MAX_MESSAGE_BYTES`], and, on a control channel, a known control frame (goodbye or
-    /// heartbeat) without payload.
+    /// [`MAX_MESSAGE_BYTES`], and, on a control channel, a known control frame (goodbye,
+    /// heartbeat or abort) without payload.
     ///
     /// # Errors
     ///
@@ -137,11 +158,13 @@ impl MessageHeader {
             format!("empty target range [{}, {})", self.target_lower, self.target_upper)
         } else if self.length > MAX_MESSAGE_BYTES as u64 {
             format!("payload length {} exceeds the maximum of {MAX_MESSAGE_BYTES} bytes", self.length)
-        } else if self.is_control() && !(self.is_goodbye() || self.is_heartbeat()) {
-            format!("unknown control channel {} (this build knows goodbye and heartbeat)", self.channel)
+        } else if self.is_control() && !(self.is_goodbye() || self.is_heartbeat() || self.is_abort()) {
+            format!(
+                "unknown control channel {} (this build knows goodbye, heartbeat and abort)",
+                self.channel
+            )
         } else if self.is_control() && self.length != 0 {
-            let name = if self.is_goodbye() { "goodbye" } else { "heartbeat" };
-            format!("{name} frame with a payload of {} bytes", self.length)
+            format!("control frame on channel {} with a payload of {} bytes", self.channel, self.length)
         } else {
             return Ok(());
         };
@@ -225,10 +248,11 @@ mod tests {
         let cases = [
             (MessageHeader { target_lower: 4, ..base }, "empty target range [4, 4)"),
             (MessageHeader { length: u64::MAX, ..base }, "exceeds the maximum"),
-            (MessageHeader { length: 1, ..MessageHeader::goodbye() }, "goodbye frame with a payload"),
-            (MessageHeader { length: 8, ..MessageHeader::heartbeat() }, "heartbeat frame with a payload"),
+            (MessageHeader { length: 1, ..MessageHeader::goodbye() }, "with a payload of 1 bytes"),
+            (MessageHeader { length: 8, ..MessageHeader::heartbeat() }, "with a payload of 8 bytes"),
+            (MessageHeader { length: 2, ..MessageHeader::abort(1) }, "with a payload of 2 bytes"),
             (MessageHeader { channel: FIRST_CONTROL_CHANNEL, ..base }, "unknown control channel"),
-            (MessageHeader { channel: u64::MAX - 2, ..base }, "unknown control channel"),
+            (MessageHeader { channel: u64::MAX - 3, ..base }, "unknown control channel"),
         ];
         for (header, reason) in cases {
             let mut bytes = Vec::new();

@@ -119,6 +119,11 @@ impl Silences {
         }
     }
 
+    /// The number of processes of the cluster.
+    pub(crate) fn processes(&self) -> usize {
+        self.last_heard.len()
+    }
+
     /// How long `process` has been silent (zero for this process).
     fn silence(&self, process: usize) -> Duration {
         match self.last_heard.get(process) {

@@ -156,6 +156,11 @@ impl Alarm {
         self.wake_all();
     }
 
+    /// The number of processes of the cluster.
+    fn processes(&self) -> usize {
+        self.silences.processes()
+    }
+
     fn wake_all(&self) {
         (0..self.threads).for_each(|local| (self.wake)(local));
     }
@@ -327,6 +332,26 @@ impl Transport {
         }
         self.join_finished();
         self.alarm.health.failure().map_or(Ok(()), Err)
+    }
+
+    /// Closes every connection after a failed run: each peer gets an abort frame naming the
+    /// process to blame (the one whose loss made this run fail, or this process when its own
+    /// run failed), written after what the senders already flushed; after at most `wait` for
+    /// the frames to go out, every socket is shut down.
+    pub fn abort(self, wait: Duration) {
+        let cause = match self.alarm.health.failure() {
+            Some(NetworkError::PeerLost { process, .. }) => process,
+            _ => self.process,
+        };
+        self.alarm.closing.store(true, Ordering::SeqCst);
+        for link in self.links.iter().flatten() {
+            let _ = link.queue.commands.try_send(send::Command::Abort(cause));
+        }
+        let end = Instant::now() + wait;
+        let sending = |link: &Link| link.send_thread.as_ref().is_some_and(|thread| !thread.is_finished());
+        while Instant::now() < end && self.links.iter().flatten().any(sending) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
 
     /// Joins the threads that have ended; the others are left to end on their own.

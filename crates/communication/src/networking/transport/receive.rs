@@ -94,6 +94,14 @@ pub(super) struct Inbound {
     liveness: Liveness,
 }
 
+/// The last frame of a connection.
+enum Last {
+    /// An orderly close.
+    Goodbye,
+    /// The peer's run failed; the process it blames.
+    Abort(u64),
+}
+
 /// Starts the receive thread for `inbound` over `stream`; it posts its peer's index to `done`
 /// when it ends.
 pub(super) fn spawn(
@@ -140,16 +148,23 @@ impl Inbound {
     }
 
     /// Receives until the peer's goodbye and end of stream (`Ok`), or fails with the reason.
+    /// After the peer's abort frame, its cause is reported lost and the thread ends.
     fn run(&mut self, stream: &mut TcpStream) -> Result<(), String> {
         let mut slab = BytesSlab::new(SLAB_LOG2);
         let alarm = Arc::clone(&self.alarm);
         let silence = Watch { silences: &alarm.silences, remote: self.remote };
         loop {
-            let goodbye = self.deliver_complete(&mut slab);
+            let last = self.deliver_complete(&mut slab);
             self.wake();
             self.publish(&slab);
-            if goodbye.map_err(|error| error.to_string())? {
-                return expect_end(stream, &slab, &silence);
+            match last.map_err(|error| error.to_string())? {
+                Some(Last::Goodbye) => return expect_end(stream, &slab, &silence),
+                Some(Last::Abort(cause)) => {
+                    let (process, reason) = self.blame(cause);
+                    alarm.raise(process, reason);
+                    return Ok(());
+                }
+                None => {}
             }
             slab.ensure_capacity(missing_bytes(slab.valid()));
             let read = read_some(stream, slab.empty(), &silence)?;
@@ -168,8 +183,8 @@ impl Inbound {
         self.stats.publish(&self.totals);
     }
 
-    /// Delivers every complete message at the front of the slab; `Ok(true)` after a goodbye.
-    fn deliver_complete(&mut self, slab: &mut BytesSlab) -> Result<bool, NetworkError> {
+    /// Delivers every complete message at the front of the slab, up to a last frame.
+    fn deliver_complete(&mut self, slab: &mut BytesSlab) -> Result<Option<Last>, NetworkError> {
         while let Some(header) = MessageHeader::try_read(slab.valid())? {
             if slab.valid().len() < header.required_bytes() {
                 break;
@@ -177,7 +192,10 @@ impl Inbound {
             drop(slab.extract(HEADER_BYTES));
             let payload = slab.extract(header.required_bytes() - HEADER_BYTES);
             if header.is_goodbye() {
-                return Ok(true);
+                return Ok(Some(Last::Goodbye));
+            }
+            if header.is_abort() {
+                return Ok(Some(Last::Abort(header.seqno)));
             }
             if header.is_heartbeat() {
                 self.totals.heartbeats += 1;
@@ -185,7 +203,23 @@ impl Inbound {
             }
             self.deliver(header, payload)?;
         }
-        Ok(false)
+        Ok(None)
+    }
+
+    /// The process to report lost, and why, for the peer's abort frame naming `cause`.
+    fn blame(&self, cause: u64) -> (usize, String) {
+        let remote = self.remote;
+        let this = self.local_workers.start as usize / self.deliver.len();
+        match usize::try_from(cause) {
+            Ok(cause) if cause == remote => (remote, "its run failed".to_string()),
+            Ok(cause) if cause == this => {
+                (remote, format!("it stopped because it lost this process ({this})"))
+            }
+            Ok(cause) if cause < self.alarm.processes() => {
+                (cause, format!("process {remote} stopped because it lost process {cause}"))
+            }
+            _ => (remote, format!("it stopped, blaming process {cause}, which does not exist")),
+        }
     }
 
     /// Hands `payload` to every local worker in the header's targets.

@@ -49,6 +49,9 @@ pub(super) enum Command {
     Goodbye,
     /// End without a goodbye (the transport is being dropped).
     Stop,
+    /// Write the abort frame naming this process's failure's cause, close the sending
+    /// direction, and end.
+    Abort(usize),
 }
 
 /// The queue into one send thread, and its pool of empty buffers.
@@ -116,16 +119,17 @@ fn send_loop(
             }
         }
         match last {
-            Some(Command::Goodbye) => return say_goodbye(&mut stream),
+            Some(Command::Goodbye) => return close_with(&mut stream, MessageHeader::goodbye()),
+            Some(Command::Abort(cause)) => return close_with(&mut stream, MessageHeader::abort(cause)),
             Some(_) => return Ok(()),
             None => {}
         }
     }
 }
 
-/// Writes the goodbye frame and closes the sending direction of the connection.
-fn say_goodbye(stream: &mut TcpStream) -> std::io::Result<()> {
-    write_frame(stream, MessageHeader::goodbye())?;
+/// Writes a last frame (goodbye or abort) and closes the sending direction of the connection.
+fn close_with(stream: &mut TcpStream, last: MessageHeader) -> std::io::Result<()> {
+    write_frame(stream, last)?;
     stream.shutdown(Shutdown::Write)
 }
 
