@@ -43,6 +43,7 @@ from ._core import (
     execute,
     execute_from_args,
     program_args,
+    route_key,
 )
 from ._core import (
     Capability,
@@ -70,6 +71,7 @@ __all__ = [
     "execute",
     "execute_from_args",
     "program_args",
+    "route_key",
     "Capability",
     "Frontier",
     "InputCapability",

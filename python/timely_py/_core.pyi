@@ -34,6 +34,17 @@ def execute_from_args(argv: Sequence[str], main: Callable[[Worker], R]) -> list[
 def program_args(argv: Sequence[str]) -> list[str]:
     """The arguments of `argv` that are the program's own (without `-w`, `-n`, `-p`, `-h`)."""
 
+def route_key(key: Any, peers: int) -> int:
+    """The worker (of `peers`) that `exchange`, `count_by_key`, `aggregate` and the generic
+    operators' `exchange=` send a record with key `key` to.
+
+    Keys that compare equal go to the same worker, in every thread and process. A number
+    equal to an int (bool, `2.0`, `2.0**70`, `Fraction(4, 2)`, `Decimal(2)`) is that int, and
+    an int goes to `key % peers`. Other keys go to `h % peers`, `h` a stable XXH3 hash of the
+    key's canonical form (str as UTF-8, bytes, tuples and frozensets by their elements, other
+    numbers by Python's numeric hash, every NaN alike, None fixed). Other objects use
+    Python's `hash`, stable within one process only. Unhashable keys raise `TypeError`."""
+
 class Worker:
     @property
     def index(self) -> int: ...

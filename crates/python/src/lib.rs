@@ -9,6 +9,7 @@ mod codec;
 mod errors;
 mod generic;
 mod handles;
+mod key;
 mod record;
 mod scope;
 mod stream;
@@ -54,6 +55,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(execute, m)?)?;
     m.add_function(wrap_pyfunction!(execute_from_args, m)?)?;
     m.add_function(wrap_pyfunction!(program_args, m)?)?;
+    m.add_function(wrap_pyfunction!(key::route_key, m)?)?;
     m.add_class::<worker::PyWorker>()?;
     m.add_class::<scope::PyScope>()?;
     m.add_class::<scope::PyLoopHandle>()?;

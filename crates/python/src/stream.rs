@@ -7,7 +7,8 @@
 
 use crate::errors::{catch_panic, DataflowError, WorkerContext};
 use crate::handles::PyProbeHandle;
-use crate::record::{route, Record, Routed, RoutedPair};
+use crate::key::route;
+use crate::record::{Record, Routed, RoutedPair};
 use crate::scope::{Nest, PyLoopHandle, PyScope, ScopeHandle};
 use crate::time::{PyTime, T0};
 use pyo3::prelude::*;
