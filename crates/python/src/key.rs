@@ -11,7 +11,8 @@
 //!   `x % peers`).
 //! * Any other key goes to worker `key_hash(key) % peers`, `key_hash` being XXH3-64 over
 //!   the key's canonical form, one seed per kind so that kinds do not collide by design:
-//!   - an int in 64 bits: its 8 little-endian bytes; a larger int: Python's numeric hash;
+//!   - an int in 64 bits (inside tuples and frozensets): the int itself, mixed by the
+//!     container's XXH3; a larger int: XXH3 of Python's numeric hash;
 //!   - another number: Python's numeric hash, which is equal for equal numbers of every
 //!     built-in numeric type (`0.5`, `Fraction(1, 2)`, `Decimal("0.5")`) and, unlike str
 //!     hashing, not salted per process; every NaN (float, complex, Decimal) has one fixed hash;
@@ -28,12 +29,12 @@
 use pyo3::exceptions::{PyArithmeticError, PyRecursionError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use pyo3::type_object::PyTypeCheck;
 use pyo3::types::{PyBytes, PyComplex, PyFloat, PyFrozenSet, PyInt, PyString, PyTuple, PyType};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 /// The XXH3 seeds of the kinds of canonical forms.
 mod seed {
-    pub const INT: u64 = 1;
     pub const BIG_INT: u64 = 2;
     pub const NUMBER: u64 = 3;
     pub const NAN: u64 = 4;
@@ -51,32 +52,32 @@ const MAX_DEPTH: usize = 1000;
 /// 2^63 as a float: integral floats in `[-2^63, 2^63)` convert to `i64` exactly.
 const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
 
-/// A key's int value, when the key is a number equal to an int.
-enum Integral<'py> {
+/// A key's canonical form: the int it equals, or the stable hash of what it is.
+enum Canonical<'py> {
     /// An int that fits in 64 bits.
-    Small(i64),
+    Int(i64),
     /// A larger int (a Python int object).
-    Big(Bound<'py, PyAny>),
-    /// Not a number equal to an int.
-    No,
+    BigInt(Bound<'py, PyAny>),
+    /// Any other key, by its stable hash.
+    Hashed(u64),
 }
 
 /// The worker (of `peers`) that receives records with exchange key `key` (module docs).
 pub fn route(key: &Bound<'_, PyAny>, peers: u64) -> PyResult<u64> {
-    match integral(key)? {
-        Integral::Small(n) => Ok(n.rem_euclid(peers as i64) as u64),
-        Integral::Big(n) => n.rem(peers)?.extract::<u64>(),
-        Integral::No => Ok(key_hash(key, 0)? % peers),
+    match canonical(key, 0)? {
+        Canonical::Int(n) => Ok(n.rem_euclid(peers as i64) as u64),
+        Canonical::BigInt(n) => n.rem(peers)?.extract::<u64>(),
+        Canonical::Hashed(hash) => Ok(hash % peers),
     }
 }
 
 /// The stable 64-bit hash of `key`'s canonical form (module docs); `depth` is its nesting
 /// inside tuples and frozensets.
 fn key_hash(key: &Bound<'_, PyAny>, depth: usize) -> PyResult<u64> {
-    match integral(key)? {
-        Integral::Small(n) => Ok(hash_u64(n as u64, seed::INT)),
-        Integral::Big(n) => Ok(hash_u64(n.hash()? as u64, seed::BIG_INT)),
-        Integral::No => other_hash(key, depth),
+    match canonical(key, depth)? {
+        Canonical::Int(n) => Ok(n as u64),
+        Canonical::BigInt(n) => Ok(hash_u64(n.hash()? as u64, seed::BIG_INT)),
+        Canonical::Hashed(hash) => Ok(hash),
     }
 }
 
@@ -84,40 +85,128 @@ fn hash_u64(value: u64, seed: u64) -> u64 {
     xxh3_64_with_seed(&value.to_le_bytes(), seed)
 }
 
-/// The hash of a key that is not a number equal to an int.
-fn other_hash(key: &Bound<'_, PyAny>, depth: usize) -> PyResult<u64> {
-    if let Ok(text) = key.cast::<PyString>() {
-        return Ok(xxh3_64_with_seed(text.to_cow()?.as_bytes(), seed::STR));
+/// The canonical form of `key`: exact built-in types are recognised first (the common,
+/// fast case), then their subclasses, then other numbers and other objects.
+fn canonical<'py>(key: &Bound<'py, PyAny>, depth: usize) -> PyResult<Canonical<'py>> {
+    if key.is_exact_instance_of::<PyInt>() {
+        return Ok(int_value(key));
     }
-    if let Ok(bytes) = key.cast::<PyBytes>() {
-        return Ok(xxh3_64_with_seed(bytes.as_bytes(), seed::BYTES));
+    if let Some(text) = as_a::<PyString>(key) {
+        return Ok(Canonical::Hashed(xxh3_64_with_seed(text.to_cow()?.as_bytes(), seed::STR)));
     }
-    if let Ok(tuple) = key.cast::<PyTuple>() {
-        return tuple_hash(tuple, depth);
+    if let Some(float) = as_a::<PyFloat>(key) {
+        return float_canonical(key, float.value());
+    }
+    if let Some(tuple) = as_a::<PyTuple>(key) {
+        return Ok(Canonical::Hashed(tuple_hash(tuple, depth)?));
+    }
+    if key.is_instance_of::<PyInt>() {
+        return Ok(int_value(key));
+    }
+    if let Some(bytes) = as_a::<PyBytes>(key) {
+        return Ok(Canonical::Hashed(xxh3_64_with_seed(bytes.as_bytes(), seed::BYTES)));
     }
     if key.is_none() {
-        return Ok(hash_u64(0, seed::NONE));
+        return Ok(Canonical::Hashed(hash_u64(0, seed::NONE)));
     }
-    if let Ok(set) = key.cast::<PyFrozenSet>() {
-        return frozenset_hash(set, depth);
+    if let Some(complex) = as_a::<PyComplex>(key) {
+        return complex_canonical(key, complex.real(), complex.imag());
     }
-    if is_number(key)? {
-        if is_nan(key)? {
-            return Ok(hash_u64(0, seed::NAN));
-        }
-        return Ok(hash_u64(key.hash()? as u64, seed::NUMBER));
+    if let Some(set) = as_a::<PyFrozenSet>(key) {
+        return Ok(Canonical::Hashed(frozenset_hash(set, depth)?));
     }
-    Ok(hash_u64(key.hash()? as u64, seed::OBJECT))
+    other_canonical(key)
 }
 
-/// The element hashes in order, after the length.
-fn tuple_hash(tuple: &Bound<'_, PyTuple>, depth: usize) -> PyResult<u64> {
-    let depth = nested(depth)?;
-    let mut hash = hash_u64(tuple.len() as u64, seed::TUPLE);
-    for item in tuple.iter() {
-        hash = hash_u64(key_hash(&item, depth)?, hash);
+/// `key` as a `T` if it is one: a type flag check, without the error object a failed `cast`
+/// builds (routing tries several types per key).
+fn as_a<'a, 'py, T: PyTypeCheck>(key: &'a Bound<'py, PyAny>) -> Option<&'a Bound<'py, T>> {
+    if key.is_instance_of::<T>() {
+        key.cast::<T>().ok()
+    } else {
+        None
     }
-    Ok(hash)
+}
+
+fn int_value<'py>(int: &Bound<'py, PyAny>) -> Canonical<'py> {
+    match int.extract::<i64>() {
+        Ok(n) => Canonical::Int(n),
+        Err(_) => Canonical::BigInt(int.clone()),
+    }
+}
+
+/// A float (or a complex with this real part and no imaginary part): the int it equals,
+/// or the hash of its Python numeric hash (one hash for every NaN).
+fn float_canonical<'py>(key: &Bound<'py, PyAny>, value: f64) -> PyResult<Canonical<'py>> {
+    if value.is_nan() {
+        return Ok(nan());
+    }
+    if !value.is_finite() || value.fract() != 0.0 {
+        return Ok(Canonical::Hashed(hash_u64(float_numeric_hash(value) as u64, seed::NUMBER)));
+    }
+    if (-TWO_POW_63..TWO_POW_63).contains(&value) {
+        return Ok(Canonical::Int(value as i64));
+    }
+    Ok(Canonical::BigInt(key.py().get_type::<PyInt>().call1((value,))?))
+}
+
+fn complex_canonical<'py>(key: &Bound<'py, PyAny>, real: f64, imag: f64) -> PyResult<Canonical<'py>> {
+    if real.is_nan() || imag.is_nan() {
+        return Ok(nan());
+    }
+    if imag == 0.0 {
+        return float_canonical(key, real);
+    }
+    numeric(key)
+}
+
+/// Python's numeric hash of a float that is not NaN (`hash(value)`, as the Python docs'
+/// "Hashing of numeric types" define it, on 64-bit builds): `value mod (2^61 - 1)` with the
+/// sign of `value`, +-314159 for infinities, -2 instead of -1. Computed here because a call
+/// into the interpreter for it would make float keys slower to route.
+fn float_numeric_hash(value: f64) -> i64 {
+    const MODULUS: u64 = (1 << 61) - 1;
+    if value.is_infinite() {
+        return if value > 0.0 { 314_159 } else { -314_159 };
+    }
+    let bits = value.to_bits();
+    let (exponent_bits, fraction) = ((bits >> 52) & 0x7ff, bits & ((1 << 52) - 1));
+    // value = mantissa * 2^exponent exactly, with mantissa < 2^53 < MODULUS.
+    let (mantissa, exponent) = match exponent_bits {
+        0 => (fraction, -1074),
+        _ => (fraction | 1 << 52, exponent_bits as i64 - 1075),
+    };
+    // 2^61 = 1 (mod MODULUS), so multiplying by 2^e is a rotation of the low 61 bits.
+    let shift = exponent.rem_euclid(61) as u32;
+    let rotated = ((mantissa << shift) & MODULUS) | (mantissa >> (61 - shift));
+    let hash = if value < 0.0 { -(rotated as i64) } else { rotated as i64 };
+    if hash == -1 {
+        -2
+    } else {
+        hash
+    }
+}
+
+/// A number that equals no int, by its Python numeric hash.
+fn numeric<'py>(key: &Bound<'py, PyAny>) -> PyResult<Canonical<'py>> {
+    Ok(Canonical::Hashed(hash_u64(key.hash()? as u64, seed::NUMBER)))
+}
+
+fn nan<'py>() -> Canonical<'py> {
+    Canonical::Hashed(hash_u64(0, seed::NAN))
+}
+
+/// The element hashes folded in order (each step `h -> (h ^ element) * K` rotated, a
+/// bijection of `h`, so tuples differing in one element differ), from the length, finished
+/// by XXH3.
+fn tuple_hash(tuple: &Bound<'_, PyTuple>, depth: usize) -> PyResult<u64> {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let depth = nested(depth)?;
+    let mut hash = tuple.len() as u64;
+    for item in tuple.iter() {
+        hash = (hash ^ key_hash(&item, depth)?).wrapping_mul(K).rotate_left(29);
+    }
+    Ok(hash_u64(hash, seed::TUPLE))
 }
 
 /// The sum of the mixed element hashes (independent of iteration order), with the length.
@@ -139,67 +228,24 @@ fn nested(depth: usize) -> PyResult<usize> {
     Ok(depth + 1)
 }
 
-/// The int a key equals, if it is a number equal to an int.
-fn integral<'py>(key: &Bound<'py, PyAny>) -> PyResult<Integral<'py>> {
-    if let Ok(int) = key.cast::<PyInt>() {
-        return Ok(int_value(int.as_any()));
+/// A key of no built-in type: a `numbers.Number` (`Fraction`, `Decimal`, ...) is the int it
+/// equals if `int(key) == key`, else hashed by its Python numeric hash; any other object by
+/// Python's `hash` (stable within one process only).
+fn other_canonical<'py>(key: &Bound<'py, PyAny>) -> PyResult<Canonical<'py>> {
+    static NUMBER: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    if !key.is_instance(NUMBER.import(key.py(), "numbers", "Number")?)? {
+        return Ok(Canonical::Hashed(hash_u64(key.hash()? as u64, seed::OBJECT)));
     }
-    if let Ok(float) = key.cast::<PyFloat>() {
-        return float_integral(key.py(), float.value());
-    }
-    if key.is_instance_of::<PyString>()
-        || key.is_instance_of::<PyBytes>()
-        || key.is_instance_of::<PyTuple>()
-        || key.is_instance_of::<PyFrozenSet>()
-        || key.is_none()
-    {
-        return Ok(Integral::No);
-    }
-    if let Ok(complex) = key.cast::<PyComplex>() {
-        if complex.imag() == 0.0 {
-            return float_integral(key.py(), complex.real());
-        }
-        return Ok(Integral::No);
-    }
-    if is_number(key)? {
-        return number_integral(key);
-    }
-    Ok(Integral::No)
-}
-
-fn int_value<'py>(int: &Bound<'py, PyAny>) -> Integral<'py> {
-    match int.extract::<i64>() {
-        Ok(n) => Integral::Small(n),
-        Err(_) => Integral::Big(int.clone()),
-    }
-}
-
-fn float_integral(py: Python<'_>, value: f64) -> PyResult<Integral<'_>> {
-    if !value.is_finite() || value.fract() != 0.0 {
-        return Ok(Integral::No);
-    }
-    if (-TWO_POW_63..TWO_POW_63).contains(&value) {
-        return Ok(Integral::Small(value as i64));
-    }
-    Ok(Integral::Big(py.get_type::<PyInt>().call1((value,))?))
-}
-
-/// A number of another type (`Fraction`, `Decimal`, ...): the int it equals, if `int(key)`
-/// succeeds and compares equal to it.
-fn number_integral<'py>(key: &Bound<'py, PyAny>) -> PyResult<Integral<'py>> {
-    if is_nan(key)? {
-        return Ok(Integral::No);
+    if key.ne(key)? {
+        return Ok(nan());
     }
     let py = key.py();
-    let int = match py.get_type::<PyInt>().call1((key,)) {
-        Ok(int) => int,
-        Err(error) if not_an_int(py, &error) => return Ok(Integral::No),
-        Err(error) => return Err(error),
-    };
-    if int.eq(key)? {
-        return Ok(int_value(&int));
+    match py.get_type::<PyInt>().call1((key,)) {
+        Ok(int) if int.eq(key)? => Ok(int_value(&int)),
+        Ok(_) => numeric(key),
+        Err(error) if not_an_int(py, &error) => numeric(key),
+        Err(error) => Err(error),
     }
-    Ok(Integral::No)
 }
 
 /// Whether `int(x)` failed because `x` has no int value (infinite, complex, ...).
@@ -207,24 +253,6 @@ fn not_an_int(py: Python<'_>, error: &PyErr) -> bool {
     error.is_instance_of::<PyTypeError>(py)
         || error.is_instance_of::<PyValueError>(py)
         || error.is_instance_of::<PyArithmeticError>(py)
-}
-
-fn is_number(key: &Bound<'_, PyAny>) -> PyResult<bool> {
-    if key.is_instance_of::<PyFloat>() || key.is_instance_of::<PyComplex>() {
-        return Ok(true);
-    }
-    static NUMBER: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-    key.is_instance(NUMBER.import(key.py(), "numbers", "Number")?)
-}
-
-fn is_nan(key: &Bound<'_, PyAny>) -> PyResult<bool> {
-    if let Ok(float) = key.cast::<PyFloat>() {
-        return Ok(float.value().is_nan());
-    }
-    if let Ok(complex) = key.cast::<PyComplex>() {
-        return Ok(complex.real().is_nan() || complex.imag().is_nan());
-    }
-    key.ne(key)
 }
 
 /// The worker (of `peers`) that `exchange`, `count_by_key`, `aggregate` and the generic
