@@ -1,62 +1,40 @@
 //! The stable hash that routes keys to workers: `hash_of` and its `StableHasher`.
 //!
-//! `hash_of(key)` is the 64-bit XXH3 hash (seed 0) of the bytes that `key`'s `Hash`
-//! implementation writes, with every integer written little endian and `usize`/`isize`
-//! widened to 8 bytes. It depends neither on the Rust release (unlike `DefaultHasher`,
-//! whose algorithm may change), nor on the process, nor on the platform's endianness or
-//! pointer width, so every process of a cluster routes a key to the same worker.
+//! `hash_of(key)` folds XXH3-64 over the byte strings that `key`'s `Hash` implementation
+//! writes, `h = xxh3_64_with_seed(bytes, h)` from `h = 0`, with every integer written little
+//! endian and `usize`/`isize` widened to 8 bytes (so a `u64` key hashes to `xxh3_64` of its
+//! 8 bytes). It depends neither on the Rust release's hasher (unlike `DefaultHasher`, whose
+//! algorithm may change), nor on the process, nor on the platform's endianness or pointer
+//! width, so every process of a cluster routes a key to the same worker. One XXH3 call per
+//! write keeps short keys cheap and needs no buffer.
 //!
 //! This module owns only the hash function; which worker a hash selects (`hash % peers`)
 //! is the exchange channel's business.
 
 use std::hash::{Hash, Hasher};
-use xxhash_rust::xxh3::{xxh3_64, Xxh3};
+use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-/// Bytes buffered before the hasher switches to streaming XXH3: most keys (integers,
-/// words, small tuples) fit, and hashing them is one one-shot XXH3 call.
-const INLINE: usize = 64;
-
-/// A `Hasher` computing XXH3-64 (seed 0) of everything written to it, integers little
-/// endian. Equal byte sequences hash equally however they were split into writes.
+/// A `Hasher` folding XXH3-64 over what is written to it: `h = xxh3_64_with_seed(bytes, h)`
+/// per write, from 0; integers little endian.
+#[derive(Default)]
 pub struct StableHasher {
-    inline: [u8; INLINE],
-    len: usize,
-    streaming: Option<Box<Xxh3>>,
+    state: u64,
 }
 
 impl StableHasher {
-    /// An empty hasher.
+    /// An empty hasher (state 0).
     pub fn new() -> Self {
-        StableHasher { inline: [0; INLINE], len: 0, streaming: None }
-    }
-}
-
-impl Default for StableHasher {
-    fn default() -> Self {
-        Self::new()
+        StableHasher { state: 0 }
     }
 }
 
 impl Hasher for StableHasher {
     fn finish(&self) -> u64 {
-        match &self.streaming {
-            Some(state) => state.digest(),
-            None => xxh3_64(&self.inline[..self.len]),
-        }
+        self.state
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        if let Some(state) = &mut self.streaming {
-            state.update(bytes);
-        } else if self.len + bytes.len() <= INLINE {
-            self.inline[self.len..self.len + bytes.len()].copy_from_slice(bytes);
-            self.len += bytes.len();
-        } else {
-            let mut state = Box::new(Xxh3::new());
-            state.update(&self.inline[..self.len]);
-            state.update(bytes);
-            self.streaming = Some(state);
-        }
+        self.state = xxh3_64_with_seed(bytes, self.state);
     }
 
     fn write_u16(&mut self, n: u16) {
