@@ -15,11 +15,15 @@ thread scheduling on a busy machine):
 `--builds NAME=DIR,...` names directories that each hold a `timely_py` package (a built
 checkout's `python/`, or a copy of one); every repetition runs each build once, in its own
 interpreter (`PYTHONPATH=DIR`), builds interleaved, and the medians over `--reps` (default 5)
-are printed with their ratio to the first build. Example (before/after a change):
+are printed with their ratio to the first build. On a busy machine wall-clock rates swing by
+tens of percent, so `--instructions` instead counts the instructions each workload executes
+per record (valgrind's callgrind, whole process, at two input sizes: the difference divided by
+the extra records), which the machine's load does not change. Example (before/after a change):
 
     cp -r python/timely_py /tmp/before/              # with the earlier build installed
     bash scripts/dev_install.sh                      # the new build, into python/
     .venv/bin/python benches/python/bench_routing.py --builds before=/tmp/before,after=python
+    .venv/bin/python benches/python/bench_routing.py --builds before=/tmp/before,after=python --instructions
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -46,28 +51,42 @@ def inputs(n: int) -> dict:
     }
 
 
+def exchanged(stream, seen):
+    return stream.exchange(lambda x: x).inspect_batch(lambda _t, xs: seen.append(len(xs)))
+
+
+def counted(key):
+    def build(stream, seen):
+        return stream.count_by_key(key).inspect_batch(lambda _t, kns: seen.append(sum(n for _, n in kns)))
+
+    return build
+
+
 def workloads():
-    """(name, input kind, build(stream) -> stream)."""
+    """(name, input kind, build(stream, seen) -> stream), where the stream built appends to
+    `seen` how many input records each output batch accounts for."""
     return [
-        ("exchange/int", "int", lambda s: s.exchange(lambda x: x)),
-        ("exchange/float", "float", lambda s: s.exchange(lambda x: x)),
-        ("exchange/str", "str", lambda s: s.exchange(lambda x: x)),
-        ("exchange/tuple", "tuple", lambda s: s.exchange(lambda x: x)),
-        ("count/int", "int", lambda s: s.count_by_key(lambda x: x % 1000)),
-        ("count/str", "str", lambda s: s.count_by_key()),
+        ("exchange/int", "int", exchanged),
+        ("exchange/float", "float", exchanged),
+        ("exchange/str", "str", exchanged),
+        ("exchange/tuple", "tuple", exchanged),
+        ("count/int", "int", counted(lambda x: x % 1000)),
+        ("count/str", "str", counted(None)),
     ]
 
 
 def run_once(records: list, build) -> float:
-    """Seconds to push `records` through `build` on 1 worker, to completion."""
+    """Seconds to push `records` through `build` on 1 worker, to completion; checks that
+    every record came out (or was counted)."""
     import timely_py as timely
 
     batches = [records[i : i + BATCH] for i in range(0, len(records), BATCH)]
+    seen: list = []
 
     def main(worker):
         inp, probe = timely.InputHandle(), timely.ProbeHandle()
         with worker.dataflow() as scope:
-            build(scope.input_from(inp)).probe_with(probe)
+            build(scope.input_from(inp), seen).probe_with(probe)
         for start in range(0, len(batches), EPOCH_BATCHES):
             for batch in batches[start : start + EPOCH_BATCHES]:
                 inp.send_batch(batch)
@@ -79,13 +98,43 @@ def run_once(records: list, build) -> float:
 
     began = time.perf_counter()
     timely.execute(main, workers=1)
-    return time.perf_counter() - began
+    elapsed = time.perf_counter() - began
+    if sum(seen) != len(records):
+        raise AssertionError(f"{sum(seen)} records came out of {len(records)}")
+    return elapsed
 
 
-def child(n: int) -> None:
-    """One repetition of every workload in this interpreter; prints {name: seconds}."""
+def child(n: int, only: str) -> None:
+    """One repetition of every workload (or of `only`) in this interpreter; prints
+    {name: seconds}."""
     data = inputs(n)
-    print(json.dumps({name: run_once(data[kind], build) for name, kind, build in workloads()}))
+    chosen = [w for w in workloads() if only in ("", w[0])]
+    print(json.dumps({name: run_once(data[kind], build) for name, kind, build in chosen}))
+
+
+def run_child(directory: str, records: int, only: str = "", wrapper: tuple = ()) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(directory))
+    command = [*wrapper, sys.executable, __file__, "--child", "--records", str(records), "--only", only, "--builds", "-"]
+    return subprocess.run(command, env=env, check=True, capture_output=True, text=True)
+
+
+def instructions(directory: str, workload: str, small: int, large: int) -> float:
+    """Instructions per record of `workload` with the build in `directory` (callgrind)."""
+    counts = []
+    for records in (small, large):
+        wrapper = ("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null")
+        err = run_child(directory, records, workload, wrapper).stderr
+        counts.append(int(re.search(r"Collected : (\d+)", err).group(1)))
+    return (counts[1] - counts[0]) / (large - small)
+
+
+def main_instructions(builds, small: int, large: int) -> None:
+    first = builds[0][0]
+    print(f"{'workload':16}" + "".join(f"{name + ' instr/rec':>20}" for name, _ in builds) + "   difference to " + first)
+    for workload, _, _ in workloads():
+        counts = [instructions(directory, workload, small, large) for _, directory in builds]
+        diffs = " ".join(f"{c - counts[0]:+.0f}" for c in counts[1:])
+        print(f"{workload:16}" + "".join(f"{c:20.0f}" for c in counts) + "   " + diffs, flush=True)
 
 
 def main() -> None:
@@ -93,23 +142,20 @@ def main() -> None:
     parser.add_argument("--builds", required=True, help="NAME=DIR,... (DIR holds a timely_py package)")
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--instructions", action="store_true", help="count instructions per record (callgrind)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--only", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        return child(args.records)
+        return child(args.records, args.only)
     builds = [item.split("=", 1) for item in args.builds.split(",")]
+    if args.instructions:
+        return main_instructions(builds, 10_000, 50_000)
     times: dict = {name: {} for name, _ in builds}
     print(f"load average before: {os.getloadavg()}", file=sys.stderr)
     for rep in range(args.reps):
         for name, directory in builds:
-            env = dict(os.environ, PYTHONPATH=os.path.abspath(directory))
-            out = subprocess.run(
-                [sys.executable, __file__, "--child", "--records", str(args.records), "--builds", args.builds],
-                env=env,
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout
+            out = run_child(directory, args.records).stdout
             for workload, seconds in json.loads(out).items():
                 times[name].setdefault(workload, []).append(seconds)
         print(f"rep {rep + 1}/{args.reps} done, load {os.getloadavg()[0]:.2f}", file=sys.stderr)
