@@ -1425,8 +1425,8 @@ impl PyStream {
     /// (at the first time; drop or release it unless the operator sends records that no
     /// input justifies) and its `OperatorInfo`, and returns `logic(input, output)`, which
     /// runs whenever records arrive (or the operator is activated). `exchange`, if given,
-    /// is a key function: record `x` goes to worker `route(key(x))` (`key(x) % peers`
-    /// for ints, a stable hash otherwise); None keeps records on this worker.
+    /// is a key function: record `x` goes to worker `route_key(key(x), peers)` (`key(x) % peers`
+    /// for ints; equal keys meet on one worker); None keeps records on this worker.
     #[pyo3(signature = (constructor, name="Unary", exchange=None))]
     fn unary(
         &self,

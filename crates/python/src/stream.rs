@@ -75,7 +75,7 @@ pub trait StreamObj {
     fn inspect_time(&self, f: Py<PyAny>) -> Box<dyn StreamObj>;
     /// Calls `f(time, records)` per batch and passes records on.
     fn inspect_batch(&self, f: Py<PyAny>) -> Box<dyn StreamObj>;
-    /// Routes records to worker `hash(key(x)) % peers`.
+    /// Routes records to worker `route(key(x))` (see `key`).
     fn exchange(&self, key: Option<Py<PyAny>>) -> Box<dyn StreamObj>;
     /// Every record to every worker.
     fn broadcast(&self) -> Box<dyn StreamObj>;
@@ -554,9 +554,9 @@ impl PyStream {
         build(&self.inner, |s| s.inspect_batch(f))
     }
 
-    /// Sends each record to worker `key(x) % peers` for int keys (`key` None: the record
-    /// itself), or to a worker chosen by a hash of the key that is stable across processes for
-    /// str, bytes, floats and tuples (other objects use Python's `hash`).
+    /// Sends each record to worker `route_key(key(x), peers)` (`key` None: the record
+    /// itself): `key(x) % peers` for ints and numbers equal to ints, else a stable hash of
+    /// the key, so that keys that compare equal meet on one worker in every process.
     #[pyo3(signature = (key=None))]
     fn exchange(&self, key: Option<Py<PyAny>>) -> PyResult<PyStream> {
         build(&self.inner, |s| s.exchange(key))
@@ -606,14 +606,16 @@ impl PyStream {
     }
 
     /// For each time, `(k, n)`: how many records had key `k = key(x)` (`key` None: the
-    /// record itself), emitted once the time is complete.
+    /// record itself), emitted once the time is complete. Equal keys are counted together
+    /// whatever their types (`1`, `1.0`, `True`), on worker `route_key(k, peers)`.
     #[pyo3(signature = (key=None))]
     fn count_by_key(&self, key: Option<Py<PyAny>>) -> PyResult<PyStream> {
         build(&self.inner, |s| s.count_by_key(key))
     }
 
     /// For each time and key `k = key(x)`: `acc = fold(acc, x)` starting from `init()`,
-    /// emitting `emit(k, acc)` (default `(k, acc)`) once the time is complete.
+    /// emitting `emit(k, acc)` (default `(k, acc)`) once the time is complete. Equal keys
+    /// share one `acc`, on worker `route_key(k, peers)`.
     #[pyo3(signature = (key, fold, init, emit=None))]
     fn aggregate(
         &self,
