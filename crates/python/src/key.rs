@@ -136,18 +136,36 @@ fn int_value<'py>(int: &Bound<'py, PyAny>) -> Canonical<'py> {
 }
 
 /// A float (or a complex with this real part and no imaginary part): the int it equals,
-/// or the hash of its Python numeric hash (one hash for every NaN).
+/// or the hash of its Python numeric hash (one hash for every NaN). Decided on the bits, with
+/// no rounding calls: this is the path of every float key.
 fn float_canonical<'py>(key: &Bound<'py, PyAny>, value: f64) -> PyResult<Canonical<'py>> {
     if value.is_nan() {
         return Ok(nan());
     }
-    if !value.is_finite() || value.fract() != 0.0 {
-        return Ok(Canonical::Hashed(hash_u64(float_numeric_hash(value) as u64, seed::NUMBER)));
+    if value.is_infinite() {
+        return Ok(number_hash(if value > 0.0 { 314_159 } else { -314_159 }));
+    }
+    let (mantissa, exponent) = decompose(value);
+    let integral = exponent >= 0
+        || mantissa == 0
+        || (exponent > -64 && i64::from(mantissa.trailing_zeros()) >= -exponent);
+    if !integral {
+        return Ok(number_hash(float_numeric_hash(value < 0.0, mantissa, exponent)));
     }
     if (-TWO_POW_63..TWO_POW_63).contains(&value) {
         return Ok(Canonical::Int(value as i64));
     }
     Ok(Canonical::BigInt(key.py().get_type::<PyInt>().call1((value,))?))
+}
+
+/// `|value| = mantissa * 2^exponent` exactly, for a finite float (`mantissa < 2^53`).
+fn decompose(value: f64) -> (u64, i64) {
+    let bits = value.to_bits();
+    let (exponent_bits, fraction) = ((bits >> 52) & 0x7ff, bits & ((1 << 52) - 1));
+    match exponent_bits {
+        0 => (fraction, -1074),
+        _ => (fraction | 1 << 52, exponent_bits as i64 - 1075),
+    }
 }
 
 fn complex_canonical<'py>(key: &Bound<'py, PyAny>, real: f64, imag: f64) -> PyResult<Canonical<'py>> {
@@ -160,26 +178,17 @@ fn complex_canonical<'py>(key: &Bound<'py, PyAny>, real: f64, imag: f64) -> PyRe
     numeric(key)
 }
 
-/// Python's numeric hash of a float that is not NaN (`hash(value)`, as the Python docs'
-/// "Hashing of numeric types" define it, on 64-bit builds): `value mod (2^61 - 1)` with the
-/// sign of `value`, +-314159 for infinities, -2 instead of -1. Computed here because a call
-/// into the interpreter for it would make float keys slower to route.
-fn float_numeric_hash(value: f64) -> i64 {
+/// Python's numeric hash of the finite float `+-mantissa * 2^exponent` (`hash(value)`, as
+/// the Python docs' "Hashing of numeric types" define it on 64-bit builds): the value modulo
+/// 2^61 - 1 with the value's sign, -2 instead of -1. Computed here because a call into the
+/// interpreter for it would make float keys slower to route.
+fn float_numeric_hash(negative: bool, mantissa: u64, exponent: i64) -> i64 {
     const MODULUS: u64 = (1 << 61) - 1;
-    if value.is_infinite() {
-        return if value > 0.0 { 314_159 } else { -314_159 };
-    }
-    let bits = value.to_bits();
-    let (exponent_bits, fraction) = ((bits >> 52) & 0x7ff, bits & ((1 << 52) - 1));
-    // value = mantissa * 2^exponent exactly, with mantissa < 2^53 < MODULUS.
-    let (mantissa, exponent) = match exponent_bits {
-        0 => (fraction, -1074),
-        _ => (fraction | 1 << 52, exponent_bits as i64 - 1075),
-    };
-    // 2^61 = 1 (mod MODULUS), so multiplying by 2^e is a rotation of the low 61 bits.
-    let shift = exponent.rem_euclid(61) as u32;
+    // 2^61 = 1 (mod MODULUS), so multiplying by 2^e is a rotation of the low 61 bits
+    // (mantissa < 2^53 < MODULUS); exponent >= -1074 > -61 * 18.
+    let shift = ((exponent + 61 * 18) % 61) as u32;
     let rotated = ((mantissa << shift) & MODULUS) | (mantissa >> (61 - shift));
-    let hash = if value < 0.0 { -(rotated as i64) } else { rotated as i64 };
+    let hash = if negative { -(rotated as i64) } else { rotated as i64 };
     if hash == -1 {
         -2
     } else {
@@ -189,7 +198,12 @@ fn float_numeric_hash(value: f64) -> i64 {
 
 /// A number that equals no int, by its Python numeric hash.
 fn numeric<'py>(key: &Bound<'py, PyAny>) -> PyResult<Canonical<'py>> {
-    Ok(Canonical::Hashed(hash_u64(key.hash()? as u64, seed::NUMBER)))
+    Ok(number_hash(key.hash()? as i64))
+}
+
+/// The canonical hash of a number with Python numeric hash `hash`.
+fn number_hash<'py>(hash: i64) -> Canonical<'py> {
+    Canonical::Hashed(hash_u64(hash as u64, seed::NUMBER))
 }
 
 fn nan<'py>() -> Canonical<'py> {
