@@ -16,9 +16,9 @@ thread scheduling on a busy machine):
 checkout's `python/`, or a copy of one); every repetition runs each build once, in its own
 interpreter (`PYTHONPATH=DIR`), builds interleaved, and the medians over `--reps` (default 5)
 are printed with their ratio to the first build. On a busy machine wall-clock rates swing by
-tens of percent, so `--instructions` instead counts the instructions each workload executes
-per record (valgrind's callgrind, whole process, at two input sizes: the difference divided by
-the extra records), which the machine's load does not change. Example (before/after a change):
+tens of percent, so `--instructions` instead counts the instructions per record spent in
+routing (the build's `route` function with all it calls, under valgrind's callgrind), which
+the machine's load does not change. Example (before/after a change):
 
     cp -r python/timely_py /tmp/before/              # with the earlier build installed
     bash scripts/dev_install.sh                      # the new build, into python/
@@ -35,6 +35,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 BATCH = 1000
@@ -114,25 +115,31 @@ def child(n: int, only: str) -> None:
 
 def run_child(directory: str, records: int, only: str = "", wrapper: tuple = ()) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.path.abspath(directory))
+    if wrapper:
+        env["PYTHONHASHSEED"] = "0"  # the same str hashes, dict layouts and so instructions
     command = [*wrapper, sys.executable, __file__, "--child", "--records", str(records), "--only", only, "--builds", "-"]
     return subprocess.run(command, env=env, check=True, capture_output=True, text=True)
 
 
-def instructions(directory: str, workload: str, small: int, large: int) -> float:
-    """Instructions per record of `workload` with the build in `directory` (callgrind)."""
-    counts = []
-    for records in (small, large):
-        wrapper = ("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null")
-        err = run_child(directory, records, workload, wrapper).stderr
-        counts.append(int(re.search(r"Collected : (\d+)", err).group(1)))
-    return (counts[1] - counts[0]) / (large - small)
+def instructions(directory: str, workload: str, records: int) -> float:
+    """Instructions per record spent in the build's `route` function (the key's worker,
+    everything it calls included) for `workload` with the build in `directory`: callgrind's
+    inclusive count, which neither the machine's load nor the rest of the process changes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        run_child(directory, records, workload, ("valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"))
+        report = subprocess.run(
+            ["callgrind_annotate", "--inclusive=yes", "--threshold=100", out], check=True, capture_output=True, text=True
+        ).stdout
+    match = re.search(r"^\s*([\d,]+) .*_core::\w+::route \[", report, re.MULTILINE)
+    return int(match.group(1).replace(",", "")) / records if match else 0.0
 
 
-def main_instructions(builds, small: int, large: int) -> None:
+def main_instructions(builds, records: int) -> None:
     first = builds[0][0]
-    print(f"{'workload':16}" + "".join(f"{name + ' instr/rec':>20}" for name, _ in builds) + "   difference to " + first)
+    print(f"{'workload':16}" + "".join(f"{name + ' instr/key':>20}" for name, _ in builds) + "   difference to " + first)
     for workload, _, _ in workloads():
-        counts = [instructions(directory, workload, small, large) for _, directory in builds]
+        counts = [instructions(directory, workload, records) for _, directory in builds]
         diffs = " ".join(f"{c - counts[0]:+.0f}" for c in counts[1:])
         print(f"{workload:16}" + "".join(f"{c:20.0f}" for c in counts) + "   " + diffs, flush=True)
 
@@ -150,7 +157,7 @@ def main() -> None:
         return child(args.records, args.only)
     builds = [item.split("=", 1) for item in args.builds.split(",")]
     if args.instructions:
-        return main_instructions(builds, 10_000, 50_000)
+        return main_instructions(builds, 20_000)
     times: dict = {name: {} for name, _ in builds}
     print(f"load average before: {os.getloadavg()}", file=sys.stderr)
     for rep in range(args.reps):
