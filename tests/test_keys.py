@@ -33,13 +33,17 @@ ints = st.one_of(
 )
 scalar_specs = st.one_of(
     ints.map(lambda n: ("int", n)),
-    st.tuples(st.integers(-500, 500).map(lambda k: 2 * k + 1), st.integers(1, 40)).map(lambda t: ("ratio", *t)),
+    st.tuples(st.integers(-500, 500).map(lambda k: 2 * k + 1), st.integers(1, 40)).map(
+        lambda t: ("ratio", *t)
+    ),
     st.text(max_size=5).map(lambda s: ("str", s)),
     st.binary(max_size=5).map(lambda b: ("bytes", b)),
     st.just(("none",)),
     st.lists(st.integers(-5, 5), max_size=3).map(lambda ns: ("frozenset", ns)),
 )
-specs = st.recursive(scalar_specs, lambda items: st.lists(items, max_size=3).map(lambda xs: ("tuple", xs)), max_leaves=6)
+specs = st.recursive(
+    scalar_specs, lambda items: st.lists(items, max_size=3).map(lambda xs: ("tuple", xs)), max_leaves=6
+)
 
 
 def int_value(key):
@@ -73,20 +77,16 @@ def test_equal_keys_of_any_type_have_one_worker(spec):
 def test_every_float_routes_like_the_equal_fraction_and_decimal(x):
     """Floats are hashed natively, Fractions and Decimals through Python's numeric hash."""
     peers = 2**62 - 57
-    forms = [x, complex(x, 0)] + ([] if math.isinf(x) else [Fraction(x), Decimal(x)])
-    assert len({timely.route_key(form, peers) for form in forms}) == 1, forms
+    equal = [x, complex(x, 0)] + ([] if math.isinf(x) else [Fraction(x), Decimal(x)])
+    assert len({timely.route_key(key, peers) for key in equal}) == 1, equal
 
 
 def test_ints_route_by_python_modulo():
     for n in [-1, -7, 0, 5, 2**64 + 3, -(2**70) - 1]:
-        for key in int_forms_of(n):
+        for key in forms(("int", n)):
             assert timely.route_key(key, 3) == n % 3, key
     assert timely.route_key(True, 2) == 1 and timely.route_key(False, 2) == 0
     assert timely.route_key(-0.0, 5) == 0
-
-
-def int_forms_of(n):
-    return forms(("int", n))
 
 
 def test_every_nan_routes_to_one_worker():
@@ -181,10 +181,8 @@ def test_equal_keys_meet_in_every_keyed_operator(peers, spec_list, rng):
 @pytest.mark.parametrize("peers", [1, 3])
 def test_the_issue_examples_count_once(peers):
     keys = [-1, -1.0, 2**70, 2.0**70, True, 1, Fraction(4, 2), Decimal(2), 2]
-    results = timely.execute(
-        lambda worker: equal_keys_dataflow(worker, list(enumerate(keys)), groups_of([("int", -1), ("int", 2**70), ("int", 1), ("int", 2)])),
-        workers=peers,
-    )
+    groups = groups_of([("int", -1), ("int", 2**70), ("int", 1), ("int", 2)])
+    results = timely.execute(lambda worker: equal_keys_dataflow(worker, list(enumerate(keys)), groups), workers=peers)
     assert sorted(kn for result in results for kn in result["count"]) == [(0, 2), (1, 2), (2, 2), (3, 3)]
 
 
