@@ -25,7 +25,8 @@ exchange ^exchange/2_workers/1000\$
 exchange ^exchange/1_worker/100000\$
 exchange ^exchange/2_workers/100000\$
 tracker ^tracker/
-codecs ^codecs/"
+codecs ^codecs/
+hash_of ^hash_of/"
 
 # Percentage of CPU time idle over one second, from /proc/stat.
 idle_percent() {

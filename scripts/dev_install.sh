@@ -7,5 +7,5 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 .venv/bin/pip install -q --upgrade pip >/dev/null
-.venv/bin/pip install -q "maturin>=1.5,<2" "pytest>=7"
+.venv/bin/pip install -q "maturin>=1.5,<2" "pytest>=7" "hypothesis>=6"
 VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --release -q

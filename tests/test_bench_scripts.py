@@ -7,6 +7,7 @@ otherwise; these tests run them on small inputs (no timing is asserted).
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from conftest import ROOT
 
@@ -33,3 +34,20 @@ def test_bench_processes_one_by_one_records(tmp_path):
          "--batch", "1", "--no-bytewax", "--workloads", "count", "--processes", "2"],
         check=True, timeout=120, capture_output=True,
     )  # fmt: skip
+
+
+def test_bench_routing_compares_two_builds():
+    """Both "builds" are the installed package: every workload runs and checks its output."""
+    import timely_py
+
+    package_dir = str(Path(timely_py.__file__).resolve().parent.parent)
+    done = subprocess.run(
+        [sys.executable, str(BENCHES / "bench_routing.py"), "--records", "5000", "--reps", "1",
+         "--builds", f"a={package_dir},b={package_dir}"],
+        check=True, timeout=120, capture_output=True, text=True,
+    )  # fmt: skip
+    rows = [line.split() for line in done.stdout.splitlines()[1:]]
+    assert [row[0] for row in rows] == [
+        "exchange/int", "exchange/float", "exchange/str", "exchange/tuple", "count/int", "count/str"
+    ]
+    assert all(float(row[1]) > 0 and float(row[2]) > 0 for row in rows)

@@ -43,6 +43,7 @@ from ._core import (
     execute,
     execute_from_args,
     program_args,
+    route_key,
 )
 from ._core import (
     Activity,
@@ -72,6 +73,7 @@ __all__ = [
     "execute_from_args",
     "program_args",
     "Activity",
+    "route_key",
     "Capability",
     "Frontier",
     "InputCapability",

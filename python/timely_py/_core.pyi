@@ -58,6 +58,17 @@ def program_args(argv: Sequence[str]) -> list[str]:
     """The arguments of `argv` that are the program's own (without `-w`, `-n`, `-p`, `-h`,
     `--peer-timeout`, `--insecure`, `--trace` and its options)."""
 
+def route_key(key: Any, peers: int) -> int:
+    """The worker (of `peers`) that `exchange`, `count_by_key`, `aggregate` and the generic
+    operators' `exchange=` send a record with key `key` to.
+
+    Keys that compare equal go to the same worker, in every thread and process. A number
+    equal to an int (bool, `2.0`, `2.0**70`, `Fraction(4, 2)`, `Decimal(2)`) is that int, and
+    an int goes to `key % peers`. Other keys go to `h % peers`, `h` a stable XXH3 hash of the
+    key's canonical form (str as UTF-8, bytes, tuples and frozensets by their elements, other
+    numbers by Python's numeric hash, every NaN alike, None fixed). Other objects use
+    Python's `hash`, stable within one process only. Unhashable keys raise `TypeError`."""
+
 @final
 class Worker:
     @property
@@ -123,7 +134,9 @@ class Stream:
     def inspect(self, f: Callable[[Any], Any]) -> Stream: ...
     def inspect_time(self, f: Callable[[Time, Any], Any]) -> Stream: ...
     def inspect_batch(self, f: Callable[[Time, list[Any]], Any]) -> Stream: ...
-    def exchange(self, key: Optional[Callable[[Any], Any]] = None) -> Stream: ...
+    def exchange(self, key: Optional[Callable[[Any], Any]] = None) -> Stream:
+        """Sends each record to worker `route_key(key(x), peers)` (`key` None: the record
+        itself): `key(x) % peers` for ints, and keys that compare equal meet on one worker."""
     def broadcast(self) -> Stream: ...
     def concat(self, other: Stream) -> Stream: ...
     def partition(self, parts: int, route: Callable[[Any], int]) -> list[Stream]: ...

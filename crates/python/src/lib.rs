@@ -7,7 +7,8 @@
 //!
 //! Each module owns one concern, and dependencies between files point one way
 //! (`scripts/check_crate_layout.py` checks it): `time` (timestamps and the `Depth` enum with
-//! its `dispatch!` macro), `record`, `codec` and `wire` (records, their encoding, and their
+//! its `dispatch!` macro), `key` (which worker a key routes to), `record`, `codec` and `wire`
+//! (records, their encoding, and their
 //! transfer between processes), `stream`, `scope` and `loops` (the Python stream and scope,
 //! and nesting), `operators` (the built-in operators, one file per family), `generic` (the
 //! operators with Python logic), `handles`, `worker`, `tracing` (trace settings, callback
@@ -18,6 +19,7 @@ mod codec;
 mod errors;
 mod generic;
 mod handles;
+mod key;
 mod loops;
 mod operators;
 mod record;
@@ -115,6 +117,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(execute, m)?)?;
     m.add_function(wrap_pyfunction!(execute_from_args, m)?)?;
     m.add_function(wrap_pyfunction!(program_args, m)?)?;
+    m.add_function(wrap_pyfunction!(key::route_key, m)?)?;
     m.add_class::<worker::PyWorker>()?;
     m.add_class::<tracing::PyActivity>()?;
     m.add_class::<scope::PyScope>()?;

@@ -3,7 +3,8 @@
 
 use crate::args::optional_callable;
 use crate::errors::{catch_panic, WorkerContext};
-use crate::record::{route, Record, Routed};
+use crate::key::route;
+use crate::record::{Record, Routed};
 use crate::stream::{PyStream, StreamHandle};
 use crate::time::{dispatch, PyTime};
 use pyo3::prelude::*;

@@ -3,7 +3,8 @@
 
 use crate::args::{callable, optional_callable};
 use crate::errors::catch_panic;
-use crate::record::{route, Record, RoutedPair};
+use crate::key::route;
+use crate::record::{Record, RoutedPair};
 use crate::stream::{PyStream, StreamHandle};
 use crate::time::{dispatch, PyTime};
 use pyo3::prelude::*;

@@ -1,20 +1,15 @@
 //! Keyed aggregation per time: `aggregate` and `count_by_key`.
 //!
-//! Records are exchanged by a hash of their key so that each key is aggregated on one
-//! worker; each time's aggregates are emitted once the time is complete.
+//! Records are exchanged by the stable hash of their key (`hashing::hash_of`) so that each
+//! key is aggregated on one worker; each time's aggregates are emitted once the time is
+//! complete.
 
+use super::hashing::hash_of;
 use crate::dataflow::channels::{Data, Exchange, ExchangeData};
 use crate::dataflow::Stream;
 use crate::progress::Timestamp;
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
-
-/// A stable 64-bit hash of a value, used to route keys to workers.
-pub fn hash_of<K: Hash + ?Sized>(key: &K) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    key.hash(&mut hasher);
-    hasher.finish()
-}
+use std::hash::Hash;
 
 impl<T: Timestamp, K: Data + Send + Hash + Eq, V: Data + Send> Stream<T, (K, V)>
 where

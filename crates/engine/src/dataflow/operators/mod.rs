@@ -6,15 +6,16 @@ pub mod builder;
 pub mod capability;
 pub mod capture;
 pub mod generic;
+pub mod hashing;
 pub mod input;
 pub mod iterate;
 pub mod notificator;
 pub mod probe;
 
-pub use aggregate::hash_of;
 pub use builder::{InputPort, OperatorBuilder, OperatorInfo, OutputPort, Session};
 pub use capability::{Capability, CapabilityError, CapabilityRef, CapabilitySet, InputCapability};
 pub use capture::Captured;
+pub use hashing::{hash_of, StableHasher};
 pub use input::{InputError, InputHandle};
 pub use iterate::LoopHandle;
 pub use notificator::{FrontierNotificator, Notificator};
