@@ -422,7 +422,9 @@ def test_ctrl_c_on_the_launcher_stops_the_whole_cluster(tmp_path):
     assert status == 130, err
     assert elapsed < PROMPT, f"the cluster took {elapsed:.1f} s to stop"
     for index in range(3):
-        assert re.search(rf"^\[{index}\] (KeyboardInterrupt|.*ClusterError: )", err, re.MULTILINE), err
+        # A process that raised ClusterError (another one was interrupted first) may get its
+        # SIGINT while printing it; Python then prints the exception's repr instead.
+        assert re.search(rf"^\[{index}\] (KeyboardInterrupt|.*ClusterError(: |\())", err, re.MULTILINE), err
     assert "still running" not in err, "a process did not stop at the first SIGINT"
     assert "panicked" not in err
 

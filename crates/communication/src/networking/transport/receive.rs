@@ -215,9 +215,11 @@ impl Inbound {
             Ok(cause) if cause == this => {
                 (remote, format!("it stopped because it lost this process ({this})"))
             }
-            Ok(cause) if cause < self.alarm.processes() => {
-                (cause, format!("process {remote} stopped because it lost process {cause}"))
-            }
+            Ok(cause) if cause < self.alarm.processes() => match self.alarm.silences.overdue(remote) {
+                // This process has not heard from the cause for about its timeout either.
+                Some((silent, reason)) if silent == cause => (cause, reason),
+                _ => (cause, format!("process {remote} stopped because it lost process {cause}")),
+            },
             _ => (remote, format!("it stopped, blaming process {cause}, which does not exist")),
         }
     }
