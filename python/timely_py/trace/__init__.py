@@ -6,8 +6,22 @@
 format document only, never on the engine.
 """
 
+from .perfetto import export_perfetto, perfetto_events
 from .reader import SCHEMA, TraceFormatError, metadata, read
+from .summary import TraceSummary, WorkerSummary, summary
 from .validate import validate
 from .violations import Violation
 
-__all__ = ["SCHEMA", "TraceFormatError", "Violation", "metadata", "read", "validate"]
+__all__ = [
+    "SCHEMA",
+    "TraceFormatError",
+    "TraceSummary",
+    "Violation",
+    "WorkerSummary",
+    "export_perfetto",
+    "metadata",
+    "perfetto_events",
+    "read",
+    "summary",
+    "validate",
+]

@@ -183,9 +183,10 @@ def scan(
         partition_base_dir=str(_common_root(chosen)),
     )
     try:
-        return dataset.to_table(columns=names, filter=_filter(kinds, start_ns, end_ns))
+        table = dataset.to_table(columns=names, filter=_filter(kinds, start_ns, end_ns))
     except (OSError, pa.ArrowInvalid) as error:
         raise TraceFormatError(f"cannot read the trace's files: {error}") from error
+    return table.unify_dictionaries()  # one dictionary of kinds for every file
 
 
 def _filter(kinds: Optional[Iterable[str]], start_ns: Optional[int], end_ns: Optional[int]) -> Optional[ds.Expression]:

@@ -1,0 +1,177 @@
+"""``export_perfetto``: a trace as Chrome trace-event JSON, which ui.perfetto.dev and
+chrome://tracing open.
+
+One track per worker (``pid`` = process, ``tid`` = worker): operator runs as complete
+slices named by operator, parks as ``park`` slices (category ``idle``), user activities as
+slices nested with them, data messages as flow arrows from send to receive (across
+processes too). Times are microseconds since the trace's first event on process 0's clock
+(each process's ``clock.offset_ns`` subtracted). This module converts; it does not check
+the trace (spans left open, as in a killed run, end at the worker's last event).
+
+>>> from timely_py.trace import export_perfetto
+>>> export_perfetto(example_trace, "run.json")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .reader import PathLike, metadata, read
+
+#: The columns the export reads.
+COLUMNS = ["time_ns", "kind", "operator", "name", "channel", "source_worker", "target_worker", "seq", "useful", "wake"]
+#: The kinds the export turns into slices and flows.
+KINDS = [
+    "operator_created", "schedule_start", "schedule_stop", "activity_start", "activity_stop",
+    "park", "unpark", "message_send", "message_recv", "trace_wait",
+]  # fmt: skip
+
+Event = Dict[str, Any]
+
+
+def export_perfetto(path: PathLike, output: PathLike) -> int:
+    """Writes the trace at ``path`` to ``output`` as trace-event JSON; returns the number of
+    trace events written."""
+    events = perfetto_events(path)
+    with open(Path(output), "w") as file:
+        json.dump({"traceEvents": events, "displayTimeUnit": "ns"}, file, separators=(",", ":"))
+    return len(events)
+
+
+def perfetto_events(path: PathLike) -> List[Event]:
+    """The trace-event list of the trace at ``path`` (see the module's description)."""
+    processes = metadata(path)
+    table = _on_reference_clock(read(path, kinds=KINDS, columns=COLUMNS), processes)
+    events: List[Event] = _track_names(processes, table)
+    names = _operator_names(table)
+    flows = _Flows()
+    columns = [table.column(c).to_pylist() for c in ["process", "worker", "ns", *COLUMNS[1:]]]
+    track: Optional[_Track] = None
+    for row in zip(*columns):
+        if track is None or track.tid != row[1]:
+            if track is not None:
+                events += track.close_all()
+            track = _Track(row[0], row[1], names)
+        events += track.step(row, flows)
+    if track is not None:
+        events += track.close_all()
+    return events + flows.paired()
+
+
+def _on_reference_clock(table: pa.Table, processes: Dict[int, Dict[str, Any]]) -> pa.Table:
+    """Adds ``ns``: nanoseconds since the first event, on process 0's clock."""
+    offsets = [0] * (max(processes) + 1)
+    for process, meta in processes.items():
+        offsets[process] = int(meta.get("clock", {}).get("offset_ns", 0))
+    offset = pc.take(pa.array(offsets, pa.int64()), table.column("process"))
+    corrected = pc.subtract(table.column("time_ns"), offset)
+    start = pc.min(corrected).as_py() or 0
+    return table.append_column("ns", pc.subtract(corrected, start))
+
+
+def _track_names(processes: Dict[int, Dict[str, Any]], table: pa.Table) -> List[Event]:
+    events: List[Event] = []
+    for process, meta in processes.items():
+        label = f"process {process}: {meta.get('program', '')}".rstrip(": ")
+        events.append({"ph": "M", "name": "process_name", "pid": process, "tid": 0, "args": {"name": label}})
+    pairs = table.select(["process", "worker"]).group_by(["process", "worker"]).aggregate([]).to_pylist()
+    for pair in pairs:
+        args = {"name": f"worker {pair['worker']}"}
+        events.append({"ph": "M", "name": "thread_name", "pid": pair["process"], "tid": pair["worker"], "args": args})
+        sort = {"sort_index": pair["worker"]}
+        events.append({"ph": "M", "name": "thread_sort_index", "pid": pair["process"], "tid": pair["worker"], "args": sort})
+    return events
+
+
+def _operator_names(table: pa.Table) -> Dict[Tuple[int, int], str]:
+    """Each worker's operator names, by (worker, operator)."""
+    created = table.filter(pc.equal(table.column("kind").cast(pa.string()), "operator_created"))
+    return {(r["worker"], r["operator"]): r["name"] for r in created.select(["worker", "operator", "name"]).to_pylist()}
+
+
+class _Flows:
+    """Sends and receives of data messages, paired into flow arrows by message key."""
+
+    def __init__(self) -> None:
+        self.sends: Dict[tuple, Event] = {}
+        self.receives: Dict[tuple, Event] = {}
+
+    def add(self, kind: str, key: tuple, pid: int, tid: int, ns: int) -> None:
+        target = self.sends if kind == "message_send" else self.receives
+        target[key] = {"pid": pid, "tid": tid, "ts": ns / 1000}
+
+    def paired(self) -> List[Event]:
+        """One ``s``/``f`` pair per message seen on both ends, ids unique per message."""
+        events: List[Event] = []
+        for flow_id, (key, send) in enumerate(self.sends.items(), start=1):
+            receive = self.receives.get(key)
+            if receive is None:
+                continue
+            common = {"name": "message", "cat": "message", "id": flow_id}
+            args = {"channel": key[0], "source_worker": key[1], "target_worker": key[2], "seq": key[3]}
+            events.append({**common, "ph": "s", **send, "args": args})
+            events.append({**common, "ph": "f", "bp": "e", **receive})
+        return events
+
+
+class _Track:
+    """One worker's open spans, closed into complete (``X``) slices as their stops arrive."""
+
+    def __init__(self, pid: int, tid: int, names: Dict[Tuple[int, int], str]) -> None:
+        self.pid, self.tid, self.names = pid, tid, names
+        self.open: List[Tuple[str, Any, int, Event]] = []
+        self.last = 0
+
+    def step(self, row: tuple, flows: _Flows) -> Iterator[Event]:
+        _, _, ns, kind, operator, name, channel, source, target, seq, useful, wake = row
+        self.last = ns
+        if kind == "schedule_start":
+            label = self.names.get((self.tid, operator), f"operator {operator}")
+            self._open("schedule", operator, ns, {"name": label, "cat": "operator", "args": {"operator": operator}})
+        elif kind == "schedule_stop":
+            return self._close("schedule", operator, ns, {"useful": useful})
+        elif kind == "activity_start":
+            self._open("activity", name, ns, {"name": name, "cat": "activity"})
+        elif kind == "activity_stop":
+            return self._close("activity", name, ns, {})
+        elif kind == "park":
+            self._open("park", None, ns, {"name": "park", "cat": "idle"})
+        elif kind == "unpark":
+            return self._close("park", None, ns, {"wake": wake})
+        elif kind == "trace_wait":
+            return iter([{"name": "trace_wait", "cat": "trace", "ph": "i", "s": "t", **self._where(ns)}])
+        elif kind in ("message_send", "message_recv"):
+            flows.add(kind, (channel, source, target, seq), self.pid, self.tid, ns)
+        return iter(())
+
+    def close_all(self) -> List[Event]:
+        """Ends every open span at the worker's last event (a run cut short)."""
+        events: List[Event] = []
+        while self.open:
+            span, key, _, _ = self.open[-1]
+            events += self._close(span, key, self.last, {"unfinished": True})
+        return events
+
+    def _open(self, span: str, key: Any, ns: int, event: Event) -> None:
+        self.open.append((span, key, ns, event))
+
+    def _close(self, span: str, key: Any, ns: int, args: Dict[str, Any]) -> Iterator[Event]:
+        """Closes span ``key`` and everything opened inside it; ignores a stop without a start."""
+        depth = next((i for i in range(len(self.open) - 1, -1, -1) if self.open[i][:2] == (span, key)), None)
+        if depth is None:
+            return iter(())
+        closed = []
+        while len(self.open) > depth:
+            _, _, start, event = self.open.pop()
+            extra = args if len(self.open) == depth else {}
+            merged = {**event.get("args", {}), **{k: v for k, v in extra.items() if v is not None}}
+            closed.append({**event, "ph": "X", "dur": max(ns - start, 0) / 1000, "args": merged, **self._where(start)})
+        return iter(closed)
+
+    def _where(self, ns: int) -> Event:
+        return {"pid": self.pid, "tid": self.tid, "ts": ns / 1000}
