@@ -24,7 +24,10 @@ import pyarrow.compute as pc
 from .reader import PathLike, metadata, read
 
 #: The columns the export reads.
-COLUMNS = ["time_ns", "kind", "operator", "name", "channel", "source_worker", "target_worker", "seq", "useful", "wake"]
+COLUMNS = [
+    "time_ns", "kind", "operator", "name", "channel", "source_worker", "target_worker", "seq", "useful", "wake",
+    "duration_ns",
+]  # fmt: skip
 #: The kinds the export turns into slices and flows.
 KINDS = [
     "operator_created", "schedule_start", "schedule_stop", "activity_start", "activity_stop",
@@ -46,7 +49,9 @@ def export_perfetto(path: PathLike, output: PathLike) -> int:
 def perfetto_events(path: PathLike) -> List[Event]:
     """The trace-event list of the trace at ``path`` (see the module's description)."""
     processes = metadata(path)
-    table = _on_reference_clock(read(path, kinds=KINDS, columns=COLUMNS), processes)
+    everything = _on_reference_clock(read(path, columns=COLUMNS), processes)
+    last = {r["worker"]: r["ns_max"] for r in everything.group_by("worker").aggregate([("ns", "max")]).to_pylist()}
+    table = everything.filter(pc.is_in(everything.column("kind").cast(pa.string()), pa.array(KINDS)))
     events: List[Event] = _track_names(processes, table)
     names = _operator_names(table)
     flows = _Flows()
@@ -56,7 +61,7 @@ def perfetto_events(path: PathLike) -> List[Event]:
         if track is None or track.tid != row[1]:
             if track is not None:
                 events += track.close_all()
-            track = _Track(row[0], row[1], names)
+            track = _Track(row[0], row[1], names, last[row[1]])
         events += track.step(row, flows)
     if track is not None:
         events += track.close_all()
@@ -120,16 +125,15 @@ class _Flows:
 
 
 class _Track:
-    """One worker's open spans, closed into complete (``X``) slices as their stops arrive."""
+    """One worker's open spans, closed into complete (``X``) slices as their stops arrive;
+    ``last`` is the worker's last event, where spans still open at the end stop."""
 
-    def __init__(self, pid: int, tid: int, names: Dict[Tuple[int, int], str]) -> None:
-        self.pid, self.tid, self.names = pid, tid, names
+    def __init__(self, pid: int, tid: int, names: Dict[Tuple[int, int], str], last: int) -> None:
+        self.pid, self.tid, self.names, self.last = pid, tid, names, last
         self.open: List[Tuple[str, Any, int, Event]] = []
-        self.last = 0
 
     def step(self, row: tuple, flows: _Flows) -> Iterator[Event]:
-        _, _, ns, kind, operator, name, channel, source, target, seq, useful, wake = row
-        self.last = ns
+        _, _, ns, kind, operator, name, channel, source, target, seq, useful, wake, duration = row
         if kind == "schedule_start":
             label = self.names.get((self.tid, operator), f"operator {operator}")
             self._open("schedule", operator, ns, {"name": label, "cat": "operator", "args": {"operator": operator}})
@@ -144,7 +148,8 @@ class _Track:
         elif kind == "unpark":
             return self._close("park", None, ns, {"wake": wake})
         elif kind == "trace_wait":
-            return iter([{"name": "trace_wait", "cat": "trace", "ph": "i", "s": "t", **self._where(ns)}])
+            wait = {"name": "trace_wait", "cat": "trace", "ph": "i", "s": "t", "args": {"duration_ns": duration}}
+            return iter([{**wait, **self._where(ns)}])
         elif kind in ("message_send", "message_recv"):
             flows.add(kind, (channel, source, target, seq), self.pid, self.tid, ns)
         return iter(())
