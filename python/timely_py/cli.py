@@ -6,9 +6,9 @@ modules, and turning their errors into a message and an exit status. Each comman
 ``register(subparsers)`` function that sets ``run`` (a function of the parsed arguments
 returning the exit status) as a default; a new tool adds its module to ``COMMAND_MODULES``.
 
->>> main(["trace", "summary", "no/such/dir"])  # doctest: +SKIP
-timely-py: error: no trace directory at no/such/dir
-2
+>>> main(["trace", "validate", example_trace])
+no violations
+0
 """
 
 from __future__ import annotations

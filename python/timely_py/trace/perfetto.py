@@ -9,14 +9,18 @@ processes too). Times are microseconds since the trace's first event on process 
 the trace (spans left open, as in a killed run, end at the worker's last event).
 
 >>> from timely_py.trace import export_perfetto
->>> export_perfetto(example_trace, "run.json")  # doctest: +SKIP
+>>> events = perfetto_events(example_trace)
+>>> events[0]
+{'ph': 'M', 'name': 'process_name', 'pid': 0, 'tid': 0, 'args': {'name': 'process 0: crafted'}}
+>>> sorted({e["name"] for e in events if e["ph"] == "X"})
+['Dataflow', 'Sink', 'Source', 'inner', 'outer', 'park']
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,7 +46,8 @@ def export_perfetto(path: PathLike, output: PathLike) -> int:
     trace events written."""
     events = perfetto_events(path)
     with open(Path(output), "w") as file:
-        json.dump({"traceEvents": events, "displayTimeUnit": "ns"}, file, separators=(",", ":"))
+        # json.dumps runs the C encoder; json.dump would encode piecewise in Python.
+        file.write(json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}, separators=(",", ":")))
     return len(events)
 
 
@@ -132,7 +137,7 @@ class _Track:
         self.pid, self.tid, self.names, self.last = pid, tid, names, last
         self.open: List[Tuple[str, Any, int, Event]] = []
 
-    def step(self, row: tuple, flows: _Flows) -> Iterator[Event]:
+    def step(self, row: tuple, flows: _Flows) -> List[Event]:
         _, _, ns, kind, operator, name, channel, source, target, seq, useful, wake, duration = row
         if kind == "schedule_start":
             label = self.names.get((self.tid, operator), f"operator {operator}")
@@ -140,19 +145,19 @@ class _Track:
         elif kind == "schedule_stop":
             return self._close("schedule", operator, ns, {"useful": useful})
         elif kind == "activity_start":
-            self._open("activity", name, ns, {"name": name, "cat": "activity"})
+            self._open("activity", name, ns, {"name": name, "cat": "activity", "args": {}})
         elif kind == "activity_stop":
             return self._close("activity", name, ns, {})
         elif kind == "park":
-            self._open("park", None, ns, {"name": "park", "cat": "idle"})
+            self._open("park", None, ns, {"name": "park", "cat": "idle", "args": {}})
         elif kind == "unpark":
             return self._close("park", None, ns, {"wake": wake})
         elif kind == "trace_wait":
             wait = {"name": "trace_wait", "cat": "trace", "ph": "i", "s": "t", "args": {"duration_ns": duration}}
-            return iter([{**wait, **self._where(ns)}])
+            return [{**wait, **self._where(ns)}]
         elif kind in ("message_send", "message_recv"):
             flows.add(kind, (channel, source, target, seq), self.pid, self.tid, ns)
-        return iter(())
+        return []
 
     def close_all(self) -> List[Event]:
         """Ends every open span at the worker's last event (a run cut short)."""
@@ -165,18 +170,27 @@ class _Track:
     def _open(self, span: str, key: Any, ns: int, event: Event) -> None:
         self.open.append((span, key, ns, event))
 
-    def _close(self, span: str, key: Any, ns: int, args: Dict[str, Any]) -> Iterator[Event]:
+    def _close(self, span: str, key: Any, ns: int, args: Dict[str, Any]) -> List[Event]:
         """Closes span ``key`` and everything opened inside it; ignores a stop without a start."""
-        depth = next((i for i in range(len(self.open) - 1, -1, -1) if self.open[i][:2] == (span, key)), None)
+        depth = self._depth(span, key)
         if depth is None:
-            return iter(())
+            return []
         closed = []
         while len(self.open) > depth:
             _, _, start, event = self.open.pop()
-            extra = args if len(self.open) == depth else {}
-            merged = {**event.get("args", {}), **{k: v for k, v in extra.items() if v is not None}}
-            closed.append({**event, "ph": "X", "dur": max(ns - start, 0) / 1000, "args": merged, **self._where(start)})
-        return iter(closed)
+            if len(self.open) == depth:
+                event["args"].update((k, v) for k, v in args.items() if v is not None)
+            event.update(ph="X", dur=max(ns - start, 0) / 1000, pid=self.pid, tid=self.tid, ts=start / 1000)
+            closed.append(event)
+        return closed
+
+    def _depth(self, span: str, key: Any) -> Optional[int]:
+        """Where the innermost open ``span`` ``key`` is on the stack (none: not open)."""
+        for depth in range(len(self.open) - 1, -1, -1):
+            entry = self.open[depth]
+            if entry[0] == span and entry[1] == key:
+                return depth
+        return None
 
     def _where(self, ns: int) -> Event:
         return {"pid": self.pid, "tid": self.tid, "ts": ns / 1000}

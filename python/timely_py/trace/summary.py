@@ -4,7 +4,11 @@ duration and status, the files' sizes), and its rendering as text for a terminal
 This module counts; it judges nothing (see :mod:`~timely_py.trace.validate`).
 
 >>> from timely_py.trace import summary
->>> print(summary(example_trace).format())  # doctest: +SKIP
+>>> counts = summary(example_trace)
+>>> counts.events, counts.events_per_kind["message_send"], counts.processes
+(34, 1, {0: 'complete', 1: 'complete'})
+>>> print(counts.format().splitlines()[2])
+status: process 0: complete, process 1: complete
 """
 
 from __future__ import annotations
