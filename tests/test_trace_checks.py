@@ -201,3 +201,19 @@ def test_the_export_closes_spans_of_a_run_cut_short(tmp_path):
     events = trace.perfetto_events(write_crafted(tmp_path / "t", rows, crafted_metas(("running", "running"))))
     outer = next(e for e in events if e["ph"] == "X" and e["name"] == "outer")
     assert outer["args"]["unfinished"] is True and outer["dur"] == 0.6  # up to worker 0's last event
+
+
+def test_a_misplaced_worker_and_an_unknown_status_are_reported(tmp_path):
+    metas = crafted_metas(("complete", "finished"))
+    path = write_crafted(tmp_path / "t", metas=metas)
+    (path / "process=1" / "worker=1").rename(path / "process=0" / "worker=1")
+    violations = trace.validate(path)
+    assert kinds_of(violations) == ["bad metadata", "misplaced file"]
+
+
+def test_a_run_killed_before_its_first_file_is_incomplete_and_empty(tmp_path):
+    path = write_crafted(tmp_path / "t", rows=[], metas=crafted_metas(("running", "running")))
+    assert trace.read(path).num_rows == 0
+    assert [v.kind for v in trace.validate(path)] == ["incomplete run", "incomplete run"]
+    assert trace.summary(path).events == 0
+    assert [e["ph"] for e in trace.perfetto_events(path)] == ["M", "M"]

@@ -8,7 +8,7 @@ whose processes all completed (the caller decides); this module loads nothing it
 
 from __future__ import annotations
 
-from typing import List, Sequence
+from typing import Any, Dict, List, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -82,7 +82,7 @@ def _network_events(table: pa.Table, kind: str, workers_per_process: int) -> pa.
     return selected.append_column("data_target", pc.if_else(is_data, target, -1))
 
 
-def _unmatched(left: pa.Table, right: pa.Table, keys: List[str]) -> List[tuple]:
+def _unmatched(left: pa.Table, right: pa.Table, keys: List[str]) -> List[Tuple[int, Dict[str, Any]]]:
     """(row, key) of each row of ``left`` whose key is not in ``right``, in row order."""
     if left.num_rows == 0:
         return []
@@ -100,6 +100,6 @@ def _check_unique(selected: pa.Table, keys: List[str], kind: str, findings: Find
         findings.add("duplicate message", f"{key['_row_count']} {kind} events share {_describe(key)}", key["_row_list"])
 
 
-def _describe(key: dict) -> str:
+def _describe(key: Dict[str, Any]) -> str:
     names = ["channel_kind", "channel", "source_worker", "target_worker", "seq"]
     return ", ".join(f"{name} {key[name]}" for name in names if key.get(name) is not None)

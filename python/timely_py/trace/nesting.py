@@ -9,7 +9,7 @@ loads nothing itself.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,7 +20,7 @@ from .violations import Findings
 NESTING_KINDS = ["schedule_start", "schedule_stop", "activity_start", "activity_stop", "park", "unpark", "operator_created"]
 
 #: An open span on a worker's stack: ("schedule" or "activity", operator or name, row).
-Span = Tuple[str, object, int]
+Span = Tuple[str, Any, int]
 
 
 def check_time_order(table: pa.Table, findings: Findings) -> None:
@@ -116,7 +116,9 @@ class _Walker:
         outer = next((s for s in reversed(self.stack) if s[0] == "schedule"), None)
         if outer is None:
             return
-        inner_address, outer_address = self.addresses.get(operator), self.addresses.get(outer[1])  # type: ignore[arg-type]
+        if operator is None:
+            return
+        inner_address, outer_address = self.addresses.get(operator), self.addresses.get(outer[1])
         if inner_address is None or outer_address is None:
             return
         if inner_address[: len(outer_address)] != outer_address or inner_address == outer_address:

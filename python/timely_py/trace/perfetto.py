@@ -39,6 +39,8 @@ KINDS = [
 ]  # fmt: skip
 
 Event = Dict[str, Any]
+#: A data message's key: channel, source worker, target worker, seq.
+MessageKey = Tuple[int, int, int, int]
 
 
 def export_perfetto(path: PathLike, output: PathLike) -> int:
@@ -108,10 +110,10 @@ class _Flows:
     """Sends and receives of data messages, paired into flow arrows by message key."""
 
     def __init__(self) -> None:
-        self.sends: Dict[tuple, Event] = {}
-        self.receives: Dict[tuple, Event] = {}
+        self.sends: Dict[MessageKey, Event] = {}
+        self.receives: Dict[MessageKey, Event] = {}
 
-    def add(self, kind: str, key: tuple, pid: int, tid: int, ns: int) -> None:
+    def add(self, kind: str, key: MessageKey, pid: int, tid: int, ns: int) -> None:
         target = self.sends if kind == "message_send" else self.receives
         target[key] = {"pid": pid, "tid": tid, "ts": ns / 1000}
 
@@ -137,7 +139,7 @@ class _Track:
         self.pid, self.tid, self.names, self.last = pid, tid, names, last
         self.open: List[Tuple[str, Any, int, Event]] = []
 
-    def step(self, row: tuple, flows: _Flows) -> List[Event]:
+    def step(self, row: Tuple[Any, ...], flows: _Flows) -> List[Event]:
         _, _, ns, kind, operator, name, channel, source, target, seq, useful, wake, duration = row
         if kind == "schedule_start":
             label = self.names.get((self.tid, operator), f"operator {operator}")

@@ -19,7 +19,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -208,7 +208,7 @@ def _filter(kinds: Optional[Iterable[str]], start_ns: Optional[int], end_ns: Opt
 
 def _columns(columns: Optional[Sequence[str]]) -> List[str]:
     if columns is None:
-        return SCHEMA.names
+        return list(SCHEMA.names)
     unknown = [c for c in columns if c not in SCHEMA.names]
     if unknown:
         raise ValueError(f"unknown trace columns {unknown}; the columns are {SCHEMA.names}")
@@ -216,7 +216,7 @@ def _columns(columns: Optional[Sequence[str]]) -> List[str]:
     return [c for c in SCHEMA.names if c in columns or c in required]
 
 
-def _int_set(values: Optional[Iterable[int]]) -> Optional[set]:
+def _int_set(values: Optional[Iterable[int]]) -> Optional[Set[int]]:
     return None if values is None else {int(v) for v in values}
 
 

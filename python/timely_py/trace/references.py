@@ -7,7 +7,7 @@ the ``operators`` event class can be checked; the caller says which. Loads nothi
 
 from __future__ import annotations
 
-from typing import Set
+from typing import List, Set
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,7 +26,7 @@ def check_references(table: pa.Table, findings: Findings, checkable: Set[int]) -
     _check(table, findings, checkable, "channel", "channel_created", CHANNEL_REFERENCES)
 
 
-def _check(table: pa.Table, findings: Findings, checkable: Set[int], column: str, creation: str, kinds: list) -> None:
+def _check(table: pa.Table, findings: Findings, checkable: Set[int], column: str, creation: str, kinds: List[str]) -> None:
     keys = ["worker", column]
     kind = table.column("kind").cast(pa.string())
     on_checkable = pc.is_in(table.column("process"), pa.array(sorted(checkable), pa.int64()))

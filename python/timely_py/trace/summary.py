@@ -14,7 +14,7 @@ status: process 0: complete, process 1: complete
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from .reader import PathLike, metadata, part_files, scan
 
@@ -103,7 +103,7 @@ def summary(path: PathLike) -> TraceSummary:
     )
 
 
-def _duration(workers: Sequence[WorkerSummary], processes: Dict[int, dict]) -> int:
+def _duration(workers: Sequence[WorkerSummary], processes: Dict[int, Dict[str, Any]]) -> int:
     """First to last event over all workers, each time moved to process 0's clock."""
     def offset(process: int) -> int:
         return int(processes.get(process, {}).get("clock", {}).get("offset_ns", 0))

@@ -17,7 +17,7 @@ without receives.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -56,7 +56,7 @@ def validate(path: PathLike, *, limit: int = 20) -> List[Violation]:
     return findings.result()
 
 
-def _split_readable(files: List[PartFile]) -> "tuple[list[PartFile], list[tuple[PartFile, str]]]":
+def _split_readable(files: List[PartFile]) -> Tuple[List[PartFile], List[Tuple[PartFile, str]]]:
     """The files whose Parquet footer can be read, and the others with their error."""
     readable, unreadable = [], []
     for file in files:
@@ -68,7 +68,7 @@ def _split_readable(files: List[PartFile]) -> "tuple[list[PartFile], list[tuple[
     return readable, unreadable
 
 
-def _check_processes(processes: Dict[int, Dict[str, Any]], files: List[PartFile], findings: Findings) -> set:
+def _check_processes(processes: Dict[int, Dict[str, Any]], files: List[PartFile], findings: Findings) -> Set[int]:
     """Reports processes that did not complete or are missing; returns the complete ones."""
     complete = set()
     for process, meta in processes.items():
@@ -121,6 +121,6 @@ def _workers_per_process(processes: Dict[int, Dict[str, Any]]) -> int:
     return values.pop()
 
 
-def _recorded_operators(processes: Dict[int, Dict[str, Any]]) -> set:
+def _recorded_operators(processes: Dict[int, Dict[str, Any]]) -> Set[int]:
     """The processes that recorded the ``operators`` class (so creations can be checked)."""
     return {p for p, meta in processes.items() if "operators" in meta.get("event_classes", [])}
