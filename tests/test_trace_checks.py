@@ -166,6 +166,13 @@ def test_reader_errors_are_clear(tmp_path):
     assert issubclass(trace.TraceFormatError, ValueError)
 
 
+def test_kinds_are_checked_and_one_kind_may_be_named_alone(tmp_path):
+    path = write_crafted(tmp_path / "t")
+    assert trace.read(path, kinds="park").column("kind").to_pylist() == ["park"]
+    with pytest.raises(ValueError, match="unknown event kinds \\['schedule'\\]"):
+        trace.read(path, kinds=["schedule"])
+
+
 def test_files_being_written_and_hidden_files_are_skipped(tmp_path):
     path = write_crafted(tmp_path / "t")
     before = trace.read(path)

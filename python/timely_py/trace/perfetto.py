@@ -33,7 +33,7 @@ COLUMNS = [
     "duration_ns",
 ]  # fmt: skip
 #: The kinds the export turns into slices and flows.
-KINDS = [
+EXPORTED_KINDS = [
     "operator_created", "schedule_start", "schedule_stop", "activity_start", "activity_stop",
     "park", "unpark", "message_send", "message_recv", "trace_wait",
 ]  # fmt: skip
@@ -58,7 +58,7 @@ def perfetto_events(path: PathLike) -> List[Event]:
     processes = metadata(path)
     everything = _on_reference_clock(read(path, columns=COLUMNS), processes)
     last = {r["worker"]: r["ns_max"] for r in everything.group_by("worker").aggregate([("ns", "max")]).to_pylist()}
-    table = everything.filter(pc.is_in(everything.column("kind").cast(pa.string()), pa.array(KINDS)))
+    table = everything.filter(pc.is_in(everything.column("kind").cast(pa.string()), pa.array(EXPORTED_KINDS)))
     events: List[Event] = _track_names(processes, table)
     names = _operator_names(table)
     flows = _Flows()

@@ -53,6 +53,13 @@ FILE_SCHEMA = pa.schema(
     ]
 )
 
+#: The event kinds of format version 1.
+KINDS = (
+    "operator_created", "channel_created", "schedule_start", "schedule_stop", "message_send", "message_recv",
+    "progress_send", "progress_recv", "progress_push", "network_send_start", "network_recv_end", "park",
+    "unpark", "activity_start", "activity_stop", "operator_shutdown", "trace_wait",
+)  # fmt: skip
+
 #: The columns ``read`` returns: the files' columns, then the two partition columns.
 SCHEMA = FILE_SCHEMA.append(pa.field("process", pa.int64())).append(pa.field("worker", pa.int64()))
 
@@ -193,7 +200,7 @@ def _filter(kinds: Optional[Iterable[str]], start_ns: Optional[int], end_ns: Opt
     """The dataset expression selecting ``kinds`` and the time range (none: everything)."""
     conditions = []
     if kinds is not None:
-        conditions.append(ds.field("kind").isin(pa.array(list(kinds), pa.string())))
+        conditions.append(ds.field("kind").isin(pa.array(_kinds(kinds), pa.string())))
     if start_ns is not None:
         conditions.append(ds.field("time_ns") >= start_ns)
     if end_ns is not None:
@@ -204,6 +211,15 @@ def _filter(kinds: Optional[Iterable[str]], start_ns: Optional[int], end_ns: Opt
     for condition in conditions[1:]:
         expression = expression & condition
     return expression
+
+
+def _kinds(kinds: Iterable[str]) -> List[str]:
+    """``kinds`` as a list (a single name is accepted too), all of them known."""
+    chosen = [kinds] if isinstance(kinds, str) else list(kinds)
+    unknown = [k for k in chosen if k not in KINDS]
+    if unknown:
+        raise ValueError(f"unknown event kinds {unknown}; the kinds are {list(KINDS)}")
+    return chosen
 
 
 def _columns(columns: Optional[Sequence[str]]) -> List[str]:
