@@ -28,19 +28,15 @@ import pyarrow.compute as pc
 from .reader import PathLike, metadata, read
 
 #: The columns the export reads.
-COLUMNS = [
-    "time_ns", "kind", "operator", "name", "channel", "source_worker", "target_worker", "seq", "useful", "wake",
-    "duration_ns",
-]  # fmt: skip
-#: The kinds the export turns into slices and flows.
-EXPORTED_KINDS = [
-    "operator_created", "schedule_start", "schedule_stop", "activity_start", "activity_stop",
-    "park", "unpark", "message_send", "message_recv", "trace_wait",
-]  # fmt: skip
+COLUMNS = ["time_ns", "kind", "operator", "name", "channel", "source_worker", "target_worker", "seq", "useful",
+           "wake", "duration_ns"]  # fmt: skip
+#: The kinds each worker's walk turns into slices and instants, and the columns it reads.
+SPAN_KINDS = ["schedule_start", "schedule_stop", "activity_start", "activity_stop", "park", "unpark", "trace_wait"]
+SPAN_COLUMNS = ["process", "worker", "ns", "kind", "operator", "name", "useful", "wake", "duration_ns"]
+#: The columns that identify a data message.
+MESSAGE_KEY = ["channel", "source_worker", "target_worker", "seq"]
 
 Event = Dict[str, Any]
-#: A data message's key: channel, source worker, target worker, seq.
-MessageKey = Tuple[int, int, int, int]
 
 
 def export_perfetto(path: PathLike, output: PathLike) -> int:
@@ -56,23 +52,21 @@ def export_perfetto(path: PathLike, output: PathLike) -> int:
 def perfetto_events(path: PathLike) -> List[Event]:
     """The trace-event list of the trace at ``path`` (see the module's description)."""
     processes = metadata(path)
-    everything = _on_reference_clock(read(path, columns=COLUMNS), processes)
-    last = {r["worker"]: r["ns_max"] for r in everything.group_by("worker").aggregate([("ns", "max")]).to_pylist()}
-    table = everything.filter(pc.is_in(everything.column("kind").cast(pa.string()), pa.array(EXPORTED_KINDS)))
-    events: List[Event] = _track_names(processes, table)
+    table = _on_reference_clock(read(path, columns=COLUMNS), processes)
+    last = {r["worker"]: r["ns_max"] for r in table.group_by("worker").aggregate([("ns", "max")]).to_pylist()}
+    events = _track_names(processes, table)
     names = _operator_names(table)
-    flows = _Flows()
-    columns = [table.column(c).to_pylist() for c in ["process", "worker", "ns", *COLUMNS[1:]]]
+    spans = table.filter(pc.is_in(table.column("kind").cast(pa.string()), pa.array(SPAN_KINDS)))
     track: Optional[_Track] = None
-    for row in zip(*columns):
+    for row in zip(*[spans.column(c).to_pylist() for c in SPAN_COLUMNS]):
         if track is None or track.tid != row[1]:
             if track is not None:
                 events += track.close_all()
             track = _Track(row[0], row[1], names, last[row[1]])
-        events += track.step(row, flows)
+        events += track.step(row)
     if track is not None:
         events += track.close_all()
-    return events + flows.paired()
+    return events + _flows(table)
 
 
 def _on_reference_clock(table: pa.Table, processes: Dict[int, Dict[str, Any]]) -> pa.Table:
@@ -106,29 +100,28 @@ def _operator_names(table: pa.Table) -> Dict[Tuple[int, int], str]:
     return {(r["worker"], r["operator"]): r["name"] for r in created.select(["worker", "operator", "name"]).to_pylist()}
 
 
-class _Flows:
-    """Sends and receives of data messages, paired into flow arrows by message key."""
+def _flows(table: pa.Table) -> List[Event]:
+    """One ``s``/``f`` pair per data message seen on both ends (its ``message_send`` and
+    ``message_recv`` joined on the message's key), ids unique per message."""
+    kind = table.column("kind").cast(pa.string())
 
-    def __init__(self) -> None:
-        self.sends: Dict[MessageKey, Event] = {}
-        self.receives: Dict[MessageKey, Event] = {}
+    def side(name: str, prefix: str) -> pa.Table:
+        rows = table.filter(pc.equal(kind, name)).select(MESSAGE_KEY + ["process", "worker", "ns"])
+        # One event per key, even in a trace that repeats one (validate reports that).
+        unique = rows.group_by(MESSAGE_KEY, use_threads=False).aggregate(
+            [(c, "first") for c in ("process", "worker", "ns")]
+        )
+        return unique.rename_columns(MESSAGE_KEY + [f"{prefix}_{c}" for c in ("pid", "tid", "ns")])
 
-    def add(self, kind: str, key: MessageKey, pid: int, tid: int, ns: int) -> None:
-        target = self.sends if kind == "message_send" else self.receives
-        target[key] = {"pid": pid, "tid": tid, "ts": ns / 1000}
-
-    def paired(self) -> List[Event]:
-        """One ``s``/``f`` pair per message seen on both ends, ids unique per message."""
-        events: List[Event] = []
-        for flow_id, (key, send) in enumerate(self.sends.items(), start=1):
-            receive = self.receives.get(key)
-            if receive is None:
-                continue
-            common = {"name": "message", "cat": "message", "id": flow_id}
-            args = {"channel": key[0], "source_worker": key[1], "target_worker": key[2], "seq": key[3]}
-            events.append({**common, "ph": "s", **send, "args": args})
-            events.append({**common, "ph": "f", "bp": "e", **receive})
-        return events
+    pairs = side("message_send", "s").join(side("message_recv", "f"), keys=MESSAGE_KEY).sort_by("s_ns")
+    columns = [pairs.column(c).to_pylist() for c in MESSAGE_KEY + ["s_pid", "s_tid", "s_ns", "f_pid", "f_tid", "f_ns"]]
+    events: List[Event] = []
+    for flow_id, (channel, source, target, seq, s_pid, s_tid, s_ns, f_pid, f_tid, f_ns) in enumerate(zip(*columns), 1):
+        common = {"name": "message", "cat": "message", "id": flow_id}
+        args = {"channel": channel, "source_worker": source, "target_worker": target, "seq": seq}
+        events.append({**common, "ph": "s", "pid": s_pid, "tid": s_tid, "ts": s_ns / 1000, "args": args})
+        events.append({**common, "ph": "f", "bp": "e", "pid": f_pid, "tid": f_tid, "ts": f_ns / 1000})
+    return events
 
 
 class _Track:
@@ -139,8 +132,8 @@ class _Track:
         self.pid, self.tid, self.names, self.last = pid, tid, names, last
         self.open: List[Tuple[str, Any, int, Event]] = []
 
-    def step(self, row: Tuple[Any, ...], flows: _Flows) -> List[Event]:
-        _, _, ns, kind, operator, name, channel, source, target, seq, useful, wake, duration = row
+    def step(self, row: Tuple[Any, ...]) -> List[Event]:
+        _, _, ns, kind, operator, name, useful, wake, duration = row
         if kind == "schedule_start":
             label = self.names.get((self.tid, operator), f"operator {operator}")
             self._open("schedule", operator, ns, {"name": label, "cat": "operator", "args": {"operator": operator}})
@@ -157,8 +150,6 @@ class _Track:
         elif kind == "trace_wait":
             wait = {"name": "trace_wait", "cat": "trace", "ph": "i", "s": "t", "args": {"duration_ns": duration}}
             return [{**wait, **self._where(ns)}]
-        elif kind in ("message_send", "message_recv"):
-            flows.add(kind, (channel, source, target, seq), self.pid, self.tid, ns)
         return []
 
     def close_all(self) -> List[Event]:
