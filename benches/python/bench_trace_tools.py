@@ -52,6 +52,8 @@ def main():
         print(f"read (1 worker, 1 kind)   {seconds:6.2f} s")
         seconds, violations = timed(lambda: trace.validate(path), runs)
         print(f"validate                  {seconds:6.2f} s  ({len(violations)} violations)")
+        for violation in violations[:5]:
+            print(f"    {violation}")
         seconds, _ = timed(lambda: trace.summary(path), runs)
         print(f"summary                   {seconds:6.2f} s")
         output = Path(scratch) / "run.json"
