@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the project: the Rust crates' tests (unit, integration, doc), then
-# builds the Python package with `pip install .` into .venv and runs the pytest suites.
+# builds the Python package with `pip install .` into .venv, checks style (scripts/lint.sh:
+# rustfmt, clippy, the Python crate's layout, the _core stub), and runs the pytest suites.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --workspace --release
@@ -10,4 +11,5 @@ fi
 .venv/bin/pip install -q --upgrade pip >/dev/null
 .venv/bin/pip install -q "pytest>=7"
 .venv/bin/pip install -q .
+bash scripts/lint.sh
 .venv/bin/python -m pytest -q tests

@@ -45,6 +45,7 @@ from ._core import (
     program_args,
 )
 from ._core import (
+    Activity,
     Capability,
     Frontier,
     InputCapability,
@@ -70,6 +71,7 @@ __all__ = [
     "execute",
     "execute_from_args",
     "program_args",
+    "Activity",
     "Capability",
     "Frontier",
     "InputCapability",

@@ -1,7 +1,8 @@
 """Type stubs for timely_py._core, the Rust engine's Python module."""
 
+import os
 from types import TracebackType
-from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Tuple, TypeVar, Union, final
 
 Time = Union[int, Tuple[int, ...]]
 """A timestamp: an int epoch at a dataflow's root, a flat tuple (epoch, i1, ...) in loops."""
@@ -20,20 +21,37 @@ class WorkerCancelled(TimelyError):
 class ClusterError(TimelyError):
     """The processes of a cluster could not connect, or one of them was lost while running."""
 
-def execute(main: Callable[[Worker], R], workers: int = 1) -> list[R]:
-    """Runs `main(worker)` on `workers` worker threads; returns their results in worker order."""
+def execute(
+    main: Callable[[Worker], R],
+    workers: int = 1,
+    *,
+    trace_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+    trace_events: Optional[str] = None,
+    trace_flush: Optional[float] = None,
+    trace_callback: Optional[Callable[[int, Any], Any]] = None,
+) -> list[R]:
+    """Runs `main(worker)` on `workers` worker threads; returns their results in worker order.
+
+    `trace_dir` writes a trace of the run there (docs/trace-format.md); `trace_events` names
+    the event classes to record, comma-separated (default: all); `trace_flush` is how often,
+    in seconds, trace files are closed (default 1); `trace_callback(worker, batch)` receives
+    every batch of events as a `pyarrow.RecordBatch`, on the thread that called `execute`."""
 
 def execute_from_args(argv: Sequence[str], main: Callable[[Worker], R]) -> list[R]:
     """Like `execute`, configured from command-line arguments: `-w N` threads per process,
-    `-n N` processes, `-p I` this process, `-h FILE` hostfile (default `localhost:2101+i`).
+    `-n N` processes, `-p I` this process, `-h FILE` hostfile (default `localhost:2101+i`),
+    `--trace DIR` a trace of the run (with `--trace-events LIST`, `--trace-flush SECONDS`; or
+    the environment variables `TIMELY_TRACE_DIR`, `TIMELY_TRACE_EVENTS`, `TIMELY_TRACE_FLUSH`).
 
     Returns the results of this process's workers. A cluster's processes authenticate each
     other with `TIMELY_CLUSTER_ID` and `TIMELY_CLUSTER_SECRET` from the environment; a lost
     process raises `ClusterError` in the others."""
 
 def program_args(argv: Sequence[str]) -> list[str]:
-    """The arguments of `argv` that are the program's own (without `-w`, `-n`, `-p`, `-h`)."""
+    """The arguments of `argv` that are the program's own (without `-w`, `-n`, `-p`, `-h`,
+    `--trace` and its options)."""
 
+@final
 class Worker:
     @property
     def index(self) -> int: ...
@@ -46,7 +64,18 @@ class Worker:
     def step_or_park(self, timeout: Optional[float] = None) -> bool: ...
     def dataflow(self, name: str = "Dataflow") -> Scope: ...
     def bootstrap(self) -> bool: ...
+    def activity(self, name: str) -> Activity:
+        """A user activity recorded in the trace: `with worker.activity("load graph"): ...`."""
 
+@final
+class Activity:
+    """A named stretch of a worker's work in the trace; activities nest."""
+    @property
+    def name(self) -> str: ...
+    def __enter__(self) -> Activity: ...
+    def __exit__(self, *exception: object) -> bool: ...
+
+@final
 class Scope:
     @property
     def depth(self) -> int: ...
@@ -67,14 +96,18 @@ class Scope:
     def __enter__(self) -> Scope: ...
     def __exit__(
         self,
-        exc_type: Optional[type[BaseException]],
-        exc_value: Optional[BaseException],
-        traceback: Optional[TracebackType],
+        exc_type: Optional[type[BaseException]] = None,
+        _exc_value: Optional[BaseException] = None,
+        _traceback: Optional[TracebackType] = None,
     ) -> bool: ...
 
+@final
 class LoopHandle: ...
 
+@final
 class Stream:
+    # Arguments that must be callable are checked when the operator is added: anything else
+    # raises TypeError naming the argument (`map: f must be callable, got 42`).
     @property
     def depth(self) -> int: ...
     def map(self, f: Callable[[Any], Any]) -> Stream: ...
@@ -152,6 +185,7 @@ class Stream:
         exchange: Optional[Callable[[Any], Any]] = None,
     ) -> None: ...
 
+@final
 class InputHandle:
     def __init__(self) -> None: ...
     @property
@@ -165,6 +199,7 @@ class InputHandle:
     def __enter__(self) -> InputHandle: ...
     def __exit__(self, *args: Any) -> bool: ...
 
+@final
 class ProbeHandle:
     def __init__(self) -> None: ...
     def less_than(self, time: int) -> bool: ...
@@ -173,6 +208,7 @@ class ProbeHandle:
     @property
     def frontier(self) -> list[int]: ...
 
+@final
 class Frontier:
     """The times that may still arrive at an operator input."""
     def less_than(self, time: Time) -> bool: ...
@@ -184,6 +220,7 @@ class Frontier:
     def __len__(self) -> int: ...
     def __iter__(self) -> Iterator[Time]: ...
 
+@final
 class Capability:
     """The right to send records at `time` (and later) from an operator's outputs."""
     @property
@@ -196,6 +233,7 @@ class Capability:
     def __enter__(self) -> Capability: ...
     def __exit__(self, *args: Any) -> bool: ...
 
+@final
 class InputCapability:
     """The time of received records; valid during the run that received them."""
     @property
@@ -203,6 +241,7 @@ class InputCapability:
     def retain(self) -> Capability: ...
     def delayed(self, time: Time) -> Capability: ...
 
+@final
 class InputPort:
     """An operator input: iterate for `(capability, records)` pairs."""
     def __iter__(self) -> Iterator[Tuple[InputCapability, list[Any]]]: ...
@@ -210,22 +249,26 @@ class InputPort:
     @property
     def frontier(self) -> Frontier: ...
 
+@final
 class OutputSession:
     def give(self, record: Any) -> None: ...
     def give_all(self, records: Iterable[Any]) -> None: ...
     def __enter__(self) -> OutputSession: ...
     def __exit__(self, *args: Any) -> bool: ...
 
+@final
 class OutputPort:
     """An operator output: send records at a capability's time."""
     def give(self, capability: Union[Capability, InputCapability], record: Any) -> None: ...
     def give_all(self, capability: Union[Capability, InputCapability], records: Iterable[Any]) -> None: ...
     def session(self, capability: Union[Capability, InputCapability]) -> OutputSession: ...
 
+@final
 class NotificationItems:
     def __iter__(self) -> Iterator[Tuple[Capability, int]]: ...
     def __next__(self) -> Tuple[Capability, int]: ...
 
+@final
 class Notificator:
     """Requested notifications; iterate to receive the deliverable ones in time order."""
     def notify_at(self, capability: Union[Capability, InputCapability]) -> None: ...
@@ -236,6 +279,7 @@ class Notificator:
     def pending(self) -> list[Time]: ...
     def frontier(self, input: int = 0) -> Frontier: ...
 
+@final
 class OperatorInfo:
     @property
     def name(self) -> str: ...

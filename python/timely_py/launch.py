@@ -143,6 +143,8 @@ class Options:
     cluster_id: int
     grace: float
     stop_grace: float
+    trace: Optional[str] = None
+    """A trace directory every process writes its part of the trace to (``--trace``)."""
 
 
 class LaunchError(Exception):
@@ -207,6 +209,8 @@ def _parser() -> argparse.ArgumentParser:
         help=f"after a process failed, how long the others may run on (default {DEFAULT_GRACE:g})")
     add("--stop-grace", type=_seconds, default=DEFAULT_STOP_GRACE, metavar="SECONDS",
         help=f"after Ctrl-C, how long before SIGTERM (default {DEFAULT_STOP_GRACE:g})")
+    add("--trace", metavar="DIR",
+        help="trace the run: every process writes its part to DIR (docs/trace-format.md)")
     return parser
 
 
@@ -261,6 +265,7 @@ def parse_args(argv: Sequence[str]) -> Options:
         processes=space.processes, workers=space.workers, target=target, args=args,
         python=space.python, hostfile=space.hostfile, base_port=space.base_port,
         cluster_id=cluster_id, grace=space.grace, stop_grace=space.stop_grace,
+        trace=None if space.trace is None else os.path.abspath(space.trace),
     )
 
 
@@ -270,6 +275,8 @@ def child_command(options: Options, index: int, hostfile: Optional[str]) -> List
     runtime = ["-n", str(options.processes), "-p", str(index), "-w", str(options.workers)]
     if hostfile is not None:
         runtime += ["-h", hostfile]
+    if options.trace is not None:
+        runtime += ["--trace", options.trace]
     args = list(options.args)
     cut = args.index("--") if "--" in args else len(args)
     return [options.python, *options.target, *args[:cut], *runtime, *args[cut:]]

@@ -19,55 +19,57 @@ use timely_engine::dataflow::{InputHandle, Pipeline, ProbeHandle};
 const BATCH: u64 = 1024;
 
 fn main() {
-    let (config, numbers) =
-        common::config_and_numbers("exchange [RECORDS_PER_ROUND] [ROUNDS] [-w WORKERS]", &[1_000_000, 10]);
+    let (runtime, numbers) =
+        common::runtime_and_numbers("exchange [RECORDS_PER_ROUND] [ROUNDS] [-w WORKERS]", &[1_000_000, 10]);
     let (records, rounds) = (numbers[0], numbers[1]);
     let start = Instant::now();
-    let results = timely_engine::execute(config, move |worker| {
-        let (index, peers) = (worker.index(), worker.peers() as u64);
-        let mut input = InputHandle::new();
-        let probe = ProbeHandle::new();
-        let received = Rc::new(Cell::new(0u64));
-        let misrouted = Rc::new(Cell::new(0u64));
-        let (count, wrong) = (received.clone(), misrouted.clone());
-        worker.dataflow::<u64, _>(|scope| {
-            scope.input_from(&mut input).exchange(|x: &u64| *x).probe_with(&probe).sink(
-                Pipeline,
-                "Count",
-                move |input, _| {
-                    input.for_each(|_time, data| {
-                        count.set(count.get() + data.len() as u64);
-                        wrong.set(
-                            wrong.get() + data.iter().filter(|&&x| x % peers != index as u64).count() as u64,
-                        );
-                        data.clear();
-                    })
-                },
-            );
-        });
-        let mut batch = Vec::with_capacity(BATCH as usize);
-        // Records are this worker's index in the high bits and a counter below, so every
-        // worker sends to every worker.
-        let mut next = (index as u64) << 40;
-        for round in 0..rounds {
-            let mut left = records;
-            while left > 0 {
-                let n = left.min(BATCH);
-                batch.extend(next..next + n);
-                next += n;
-                input.send_batch(&mut batch);
-                left -= n;
-                worker.step();
+    let results = runtime
+        .execute(move |worker| {
+            let (index, peers) = (worker.index(), worker.peers() as u64);
+            let mut input = InputHandle::new();
+            let probe = ProbeHandle::new();
+            let received = Rc::new(Cell::new(0u64));
+            let misrouted = Rc::new(Cell::new(0u64));
+            let (count, wrong) = (received.clone(), misrouted.clone());
+            worker.dataflow::<u64, _>(|scope| {
+                scope.input_from(&mut input).exchange(|x: &u64| *x).probe_with(&probe).sink(
+                    Pipeline,
+                    "Count",
+                    move |input, _| {
+                        input.for_each(|_time, data| {
+                            count.set(count.get() + data.len() as u64);
+                            wrong.set(
+                                wrong.get()
+                                    + data.iter().filter(|&&x| x % peers != index as u64).count() as u64,
+                            );
+                            data.clear();
+                        })
+                    },
+                );
+            });
+            let mut batch = Vec::with_capacity(BATCH as usize);
+            // Records are this worker's index in the high bits and a counter below, so every
+            // worker sends to every worker.
+            let mut next = (index as u64) << 40;
+            for round in 0..rounds {
+                let mut left = records;
+                while left > 0 {
+                    let n = left.min(BATCH);
+                    batch.extend(next..next + n);
+                    next += n;
+                    input.send_batch(&mut batch);
+                    left -= n;
+                    worker.step();
+                }
+                input.advance_to(round + 1);
+                worker.step_while(|| probe.less_than(input.time()));
             }
-            input.advance_to(round + 1);
-            worker.step_while(|| probe.less_than(input.time()));
-        }
-        (received.get(), misrouted.get())
-    })
-    .unwrap_or_else(|e| {
-        eprintln!("exchange failed: {}", e);
-        std::process::exit(1)
-    });
+            (received.get(), misrouted.get())
+        })
+        .unwrap_or_else(|e| {
+            eprintln!("exchange failed: {}", e);
+            std::process::exit(1)
+        });
     let elapsed = start.elapsed();
     let workers = results.len() as u64;
     let received: u64 = results.iter().map(|(r, _)| r).sum();

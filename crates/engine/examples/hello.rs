@@ -11,37 +11,38 @@ use timely_engine::dataflow::{InputHandle, ProbeHandle};
 
 fn main() {
     let quiet = common::has_flag("--quiet");
-    let (config, numbers) = common::config_and_numbers("hello [ROUNDS] [-w WORKERS] [--quiet]", &[10]);
+    let (runtime, numbers) = common::runtime_and_numbers("hello [ROUNDS] [-w WORKERS] [--quiet]", &[10]);
     let rounds = numbers[0];
     let start = Instant::now();
-    timely_engine::execute(config, move |worker| {
-        let index = worker.index();
-        let mut input = InputHandle::new();
-        let probe = ProbeHandle::new();
-        worker.dataflow(|scope| {
-            scope
-                .input_from(&mut input)
-                .exchange(|x: &u64| *x)
-                .inspect(move |x| {
-                    if !quiet {
-                        println!("worker {}: seen {}", index, x)
-                    }
-                })
-                .probe_with(&probe);
-        });
-        let peers = worker.peers() as u64;
-        for round in 0..rounds {
-            if round % peers == index as u64 {
-                input.send(round);
+    runtime
+        .execute(move |worker| {
+            let index = worker.index();
+            let mut input = InputHandle::new();
+            let probe = ProbeHandle::new();
+            worker.dataflow(|scope| {
+                scope
+                    .input_from(&mut input)
+                    .exchange(|x: &u64| *x)
+                    .inspect(move |x| {
+                        if !quiet {
+                            println!("worker {}: seen {}", index, x)
+                        }
+                    })
+                    .probe_with(&probe);
+            });
+            let peers = worker.peers() as u64;
+            for round in 0..rounds {
+                if round % peers == index as u64 {
+                    input.send(round);
+                }
+                input.advance_to(round + 1);
+                worker.step_while(|| probe.less_than(input.time()));
             }
-            input.advance_to(round + 1);
-            worker.step_while(|| probe.less_than(input.time()));
-        }
-    })
-    .unwrap_or_else(|e| {
-        eprintln!("hello failed: {}", e);
-        std::process::exit(1)
-    });
+        })
+        .unwrap_or_else(|e| {
+            eprintln!("hello failed: {}", e);
+            std::process::exit(1)
+        });
     if quiet {
         let elapsed = start.elapsed();
         println!(

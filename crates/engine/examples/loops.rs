@@ -76,15 +76,15 @@ fn histogram<'a>(distances: impl Iterator<Item = &'a u64>) -> Vec<usize> {
     histogram
 }
 
-fn parse_args() -> (timely_engine::Config, u32, usize, u64) {
-    let (config, numbers) =
-        common::config_and_numbers("loops [NODES] [EDGES] [SEED] [-w WORKERS]", &[100_000, 200_000, 1]);
+fn parse_args() -> (common::Runtime, u32, usize, u64) {
+    let (runtime, numbers) =
+        common::runtime_and_numbers("loops [NODES] [EDGES] [SEED] [-w WORKERS]", &[100_000, 200_000, 1]);
     let (nodes, edges, seed) = (numbers[0], numbers[1] as usize, numbers[2]);
     if nodes == 0 || nodes > u32::MAX as u64 {
         eprintln!("NODES must be between 1 and {}", u32::MAX);
         std::process::exit(2);
     }
-    (config, nodes as u32, edges, seed)
+    (runtime, nodes as u32, edges, seed)
 }
 
 /// A record of the loop: a node and whether it was reached (true) or is a candidate for
@@ -92,90 +92,92 @@ fn parse_args() -> (timely_engine::Config, u32, usize, u64) {
 type Step = (u32, bool);
 
 fn main() {
-    let (config, nodes, edge_count, seed) = parse_args();
+    let (runtime, nodes, edge_count, seed) = parse_args();
     let reached: Captured<u64, (u32, u64)> = Captured::new();
     let shared = reached.clone();
     let start = std::time::Instant::now();
-    timely_engine::execute(config, move |worker| {
-        let (index, peers) = (worker.index(), worker.peers());
-        let mut edges = InputHandle::new();
-        let mut roots = InputHandle::new();
-        worker.dataflow::<u64, _>(|scope| {
-            let edge_stream = scope.input_from(&mut edges);
-            let root_stream = scope.input_from(&mut roots);
-            let found = scope.iterative::<u64, _>(|inner| {
-                let (handle, candidates) = inner.feedback::<u32>(Product::new(0, 1));
-                let frontier = root_stream.enter(inner).concat(&candidates);
-                let mut adjacency: HashMap<u32, Vec<u32>> = HashMap::new();
-                let mut visited: HashMap<u32, u64> = HashMap::new();
-                let mut stash: HashMap<Product<u64, u64>, Vec<u32>> = HashMap::new();
-                let steps = edge_stream.enter(inner).binary_notify(
-                    &frontier,
-                    Exchange::new(|&(src, _): &(u32, u32)| src as u64),
-                    Exchange::new(|&node: &u32| node as u64),
-                    "BFS",
-                    move |edge_input, node_input, output, notificator| {
-                        edge_input.for_each(|_time, data| {
-                            for (src, dst) in data.drain(..) {
-                                adjacency.entry(src).or_default().push(dst);
-                            }
-                        });
-                        node_input.for_each(|time, data| {
-                            let pending = stash.entry(*time.time()).or_default();
-                            if pending.is_empty() {
-                                notificator.notify_at(time.retain());
-                            }
-                            pending.append(data);
-                        });
-                        notificator.for_each(|time, _requests, _notificator| {
-                            let iteration = time.time().inner;
-                            let mut session = output.session(&time);
-                            for node in stash.remove(time.time()).unwrap_or_default() {
-                                if let std::collections::hash_map::Entry::Vacant(entry) = visited.entry(node)
-                                {
-                                    entry.insert(iteration);
-                                    session.give((node, true));
-                                    for &neighbour in adjacency.get(&node).into_iter().flatten() {
-                                        session.give((neighbour, false));
+    runtime
+        .execute(move |worker| {
+            let (index, peers) = (worker.index(), worker.peers());
+            let mut edges = InputHandle::new();
+            let mut roots = InputHandle::new();
+            worker.dataflow::<u64, _>(|scope| {
+                let edge_stream = scope.input_from(&mut edges);
+                let root_stream = scope.input_from(&mut roots);
+                let found = scope.iterative::<u64, _>(|inner| {
+                    let (handle, candidates) = inner.feedback::<u32>(Product::new(0, 1));
+                    let frontier = root_stream.enter(inner).concat(&candidates);
+                    let mut adjacency: HashMap<u32, Vec<u32>> = HashMap::new();
+                    let mut visited: HashMap<u32, u64> = HashMap::new();
+                    let mut stash: HashMap<Product<u64, u64>, Vec<u32>> = HashMap::new();
+                    let steps = edge_stream.enter(inner).binary_notify(
+                        &frontier,
+                        Exchange::new(|&(src, _): &(u32, u32)| src as u64),
+                        Exchange::new(|&node: &u32| node as u64),
+                        "BFS",
+                        move |edge_input, node_input, output, notificator| {
+                            edge_input.for_each(|_time, data| {
+                                for (src, dst) in data.drain(..) {
+                                    adjacency.entry(src).or_default().push(dst);
+                                }
+                            });
+                            node_input.for_each(|time, data| {
+                                let pending = stash.entry(*time.time()).or_default();
+                                if pending.is_empty() {
+                                    notificator.notify_at(time.retain());
+                                }
+                                pending.append(data);
+                            });
+                            notificator.for_each(|time, _requests, _notificator| {
+                                let iteration = time.time().inner;
+                                let mut session = output.session(&time);
+                                for node in stash.remove(time.time()).unwrap_or_default() {
+                                    if let std::collections::hash_map::Entry::Vacant(entry) =
+                                        visited.entry(node)
+                                    {
+                                        entry.insert(iteration);
+                                        session.give((node, true));
+                                        for &neighbour in adjacency.get(&node).into_iter().flatten() {
+                                            session.give((neighbour, false));
+                                        }
                                     }
                                 }
-                            }
-                        });
-                    },
-                );
-                let (next, new) = steps.branch(|_time, &(_, reached): &Step| reached);
-                next.map(|(node, _)| node).connect_loop(handle);
-                new.unary(timely_engine::dataflow::Pipeline, "Distance", |_capability, _info| {
-                    |input, output| {
-                        input.for_each(|time, data| {
-                            let iteration = time.time().inner;
-                            output
-                                .session(&time)
-                                .give_iterator(data.drain(..).map(|(node, _)| (node, iteration)));
-                        })
-                    }
-                })
-                .leave(scope)
+                            });
+                        },
+                    );
+                    let (next, new) = steps.branch(|_time, &(_, reached): &Step| reached);
+                    next.map(|(node, _)| node).connect_loop(handle);
+                    new.unary(timely_engine::dataflow::Pipeline, "Distance", |_capability, _info| {
+                        |input, output| {
+                            input.for_each(|time, data| {
+                                let iteration = time.time().inner;
+                                output
+                                    .session(&time)
+                                    .give_iterator(data.drain(..).map(|(node, _)| (node, iteration)));
+                            })
+                        }
+                    })
+                    .leave(scope)
+                });
+                found.capture_into(&shared);
             });
-            found.capture_into(&shared);
+            // Each worker contributes the edges whose index it owns; worker 0 sends the root.
+            let mut mine: Vec<(u32, u32)> = generate_edges(nodes, edge_count, seed)
+                .enumerate()
+                .filter(|(i, _)| i % peers == index)
+                .map(|(_, e)| e)
+                .collect();
+            edges.send_batch(&mut mine);
+            if index == 0 {
+                roots.send(0u32);
+            }
+            edges.close();
+            roots.close();
+        })
+        .unwrap_or_else(|e| {
+            eprintln!("loops failed: {}", e);
+            std::process::exit(1)
         });
-        // Each worker contributes the edges whose index it owns; worker 0 sends the root.
-        let mut mine: Vec<(u32, u32)> = generate_edges(nodes, edge_count, seed)
-            .enumerate()
-            .filter(|(i, _)| i % peers == index)
-            .map(|(_, e)| e)
-            .collect();
-        edges.send_batch(&mut mine);
-        if index == 0 {
-            roots.send(0u32);
-        }
-        edges.close();
-        roots.close();
-    })
-    .unwrap_or_else(|e| {
-        eprintln!("loops failed: {}", e);
-        std::process::exit(1)
-    });
     let elapsed = start.elapsed();
 
     let records = reached.extract();

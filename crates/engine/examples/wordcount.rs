@@ -86,52 +86,53 @@ fn lines_for(epoch: u64, words: u64, index: usize, peers: usize) -> Vec<String> 
 }
 
 fn main() {
-    let (config, numbers) =
-        common::config_and_numbers("wordcount [EPOCHS] [WORDS_PER_EPOCH] [-w WORKERS]", &[5, 40]);
+    let (runtime, numbers) =
+        common::runtime_and_numbers("wordcount [EPOCHS] [WORDS_PER_EPOCH] [-w WORKERS]", &[5, 40]);
     let (epochs, words) = (numbers[0], numbers[1]);
     let results: Captured<u64, (String, u64)> = Captured::new();
     let shared = results.clone();
     let start = std::time::Instant::now();
-    timely_engine::execute(config, move |worker| {
-        let (index, peers) = (worker.index(), worker.peers());
-        let mut input = InputHandle::new();
-        let probe = ProbeHandle::new();
-        worker.dataflow::<u64, _>(|scope| {
-            let mut counts_by_time: HashMap<u64, HashMap<String, u64>> = HashMap::new();
-            scope
-                .input_from(&mut input)
-                .flat_map(|line: String| line.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
-                .unary_notify(
-                    Exchange::new(|word: &String| hash_of(word)),
-                    "WordCount",
-                    move |input, output, notificator| {
-                        input.for_each(|time, data| {
-                            let counts = counts_by_time.entry(*time.time()).or_default();
-                            for word in data.drain(..) {
-                                *counts.entry(word).or_insert(0) += 1;
-                            }
-                            notificator.notify_at(time.retain());
-                        });
-                        notificator.for_each(|time, _requests, _notificator| {
-                            if let Some(counts) = counts_by_time.remove(time.time()) {
-                                output.session(&time).give_iterator(counts);
-                            }
-                        });
-                    },
-                )
-                .probe_with(&probe)
-                .capture_into(&shared);
+    runtime
+        .execute(move |worker| {
+            let (index, peers) = (worker.index(), worker.peers());
+            let mut input = InputHandle::new();
+            let probe = ProbeHandle::new();
+            worker.dataflow::<u64, _>(|scope| {
+                let mut counts_by_time: HashMap<u64, HashMap<String, u64>> = HashMap::new();
+                scope
+                    .input_from(&mut input)
+                    .flat_map(|line: String| line.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+                    .unary_notify(
+                        Exchange::new(|word: &String| hash_of(word)),
+                        "WordCount",
+                        move |input, output, notificator| {
+                            input.for_each(|time, data| {
+                                let counts = counts_by_time.entry(*time.time()).or_default();
+                                for word in data.drain(..) {
+                                    *counts.entry(word).or_insert(0) += 1;
+                                }
+                                notificator.notify_at(time.retain());
+                            });
+                            notificator.for_each(|time, _requests, _notificator| {
+                                if let Some(counts) = counts_by_time.remove(time.time()) {
+                                    output.session(&time).give_iterator(counts);
+                                }
+                            });
+                        },
+                    )
+                    .probe_with(&probe)
+                    .capture_into(&shared);
+            });
+            for epoch in 0..epochs {
+                input.send_batch(&mut lines_for(epoch, words, index, peers));
+                input.advance_to(epoch + 1);
+                worker.step_while(|| probe.less_than(input.time()));
+            }
+        })
+        .unwrap_or_else(|e| {
+            eprintln!("wordcount failed: {}", e);
+            std::process::exit(1)
         });
-        for epoch in 0..epochs {
-            input.send_batch(&mut lines_for(epoch, words, index, peers));
-            input.advance_to(epoch + 1);
-            worker.step_while(|| probe.less_than(input.time()));
-        }
-    })
-    .unwrap_or_else(|e| {
-        eprintln!("wordcount failed: {}", e);
-        std::process::exit(1)
-    });
     let elapsed = start.elapsed();
 
     let results = results.extract();

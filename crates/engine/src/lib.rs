@@ -38,5 +38,5 @@ pub use execute::{example, execute, execute_from_args, execute_traced, runtime_f
 pub use order::{PartialOrder, Product, TotalOrder};
 pub use progress::{Antichain, ChangeBatch, MutableAntichain, PathSummary, Refines, Timestamp};
 pub use timely_communication::Config;
-pub use trace::TraceSettings;
+pub use trace::{ProcessTrace, TraceSettings};
 pub use worker::{Activity, ClusterFailure, StopSignal, StoppedByPeer, Worker};

@@ -111,7 +111,7 @@ fn parse_seconds(text: &str) -> Option<Duration> {
 }
 
 /// The trace of one process's run: its writer, from the first worker to the last event.
-pub(crate) struct ProcessTrace {
+pub struct ProcessTrace {
     writer: TraceWriter,
 }
 

@@ -184,9 +184,7 @@ impl Worker {
     /// Records a user activity in the trace, from now until the returned guard is dropped:
     /// `let _loading = worker.activity("load graph");`. Activities nest.
     pub fn activity(&self, name: &str) -> Activity {
-        let logger = self.state.logger();
-        logging::log(&logger, || Event::Activity { name: name.to_owned(), start: true });
-        Activity { logger, name: name.to_owned() }
+        Activity::begin(self.state.logger(), name)
     }
 
     /// Builds a dataflow with top-level timestamp `T`, described by `func`.
@@ -357,6 +355,15 @@ struct Arrivals {
 pub struct Activity {
     logger: Option<Logger>,
     name: String,
+}
+
+impl Activity {
+    /// Records the start of activity `name` in `logger`'s trace (nothing without a logger);
+    /// its stop is recorded when the returned guard is dropped.
+    pub fn begin(logger: Option<Logger>, name: &str) -> Activity {
+        logging::log(&logger, || Event::Activity { name: name.to_owned(), start: true });
+        Activity { logger, name: name.to_owned() }
+    }
 }
 
 impl Drop for Activity {

@@ -4,44 +4,71 @@
 //! `Stream`, `InputHandle`, `ProbeHandle`, ...), records as Python objects, timestamp
 //! conversions, and the translation of user exceptions and engine misuse into Python
 //! exceptions. It holds no dataflow logic of its own.
+//!
+//! Each module owns one concern, and dependencies between files point one way
+//! (`scripts/check_crate_layout.py` checks it): `time` (timestamps and the `Depth` enum with
+//! its `dispatch!` macro), `record`, `codec` and `wire` (records, their encoding, and their
+//! transfer between processes), `stream`, `scope` and `loops` (the Python stream and scope,
+//! and nesting), `operators` (the built-in operators, one file per family), `generic` (the
+//! operators with Python logic), `handles`, `worker`, `tracing` (trace settings, callback
+//! delivery, user activities), `errors` and `args` (argument checks).
 
+mod args;
 mod codec;
 mod errors;
 mod generic;
 mod handles;
+mod loops;
+mod operators;
 mod record;
 mod scope;
 mod stream;
 mod time;
+mod tracing;
+mod wire;
 mod worker;
 
 use pyo3::prelude::*;
+use std::path::PathBuf;
 use timely_communication::Config;
+use timely_engine::runtime_from_args;
 
 /// Runs `main(worker)` on `workers` worker threads; returns their results in worker order.
+/// `trace_dir` writes a trace of the run there (`docs/trace-format.md`), `trace_events` names
+/// the event classes to record (comma-separated; default all), `trace_flush` how often, in
+/// seconds, trace files are closed, and `trace_callback(worker, batch)` receives every batch
+/// of events as a `pyarrow.RecordBatch`, on this thread.
 #[pyfunction]
-#[pyo3(signature = (main, workers=1))]
-fn execute(py: Python<'_>, main: Py<PyAny>, workers: usize) -> PyResult<Vec<Py<PyAny>>> {
+#[pyo3(signature = (main, workers=1, *, trace_dir=None, trace_events=None, trace_flush=None, trace_callback=None))]
+fn execute(
+    py: Python<'_>,
+    main: Py<PyAny>,
+    workers: usize,
+    trace_dir: Option<PathBuf>,
+    trace_events: Option<&str>,
+    trace_flush: Option<f64>,
+    trace_callback: Option<Py<PyAny>>,
+) -> PyResult<Vec<Py<PyAny>>> {
     if workers == 0 {
         return Err(pyo3::exceptions::PyValueError::new_err("workers must be at least 1"));
     }
     let config = if workers == 1 { Config::Thread } else { Config::Process(workers) };
-    worker::run(py, config, main)
+    let trace = tracing::settings(trace_dir, trace_events, trace_flush, trace_callback.is_some())?;
+    worker::run(py, config, trace, trace_callback, main)
 }
 
 /// Like `execute`, configured from command-line arguments: `-w N` worker threads per process,
 /// `-n N` processes, `-p I` this process's index, `-h FILE` a hostfile (one `host:port` per
-/// process; default `localhost:2101+i`). A cluster's processes find each other at those
+/// process; default `localhost:2101+i`), `--trace DIR` (with `--trace-events LIST` and
+/// `--trace-flush SECONDS`) a trace of the run. A cluster's processes find each other at those
 /// addresses, authenticated by the environment variables `TIMELY_CLUSTER_ID` and
 /// `TIMELY_CLUSTER_SECRET`. Other arguments are ignored.
 #[pyfunction]
 fn execute_from_args(py: Python<'_>, argv: Vec<String>, main: Py<PyAny>) -> PyResult<Vec<Py<PyAny>>> {
-    let (config, _rest) = Config::from_args(argv).map_err(pyo3::exceptions::PyValueError::new_err)?;
-    worker::run(py, config, main)
+    let (config, trace, _rest) = runtime_from_args(argv).map_err(pyo3::exceptions::PyValueError::new_err)?;
+    worker::run(py, config, trace, None, main)
 }
 
-/// The arguments of `argv` that are the program's own: everything except the runtime's
-/// options (`-w`, `-n`, `-p`, `-h` and their spellings) that `execute_from_args` reads.
 #[pyfunction]
 fn program_args(argv: Vec<String>) -> PyResult<Vec<String>> {
     let (_config, rest) = Config::from_args(argv).map_err(pyo3::exceptions::PyValueError::new_err)?;
@@ -67,8 +94,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(execute_from_args, m)?)?;
     m.add_function(wrap_pyfunction!(program_args, m)?)?;
     m.add_class::<worker::PyWorker>()?;
+    m.add_class::<tracing::PyActivity>()?;
     m.add_class::<scope::PyScope>()?;
-    m.add_class::<scope::PyLoopHandle>()?;
+    m.add_class::<loops::PyLoopHandle>()?;
     m.add_class::<stream::PyStream>()?;
     m.add_class::<handles::PyInputHandle>()?;
     m.add_class::<handles::PyProbeHandle>()?;

@@ -10,6 +10,7 @@
 use crate::errors::{catch_panic, ClusterError, WorkerCancelled, WorkerContext};
 use crate::record::PythonFailure;
 use crate::scope::PyScope;
+use crate::tracing::{self, PyActivity, RunTrace};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::cell::{Cell, RefCell, RefMut};
@@ -20,7 +21,8 @@ use std::sync::{mpsc, Arc};
 use std::thread::ThreadId;
 use std::time::Duration;
 use timely_communication::{initialize_from, Allocator, Config};
-use timely_engine::{ClusterFailure, Worker};
+use timely_engine::logging::Logger;
+use timely_engine::{ClusterFailure, ProcessTrace, TraceSettings, Worker};
 
 /// How long a parked worker sleeps before checking whether the run is being stopped.
 const PARK_SLICE: Duration = Duration::from_millis(50);
@@ -79,6 +81,8 @@ struct WorkerParts {
     peers: Cell<usize>,
     worker: RefCell<Worker>,
     context: Rc<WorkerContext>,
+    /// The worker's trace logger, for user activities (None when the run is not traced).
+    logger: Option<Logger>,
 }
 
 /// One worker: its index among all workers, the number of workers, and the means to step
@@ -90,10 +94,12 @@ pub struct PyWorker {
 }
 
 impl PyWorker {
-    fn new(allocator: Allocator, abort: Arc<AtomicBool>) -> Self {
-        let worker = Worker::new(allocator);
+    fn new(allocator: Allocator, abort: Arc<AtomicBool>, trace: Option<&ProcessTrace>) -> Self {
+        let mut worker = Worker::new(allocator);
+        let logger = tracing::install(trace, &mut worker);
         let context = Rc::new(WorkerContext::new(worker.index(), abort));
-        let parts = WorkerParts { peers: Cell::new(worker.peers()), worker: RefCell::new(worker), context };
+        let peers = Cell::new(worker.peers());
+        let parts = WorkerParts { peers, worker: RefCell::new(worker), context, logger };
         PyWorker { index: parts.context.index, parts: ThreadBound::new(parts) }
     }
 
@@ -210,6 +216,12 @@ impl PyWorker {
         Ok(self.worker()?.has_dataflows())
     }
 
+    /// A user activity to record in the trace: `with worker.activity("load graph"): ...`.
+    /// Activities nest; without a trace they record nothing.
+    fn activity(&self, name: String) -> PyResult<PyActivity> {
+        Ok(PyActivity::new(self.parts()?.logger.clone(), name))
+    }
+
     fn __repr__(&self) -> String {
         match self.parts() {
             Ok(parts) => format!("Worker(index={}, peers={})", self.index, parts.peers.get()),
@@ -218,16 +230,27 @@ impl PyWorker {
     }
 }
 
-/// Runs `main(worker)` on every worker of `config`; returns the results in worker order.
-pub fn run(py: Python<'_>, config: Config, main: Py<PyAny>) -> PyResult<Vec<Py<PyAny>>> {
+/// Runs `main(worker)` on every worker of `config`, traced as `trace` says (batches for
+/// `trace_callback` are delivered on this thread while it waits); returns the results in
+/// worker order.
+pub fn run(
+    py: Python<'_>,
+    config: Config,
+    trace: Option<TraceSettings>,
+    trace_callback: Option<Py<PyAny>>,
+    main: Py<PyAny>,
+) -> PyResult<Vec<Py<PyAny>>> {
+    let mut trace = RunTrace::start(py, trace, trace_callback, &config)?;
     // A cluster connects to its other processes here, which may take a while: detached.
     let builders = py.detach(|| config.try_build()).map_err(ClusterError::new_err)?;
     let workers = builders.len();
     let abort = Arc::new(AtomicBool::new(false));
     let (done, finished) = mpsc::channel::<()>();
     let worker_abort = abort.clone();
+    let worker_trace = trace.as_ref().map(RunTrace::process);
     let guards = initialize_from(builders, move |allocator| {
-        let outcome = Python::attach(|py| run_worker(py, allocator, &main, worker_abort.clone()));
+        let trace = worker_trace.as_deref();
+        let outcome = Python::attach(|py| run_worker(py, allocator, &main, worker_abort.clone(), trace));
         let _ = done.send(());
         outcome
     })
@@ -249,12 +272,18 @@ pub fn run(py: Python<'_>, config: Config, main: Py<PyAny>) -> PyResult<Vec<Py<P
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
+        if let Some(trace) = &mut trace {
+            trace.deliver(py);
+        }
     }
     let results = py.detach(|| guards.join());
-    if let Some(error) = interrupt {
-        return Err(error);
-    }
-    collect_results(py, results)
+    let results = match interrupt {
+        Some(error) => Err(error),
+        None => collect_results(py, results),
+    };
+    // The trace closes whatever happened; the run's own error comes first.
+    let finished = trace.map_or(Ok(()), |trace| trace.finish(py, results.is_ok()));
+    results.and_then(|values| finished.map(|()| values))
 }
 
 fn run_worker(
@@ -262,8 +291,9 @@ fn run_worker(
     allocator: Allocator,
     main: &Py<PyAny>,
     abort: Arc<AtomicBool>,
+    trace: Option<&ProcessTrace>,
 ) -> PyResult<Py<PyAny>> {
-    let worker = Py::new(py, PyWorker::new(allocator, abort))?;
+    let worker = Py::new(py, PyWorker::new(allocator, abort, trace))?;
     let result = main.call1(py, (worker.clone_ref(py),));
     let result = result.and_then(|value| worker.borrow(py).drain(py).map(|()| value));
     // The worker's engine state (and the user callbacks its operators hold) is dropped

@@ -1,0 +1,212 @@
+//! Building a generic operator from a `Spec` with the engine's `OperatorBuilder`: its
+//! inputs (pipelined or exchanged by key), output, notificator, the Python objects handed
+//! to its logic at every run, and its constructor call. Written once for any depth.
+
+use crate::errors::{add_note, catch_panic, WorkerContext};
+use crate::generic::capability::{Held, PyCapability};
+use crate::generic::info::PyOperatorInfo;
+use crate::generic::local::Attached;
+use crate::generic::notificator::{NotifyCell, PyNotificator};
+use crate::generic::ports::{InputCell, OutputCell, Port, PyInputPort, PyOutputPort};
+use crate::generic::state::{Kind, OpState, Spec};
+use crate::operators::exchange::keyed_records;
+use crate::record::{Record, Routed};
+use crate::time::PyTime;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use std::cell::{Cell, OnceCell, RefCell};
+use std::rc::Rc;
+use timely_engine::dataflow::operators::{Capability, OperatorBuilder, OperatorInfo};
+use timely_engine::dataflow::{Exchange, Pipeline, Scope, Stream};
+use timely_engine::MutableAntichain;
+
+/// An operator input's stream: as is (pipeline), or with routing hashes (exchange).
+enum Feed<T: PyTime> {
+    Pipelined(Stream<T, Record>),
+    Hashed(Stream<T, Routed>),
+}
+
+/// The operator's engine parts, before its logic is installed.
+struct Parts<T: PyTime> {
+    info: OperatorInfo,
+    op: Rc<OpState<T>>,
+    inputs: Vec<Rc<InputCell<T>>>,
+    output: Option<Rc<OutputCell<T>>>,
+    stream: Option<Stream<T, Record>>,
+    notify: Option<Rc<NotifyCell<T>>>,
+    builder: OperatorBuilder<T>,
+}
+
+/// The feeds of `inputs`: exchanged inputs first pass a step that computes routing hashes.
+fn feeds<T: PyTime>(
+    context: &Rc<WorkerContext>,
+    name: &str,
+    inputs: Vec<&Stream<T, Record>>,
+    exchanges: Vec<Option<Py<PyAny>>>,
+) -> Vec<Feed<T>> {
+    let single = inputs.len() == 1;
+    let mut feeds = Vec::with_capacity(inputs.len());
+    for (i, (stream, exchange)) in inputs.into_iter().zip(exchanges).enumerate() {
+        feeds.push(match exchange {
+            None => Feed::Pipelined(stream.clone()),
+            Some(key) => {
+                let step =
+                    if single { format!("{}.exchange", name) } else { format!("{}.exchange{}", name, i + 1) };
+                Feed::Hashed(keyed_records(stream, context, step, Some(key)))
+            }
+        });
+    }
+    feeds
+}
+
+/// Adds the operator's ports to a new `OperatorBuilder` in `scope`.
+fn parts<T: PyTime>(scope: &Scope<T>, name: &str, kind: Kind, feeds: Vec<Feed<T>>, output: bool) -> Parts<T> {
+    let mut builder = OperatorBuilder::new(name, scope);
+    if kind == Kind::Plain {
+        builder.set_notify(false);
+    }
+    let info = builder.info().clone();
+    let op = Rc::new(OpState {
+        name: name.to_owned(),
+        live: Cell::new(false),
+        generation: Cell::new(0),
+        activator: info.activator.clone(),
+        watch: kind != Kind::Plain,
+        frontiers: RefCell::new(vec![MutableAntichain::new(); feeds.len()]),
+    });
+    let inputs = feeds
+        .into_iter()
+        .enumerate()
+        .map(|(i, feed)| {
+            let port = match feed {
+                Feed::Pipelined(stream) => Port::Pipelined(builder.new_input(&stream, Pipeline)),
+                Feed::Hashed(stream) => {
+                    Port::Hashed(builder.new_input(&stream, Exchange::new(|Routed(hash, _): &Routed| *hash)))
+                }
+            };
+            Rc::new(InputCell::new(port, i, &op))
+        })
+        .collect();
+    let (output, stream) = if output {
+        let (port, stream) = builder.new_output::<Record>();
+        (Some(Rc::new(OutputCell::new(port, &op))), Some(stream))
+    } else {
+        (None, None)
+    };
+    let notify = (kind == Kind::Notify).then(|| Rc::new(NotifyCell::new(&op)));
+    Parts { info, op, inputs, output, stream, notify, builder }
+}
+
+/// The arguments of the logic: its input ports, output port and notificator.
+fn logic_args<T: PyTime>(py: Python<'_>, parts: &Parts<T>) -> PyResult<Py<PyTuple>> {
+    let mut args: Vec<Py<PyAny>> = Vec::new();
+    for input in parts.inputs.iter() {
+        args.push(Py::new(py, PyInputPort::new(input.clone()))?.into_any());
+    }
+    if let Some(output) = &parts.output {
+        args.push(Py::new(py, PyOutputPort::new(output.clone()))?.into_any());
+    }
+    if let Some(notify) = &parts.notify {
+        args.push(Py::new(py, PyNotificator::new(notify.clone()))?.into_any());
+    }
+    Ok(PyTuple::new(py, args)?.unbind())
+}
+
+/// Installs the operator's closure, which calls the logic once set in `logic`; returns the
+/// operator's initial capability.
+fn install<T: PyTime>(
+    parts: Parts<T>,
+    context: &Rc<WorkerContext>,
+    logic: &Rc<OnceCell<Py<PyAny>>>,
+    args: Py<PyTuple>,
+) -> PyResult<Capability<T>> {
+    let Parts { op, inputs, notify, builder, .. } = parts;
+    let python = Attached::new((logic.clone(), args));
+    let context = context.clone();
+    let mut initial = None;
+    catch_panic(|| {
+        builder.build(|capability| {
+            initial = Some(capability);
+            move |frontiers: &[MutableAntichain<T>]| {
+                let (logic, args) = python.get();
+                let Some(logic) = logic.get() else {
+                    // The constructor failed: the run is being stopped.
+                    inputs.iter().for_each(|p| p.drain());
+                    return false;
+                };
+                op.begin(frontiers);
+                let ran = context.run(&op.name, |py| {
+                    logic.bind(py).call1(args.bind(py).clone())?;
+                    Ok(())
+                });
+                op.end();
+                match ran {
+                    None => inputs.iter().for_each(|p| p.drain()),
+                    Some(()) => {
+                        // Notifications that became deliverable while the logic ran
+                        // (or that it did not take) must not wait for another event.
+                        if notify.as_ref().is_some_and(|n| n.deliverable()) {
+                            op.activator.activate();
+                        }
+                    }
+                }
+                false
+            }
+        })
+    })?;
+    Ok(initial.expect("the builder hands out the initial capability"))
+}
+
+/// Calls `constructor(capability, info)`, which must return the operator's logic.
+fn construct(
+    py: Python<'_>,
+    name: &str,
+    constructor: Py<PyAny>,
+    capability: PyCapability,
+    info: PyOperatorInfo,
+) -> PyResult<Py<PyAny>> {
+    let constructed = match constructor.bind(py).call1((capability, info)) {
+        Ok(logic) => logic,
+        Err(error) => {
+            add_note(py, &error, &format!("raised in the constructor of operator '{}'", name));
+            return Err(error);
+        }
+    };
+    if !constructed.is_callable() {
+        return Err(PyTypeError::new_err(format!(
+            "the constructor of operator '{}' must return the operator's logic (a callable), got {}",
+            name,
+            constructed.repr().map(|r| r.to_string()).unwrap_or_default()
+        )));
+    }
+    Ok(constructed.unbind())
+}
+
+/// Builds the operator of `spec` reading `inputs` in `scope`; returns its output stream,
+/// if it has one.
+pub fn build_operator<T: PyTime>(
+    py: Python<'_>,
+    scope: &Scope<T>,
+    context: &Rc<WorkerContext>,
+    inputs: Vec<&Stream<T, Record>>,
+    spec: Spec,
+) -> PyResult<Option<Stream<T, Record>>> {
+    let Spec { name, kind, callable, constructed, exchanges, output } = spec;
+    let mut parts =
+        catch_panic(|| parts(scope, &name, kind, feeds(context, &name, inputs, exchanges), output))?;
+    let args = logic_args(py, &parts)?;
+    let (info, op) = (parts.info.clone(), parts.op.clone());
+    let stream = parts.stream.take();
+    let logic: Rc<OnceCell<Py<PyAny>>> = Rc::new(OnceCell::new());
+    let capability = install(parts, context, &logic, args)?;
+    if !constructed {
+        drop(capability);
+        let _ = logic.set(callable);
+        return Ok(stream);
+    }
+    let capability = PyCapability::new(Held { capability, op });
+    let constructed = construct(py, &name, callable, capability, PyOperatorInfo::new(&name, &info))?;
+    let _ = logic.set(constructed);
+    Ok(stream)
+}

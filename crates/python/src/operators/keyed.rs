@@ -1,0 +1,169 @@
+//! `count_by_key` and `aggregate`: operators that exchange records by key and fold them per
+//! time and key, emitting each key's result once its time is complete.
+
+use crate::args::{callable, optional_callable};
+use crate::errors::catch_panic;
+use crate::record::{route, Record, RoutedPair};
+use crate::stream::{PyStream, StreamHandle};
+use crate::time::{dispatch, PyTime};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use std::collections::HashMap;
+use timely_engine::dataflow::{Pipeline, Stream};
+
+/// `(worker, k, x)` with `k = key(x)` for every record (`key` None: the record itself),
+/// the worker chosen by `route(k)`.
+fn keyed_pairs<T: PyTime>(
+    stream: &StreamHandle<T>,
+    name: &'static str,
+    key: Option<Py<PyAny>>,
+) -> Stream<T, RoutedPair> {
+    let context = stream.context.clone();
+    stream.stream.unary(Pipeline, name, move |_, info| {
+        let peers = info.peers as u64;
+        move |input, output| {
+            context.run(name, |py| {
+                while let Some((time, data)) = input.next() {
+                    let mut session = output.session(&time);
+                    for x in data.drain(..) {
+                        let k = match &key {
+                            Some(key) => key.bind(py).call1((x.bind(py),))?,
+                            None => x.bind(py).clone(),
+                        };
+                        session.give(RoutedPair(route(&k, peers)?, Record(k.unbind()), x));
+                    }
+                }
+                Ok(())
+            });
+            while input.next().is_some() {}
+        }
+    })
+}
+
+/// Exchanges records by `key(x)` and folds them per time and key into a dict, emitting
+/// `emit(key, acc)` (default `(key, acc)`) for each key once the time is complete.
+fn keyed_fold<T, F>(
+    stream: &StreamHandle<T>,
+    name: &'static str,
+    key: Option<Py<PyAny>>,
+    mut fold: F,
+    emit: Option<Py<PyAny>>,
+) -> StreamHandle<T>
+where
+    T: PyTime,
+    F: for<'py> FnMut(
+            Python<'py>,
+            Option<Bound<'py, PyAny>>,
+            &Bound<'py, PyAny>,
+        ) -> PyResult<Bound<'py, PyAny>>
+        + 'static,
+{
+    let keyed = keyed_pairs(stream, name, key);
+    let routed = keyed.exchange(|RoutedPair(hash, _, _): &RoutedPair| *hash);
+    let context = stream.context.clone();
+    let mut state: HashMap<T, Py<PyDict>> = HashMap::new();
+    let folded = routed.unary_notify(Pipeline, name, move |input, output, notificator| {
+        context.run(name, |py| {
+            while let Some((time, data)) = input.next() {
+                let table = match state.get(time.time()) {
+                    Some(table) => table.bind(py).clone(),
+                    None => {
+                        notificator.notify_at(time.retain());
+                        let table = PyDict::new(py);
+                        state.insert(time.time().clone(), table.clone().unbind());
+                        table
+                    }
+                };
+                for RoutedPair(_, k, x) in data.drain(..) {
+                    let k = k.bind(py);
+                    let acc = fold(py, table.get_item(k)?, x.bind(py))?;
+                    table.set_item(k, acc)?;
+                }
+            }
+            for (capability, _count) in notificator.by_ref() {
+                if let Some(table) = state.remove(capability.time()) {
+                    let mut session = output.session(&capability);
+                    for (k, acc) in table.bind(py).iter() {
+                        let result = match &emit {
+                            Some(emit) => emit.bind(py).call1((k, acc))?,
+                            None => PyTuple::new(py, [k, acc])?.into_any(),
+                        };
+                        session.give(Record(result.unbind()));
+                    }
+                }
+            }
+            Ok(())
+        });
+        while input.next().is_some() {}
+    });
+    stream.wrap(folded)
+}
+
+fn count_by_key<T: PyTime>(stream: &StreamHandle<T>, key: Option<Py<PyAny>>) -> StreamHandle<T> {
+    keyed_fold(
+        stream,
+        "CountByKey",
+        key,
+        |py, count: Option<Bound<'_, PyAny>>, _x| match count {
+            Some(count) => count.add(1),
+            None => Ok(1u64.into_pyobject(py)?.into_any()),
+        },
+        None,
+    )
+}
+
+/// The callables of `aggregate`.
+struct Aggregation {
+    key: Py<PyAny>,
+    fold: Py<PyAny>,
+    init: Py<PyAny>,
+    emit: Option<Py<PyAny>>,
+}
+
+fn aggregate<T: PyTime>(stream: &StreamHandle<T>, aggregation: Aggregation) -> StreamHandle<T> {
+    let Aggregation { key, fold, init, emit } = aggregation;
+    keyed_fold(
+        stream,
+        "Aggregate",
+        Some(key),
+        move |py, acc: Option<Bound<'_, PyAny>>, x: &Bound<'_, PyAny>| {
+            let acc = match acc {
+                Some(acc) => acc,
+                None => init.bind(py).call0()?,
+            };
+            fold.bind(py).call1((acc, x))
+        },
+        emit,
+    )
+}
+
+#[pymethods]
+impl PyStream {
+    /// For each time, `(k, n)`: how many records had key `k = key(x)` (`key` None: the
+    /// record itself), emitted once the time is complete.
+    #[pyo3(signature = (key=None))]
+    fn count_by_key(&self, py: Python<'_>, key: Option<Py<PyAny>>) -> PyResult<PyStream> {
+        let key = optional_callable(py, key, "count_by_key: key")?;
+        catch_panic(|| dispatch!(&self.inner, s => count_by_key(s, key).into()))
+    }
+
+    /// For each time and key `k = key(x)`: `acc = fold(acc, x)` starting from `init()`,
+    /// emitting `emit(k, acc)` (default `(k, acc)`) once the time is complete.
+    #[pyo3(signature = (key, fold, init, emit=None))]
+    fn aggregate(
+        &self,
+        py: Python<'_>,
+        key: Py<PyAny>,
+        fold: Py<PyAny>,
+        init: Py<PyAny>,
+        emit: Option<Py<PyAny>>,
+    ) -> PyResult<PyStream> {
+        let aggregation = Aggregation {
+            key: callable(py, key, "aggregate: key")?,
+            fold: callable(py, fold, "aggregate: fold")?,
+            init: callable(py, init, "aggregate: init")?,
+            emit: optional_callable(py, emit, "aggregate: emit")?,
+        };
+        catch_panic(|| dispatch!(&self.inner, s => aggregate(s, aggregation).into()))
+    }
+}
