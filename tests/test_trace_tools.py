@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+import timely_py as timely
 import timely_py.trace as trace
 from timely_py.cli import main as cli_main
 from tracedirs import ROOT, run_traced, start_traced
@@ -23,9 +24,9 @@ SCRIPT = Path(sys.executable).parent / "timely-py"
 
 @pytest.fixture(scope="session")
 def programs():
-    """Builds the traced examples once (tests/trace_programs)."""
+    """Builds the engine's Rust examples once."""
     subprocess.run(
-        ["cargo", "build", "--release", "-q", "-p", "timely-trace-programs"], cwd=ROOT, check=True, timeout=1800
+        ["cargo", "build", "--release", "-q", "-p", "timely-engine", "--examples"], cwd=ROOT, check=True, timeout=1800
     )
 
 
@@ -102,6 +103,30 @@ def test_metadata_describes_each_process(traces):
 
 
 # --- validate, summary ------------------------------------------------------------------
+
+
+def nested_activities(worker):
+    """A Python dataflow fed inside nested user activities."""
+    inp, probe = timely.InputHandle(), timely.ProbeHandle()
+    with worker.dataflow() as scope:
+        scope.input_from(inp).exchange(lambda x: x).map(lambda x: x + 1).probe_with(probe)
+    with worker.activity("feed"):
+        for epoch in range(5):
+            with worker.activity("epoch"):
+                inp.send_batch(list(range(20)))
+            inp.advance_to(epoch + 1)
+            while probe.less_than(inp.time):
+                worker.step()
+
+
+def test_a_python_traced_run_has_no_violations_and_exports_nested_activities(tmp_path):
+    timely.execute(nested_activities, workers=2, trace_dir=tmp_path)
+    assert trace.validate(tmp_path) == []
+    slices = [e for e in trace.perfetto_events(tmp_path) if e["ph"] == "X"]
+    for worker in (0, 1):
+        mine = [e for e in slices if e["tid"] == worker]
+        assert Counter(e["name"] for e in mine if e["cat"] == "activity") == {"feed": 1, "epoch": 5}
+        assert slices_nest(mine)
 
 
 @pytest.mark.parametrize("name", sorted(RUNS))

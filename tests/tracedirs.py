@@ -1,5 +1,5 @@
-"""Trace directories for the trace tools' tests: real ones, written by the engine's examples
-(built traced from tests/trace_programs), and hand-made ones written with pyarrow from a
+"""Trace directories for the trace tools' tests: real ones, written by the engine's Rust
+examples run with `--trace DIR`, and hand-made ones written with pyarrow from a
 list of rows, laid out as docs/trace-format.md says.
 
 `crafted_rows()` is a small consistent trace of two processes with one worker each that
@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parent.parent
-PROGRAMS = ROOT / "target" / "release"
+EXAMPLES = ROOT / "target" / "release" / "examples"
 
 #: The documented columns of a trace file (docs/trace-format.md, "Columns").
 FILE_SCHEMA = pa.schema(
@@ -176,19 +176,16 @@ def free_ports(count):
             return ports
 
 
-def traced_env(directory, flush_seconds=None):
-    env = dict(os.environ, TIMELY_TRACE_DIR=str(directory), TIMELY_CLUSTER_SECRET="trace-tests")
-    env.pop("TIMELY_TRACE_EVENTS", None)
-    if flush_seconds is not None:
-        env["TIMELY_TRACE_FLUSH"] = str(flush_seconds)
-    return env
-
-
 def start_traced(program, directory, args, processes=1, flush_seconds=None):
-    """Starts the traced example `program` (hello, wordcount, loops) with `args`, as
-    `processes` processes on loopback; returns the Popen objects."""
-    binary = PROGRAMS / f"traced_{program}"
-    env = traced_env(directory, flush_seconds)
+    """Starts the Rust example `program` (hello, wordcount, loops) with `args`, traced into
+    `directory`, as `processes` processes on loopback; returns the Popen objects."""
+    binary = EXAMPLES / program
+    env = dict(os.environ, TIMELY_CLUSTER_SECRET="trace-tests")
+    for variable in ("TIMELY_TRACE_DIR", "TIMELY_TRACE_EVENTS", "TIMELY_TRACE_FLUSH"):
+        env.pop(variable, None)
+    args = [*args, "--trace", str(directory)]
+    if flush_seconds is not None:
+        args += ["--trace-flush", str(flush_seconds)]
     if processes == 1:
         return [subprocess.Popen([str(binary), *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)]
     hostfile = Path(directory).parent / f"{Path(directory).name}.hosts"

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Time of the trace tools (timely_py.trace) on a trace of a few million events.
 
-Writes the trace with the traced hello example (tests/trace_programs; build it first with
-`cargo build --release -p timely-trace-programs`), then times `read` (whole and filtered),
+Writes the trace with the Rust hello example and `--trace` (build it first with
+`cargo build --release -p timely-engine --examples`), then times `read` (whole and filtered),
 `validate`, `summary` and `export_perfetto`, medians of RUNS runs (the export runs once).
 
     python benches/python/bench_trace_tools.py [ROUNDS] [RUNS]     # defaults: 100000 3
@@ -40,9 +40,9 @@ def main():
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "trace"
-        program = ROOT / "target" / "release" / "traced_hello"
-        env = dict(os.environ, TIMELY_TRACE_DIR=str(path))
-        subprocess.run([str(program), str(rounds), "-w", "2", "--quiet"], env=env, check=True, stdout=subprocess.DEVNULL)
+        program = ROOT / "target" / "release" / "examples" / "hello"
+        command = [str(program), str(rounds), "-w", "2", "--quiet", "--trace", str(path)]
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
         print(f"load average before: {os.getloadavg()[0]:.1f} (cores: {os.cpu_count()})")
         size = sum(f.stat().st_size for f in path.rglob("*.parquet"))
         seconds, table = timed(lambda: trace.read(path), runs)
