@@ -34,6 +34,8 @@ SCRIPTS = Path(__file__).resolve().parent / "cluster_scripts"
 TIMEOUT = 20
 #: How soon after losing a peer every other process must have ended.
 PROMPT = 5
+#: The wire protocol version (`PROTOCOL_VERSION` in crates/communication/src/networking/handshake.rs).
+PROTOCOL_VERSION = 2
 
 # --- ports and processes -----------------------------------------------------------------
 
@@ -357,8 +359,8 @@ def test_garbage_on_the_port_does_not_stop_a_waiting_process(tmp_path):
 
         connect().sendall(os.urandom(4096))
         # The magic and version of a hello, then a length of 4 GiB, then more garbage.
-        connect().sendall(b"TIMELYPY" + struct.pack("<II", 1, 0xFFFFFFFF) + os.urandom(1024))
-        connect().sendall(b"TIMELYPY" + struct.pack("<II", 1, 0xFFFFFFFF) + b"\xff" * 56)
+        connect().sendall(b"TIMELYPY" + struct.pack("<II", PROTOCOL_VERSION, 0xFFFFFFFF) + os.urandom(1024))
+        connect().sendall(b"TIMELYPY" + struct.pack("<II", PROTOCOL_VERSION, 0xFFFFFFFF) + b"\xff" * 56)
         silent = connect()  # sends nothing; dropped after the handshake deadline
         connect().sendall(b"TIMELYPY")  # a hello cut short
         time.sleep(0.3)

@@ -37,19 +37,26 @@ def execute(
     in seconds, trace files are closed (default 1); `trace_callback(worker, batch)` receives
     every batch of events as a `pyarrow.RecordBatch`, on the thread that called `execute`."""
 
-def execute_from_args(argv: Sequence[str], main: Callable[[Worker], R]) -> list[R]:
+def execute_from_args(
+    argv: Sequence[str], main: Callable[[Worker], R], peer_timeout: Optional[float] = None
+) -> list[R]:
     """Like `execute`, configured from command-line arguments: `-w N` threads per process,
     `-n N` processes, `-p I` this process, `-h FILE` hostfile (default `localhost:2101+i`),
-    `--trace DIR` a trace of the run (with `--trace-events LIST`, `--trace-flush SECONDS`; or
-    the environment variables `TIMELY_TRACE_DIR`, `TIMELY_TRACE_EVENTS`, `TIMELY_TRACE_FLUSH`).
+    `--peer-timeout SECONDS`, `--insecure`, `--trace DIR` a trace of the run (with
+    `--trace-events LIST`, `--trace-flush SECONDS`; or the environment variables
+    `TIMELY_TRACE_DIR`, `TIMELY_TRACE_EVENTS`, `TIMELY_TRACE_FLUSH`).
 
     Returns the results of this process's workers. A cluster's processes authenticate each
-    other with `TIMELY_CLUSTER_ID` and `TIMELY_CLUSTER_SECRET` from the environment; a lost
-    process raises `ClusterError` in the others."""
+    other with `TIMELY_CLUSTER_ID` and `TIMELY_CLUSTER_SECRET` from the environment; without a
+    secret, a hostfile naming any address that is not loopback is refused (unless
+    `--insecure`). A lost process (closed, or silent for longer than the peer timeout) raises
+    `ClusterError` in the others. The peer timeout is `--peer-timeout`, else `peer_timeout`,
+    else `TIMELY_PEER_TIMEOUT`, else 10 s; a value that is not a positive number of seconds
+    raises `ValueError`."""
 
 def program_args(argv: Sequence[str]) -> list[str]:
     """The arguments of `argv` that are the program's own (without `-w`, `-n`, `-p`, `-h`,
-    `--trace` and its options)."""
+    `--peer-timeout`, `--insecure`, `--trace` and its options)."""
 
 @final
 class Worker:

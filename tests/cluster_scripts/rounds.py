@@ -1,7 +1,8 @@
 """Runs ROUNDS rounds (default 1000) of input -> exchange -> probe, sleeping SLEEP seconds
 (default 0.02) per round, so that a test can stop a process while the cluster is running.
 Each worker prints `worker I: round R` after round 3 and every 50 rounds, so the test knows
-the cluster is up. Usage: rounds.py [ROUNDS] [SLEEP] RUNTIME_FLAGS"""
+the cluster is up. PEER_TIMEOUT, if given, is passed as the `peer_timeout` keyword.
+Usage: rounds.py [ROUNDS] [SLEEP] [PEER_TIMEOUT] RUNTIME_FLAGS"""
 
 import sys
 import time
@@ -11,6 +12,7 @@ import timely_py as timely
 args = timely.program_args(sys.argv[1:])
 rounds = int(args[0]) if args else 1000
 pause = float(args[1]) if len(args) > 1 else 0.02
+peer_timeout = float(args[2]) if len(args) > 2 else None
 
 
 def main(worker):
@@ -30,4 +32,4 @@ def main(worker):
     return rounds
 
 
-print(f"done: {timely.execute_from_args(sys.argv[1:], main)}")
+print(f"done: {timely.execute_from_args(sys.argv[1:], main, peer_timeout=peer_timeout)}")

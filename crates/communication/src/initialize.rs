@@ -1,7 +1,9 @@
 //! Starting workers: configuration from command-line arguments, worker threads, and their results.
 //!
 //! This module owns [`Config`] (how many workers and processes, parsed from `-w`, `-n`, `-p`,
-//! `-h`; the cluster's id and secret from the environment),
+//! `-h`; the peer timeout from `--peer-timeout` or the environment; `--insecure`; the cluster's
+//! id and secret from the environment), the refusal to run a cluster reachable from other
+//! machines without a secret (before any socket is opened),
 //! [`initialize`] and [`initialize_from`], which spawn one named thread per worker and hand it
 //! its [`Allocator`], and [`WorkerGuards`], which collects each worker's result or panic.
 //! It must not know what workers compute.
@@ -16,7 +18,8 @@ use crate::allocator::cluster::{ClusterBuilder, Network};
 use crate::allocator::process::ProcessBuilder;
 use crate::allocator::thread::ThreadBuilder;
 use crate::networking::{
-    default_addresses, establish, read_hostfile, ClusterIdentity, NetworkError, Transport,
+    default_addresses, establish, protection, read_hostfile, ClusterIdentity, Liveness, NetworkError,
+    Protection, Transport,
 };
 use crate::{Allocator, AllocatorBuilder};
 
@@ -47,12 +50,21 @@ pub struct ClusterConfig {
     pub identity: ClusterIdentity,
     /// How long to wait for every other process to be reachable.
     pub connect_timeout: Duration,
+    /// How long another process may stay silent before it counts as lost.
+    pub liveness: Liveness,
+    /// Run without a secret even on addresses other machines can reach (`--insecure`).
+    pub insecure: bool,
 }
 
 /// The environment variable holding the cluster id (a `u64`; default 0).
 pub const CLUSTER_ID_VARIABLE: &str = "TIMELY_CLUSTER_ID";
 /// The environment variable holding the cluster secret (default: empty).
 pub const CLUSTER_SECRET_VARIABLE: &str = "TIMELY_CLUSTER_SECRET";
+/// The environment variable holding the peer timeout in seconds (default 10), when
+/// `--peer-timeout` is not given.
+pub const PEER_TIMEOUT_VARIABLE: &str = "TIMELY_PEER_TIMEOUT";
+/// The environment variable that, set to `1`, has the effect of `--insecure`.
+pub const INSECURE_VARIABLE: &str = "TIMELY_INSECURE";
 /// How long a process waits for the others at start-up (all must be started within it).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -66,6 +78,8 @@ struct Options {
     processes: Given,
     process: Given,
     hostfile: Given,
+    peer_timeout: Given,
+    insecure: bool,
 }
 
 impl Options {
@@ -76,6 +90,7 @@ impl Options {
             "-n" | "--processes" => Some(&mut self.processes),
             "-p" | "--process" => Some(&mut self.process),
             "-h" | "--hostfile" => Some(&mut self.hostfile),
+            "--peer-timeout" => Some(&mut self.peer_timeout),
             _ => None,
         }
     }
@@ -91,6 +106,13 @@ impl Options {
                 break;
             }
             let (name, attached) = split_option(&arg);
+            if name == "--insecure" {
+                if attached.is_some() {
+                    return Err(format!("option --insecure takes no value, found {arg:?}"));
+                }
+                self.insecure = true;
+                continue;
+            }
             match self.slot(name) {
                 Some(slot) => {
                     let value = match attached {
@@ -136,7 +158,31 @@ impl Options {
             addresses,
             identity: identity_from_environment()?,
             connect_timeout: CONNECT_TIMEOUT,
+            liveness: self.liveness()?,
+            insecure: self.insecure || insecure_from_environment()?,
         }))
+    }
+
+    /// The peer timeout from `--peer-timeout`, else `TIMELY_PEER_TIMEOUT`, else the default.
+    fn liveness(&self) -> Result<Liveness, String> {
+        match (&self.peer_timeout, std::env::var(PEER_TIMEOUT_VARIABLE)) {
+            (Some((name, value)), _) => {
+                Liveness::from_seconds(value).map_err(|error| format!("option {name}: {error}"))
+            }
+            (None, Ok(value)) => {
+                Liveness::from_seconds(&value).map_err(|error| format!("{PEER_TIMEOUT_VARIABLE}: {error}"))
+            }
+            (None, Err(_)) => Ok(Liveness::default()),
+        }
+    }
+}
+
+/// Whether `TIMELY_INSECURE` asks to run without a secret (`1`; `0` or unset do not).
+fn insecure_from_environment() -> Result<bool, String> {
+    match std::env::var(INSECURE_VARIABLE).as_deref().map(str::trim) {
+        Err(_) | Ok("" | "0") => Ok(false),
+        Ok("1") => Ok(true),
+        Ok(other) => Err(format!("{INSECURE_VARIABLE} must be 1 or 0, found {other:?}")),
     }
 }
 
@@ -180,7 +226,10 @@ impl Config {
     /// Parses the runtime options from `args`, ignoring unrelated args: `-w N` (also
     /// `--workers`, `--threads`) worker threads per process, `-n N` (`--processes`) processes,
     /// `-p I` (`--process`) this process's index, `-h FILE` (`--hostfile`) one `host:port` per
-    /// process (default `localhost:2101+i`). Values may be attached: `-w4`, `--workers=4`.
+    /// process (default `localhost:2101+i`), `--peer-timeout SECONDS` how long another process
+    /// may stay silent before it counts as lost (default `TIMELY_PEER_TIMEOUT`, else 10), and
+    /// `--insecure` (or `TIMELY_INSECURE=1`) to run without a secret on addresses that are not
+    /// loopback. Values may be attached: `-w4`, `--workers=4`.
     ///
     /// Returns the config (`Thread` for one worker, `Process(N)` for N threads of one process,
     /// `Cluster` for more than one process, whose id and secret come from the environment
@@ -191,7 +240,7 @@ impl Config {
     /// # Errors
     ///
     /// A missing or malformed value, a count of zero, `-p` outside `0..n`, an unreadable or
-    /// malformed hostfile, or a malformed cluster id.
+    /// malformed hostfile, a malformed cluster id, peer timeout or `TIMELY_INSECURE`.
     pub fn from_args<I: IntoIterator<Item = String>>(args: I) -> Result<(Config, Vec<String>), String> {
         let mut options = Options::default();
         let remaining = options.parse(args)?;
@@ -204,8 +253,9 @@ impl Config {
     ///
     /// # Errors
     ///
-    /// `Process(0)`: there must be at least one worker; for a cluster, any connection error
-    /// (a port in use, a missing process, a refused handshake).
+    /// `Process(0)`: there must be at least one worker; for a cluster, an address other
+    /// machines can reach without a secret or `insecure` (refused before any socket is opened),
+    /// or any connection error (a port in use, a missing process, a refused handshake).
     pub fn try_build(self) -> Result<Vec<AllocatorBuilder>, String> {
         match self {
             Config::Thread => Ok(vec![AllocatorBuilder::Thread(ThreadBuilder)]),
@@ -220,23 +270,28 @@ impl Config {
 
 /// Connects this process to the others and makes its workers' builders.
 fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, NetworkError> {
-    let ClusterConfig { threads, process, processes, addresses, identity, connect_timeout } = config;
+    let ClusterConfig {
+        threads,
+        process,
+        processes,
+        addresses,
+        identity,
+        connect_timeout,
+        liveness,
+        insecure,
+    } = config;
     if addresses.len() < processes {
         return Err(NetworkError::InvalidArguments(format!(
             "{processes} processes need {processes} addresses, {} given",
             addresses.len()
         )));
     }
-    if identity.secret.is_empty() {
-        eprintln!(
-            "timely: warning: {CLUSTER_SECRET_VARIABLE} is not set, so any program that can reach this \
-             cluster's ports can join it and send it records; set the same secret in every process"
-        );
-    }
-    let streams = establish(process, &addresses[..processes], threads, &identity, connect_timeout)?;
+    let addresses = &addresses[..processes];
+    warn_if_unprotected(&protection(!identity.secret.is_empty(), insecure, addresses)?);
+    let streams = establish(process, addresses, threads, &identity, connect_timeout)?;
     let locals = ProcessBuilder::new_vector(threads);
     let wake = locals[0].waker();
-    let (transport, endpoints) = Transport::start(process, threads, streams, wake)?;
+    let (transport, endpoints) = Transport::start(process, threads, streams, liveness, wake)?;
     let network = Network::new(transport);
     Ok(locals
         .into_iter()
@@ -251,6 +306,25 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
             ))
         })
         .collect())
+}
+
+/// Warns (`crate::warning!`) when the cluster runs without a secret.
+fn warn_if_unprotected(protection: &Protection) {
+    match protection {
+        Protection::Authenticated => {}
+        Protection::LoopbackOnly => crate::warning!(
+            "{CLUSTER_SECRET_VARIABLE} is not set, so any program on this machine \
+             that can reach this cluster's ports can join it and send it records; set the same \
+             secret in every process"
+        ),
+        Protection::Insecure { exposed } => {
+            let reach = if exposed.is_empty() { "this machine".to_string() } else { exposed.join(", ") };
+            crate::warning!(
+                "--insecure: running without {CLUSTER_SECRET_VARIABLE}, so any \
+                 program that can reach {reach} can join this cluster and run code in it"
+            )
+        }
+    }
 }
 
 /// Spawns one thread per worker of `config` (named `timely:worker-{i}`) and runs `func(allocator)` on each.

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use timely_communication::initialize::ClusterConfig;
-use timely_communication::networking::ClusterIdentity;
+use timely_communication::networking::{ClusterIdentity, Liveness};
 use timely_communication::{initialize, Allocator, Config};
 
 const POINT: usize = 3;
@@ -25,6 +25,8 @@ fn cluster(process: usize, processes: usize, threads: usize, addresses: &[String
         addresses: addresses.to_vec(),
         identity: ClusterIdentity { cluster_id: 7, secret: b"test secret".to_vec() },
         connect_timeout: Duration::from_secs(20),
+        liveness: Liveness::default(),
+        insecure: false,
     })
 }
 
@@ -133,4 +135,25 @@ fn a_failed_run_makes_the_other_process_see_it_lost() {
         assert!(failure.contains("process 1"), "{failure}");
         assert!(waited < Duration::from_secs(5), "{waited:?}");
     });
+}
+
+#[test]
+fn an_address_other_machines_can_reach_needs_a_secret_and_is_refused_before_binding() {
+    let own = common::free_addresses(1).remove(0);
+    // Held, so that a process that tried to listen would fail with "port is in use" instead.
+    let _holder = std::net::TcpListener::bind(&own).expect("hold the port");
+    let addresses = vec![own, "10.255.255.1:2102".to_string()];
+    let unprotected = |process: usize| {
+        let Config::Cluster(mut config) = cluster(process, 2, 1, &addresses) else { unreachable!() };
+        config.identity = ClusterIdentity::default();
+        Config::Cluster(config)
+    };
+    for process in [0, 1] {
+        let started = Instant::now();
+        let error = unprotected(process).try_build().err().expect("refused without a secret");
+        assert!(started.elapsed() < Duration::from_secs(2), "refused at once, not after dialing");
+        assert!(error.contains("refusing to start without a cluster secret"), "{error}");
+        assert!(error.contains("10.255.255.1:2102") && !error.contains("in use"), "{error}");
+        assert!(error.contains("TIMELY_CLUSTER_SECRET") && error.contains("--insecure"), "{error}");
+    }
 }

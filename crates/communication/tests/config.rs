@@ -132,3 +132,33 @@ fn bad_cluster_options_are_clear_errors() {
         assert!(error.contains(expected), "{args:?}: {error}");
     }
 }
+
+#[test]
+fn the_peer_timeout_and_insecure_flags_are_read_and_consumed() {
+    let config = cluster(&["-n", "2", "--peer-timeout", "2.5", "x"]);
+    assert_eq!(config.liveness.timeout(), std::time::Duration::from_millis(2500));
+    assert!(!config.insecure);
+    let (parsed, rest) = parse(&["-n", "2", "--insecure", "--peer-timeout=30", "y"]).expect("valid flags");
+    let Config::Cluster(config) = parsed else { panic!("a cluster") };
+    assert_eq!((config.liveness.timeout().as_secs(), config.insecure, rest), (30, true, strings(&["y"])));
+    // The last occurrence wins, as for every option.
+    let config = cluster(&["-n", "2", "--peer-timeout", "3", "--peer-timeout=4"]);
+    assert_eq!(config.liveness.timeout().as_secs(), 4);
+}
+
+#[test]
+fn bad_peer_timeouts_and_insecure_values_are_clear_errors() {
+    let cases: [(&[&str], &str); 6] = [
+        (&["-n", "2", "--peer-timeout"], "requires a value"),
+        (&["-n", "2", "--peer-timeout", "soon"], "positive number of seconds, found \"soon\""),
+        (&["-n", "2", "--peer-timeout", "0"], "positive number of seconds, found \"0\""),
+        (&["-n", "2", "--peer-timeout=-1"], "positive number of seconds, found \"-1\""),
+        (&["-n", "2", "--peer-timeout=0.001"], "outside the accepted range"),
+        (&["-n", "2", "--insecure=yes"], "--insecure takes no value"),
+    ];
+    for (args, expected) in cases {
+        let error = parse(args).expect_err(&format!("{args:?} is invalid"));
+        assert!(error.contains(expected), "{args:?}: {error}");
+        assert!(error.contains(args[2].split('=').next().unwrap()), "{args:?}: names the option: {error}");
+    }
+}

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use timely_communication::queue::ThreadQueue;
 
 use timely_communication::networking::{
-    establish, ClusterIdentity, Delivery, MessageHeader, NetworkError, NetworkHealth, Payload, Transport,
-    WorkerEndpoints, HEADER_BYTES, PROTOCOL_VERSION,
+    establish, ClusterIdentity, Delivery, Liveness, MessageHeader, NetworkError, NetworkHealth, Payload,
+    Transport, WorkerEndpoints, HEADER_BYTES, PROTOCOL_VERSION,
 };
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -86,7 +86,7 @@ fn start(process: usize, threads: usize, streams: Vec<Option<TcpStream>>) -> Nod
     let wake = Arc::new(move |local: usize| {
         counter[local].fetch_add(1, Ordering::SeqCst);
     });
-    let (transport, workers) = Transport::start(process, threads, streams, wake)
+    let (transport, workers) = Transport::start(process, threads, streams, Liveness::default(), wake)
         .unwrap_or_else(|error| panic!("process {process}: {error}"));
     Node { process, transport, workers, wakes }
 }
@@ -377,7 +377,10 @@ fn a_version_mismatch_fails_setup() {
         let expected = NetworkError::VersionMismatch { ours: PROTOCOL_VERSION, theirs: PROTOCOL_VERSION + 1 };
         assert_eq!(*error.root(), expected);
         let message = error.to_string();
-        assert!(message.contains("version 1") && message.contains("version 2"), "{message}");
+        let (ours, theirs) = (PROTOCOL_VERSION, PROTOCOL_VERSION + 1);
+        assert!(
+            message.contains(&format!("version {ours}")) && message.contains(&format!("version {theirs}"))
+        );
     });
 }
 

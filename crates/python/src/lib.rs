@@ -30,6 +30,7 @@ mod worker;
 
 use pyo3::prelude::*;
 use std::path::PathBuf;
+use timely_communication::networking::Liveness;
 use timely_communication::Config;
 use timely_engine::runtime_from_args;
 
@@ -59,19 +60,40 @@ fn execute(
 
 /// Like `execute`, configured from command-line arguments: `-w N` worker threads per process,
 /// `-n N` processes, `-p I` this process's index, `-h FILE` a hostfile (one `host:port` per
-/// process; default `localhost:2101+i`), `--trace DIR` (with `--trace-events LIST` and
-/// `--trace-flush SECONDS`) a trace of the run. A cluster's processes find each other at those
-/// addresses, authenticated by the environment variables `TIMELY_CLUSTER_ID` and
-/// `TIMELY_CLUSTER_SECRET`. Other arguments are ignored.
+/// process; default `localhost:2101+i`), `--peer-timeout SECONDS`, `--insecure`, `--trace DIR`
+/// (with `--trace-events LIST` and `--trace-flush SECONDS`) a trace of the run. A cluster's
+/// processes find each other at those addresses, authenticated by the environment variables
+/// `TIMELY_CLUSTER_ID` and `TIMELY_CLUSTER_SECRET`. Other arguments are ignored.
+///
+/// `peer_timeout` (seconds) is the program's choice of how long another process may stay
+/// silent before it counts as lost: it overrides `TIMELY_PEER_TIMEOUT`, and `--peer-timeout`
+/// on the command line overrides it (whoever runs the program knows the network best).
 #[pyfunction]
-fn execute_from_args(py: Python<'_>, argv: Vec<String>, main: Py<PyAny>) -> PyResult<Vec<Py<PyAny>>> {
-    let (config, trace, _rest) = runtime_from_args(argv).map_err(pyo3::exceptions::PyValueError::new_err)?;
+#[pyo3(signature = (argv, main, peer_timeout=None))]
+fn execute_from_args(
+    py: Python<'_>,
+    argv: Vec<String>,
+    main: Py<PyAny>,
+    peer_timeout: Option<f64>,
+) -> PyResult<Vec<Py<PyAny>>> {
+    let mut args = Vec::with_capacity(argv.len() + 1);
+    if let Some(seconds) = peer_timeout {
+        Liveness::from_seconds(&seconds.to_string())
+            .map_err(|error| pyo3::exceptions::PyValueError::new_err(format!("peer_timeout: {error}")))?;
+        // First, so that a --peer-timeout in argv (the last occurrence wins) overrides it.
+        args.push(format!("--peer-timeout={seconds}"));
+    }
+    args.extend(argv);
+    let (config, trace, _rest) = runtime_from_args(args).map_err(pyo3::exceptions::PyValueError::new_err)?;
     worker::run(py, config, trace, None, main)
 }
 
+/// The arguments of `argv` that are the program's own: everything except the runtime's
+/// options (`-w`, `-n`, `-p`, `-h`, `--peer-timeout`, `--insecure`, `--trace...` and their
+/// spellings) that `execute_from_args` reads.
 #[pyfunction]
 fn program_args(argv: Vec<String>) -> PyResult<Vec<String>> {
-    let (_config, rest) = Config::from_args(argv).map_err(pyo3::exceptions::PyValueError::new_err)?;
+    let (_config, _trace, rest) = runtime_from_args(argv).map_err(pyo3::exceptions::PyValueError::new_err)?;
     Ok(rest)
 }
 

@@ -138,6 +138,12 @@ pub enum NetworkError {
         /// The process the message was for.
         process: usize,
     },
+    /// The cluster has no secret, yet names addresses other machines can reach (see
+    /// [`super::exposure`]).
+    Unprotected {
+        /// The addresses that are not loopback.
+        exposed: Vec<String>,
+    },
     /// An operating-system error outside any one connection.
     Io {
         /// What was being done.
@@ -269,6 +275,17 @@ impl fmt::Display for NetworkError {
             NetworkError::TransportClosed { process } => {
                 write!(f, "cannot send to process {process}: the transport is shut down or failed")
             }
+            NetworkError::Unprotected { exposed } => write!(
+                f,
+                "refusing to start without a cluster secret: the hostfile names addresses that are \
+                 not loopback ({}), and without a secret any program that reaches them can join the \
+                 cluster and run code in it (records may be pickles). Give every process the same \
+                 secret and cluster id, for example: export TIMELY_CLUSTER_SECRET=$(python3 -c \
+                 'import secrets; print(secrets.token_hex(32))') TIMELY_CLUSTER_ID=42 (the \
+                 launcher does this for you); or, on a network you trust, pass --insecure (or set \
+                 TIMELY_INSECURE=1) to run without one",
+                exposed.join(", ")
+            ),
             NetworkError::Io { context, reason } => write!(f, "{context}: {reason}"),
         }
     }

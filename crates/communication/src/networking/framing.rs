@@ -2,8 +2,9 @@
 //!
 //! This module owns the wire layout of a message: a fixed [`HEADER_BYTES`]-byte header of six
 //! little-endian `u64`s ([`MessageHeader`]) followed by `length` payload bytes, the validation of
-//! headers read from a socket, and the reserved goodbye frame that announces an orderly close.
-//! It must not interpret payloads, own buffers, or touch sockets.
+//! headers read from a socket, and the reserved control frames: the goodbye that announces an
+//! orderly close and the heartbeat that says a silent sender is still alive. It must not
+//! interpret payloads, own buffers, or touch sockets.
 //!
 //! Layout (offsets in bytes): `channel` 0, `source` 8, `target_lower` 16, `target_upper` 24,
 //! `length` 32, `seqno` 40.
@@ -17,9 +18,15 @@ pub const HEADER_BYTES: usize = 6 * 8;
 /// corrupt or hostile length cannot make a receiver allocate without bound.
 pub const MAX_MESSAGE_BYTES: usize = 1 << 30;
 
-/// The channel id reserved for the goodbye frame ([`MessageHeader::goodbye`]); no data channel
-/// may use it.
+/// The lowest of the channel ids reserved for control frames (the top 16 ids); no data channel
+/// may use them, and a control frame on a channel this build does not know is malformed.
+pub const FIRST_CONTROL_CHANNEL: u64 = u64::MAX - 15;
+
+/// The channel id of the goodbye frame ([`MessageHeader::goodbye`]).
 pub const GOODBYE_CHANNEL: u64 = u64::MAX;
+
+/// The channel id of the heartbeat frame ([`MessageHeader::heartbeat`]).
+pub const HEARTBEAT_CHANNEL: u64 = u64::MAX - 1;
 
 /// What precedes every message on a connection.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -45,9 +52,25 @@ impl MessageHeader {
         MessageHeader { channel: GOODBYE_CHANNEL, target_upper: 1, ..MessageHeader::default() }
     }
 
+    /// The frame a send thread writes when it has written nothing for a while, so that the
+    /// receiver can tell a quiet peer from a lost one. It carries nothing for workers.
+    pub fn heartbeat() -> MessageHeader {
+        MessageHeader { channel: HEARTBEAT_CHANNEL, target_upper: 1, ..MessageHeader::default() }
+    }
+
     /// Whether this is the goodbye frame.
     pub fn is_goodbye(&self) -> bool {
         self.channel == GOODBYE_CHANNEL
+    }
+
+    /// Whether this is the heartbeat frame.
+    pub fn is_heartbeat(&self) -> bool {
+        self.channel == HEARTBEAT_CHANNEL
+    }
+
+    /// Whether the channel is reserved for control frames rather than data.
+    pub fn is_control(&self) -> bool {
+        self.channel >= FIRST_CONTROL_CHANNEL
     }
 
     /// The bytes the whole message (header and payload) occupies on the wire.
@@ -103,7 +126,8 @@ impl MessageHeader {
     }
 
     /// Checks the header's own consistency: a non-empty target range, a length of at most
-    /// [`MAX_MESSAGE_BYTES`], and an empty goodbye frame.
+    /// [`MAX_MESSAGE_BYTES`], and, on a control channel, a known control frame (goodbye or
+    /// heartbeat) without payload.
     ///
     /// # Errors
     ///
@@ -113,8 +137,11 @@ impl MessageHeader {
             format!("empty target range [{}, {})", self.target_lower, self.target_upper)
         } else if self.length > MAX_MESSAGE_BYTES as u64 {
             format!("payload length {} exceeds the maximum of {MAX_MESSAGE_BYTES} bytes", self.length)
-        } else if self.is_goodbye() && self.length != 0 {
-            format!("goodbye frame with a payload of {} bytes", self.length)
+        } else if self.is_control() && !(self.is_goodbye() || self.is_heartbeat()) {
+            format!("unknown control channel {} (this build knows goodbye and heartbeat)", self.channel)
+        } else if self.is_control() && self.length != 0 {
+            let name = if self.is_goodbye() { "goodbye" } else { "heartbeat" };
+            format!("{name} frame with a payload of {} bytes", self.length)
         } else {
             return Ok(());
         };
@@ -140,7 +167,7 @@ mod tests {
 
     fn valid_header() -> impl Strategy<Value = MessageHeader> {
         (
-            0..GOODBYE_CHANNEL,
+            0..FIRST_CONTROL_CHANNEL,
             any::<u64>(),
             0..u64::MAX,
             1..=u64::MAX,
@@ -193,12 +220,15 @@ mod tests {
     }
 
     #[test]
-    fn rejects_empty_ranges_huge_lengths_and_goodbye_payloads() {
+    fn rejects_empty_ranges_huge_lengths_control_payloads_and_unknown_control_frames() {
         let base = MessageHeader { target_upper: 4, ..MessageHeader::default() };
         let cases = [
             (MessageHeader { target_lower: 4, ..base }, "empty target range [4, 4)"),
             (MessageHeader { length: u64::MAX, ..base }, "exceeds the maximum"),
-            (MessageHeader { length: 1, ..MessageHeader::goodbye() }, "goodbye frame"),
+            (MessageHeader { length: 1, ..MessageHeader::goodbye() }, "goodbye frame with a payload"),
+            (MessageHeader { length: 8, ..MessageHeader::heartbeat() }, "heartbeat frame with a payload"),
+            (MessageHeader { channel: FIRST_CONTROL_CHANNEL, ..base }, "unknown control channel"),
+            (MessageHeader { channel: u64::MAX - 2, ..base }, "unknown control channel"),
         ];
         for (header, reason) in cases {
             let mut bytes = Vec::new();
@@ -206,9 +236,14 @@ mod tests {
             let error = MessageHeader::try_read(&bytes).expect_err(reason);
             assert!(error.to_string().contains(reason), "{error}");
         }
-        let mut goodbye = Vec::new();
-        MessageHeader::goodbye().write_to(&mut goodbye);
-        let read = MessageHeader::try_read(&goodbye).expect("a goodbye frame is valid");
-        assert!(read.is_some_and(|header| header.is_goodbye()));
+        for control in [MessageHeader::goodbye(), MessageHeader::heartbeat()] {
+            let mut bytes = Vec::new();
+            control.write_to(&mut bytes);
+            let read = MessageHeader::try_read(&bytes).expect("goodbye and heartbeat frames are valid");
+            assert_eq!(read, Some(control));
+            assert!(control.is_control() && control.is_goodbye() != control.is_heartbeat());
+        }
+        let last_data = MessageHeader { channel: FIRST_CONTROL_CHANNEL - 1, ..base };
+        assert!(!last_data.is_control() && last_data.validate().is_ok());
     }
 }

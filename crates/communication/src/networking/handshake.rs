@@ -9,7 +9,7 @@
 //!
 //! 1. Both sides send a hello at once, without waiting for the other: the magic `TIMELYPY`
 //!    (8 bytes), the protocol version (`u32`), the length of the rest of the hello (`u32`, 64 in
-//!    version 1), then the cluster id, the sender's process index, the number of processes, the
+//!    versions 1 and 2), then the cluster id, the sender's process index, the number of processes, the
 //!    worker threads per process (four `u64`s) and a random 32-byte nonce. The magic and the
 //!    version stay at offsets 0 and 8 in every future version, so a mismatch can be reported.
 //! 2. Each side checks the other's hello (magic, version, cluster id, process count, process
@@ -34,8 +34,9 @@ use sha2::Sha256;
 use super::framing::read_words;
 use super::NetworkError;
 
-/// The version of the wire protocol (handshake and framing) this build speaks.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// The version of the wire protocol (handshake and framing) this build speaks. Version 2 added
+/// the heartbeat frame, which a version 1 receiver would take for data.
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The first bytes every timely_py process sends on a new connection.
 pub const MAGIC: [u8; 8] = *b"TIMELYPY";

@@ -3,7 +3,8 @@
 //! This module owns everything between the sockets of two processes: where each process
 //! listens ([`hostfile`]), how connections are opened and authenticated ([`connect`],
 //! [`handshake`]), how bytes are cut into messages ([`framing`]), the threads that move them
-//! ([`transport`]), and how failures are reported ([`health`], [`NetworkError`]). It must not
+//! ([`transport`]), when a silent peer counts as lost ([`liveness`]), whether a cluster may run
+//! without a secret ([`exposure`]), and how failures are reported ([`health`], [`NetworkError`]). It must not
 //! serialize typed data, allocate channels or know about timestamps: the cluster allocator,
 //! built on top, decides what a payload means.
 //!
@@ -23,11 +24,11 @@
 //! ```no_run
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use timely_communication::networking::{establish, default_addresses, ClusterIdentity, Transport};
+//! use timely_communication::networking::{establish, default_addresses, ClusterIdentity, Liveness, Transport};
 //!
 //! let addresses = default_addresses(2);
 //! let streams = establish(0, &addresses, 1, &ClusterIdentity::default(), Duration::from_secs(30))?;
-//! let (transport, mut workers) = Transport::start(0, 1, streams, Arc::new(|_worker| {}))?;
+//! let (transport, mut workers) = Transport::start(0, 1, streams, Liveness::default(), Arc::new(|_worker| {}))?;
 //! // worker 0 sends to worker 1 (on process 1) ...
 //! transport.shutdown(Duration::from_secs(5))?;
 //! # Ok::<(), timely_communication::networking::NetworkError>(())
@@ -35,16 +36,22 @@
 
 pub mod connect;
 pub mod error;
+pub mod exposure;
 pub mod framing;
 pub mod handshake;
 pub mod health;
 pub mod hostfile;
+pub mod liveness;
 pub mod transport;
 
 pub use connect::establish;
 pub use error::NetworkError;
-pub use framing::{MessageHeader, GOODBYE_CHANNEL, HEADER_BYTES, MAX_MESSAGE_BYTES};
+pub use exposure::{protection, Protection};
+pub use framing::{
+    MessageHeader, FIRST_CONTROL_CHANNEL, GOODBYE_CHANNEL, HEADER_BYTES, HEARTBEAT_CHANNEL, MAX_MESSAGE_BYTES,
+};
 pub use handshake::{ClusterIdentity, PROTOCOL_VERSION};
 pub use health::NetworkHealth;
 pub use hostfile::{default_addresses, parse_hostfile, read_hostfile};
+pub use liveness::{Liveness, DEFAULT_PEER_TIMEOUT};
 pub use transport::{Delivery, Payload, ProcessSender, ReceiveStats, Transport, WakeFn, WorkerEndpoints};

@@ -14,7 +14,8 @@
 //! of processes, and would put a runtime beneath the worker loop, which must stay synchronous.
 //!
 //! Failure: the first error on any connection (end of stream without a goodbye, a read or write
-//! error, a malformed header) is recorded as [`NetworkError::PeerLost`] naming the process, and
+//! error, a malformed header, or a peer silent for longer than its timeout, see
+//! [`super::liveness`]) is recorded as [`NetworkError::PeerLost`] naming the process, and
 //! every local worker is woken so none waits forever. Closing a [`Transport`] by dropping it
 //! shuts its sockets down, which its peers see as a lost process; [`Transport::shutdown`] says
 //! goodbye first, which they see as an orderly end.
@@ -35,7 +36,8 @@ use timely_bytes::Bytes;
 
 use crate::queue::{thread_queue, QueueSender, ThreadQueue};
 
-use super::{MessageHeader, NetworkError, NetworkHealth};
+use super::liveness::Silences;
+use super::{Liveness, MessageHeader, NetworkError, NetworkHealth};
 pub use receive::ReceiveStats;
 pub use send::ProcessSender;
 
@@ -113,6 +115,7 @@ pub struct Transport {
     alarm: Arc<Alarm>,
     /// Send and receive threads post their peer's index here when they end.
     finished: Receiver<usize>,
+    liveness: Liveness,
 }
 
 /// The threads and queues of one connection.
@@ -133,13 +136,21 @@ struct Alarm {
     threads: usize,
     /// Set when this process closes its sockets itself: errors after that are not failures.
     closing: AtomicBool,
+    /// When each peer was last heard from.
+    silences: Silences,
 }
 
 impl Alarm {
     /// Records that the connection to `process` failed and wakes every local worker.
+    ///
+    /// If another peer has been silent for about its timeout, that peer is recorded lost
+    /// first: `process` most likely ended because it lost the silent peer too.
     fn raise(&self, process: usize, reason: String) {
         if self.closing.load(Ordering::SeqCst) {
             return;
+        }
+        if let Some((silent, reason)) = self.silences.overdue(process) {
+            self.health.record(NetworkError::PeerLost { process: silent, reason });
         }
         self.health.record(NetworkError::PeerLost { process, reason });
         self.wake_all();
@@ -159,6 +170,7 @@ fn workers_of(process: usize, threads: usize) -> Range<u64> {
 impl Transport {
     /// Starts the network threads of process `process` (with `threads` workers) over the
     /// `streams` from [`super::establish`], and returns the endpoints of each local worker.
+    /// Peers silent for longer than `liveness` allows are reported lost.
     ///
     /// # Errors
     ///
@@ -168,16 +180,22 @@ impl Transport {
         process: usize,
         threads: usize,
         streams: Vec<Option<TcpStream>>,
+        liveness: Liveness,
         wake: WakeFn,
     ) -> Result<(Transport, Vec<WorkerEndpoints>), NetworkError> {
         check_streams(process, threads, &streams)?;
         let (deliver, receivers): (Vec<QueueSender<Delivery>>, Vec<_>) =
             (0..threads).map(|_| thread_queue()).unzip();
         let (done, finished) = crossbeam_channel::unbounded();
-        let alarm =
-            Arc::new(Alarm { health: NetworkHealth::new(), wake, threads, closing: AtomicBool::new(false) });
-        let mut transport =
-            Transport { process, threads, links: Vec::with_capacity(streams.len()), alarm, finished };
+        let alarm = Arc::new(Alarm {
+            health: NetworkHealth::new(),
+            wake,
+            threads,
+            closing: AtomicBool::new(false),
+            silences: Silences::new(liveness, streams.len(), process),
+        });
+        let links = Vec::with_capacity(streams.len());
+        let mut transport = Transport { process, threads, links, alarm, finished, liveness };
         for (remote, stream) in streams.into_iter().enumerate() {
             let link = match stream {
                 Some(stream) => Some(transport.link(remote, stream, &deliver, &done)?),
@@ -211,8 +229,10 @@ impl Transport {
             deliver.to_vec(),
             Arc::clone(&self.alarm),
             Arc::clone(&stats),
+            self.liveness,
         );
-        let (queue, send_thread) = send::spawn(remote, writer, Arc::clone(&self.alarm), done.clone())?;
+        let (queue, send_thread) =
+            send::spawn(remote, writer, self.liveness, Arc::clone(&self.alarm), done.clone())?;
         let receive_thread = receive::spawn(inbound, stream, done.clone());
         let mut link = Link { socket, queue, send_thread: Some(send_thread), receive_thread: None, stats };
         match receive_thread {

@@ -2,7 +2,10 @@
 //!
 //! This module owns the loop that reads a connection into a [`BytesSlab`], cuts it into
 //! messages, and hands each payload, without copying it, to the local workers its header
-//! targets, waking them once per read. It must not write to the socket nor interpret payloads.
+//! targets, waking them once per read; and the watch for a silent peer: reads
+//! time out every [`Liveness::check_interval`], and a peer from which no byte (data or
+//! heartbeat) arrived for longer than the peer timeout is lost. Heartbeats are consumed here
+//! and never reach a worker. It must not write to the socket nor interpret payloads.
 //!
 //! A message is checked before delivery: a valid header ([`MessageHeader::try_read`]), a
 //! source worker of the sending process, and at least one target worker in this process (only
@@ -20,7 +23,8 @@ use crossbeam_channel::Sender;
 use timely_bytes::{Bytes, BytesSlab};
 
 use super::{Alarm, Delivery, Payload};
-use crate::networking::{MessageHeader, NetworkError, HEADER_BYTES};
+use crate::networking::liveness::Silences;
+use crate::networking::{Liveness, MessageHeader, NetworkError, HEADER_BYTES};
 use crate::queue::QueueSender;
 
 /// Receive buffers hold `1 << SLAB_LOG2` bytes (1 MiB), or more for a larger message.
@@ -38,6 +42,8 @@ pub struct ReceiveStats {
     pub bytes_copied: u64,
     /// Receive buffers allocated (constant once consumers keep up and drop their messages).
     pub buffers_allocated: u64,
+    /// Heartbeat frames received (not delivered to anyone, not counted in `messages`).
+    pub heartbeats: u64,
 }
 
 /// [`ReceiveStats`] written by the receive thread and read by anyone.
@@ -47,6 +53,7 @@ pub(super) struct SharedStats {
     payload_bytes: AtomicU64,
     bytes_copied: AtomicU64,
     buffers_allocated: AtomicU64,
+    heartbeats: AtomicU64,
 }
 
 impl SharedStats {
@@ -56,6 +63,7 @@ impl SharedStats {
             payload_bytes: self.payload_bytes.load(Ordering::Relaxed),
             bytes_copied: self.bytes_copied.load(Ordering::Relaxed),
             buffers_allocated: self.buffers_allocated.load(Ordering::Relaxed),
+            heartbeats: self.heartbeats.load(Ordering::Relaxed),
         }
     }
 
@@ -65,6 +73,7 @@ impl SharedStats {
         self.payload_bytes.store(totals.payload_bytes, Ordering::Relaxed);
         self.bytes_copied.store(totals.bytes_copied, Ordering::Relaxed);
         self.buffers_allocated.store(totals.buffers_allocated, Ordering::Relaxed);
+        self.heartbeats.store(totals.heartbeats, Ordering::Relaxed);
     }
 }
 
@@ -82,6 +91,7 @@ pub(super) struct Inbound {
     alarm: Arc<Alarm>,
     totals: ReceiveStats,
     stats: Arc<SharedStats>,
+    liveness: Liveness,
 }
 
 /// Starts the receive thread for `inbound` over `stream`; it posts its peer's index to `done`
@@ -92,6 +102,9 @@ pub(super) fn spawn(
     done: Sender<usize>,
 ) -> Result<JoinHandle<()>, NetworkError> {
     let remote = inbound.remote;
+    stream.set_read_timeout(Some(inbound.liveness.check_interval())).map_err(|error| {
+        NetworkError::io(format!("cannot set a read timeout on the socket to process {remote}"), &error)
+    })?;
     std::thread::Builder::new()
         .name(format!("timely:recv-{remote}"))
         .spawn(move || {
@@ -111,6 +124,7 @@ impl Inbound {
         deliver: Vec<QueueSender<Delivery>>,
         alarm: Arc<Alarm>,
         stats: Arc<SharedStats>,
+        liveness: Liveness,
     ) -> Inbound {
         Inbound {
             remote,
@@ -121,21 +135,24 @@ impl Inbound {
             alarm,
             totals: ReceiveStats::default(),
             stats,
+            liveness,
         }
     }
 
     /// Receives until the peer's goodbye and end of stream (`Ok`), or fails with the reason.
     fn run(&mut self, stream: &mut TcpStream) -> Result<(), String> {
         let mut slab = BytesSlab::new(SLAB_LOG2);
+        let alarm = Arc::clone(&self.alarm);
+        let silence = Watch { silences: &alarm.silences, remote: self.remote };
         loop {
             let goodbye = self.deliver_complete(&mut slab);
             self.wake();
             self.publish(&slab);
             if goodbye.map_err(|error| error.to_string())? {
-                return expect_end(stream, &slab);
+                return expect_end(stream, &slab, &silence);
             }
             slab.ensure_capacity(missing_bytes(slab.valid()));
-            let read = read_some(stream, slab.empty())?;
+            let read = read_some(stream, slab.empty(), &silence)?;
             if read == 0 {
                 return Err("the connection closed without a goodbye".into());
             }
@@ -161,6 +178,10 @@ impl Inbound {
             let payload = slab.extract(header.required_bytes() - HEADER_BYTES);
             if header.is_goodbye() {
                 return Ok(true);
+            }
+            if header.is_heartbeat() {
+                self.totals.heartbeats += 1;
+                continue;
             }
             self.deliver(header, payload)?;
         }
@@ -230,20 +251,44 @@ fn missing_bytes(valid: &[u8]) -> usize {
     needed.saturating_sub(valid.len()).max(1)
 }
 
-/// Reads once, retrying interrupted reads; the error is the reason the connection failed.
-fn read_some(stream: &mut TcpStream, into: &mut [u8]) -> Result<usize, String> {
+/// The clock of one peer in the process's [`Silences`].
+struct Watch<'a> {
+    silences: &'a Silences,
+    remote: usize,
+}
+
+impl Watch<'_> {
+    fn heard(&self) {
+        self.silences.heard(self.remote);
+    }
+
+    fn check(&self) -> Result<(), String> {
+        self.silences.check(self.remote)
+    }
+}
+
+/// Reads once, retrying interrupted reads and reads that timed out while the peer is within its
+/// timeout; the error is the reason the connection failed.
+fn read_some(stream: &mut TcpStream, into: &mut [u8], silence: &Watch<'_>) -> Result<usize, String> {
     loop {
         match stream.read(into) {
+            Ok(read) => {
+                silence.heard();
+                return Ok(read);
+            }
             Err(error) if error.kind() == ErrorKind::Interrupted => {}
-            other => return other.map_err(|error| format!("receiving failed: {error}")),
+            Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                silence.check()?
+            }
+            Err(error) => return Err(format!("receiving failed: {error}")),
         }
     }
 }
 
 /// After the peer's goodbye, only the end of the stream may follow.
-fn expect_end(stream: &mut TcpStream, slab: &BytesSlab) -> Result<(), String> {
+fn expect_end(stream: &mut TcpStream, slab: &BytesSlab, silence: &Watch<'_>) -> Result<(), String> {
     let mut probe = [0u8; 1];
-    if slab.valid().is_empty() && read_some(stream, &mut probe)? == 0 {
+    if slab.valid().is_empty() && read_some(stream, &mut probe, silence)? == 0 {
         Ok(())
     } else {
         Err("bytes followed the goodbye frame".into())

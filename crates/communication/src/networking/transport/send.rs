@@ -1,8 +1,10 @@
 //! The send side of a connection: per-worker writers and the send thread.
 //!
 //! This module owns [`ProcessSender`], which frames messages into a buffer owned by one worker,
-//! and the thread `timely:send-{q}` that writes full buffers to the socket. It must not read
-//! from the socket nor decide what a failure means (it reports to the transport's alarm).
+//! and the thread `timely:send-{q}` that writes full buffers to the socket, and a heartbeat
+//! frame whenever it has written nothing for [`Liveness::heartbeat_interval`] (so the peer can
+//! tell this process is alive however long its workers stay busy). It must not read from the
+//! socket nor decide what a failure means (it reports to the transport's alarm).
 //!
 //! Buffers circulate, so the steady state allocates nothing: a writer fills its buffer, ships it
 //! to the send thread through a bounded queue, and takes an empty one from the connection's
@@ -18,11 +20,14 @@ use std::net::{Shutdown, TcpStream};
 use std::ops::Range;
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use super::Alarm;
-use crate::networking::{MessageHeader, NetworkError, NetworkHealth, HEADER_BYTES, MAX_MESSAGE_BYTES};
+use crate::networking::{
+    Liveness, MessageHeader, NetworkError, NetworkHealth, HEADER_BYTES, MAX_MESSAGE_BYTES,
+};
 
 /// A writer ships its buffer once it holds this many bytes (or on [`ProcessSender::flush`]).
 pub const SEND_BUFFER_BYTES: usize = 1 << 16;
@@ -52,11 +57,12 @@ pub(super) struct Queue {
     spare: Receiver<Vec<u8>>,
 }
 
-/// Starts the send thread of the connection to `remote`.
+/// Starts the send thread of the connection to `remote`, with heartbeats as `liveness` says.
 /// The thread posts `remote` to `done` when it ends.
 pub(super) fn spawn(
     remote: usize,
     stream: TcpStream,
+    liveness: Liveness,
     alarm: Arc<Alarm>,
     done: Sender<usize>,
 ) -> Result<(Queue, JoinHandle<()>), NetworkError> {
@@ -65,7 +71,7 @@ pub(super) fn spawn(
     let thread = std::thread::Builder::new()
         .name(format!("timely:send-{remote}"))
         .spawn(move || {
-            if let Err(error) = send_loop(stream, &pending, &recycle) {
+            if let Err(error) = send_loop(stream, liveness.heartbeat_interval(), &pending, &recycle) {
                 alarm.raise(remote, format!("sending failed: {error}"));
             }
             let _ = done.send(remote);
@@ -74,14 +80,24 @@ pub(super) fn spawn(
     Ok((Queue { commands, spare }, thread))
 }
 
-/// Writes queued buffers until a goodbye, a stop, or the last writer is gone.
+/// Writes queued buffers until a goodbye, a stop, or the last writer is gone, and a heartbeat
+/// after every `heartbeat` without a command.
 fn send_loop(
     mut stream: TcpStream,
+    heartbeat: Duration,
     pending: &Receiver<Command>,
     recycle: &Sender<Vec<u8>>,
 ) -> std::io::Result<()> {
     let mut batch: Vec<Vec<u8>> = Vec::with_capacity(MAX_BATCH);
-    while let Ok(first) = pending.recv() {
+    loop {
+        let first = match pending.recv_timeout(heartbeat) {
+            Ok(command) => command,
+            Err(RecvTimeoutError::Timeout) => {
+                write_frame(&mut stream, MessageHeader::heartbeat())?;
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => return Ok(()),
+        };
         let mut last = None;
         for command in std::iter::once(first).chain(pending.try_iter()) {
             match command {
@@ -105,15 +121,19 @@ fn send_loop(
             None => {}
         }
     }
-    Ok(())
 }
 
 /// Writes the goodbye frame and closes the sending direction of the connection.
 fn say_goodbye(stream: &mut TcpStream) -> std::io::Result<()> {
-    let mut frame = [0u8; HEADER_BYTES];
-    MessageHeader::goodbye().encode_into(&mut frame);
-    stream.write_all(&frame)?;
+    write_frame(stream, MessageHeader::goodbye())?;
     stream.shutdown(Shutdown::Write)
+}
+
+/// Writes a frame without payload (a control frame).
+fn write_frame(stream: &mut TcpStream, header: MessageHeader) -> std::io::Result<()> {
+    let mut frame = [0u8; HEADER_BYTES];
+    header.encode_into(&mut frame);
+    stream.write_all(&frame)
 }
 
 /// Writes all of `buffers`, with as few `writev` calls as the socket allows.
@@ -204,7 +224,8 @@ impl ProcessSender {
     ///
     /// # Errors
     ///
-    /// The network's failure, if one was recorded; a header on the reserved goodbye channel,
+    /// The network's failure, if one was recorded; a header on a channel reserved for control
+    /// frames (from [`crate::networking::FIRST_CONTROL_CHANNEL`]),
     /// with a source that is not a worker of this process or targets that include no worker
     /// of the destination; a payload larger than [`MAX_MESSAGE_BYTES`] (then nothing is sent).
     pub fn send_with(
@@ -255,8 +276,8 @@ impl ProcessSender {
             return Err(failure);
         }
         let (remote, local) = (&self.remote_workers, &self.local_workers);
-        let problem = if header.is_goodbye() {
-            format!("channel {} is reserved for the goodbye frame", header.channel)
+        let problem = if header.is_control() {
+            format!("channel {} is reserved for control frames", header.channel)
         } else if !local.contains(&header.source) {
             format!("source {} is not a worker of this process ({local:?})", header.source)
         } else if header.target_lower >= remote.end || header.target_upper <= remote.start {

@@ -1,0 +1,47 @@
+//! Runtime options from the environment: `TIMELY_PEER_TIMEOUT` and `TIMELY_INSECURE`, and how
+//! command-line flags override them. One test, because the environment is shared by every
+//! thread of a test binary.
+
+use std::time::Duration;
+
+use timely_communication::initialize::{ClusterConfig, INSECURE_VARIABLE, PEER_TIMEOUT_VARIABLE};
+use timely_communication::networking::DEFAULT_PEER_TIMEOUT;
+use timely_communication::Config;
+
+fn parse(args: &[&str]) -> Result<ClusterConfig, String> {
+    match Config::from_args(args.iter().map(ToString::to_string))?.0 {
+        Config::Cluster(cluster) => Ok(cluster),
+        other => panic!("{args:?} is a cluster, not {other:?}"),
+    }
+}
+
+fn timeout(args: &[&str]) -> Duration {
+    parse(args).unwrap_or_else(|error| panic!("{args:?}: {error}")).liveness.timeout()
+}
+
+#[test]
+fn the_environment_gives_defaults_that_flags_override() {
+    std::env::remove_var(PEER_TIMEOUT_VARIABLE);
+    std::env::remove_var(INSECURE_VARIABLE);
+    assert_eq!(timeout(&["-n", "2"]), DEFAULT_PEER_TIMEOUT);
+    assert!(!parse(&["-n", "2"]).expect("valid").insecure);
+
+    std::env::set_var(PEER_TIMEOUT_VARIABLE, "4.5");
+    assert_eq!(timeout(&["-n", "2"]), Duration::from_millis(4500));
+    assert_eq!(timeout(&["-n", "2", "--peer-timeout", "7"]), Duration::from_secs(7));
+    std::env::set_var(PEER_TIMEOUT_VARIABLE, "never");
+    let error = parse(&["-n", "2"]).expect_err("a bad variable");
+    assert!(error.contains(PEER_TIMEOUT_VARIABLE) && error.contains("\"never\""), "{error}");
+    assert_eq!(timeout(&["-n", "2", "--peer-timeout=7"]), Duration::from_secs(7), "the flag wins");
+    std::env::remove_var(PEER_TIMEOUT_VARIABLE);
+
+    std::env::set_var(INSECURE_VARIABLE, "1");
+    assert!(parse(&["-n", "2"]).expect("valid").insecure);
+    std::env::set_var(INSECURE_VARIABLE, "0");
+    assert!(!parse(&["-n", "2"]).expect("valid").insecure);
+    assert!(parse(&["-n", "2", "--insecure"]).expect("valid").insecure);
+    std::env::set_var(INSECURE_VARIABLE, "maybe");
+    let error = parse(&["-n", "2"]).expect_err("a bad variable");
+    assert!(error.contains(INSECURE_VARIABLE) && error.contains("\"maybe\""), "{error}");
+    std::env::remove_var(INSECURE_VARIABLE);
+}
