@@ -125,6 +125,13 @@ def test_a_missing_process_and_a_part_gap_are_reported(tmp_path):
     assert "parts [1] are missing" in next(v.message for v in violations if v.kind == "part gap")
 
 
+def test_a_part_gap_alone_stops_pairing(tmp_path):
+    path = write_crafted(tmp_path / "t", parts_per_worker=3)
+    (path / "process=1" / "worker=1" / "part-000001.parquet").unlink()
+    kinds = set(kinds_of(trace.validate(path)))
+    assert "part gap" in kinds and not any(k.startswith("unmatched") for k in kinds)
+
+
 def test_an_unreadable_file_is_reported_and_the_rest_is_checked(tmp_path):
     path = write_crafted(tmp_path / "t")
     (path / "process=1" / "worker=1" / "part-000001.parquet").write_bytes(b"not parquet")

@@ -8,7 +8,8 @@ and channels). It reports; it never repairs a trace.
 
 A process that did not finish (status ``running`` or ``failed``) lost the events it had
 buffered, so its run is reported once as incomplete (or failed) instead of as many sends
-without receives.
+without receives. Sends and receives are paired only when no events can be missing: every
+process completed and left its directory, every file is readable, no part is missing.
 
 >>> from timely_py.trace import validate
 >>> validate(example_trace)
@@ -46,11 +47,12 @@ def validate(path: PathLike, *, limit: int = 20) -> List[Violation]:
     for file, error in unreadable:
         findings.add_without_rows("unreadable file", f"{file.path}: {error}")
     complete = _check_processes(processes, files, findings)
-    _check_parts(files, findings)
+    whole_parts = _check_parts(files, findings)
     nesting.check_time_order(table, findings)
     nesting.check_nesting(table, findings, complete)
     references.check_references(table, findings, _recorded_operators(processes))
-    if len(complete) == len(processes) and not unreadable and not _missing_processes(processes):
+    events_lost = unreadable or not whole_parts or _missing_processes(processes)
+    if len(complete) == len(processes) and not events_lost:
         workers = _workers_per_process(processes)
         linking.check_links(table, findings, workers, workers * len(processes))
     return findings.result()
@@ -101,8 +103,8 @@ def _missing_processes(processes: Dict[int, Dict[str, Any]]) -> List[int]:
     return [p for p in range(expected) if p not in processes]
 
 
-def _check_parts(files: List[PartFile], findings: Findings) -> None:
-    """Part numbers of each worker count up from 0 without gaps."""
+def _check_parts(files: List[PartFile], findings: Findings) -> bool:
+    """Part numbers of each worker count up from 0 without gaps; false if some do not."""
     parts: Dict[int, List[PartFile]] = {}
     for file in files:
         parts.setdefault(file.worker, []).append(file)
@@ -112,6 +114,7 @@ def _check_parts(files: List[PartFile], findings: Findings) -> None:
         if missing:
             directory = worker_files[0].path.parent
             findings.add_without_rows("part gap", f"{directory}: parts {missing} are missing (worker {worker})")
+    return "part gap" not in findings.counts
 
 
 def _workers_per_process(processes: Dict[int, Dict[str, Any]]) -> int:
