@@ -1,0 +1,27 @@
+"""Tools for the traces the engine writes (``docs/trace-format.md``; guide: ``docs/tracing.md``).
+
+``read`` loads events as a pyarrow table, ``metadata`` the processes' ``_process.json``,
+``validate`` checks a trace's consistency, ``summary`` counts its events and
+``export_perfetto`` writes a Chrome trace-event file for ui.perfetto.dev. They depend on the
+format document only, never on the engine.
+"""
+
+from .perfetto import export_perfetto, perfetto_events
+from .reader import SCHEMA, TraceFormatError, metadata, read
+from .summary import TraceSummary, WorkerSummary, summary
+from .validate import validate
+from .violations import Violation
+
+__all__ = [
+    "SCHEMA",
+    "TraceFormatError",
+    "TraceSummary",
+    "Violation",
+    "WorkerSummary",
+    "export_perfetto",
+    "metadata",
+    "perfetto_events",
+    "read",
+    "summary",
+    "validate",
+]

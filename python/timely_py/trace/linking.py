@@ -1,0 +1,105 @@
+"""Checks that sends and receives pair up as "Linking sends to receives" in
+``docs/trace-format.md`` says: data messages one to one, progress batches from one sender to
+every worker, network frames from the sending process to the receiving one.
+
+All checks are joins and group-bys on pyarrow tables. They are only meaningful for runs
+whose processes all completed (the caller decides); this module loads nothing itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Sequence, Tuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .violations import Findings
+
+MESSAGE_KEYS = ["channel", "source_worker", "target_worker", "seq"]
+PROGRESS_KEYS = ["channel", "source_worker", "seq"]
+NETWORK_KEYS = ["channel_kind", "channel", "source_worker", "seq", "target_process", "data_target"]
+
+
+def check_links(table: pa.Table, findings: Findings, workers_per_process: int, workers: int) -> None:
+    """Every send has its receives and every receive its send, each exactly once."""
+    _check_messages(table, findings)
+    _check_progress(table, findings, workers)
+    _check_network(table, findings, workers_per_process)
+
+
+def events(table: pa.Table, kind: str, keys: Sequence[str]) -> pa.Table:
+    """The ``keys`` columns of the rows of ``kind``, with their row index as ``_row``."""
+    rows = pc.indices_nonzero(pc.equal(table.column("kind").cast(pa.string()), kind)).cast(pa.int64())
+    return table.select(list(keys)).take(rows).append_column("_row", rows)
+
+
+def _check_messages(table: pa.Table, findings: Findings) -> None:
+    sends = events(table, "message_send", MESSAGE_KEYS)
+    receives = events(table, "message_recv", MESSAGE_KEYS)
+    for row, key in _unmatched(sends, receives, MESSAGE_KEYS):
+        findings.add("unmatched send", f"message_send {_describe(key)} has no message_recv", [row])
+    for row, key in _unmatched(receives, sends, MESSAGE_KEYS):
+        findings.add("unmatched receive", f"message_recv {_describe(key)} has no message_send", [row])
+    _check_unique(sends, MESSAGE_KEYS, "message_send", findings)
+    _check_unique(receives, MESSAGE_KEYS, "message_recv", findings)
+
+
+def _check_progress(table: pa.Table, findings: Findings, workers: int) -> None:
+    sends = events(table, "progress_send", PROGRESS_KEYS)
+    receives = events(table, "progress_recv", PROGRESS_KEYS + ["target_worker"])
+    for row, key in _unmatched(receives, sends, PROGRESS_KEYS):
+        findings.add("unmatched receive", f"progress_recv {_describe(key)} has no progress_send", [row])
+    receivers = receives.group_by(PROGRESS_KEYS).aggregate([("target_worker", "count_distinct")])
+    counted = sends.join(receivers, keys=PROGRESS_KEYS, join_type="left outer")
+    received = pc.fill_null(counted.column("target_worker_count_distinct"), 0)
+    short = counted.filter(pc.less(received, workers))
+    for key, count in zip(short.to_pylist(), short.column("target_worker_count_distinct").to_pylist()):
+        findings.add(
+            "unmatched send",
+            f"progress_send {_describe(key)} was received by {count or 0} of {workers} workers",
+            [key["_row"]],
+        )
+    _check_unique(sends, PROGRESS_KEYS, "progress_send", findings)
+    _check_unique(receives, PROGRESS_KEYS + ["target_worker"], "progress_recv", findings)
+
+
+def _check_network(table: pa.Table, findings: Findings, workers_per_process: int) -> None:
+    """A frame leaves its process once per receiving process (data: per target worker) and
+    arrives at each receiving worker: match them by the receiving process."""
+    sends = _network_events(table, "network_send_start", workers_per_process)
+    receives = _network_events(table, "network_recv_end", workers_per_process)
+    for row, key in _unmatched(sends, receives, NETWORK_KEYS):
+        findings.add("unmatched send", f"network_send_start {_describe(key)} has no network_recv_end", [row])
+    for row, key in _unmatched(receives, sends, NETWORK_KEYS):
+        findings.add("unmatched receive", f"network_recv_end {_describe(key)} has no network_send_start", [row])
+
+
+def _network_events(table: pa.Table, kind: str, workers_per_process: int) -> pa.Table:
+    selected = events(table, kind, ["channel_kind", "channel", "source_worker", "target_worker", "seq"])
+    target = selected.column("target_worker")
+    is_data = pc.equal(selected.column("channel_kind"), "data")
+    selected = selected.append_column("target_process", pc.divide(target, workers_per_process))
+    return selected.append_column("data_target", pc.if_else(is_data, target, -1))
+
+
+def _unmatched(left: pa.Table, right: pa.Table, keys: List[str]) -> List[Tuple[int, Dict[str, Any]]]:
+    """(row, key) of each row of ``left`` whose key is not in ``right``, in row order."""
+    if left.num_rows == 0:
+        return []
+    alone = left.join(right.select(keys), keys=keys, join_type="left anti").sort_by("_row")
+    return [(item["_row"], item) for item in alone.to_pylist()]
+
+
+def _check_unique(selected: pa.Table, keys: List[str], kind: str, findings: Findings) -> None:
+    """No two events of ``kind`` share a key (sequence numbers are not reused)."""
+    if selected.num_rows == 0:
+        return
+    groups = selected.group_by(keys).aggregate([("_row", "list"), ("_row", "count")])
+    repeated = groups.filter(pc.greater(groups.column("_row_count"), 1))
+    for key in repeated.to_pylist():
+        findings.add("duplicate message", f"{key['_row_count']} {kind} events share {_describe(key)}", key["_row_list"])
+
+
+def _describe(key: Dict[str, Any]) -> str:
+    names = ["channel_kind", "channel", "source_worker", "target_worker", "seq"]
+    return ", ".join(f"{name} {key[name]}" for name in names if key.get(name) is not None)
