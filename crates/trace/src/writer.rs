@@ -122,6 +122,7 @@ impl TraceWriter {
             hand_over_every: self.flush_interval / 2,
             last_handed_over: Instant::now(),
             clock: self.clock,
+            pending_waits: Vec::new(),
         }
     }
 
@@ -161,6 +162,11 @@ pub struct WorkerSink {
     hand_over_every: Duration,
     last_handed_over: Instant,
     clock: fn() -> i64,
+    /// Waits for the writer (start, duration) not yet recorded, oldest first: rows stamped
+    /// before a wait may still arrive after it (the engine hands over events it stamped
+    /// earlier), so each is recorded in time order, before the first row stamped after its
+    /// start, or when the sink is dropped.
+    pending_waits: Vec<(i64, i64)>,
 }
 
 impl WorkerSink {
@@ -177,6 +183,7 @@ impl WorkerSink {
     /// Records `row` if its class is recorded; hands the buffer over when it is full.
     pub fn push(&mut self, row: &Row<'_>) {
         if self.classes.records(row.kind) {
+            self.record_waits_until(row.time_ns);
             self.batch.push(row);
             if self.batch.len() >= self.batch_rows {
                 self.hand_over();
@@ -212,13 +219,23 @@ impl WorkerSink {
         };
         let started = (self.clock)();
         let _ = self.sender.send(command);
-        let waited = (self.clock)() - started;
-        self.batch.push(&Row { duration_ns: Some(waited), ..Row::new(started, Kind::TraceWait) });
+        self.pending_waits.push((started, (self.clock)() - started));
+    }
+
+    /// Records, as `trace_wait` rows, the pending waits that started no later than `time`.
+    fn record_waits_until(&mut self, time: i64) {
+        let due = self.pending_waits.partition_point(|(started, _)| *started <= time);
+        for (started, waited) in self.pending_waits.drain(..due) {
+            self.batch.push(&Row { duration_ns: Some(waited), ..Row::new(started, Kind::TraceWait) });
+        }
     }
 }
 
 impl Drop for WorkerSink {
+    /// Hands over what is left, with every pending wait (a wait for this last hand-over
+    /// itself cannot be recorded).
     fn drop(&mut self) {
+        self.record_waits_until(i64::MAX);
         self.hand_over();
     }
 }

@@ -227,3 +227,26 @@ fn a_dropped_writer_marks_the_run_failed() {
     assert_eq!(ProcessMetadata::read(&process).unwrap().status, Status::Failed);
     assert_eq!(times(&read_dir(&process.join("worker=0"))), vec![1]);
 }
+
+#[test]
+fn a_wait_is_recorded_in_time_order_among_rows_stamped_before_it() {
+    let times: Arc<Mutex<Vec<i64>>> = Default::default();
+    let record = times.clone();
+    let mut config = TraceConfig::new(None, now);
+    config.batch_rows = 1;
+    config.callback = Some(Box::new(move |_, batch: &RecordBatch| {
+        std::thread::sleep(Duration::from_millis(5)); // a slow consumer: the queue fills up
+        let column = batch.column_by_name("time_ns").unwrap().as_primitive::<Int64Type>();
+        record.lock().unwrap().extend(column.values().iter().copied());
+    }));
+    let writer = TraceWriter::start(config, metadata(0), 1).unwrap();
+    let mut sink = writer.sink(0);
+    // The engine hands over events it stamped earlier, so waits start after all of them.
+    let base = now();
+    (0..40).for_each(|t| sink.push(&schedule(base + t, 1)));
+    drop(sink);
+    writer.finish(Status::Complete).unwrap();
+    let times = times.lock().unwrap();
+    assert!(times.len() > 40, "waits were recorded");
+    assert!(times.windows(2).all(|pair| pair[0] <= pair[1]), "{times:?}");
+}
