@@ -2,10 +2,17 @@
 # Sets everything up on a fresh machine and runs the main demo on local defaults:
 # builds the engine and the Python package (into .venv), runs BFS on a generated random
 # graph with two worker threads from Python, then on a cluster of two local processes of
-# two workers each (started by the launcher), then the Rust hello latency measurement.
+# two workers each (started by the launcher) with a trace of the run, checks the trace and
+# prints its summary, exports it for Perfetto, then the Rust hello latency measurement.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/dev_install.sh
 .venv/bin/python examples/bfs.py -w 2
-.venv/bin/python -m timely_py.launch -n 2 -w 2 examples/bfs.py
+trace="${TMPDIR:-/tmp}/timely_py-demo-trace"
+rm -rf "$trace"
+.venv/bin/python -m timely_py.launch -n 2 -w 2 --trace "$trace" examples/bfs.py
+.venv/bin/timely-py trace validate "$trace"
+.venv/bin/timely-py trace summary "$trace"
+.venv/bin/timely-py trace export "$trace" --format perfetto -o "$trace.json"
+echo "trace of the cluster run: $trace (open $trace.json in ui.perfetto.dev)"
 cargo run --release -q --example hello -- 100000 -w 1 --quiet
