@@ -26,7 +26,7 @@ SCRIPT = Path(sys.executable).parent / "timely-py"
 def programs():
     """Builds the engine's Rust examples once."""
     subprocess.run(
-        ["cargo", "build", "--release", "-q", "-p", "timely-engine", "--examples"], cwd=ROOT, check=True, timeout=1800
+        ["cargo", "build", "--release", "-q", "--workspace", "--examples"], cwd=ROOT, check=True, timeout=1800
     )
 
 

@@ -32,16 +32,16 @@ LAUNCH = [PY, "-m", "timely_py.launch", "--base-port", "24601"]
 
 #: name -> (command, workers in total)
 WORKLOADS = {
-    "wordcount (Rust, 2 workers, 2,000 epochs of 500 words)":
-        ([str(RUST / "wordcount"), "2000", "500", "-w", "2"], 2),
+    "wordcount (Rust, 2 workers, 20,000 epochs of 200 words)":
+        ([str(RUST / "wordcount"), "20000", "200", "-w", "2"], 2),
     "hello (Rust, 1 worker, 200,000 rounds)":
         ([str(RUST / "hello"), "200000", "-w", "1", "--quiet"], 1),
     "exchange (Rust, 2 workers, 10 rounds of 1,000,000)":
         ([str(RUST / "exchange"), "1000000", "10", "-w", "2"], 2),
-    "bfs (Python, 2 workers, 20,000 nodes)":
-        ([PY, str(ROOT / "examples" / "bfs.py"), "20000", "60000", "7", "-w", "2"], 2),
-    "bfs (Python, 2 processes x 2 workers, 20,000 nodes)":
-        ([*LAUNCH, "-n", "2", "-w", "2", str(ROOT / "examples" / "bfs.py"), "20000", "60000", "7"], 4),
+    "bfs (Python, 2 workers, 200,000 nodes)":
+        ([PY, str(ROOT / "examples" / "bfs.py"), "200000", "600000", "7", "-w", "2"], 2),
+    "bfs (Python, 2 processes x 2 workers, 200,000 nodes)":
+        ([*LAUNCH, "-n", "2", "-w", "2", str(ROOT / "examples" / "bfs.py"), "200000", "600000", "7"], 4),
 }
 
 
