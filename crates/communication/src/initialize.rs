@@ -18,8 +18,8 @@ use crate::allocator::cluster::{ClusterBuilder, Network};
 use crate::allocator::process::ProcessBuilder;
 use crate::allocator::thread::ThreadBuilder;
 use crate::networking::{
-    default_addresses, establish, protection, read_hostfile, ClusterIdentity, Liveness, NetworkError,
-    Protection, Transport,
+    default_addresses, establish, protection, read_hostfile, ClockSync, ClusterIdentity, Liveness,
+    NetworkError, Protection, Transport,
 };
 use crate::{Allocator, AllocatorBuilder};
 
@@ -291,7 +291,8 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
     let streams = establish(process, addresses, threads, &identity, connect_timeout)?;
     let locals = ProcessBuilder::new_vector(threads);
     let wake = locals[0].waker();
-    let (transport, endpoints) = Transport::start(process, threads, streams, liveness, wake)?;
+    let (transport, endpoints) =
+        Transport::start(process, threads, streams, liveness, ClockSync::default(), wake)?;
     let network = Network::new(transport);
     Ok(locals
         .into_iter()
