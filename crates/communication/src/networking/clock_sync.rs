@@ -66,6 +66,22 @@ impl ClockSync {
         }
     }
 
+    /// Parses an interval written in seconds (`10`, `0.5`).
+    ///
+    /// # Errors
+    ///
+    /// Text that is not a positive number of seconds, or an interval shorter than
+    /// [`MIN_CLOCK_INTERVAL`]; the message quotes the text.
+    pub fn from_seconds(text: &str) -> Result<ClockSync, String> {
+        let interval = text
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .and_then(|seconds| Duration::try_from_secs_f64(seconds).ok())
+            .ok_or_else(|| format!("expected a positive number of seconds, found {text:?}"))?;
+        ClockSync::new(interval)
+    }
+
     /// The time between the starts of two measurements.
     pub fn interval(&self) -> Duration {
         self.interval
@@ -234,5 +250,19 @@ mod tests {
         let next = schedule.poll(schedule.due()).expect("the next burst starts");
         assert!(next.is_clock_probe() && next.target_lower == 0);
         assert!(ClockSync::new(Duration::from_millis(1)).is_err());
+    }
+
+    #[test]
+    fn intervals_parse_from_seconds_and_bad_ones_are_clear_errors() {
+        assert_eq!(
+            ClockSync::from_seconds(" 0.25 ").map(|sync| sync.interval()),
+            Ok(Duration::from_millis(250))
+        );
+        for (text, expected) in
+            [("soon", "found \"soon\""), ("-1", "positive"), ("NaN", "positive"), ("0.01", "minimum")]
+        {
+            let error = ClockSync::from_seconds(text).expect_err(text);
+            assert!(error.contains(expected), "{text}: {error}");
+        }
     }
 }
