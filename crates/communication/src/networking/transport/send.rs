@@ -116,7 +116,7 @@ fn send_loop(
                 Command::Control(header) => controls.push(header),
                 other => last = Some(other),
             }
-            if last.is_some() || batch.len() == MAX_BATCH || controls.len() == controls.capacity() {
+            if last.is_some() || batch.len() == MAX_BATCH || controls.len() == QUEUE_BUFFERS {
                 break;
             }
         }
