@@ -2,7 +2,7 @@
 //!
 //! This module owns [`Config`] (how many workers and processes, parsed from `-w`, `-n`, `-p`,
 //! `-h`; the peer timeout from `--peer-timeout` or the environment; `--insecure`; the cluster's
-//! id and secret from the environment), the refusal to run a cluster reachable from other
+//! id and secret and the clock interval from the environment), the refusal to run a cluster reachable from other
 //! machines without a secret (before any socket is opened),
 //! [`initialize`] and [`initialize_from`], which spawn one named thread per worker and hand it
 //! its [`Allocator`], and [`WorkerGuards`], which collects each worker's result or panic.
@@ -18,8 +18,8 @@ use crate::allocator::cluster::{ClusterBuilder, Network};
 use crate::allocator::process::ProcessBuilder;
 use crate::allocator::thread::ThreadBuilder;
 use crate::networking::{
-    default_addresses, establish, protection, read_hostfile, ClusterIdentity, Liveness, NetworkError,
-    Protection, Transport,
+    default_addresses, establish, protection, read_hostfile, ClockSync, ClusterIdentity, Liveness,
+    NetworkError, Protection, Transport,
 };
 use crate::{Allocator, AllocatorBuilder};
 
@@ -54,6 +54,8 @@ pub struct ClusterConfig {
     pub liveness: Liveness,
     /// Run without a secret even on addresses other machines can reach (`--insecure`).
     pub insecure: bool,
+    /// How often a process other than 0 measures its clock against process 0's.
+    pub clock: ClockSync,
 }
 
 /// The environment variable holding the cluster id (a `u64`; default 0).
@@ -63,6 +65,8 @@ pub const CLUSTER_SECRET_VARIABLE: &str = "TIMELY_CLUSTER_SECRET";
 /// The environment variable holding the peer timeout in seconds (default 10), when
 /// `--peer-timeout` is not given.
 pub const PEER_TIMEOUT_VARIABLE: &str = "TIMELY_PEER_TIMEOUT";
+/// The environment variable holding the clock interval in seconds (default 10).
+pub const CLOCK_INTERVAL_VARIABLE: &str = "TIMELY_CLOCK_INTERVAL";
 /// The environment variable that, set to `1`, has the effect of `--insecure`.
 pub const INSECURE_VARIABLE: &str = "TIMELY_INSECURE";
 /// How long a process waits for the others at start-up (all must be started within it).
@@ -160,6 +164,7 @@ impl Options {
             connect_timeout: CONNECT_TIMEOUT,
             liveness: self.liveness()?,
             insecure: self.insecure || insecure_from_environment()?,
+            clock: clock_from_environment()?,
         }))
     }
 
@@ -174,6 +179,16 @@ impl Options {
             }
             (None, Err(_)) => Ok(Liveness::default()),
         }
+    }
+}
+
+/// The clock interval from `TIMELY_CLOCK_INTERVAL`, else the default.
+fn clock_from_environment() -> Result<ClockSync, String> {
+    match std::env::var(CLOCK_INTERVAL_VARIABLE) {
+        Ok(value) => {
+            ClockSync::from_seconds(&value).map_err(|error| format!("{CLOCK_INTERVAL_VARIABLE}: {error}"))
+        }
+        Err(_) => Ok(ClockSync::default()),
     }
 }
 
@@ -279,6 +294,7 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
         connect_timeout,
         liveness,
         insecure,
+        clock,
     } = config;
     if addresses.len() < processes {
         return Err(NetworkError::InvalidArguments(format!(
@@ -291,7 +307,7 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
     let streams = establish(process, addresses, threads, &identity, connect_timeout)?;
     let locals = ProcessBuilder::new_vector(threads);
     let wake = locals[0].waker();
-    let (transport, endpoints) = Transport::start(process, threads, streams, liveness, wake)?;
+    let (transport, endpoints) = Transport::start(process, threads, streams, liveness, clock, wake)?;
     let network = Network::new(transport);
     Ok(locals
         .into_iter()

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use timely_communication::initialize::ClusterConfig;
-use timely_communication::networking::{ClusterIdentity, Liveness};
+use timely_communication::networking::{ClockSync, ClusterIdentity, Liveness};
 use timely_communication::{initialize, Allocator, Config};
 
 const POINT: usize = 3;
@@ -26,6 +26,7 @@ fn cluster(process: usize, processes: usize, threads: usize, addresses: &[String
         identity: ClusterIdentity { cluster_id: 7, secret: b"test secret".to_vec() },
         connect_timeout: Duration::from_secs(20),
         liveness: Liveness::default(),
+        clock: ClockSync::default(),
         insecure: false,
     })
 }

@@ -1,11 +1,14 @@
-//! Runtime options from the environment: `TIMELY_PEER_TIMEOUT` and `TIMELY_INSECURE`, and how
+//! Runtime options from the environment: `TIMELY_PEER_TIMEOUT`, `TIMELY_INSECURE` and
+//! `TIMELY_CLOCK_INTERVAL`, and how
 //! command-line flags override them. One test, because the environment is shared by every
 //! thread of a test binary.
 
 use std::time::Duration;
 
-use timely_communication::initialize::{ClusterConfig, INSECURE_VARIABLE, PEER_TIMEOUT_VARIABLE};
-use timely_communication::networking::DEFAULT_PEER_TIMEOUT;
+use timely_communication::initialize::{
+    ClusterConfig, CLOCK_INTERVAL_VARIABLE, INSECURE_VARIABLE, PEER_TIMEOUT_VARIABLE,
+};
+use timely_communication::networking::{DEFAULT_CLOCK_INTERVAL, DEFAULT_PEER_TIMEOUT};
 use timely_communication::Config;
 
 fn parse(args: &[&str]) -> Result<ClusterConfig, String> {
@@ -44,4 +47,14 @@ fn the_environment_gives_defaults_that_flags_override() {
     let error = parse(&["-n", "2"]).expect_err("a bad variable");
     assert!(error.contains(INSECURE_VARIABLE) && error.contains("\"maybe\""), "{error}");
     std::env::remove_var(INSECURE_VARIABLE);
+
+    let interval = |args: &[&str]| parse(args).map(|cluster| cluster.clock.interval());
+    std::env::remove_var(CLOCK_INTERVAL_VARIABLE);
+    assert_eq!(interval(&["-n", "2"]), Ok(DEFAULT_CLOCK_INTERVAL));
+    std::env::set_var(CLOCK_INTERVAL_VARIABLE, "0.5");
+    assert_eq!(interval(&["-n", "2"]), Ok(Duration::from_millis(500)));
+    std::env::set_var(CLOCK_INTERVAL_VARIABLE, "0.001");
+    let error = interval(&["-n", "2"]).expect_err("an interval below the minimum");
+    assert!(error.contains(CLOCK_INTERVAL_VARIABLE) && error.contains("minimum"), "{error}");
+    std::env::remove_var(CLOCK_INTERVAL_VARIABLE);
 }

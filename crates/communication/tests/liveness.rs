@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use timely_communication::networking::{
-    establish, ClusterIdentity, Liveness, MessageHeader, NetworkError, Transport, WorkerEndpoints,
+    establish, ClockSync, ClusterIdentity, Liveness, MessageHeader, NetworkError, Transport, WorkerEndpoints,
     HEADER_BYTES, HEARTBEAT_CHANNEL,
 };
 
@@ -59,7 +59,8 @@ fn start(process: usize, streams: Vec<Option<TcpStream>>, liveness: Liveness) ->
         counter.fetch_add(1, Ordering::SeqCst);
     });
     let (transport, mut workers) =
-        Transport::start(process, 1, streams, liveness, wake).expect("the transport starts");
+        Transport::start(process, 1, streams, liveness, ClockSync::default(), wake)
+            .expect("the transport starts");
     Node { transport, worker: workers.pop().expect("one worker"), wakes }
 }
 
@@ -214,7 +215,7 @@ fn an_unknown_control_frame_is_rejected_as_malformed() {
         let mut streams = connect(2);
         let mut raw = streams.pop().expect("process 1").into_iter().flatten().next().expect("a stream");
         let node = start(0, streams.pop().expect("process 0"), Liveness::default());
-        let unknown = MessageHeader { channel: u64::MAX - 3, target_upper: 1, ..MessageHeader::default() };
+        let unknown = MessageHeader { channel: u64::MAX - 5, target_upper: 1, ..MessageHeader::default() };
         write_frame(&mut raw, unknown);
         let failure = wait_for_failure(&node, Duration::from_secs(5));
         let NetworkError::PeerLost { process: 1, reason } = &failure else { panic!("unexpected {failure}") };

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use timely_communication::queue::ThreadQueue;
 
 use timely_communication::networking::{
-    establish, ClusterIdentity, Delivery, Liveness, MessageHeader, NetworkError, NetworkHealth, Payload,
-    Transport, WorkerEndpoints, HEADER_BYTES, PROTOCOL_VERSION,
+    establish, ClockSync, ClusterIdentity, Delivery, Liveness, MessageHeader, NetworkError, NetworkHealth,
+    Payload, Transport, WorkerEndpoints, HEADER_BYTES, PROTOCOL_VERSION,
 };
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -86,8 +86,9 @@ fn start(process: usize, threads: usize, streams: Vec<Option<TcpStream>>) -> Nod
     let wake = Arc::new(move |local: usize| {
         counter[local].fetch_add(1, Ordering::SeqCst);
     });
-    let (transport, workers) = Transport::start(process, threads, streams, Liveness::default(), wake)
-        .unwrap_or_else(|error| panic!("process {process}: {error}"));
+    let (transport, workers) =
+        Transport::start(process, threads, streams, Liveness::default(), ClockSync::default(), wake)
+            .unwrap_or_else(|error| panic!("process {process}: {error}"));
     Node { process, transport, workers, wakes }
 }
 

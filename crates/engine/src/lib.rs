@@ -3,7 +3,8 @@
 //! Layout: `order` (partial orders), `progress` (timestamps, frontiers, reachability,
 //! the progress protocol, scopes at run time), `scheduling` (activations), `dataflow`
 //! (scopes, streams, channels, operators), `worker` and `execute` (running workers),
-//! `logging` (trace event points), `trace` (tracing a run into files).
+//! `logging` (trace event points), `trace` (tracing a run into files), `clock_watch` (clock
+//! measurements into the trace).
 //!
 //! ```
 //! use timely_engine::dataflow::{InputHandle, ProbeHandle};
@@ -25,6 +26,7 @@
 //! assert_eq!(seen.extract(), vec![(0, 0), (1, 2), (2, 4)]);
 //! ```
 
+mod clock_watch;
 pub mod dataflow;
 pub mod execute;
 pub mod logging;

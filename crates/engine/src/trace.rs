@@ -4,8 +4,9 @@
 //! `TraceSettings` come from the command line (`--trace DIR`, `--trace-events LIST`,
 //! `--trace-flush SECONDS`), the environment (`TIMELY_TRACE_DIR`, `TIMELY_TRACE_EVENTS`,
 //! `TIMELY_TRACE_FLUSH`) or code. `ProcessTrace` starts the writer of one process, installs a
-//! logger on each of its workers that turns their events into rows, and finishes the trace
-//! when the run ends. This module must not decide where events happen (that is the event
+//! logger on each of its workers that turns their events into rows, has the clock
+//! measurements of a process other than 0 recorded into its metadata (`crate::clock_watch`),
+//! and finishes the trace when the run ends. This module must not decide where events happen (that is the event
 //! points' business, `crate::logging`), nor how files are laid out (`timely_trace`).
 
 use std::io;
@@ -18,6 +19,7 @@ use timely_trace::{
     TraceWriter, WorkerSink,
 };
 
+use crate::clock_watch::ClockWatch;
 use crate::logging::{Event, Timestamped};
 use crate::worker::Worker;
 
@@ -113,10 +115,14 @@ fn parse_seconds(text: &str) -> Option<Duration> {
 /// The trace of one process's run: its writer, from the first worker to the last event.
 pub struct ProcessTrace {
     writer: TraceWriter,
+    /// Records clock measurements (processes other than 0 of a cluster).
+    clock_watch: Option<ClockWatch>,
 }
 
 impl ProcessTrace {
-    /// Starts the writer for this process of `config`'s run.
+    /// Starts the writer for this process of `config`'s run. Process 0's clock is the
+    /// reference (offset 0, error 0); another process's measurements, made by the transport,
+    /// are recorded as they come (checked every flush interval).
     pub fn start(settings: TraceSettings, config: &Config) -> io::Result<Self> {
         let (process, processes, workers) = shape(config);
         let argv: Vec<String> = std::env::args().collect();
@@ -142,7 +148,12 @@ impl ProcessTrace {
         config.callback = settings.callback;
         config.classes = settings.classes;
         config.flush_interval = settings.flush_interval;
-        Ok(ProcessTrace { writer: TraceWriter::start(config, metadata, workers)? })
+        let writer = TraceWriter::start(config, metadata, workers)?;
+        let clock_watch = match process {
+            0 => None,
+            _ => Some(ClockWatch::start(writer.clock_recorder(), settings.flush_interval)?),
+        };
+        Ok(ProcessTrace { writer, clock_watch })
     }
 
     /// Makes `worker` record its events into this trace.
@@ -153,6 +164,7 @@ impl ProcessTrace {
 
     /// Writes what is left and records how the run ended.
     pub fn finish(self, succeeded: bool) -> io::Result<()> {
+        drop(self.clock_watch);
         self.writer.finish(if succeeded { Status::Complete } else { Status::Failed })
     }
 }

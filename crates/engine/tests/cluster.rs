@@ -9,7 +9,7 @@ mod common;
 use std::fmt::Debug;
 use std::time::Duration;
 use timely_communication::initialize::ClusterConfig;
-use timely_communication::networking::{ClusterIdentity, Liveness};
+use timely_communication::networking::{ClockSync, ClusterIdentity, Liveness};
 use timely_engine::dataflow::operators::{hash_of, Captured};
 use timely_engine::dataflow::plain::Plain;
 use timely_engine::dataflow::{Abomonated, InputHandle, Scope, Stream};
@@ -38,6 +38,7 @@ where
                 identity: ClusterIdentity { cluster_id: 11, secret: b"engine test".to_vec() },
                 connect_timeout: Duration::from_secs(20),
                 liveness: Liveness::default(),
+                clock: ClockSync::default(),
                 insecure: false,
             });
             let func = func.clone();

@@ -16,4 +16,4 @@ pub mod writer;
 pub use batch::{EventBatch, Row};
 pub use metadata::{ClockSample, ProcessMetadata, Status};
 pub use schema::{ChannelKind, EventClass, EventClasses, Kind, Wake, FORMAT_VERSION};
-pub use writer::{BatchCallback, TraceConfig, TraceWriter, WorkerSink};
+pub use writer::{BatchCallback, ClockRecorder, TraceConfig, TraceWriter, WorkerSink};

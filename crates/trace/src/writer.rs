@@ -128,7 +128,12 @@ impl TraceWriter {
 
     /// Records a measurement of this process's clock against process 0's.
     pub fn record_clock(&self, sample: ClockSample) {
-        let _ = self.sender.send(Command::Clock(sample));
+        self.clock_recorder().record(sample);
+    }
+
+    /// A handle that records clock measurements from another thread.
+    pub fn clock_recorder(&self) -> ClockRecorder {
+        ClockRecorder { sender: self.sender.clone() }
     }
 
     /// Writes what the sinks handed over (drop every sink first), closes every file and
@@ -149,6 +154,20 @@ impl Drop for TraceWriter {
         if let Err(error) = self.stop(Status::Failed) {
             log::error!("trace writer: {error}");
         }
+    }
+}
+
+/// Records measurements of this process's clock into a [`TraceWriter`]'s metadata, from any
+/// thread; measurements recorded after the writer finished are dropped.
+#[derive(Clone)]
+pub struct ClockRecorder {
+    sender: Sender<Command>,
+}
+
+impl ClockRecorder {
+    /// Records a measurement of this process's clock against process 0's.
+    pub fn record(&self, sample: ClockSample) {
+        let _ = self.sender.send(Command::Clock(sample));
     }
 }
 

@@ -85,6 +85,21 @@ fn writes_partitions_and_metadata() {
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
 }
 
+#[test]
+fn a_clock_recorder_on_another_thread_appends_to_the_history_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = TraceWriter::start(TraceConfig::new(Some(dir.path().into()), now), metadata(1), 1).unwrap();
+    let recorder = writer.clock_recorder();
+    let samples: Vec<ClockSample> =
+        (1..=3).map(|i| ClockSample { offset_ns: -i, error_ns: 10 * i, measured_at_ns: 100 * i }).collect();
+    let sent = samples.clone();
+    std::thread::spawn(move || sent.into_iter().for_each(|sample| recorder.record(sample))).join().unwrap();
+    writer.finish(Status::Complete).unwrap();
+    let metadata = ProcessMetadata::read(&dir.path().join("process=1")).unwrap();
+    assert_eq!(metadata.clock_history, samples);
+    assert_eq!(metadata.clock, samples[2]);
+}
+
 fn walk(dir: &Path) -> Vec<String> {
     let mut found = Vec::new();
     for entry in fs::read_dir(dir).unwrap() {

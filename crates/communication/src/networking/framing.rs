@@ -3,8 +3,9 @@
 //! This module owns the wire layout of a message: a fixed [`HEADER_BYTES`]-byte header of six
 //! little-endian `u64`s ([`MessageHeader`]) followed by `length` payload bytes, the validation of
 //! headers read from a socket, and the reserved control frames: the goodbye that announces an
-//! orderly close, the heartbeat that says a silent sender is still alive, and the abort that
-//! says why a failing process closes (which process it blames). It must not
+//! orderly close, the heartbeat that says a silent sender is still alive, the abort that
+//! says why a failing process closes (which process it blames), and the clock probe and reply
+//! that measure clock offsets (see [`super::clock_sync`]). It must not
 //! interpret payloads, own buffers, or touch sockets.
 //!
 //! Layout (offsets in bytes): `channel` 0, `source` 8, `target_lower` 16, `target_upper` 24,
@@ -31,6 +32,12 @@ pub const HEARTBEAT_CHANNEL: u64 = u64::MAX - 1;
 
 /// The channel id of the abort frame ([`MessageHeader::abort`]).
 pub const ABORT_CHANNEL: u64 = u64::MAX - 2;
+
+/// The channel id of the clock probe frame ([`MessageHeader::clock_probe`]).
+pub const CLOCK_PROBE_CHANNEL: u64 = u64::MAX - 3;
+
+/// The channel id of the clock reply frame ([`MessageHeader::clock_reply`]).
+pub const CLOCK_REPLY_CHANNEL: u64 = u64::MAX - 4;
 
 /// What precedes every message on a connection.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -72,6 +79,40 @@ impl MessageHeader {
             seqno: cause as u64,
             ..MessageHeader::default()
         }
+    }
+
+    /// The frame that asks the peer for its clock: `sent_ns` is the prober's clock when it
+    /// wrote the frame (in `seqno`), `index` the probe's place in a burst of `burst` probes
+    /// (`target_lower` and `target_upper`, so that the target range stays non-empty).
+    pub fn clock_probe(sent_ns: i64, index: u64, burst: u64) -> MessageHeader {
+        MessageHeader {
+            channel: CLOCK_PROBE_CHANNEL,
+            target_lower: index,
+            target_upper: burst,
+            seqno: sent_ns as u64,
+            ..MessageHeader::default()
+        }
+    }
+
+    /// The answer to `probe`: the probe's fields echoed, with the answering process's clock
+    /// when it read the probe (`received_ns`) in `source`.
+    pub fn clock_reply(probe: &MessageHeader, received_ns: i64) -> MessageHeader {
+        MessageHeader { channel: CLOCK_REPLY_CHANNEL, source: received_ns as u64, ..*probe }
+    }
+
+    /// Whether this is a clock probe frame.
+    pub fn is_clock_probe(&self) -> bool {
+        self.channel == CLOCK_PROBE_CHANNEL
+    }
+
+    /// Whether this is a clock reply frame.
+    pub fn is_clock_reply(&self) -> bool {
+        self.channel == CLOCK_REPLY_CHANNEL
+    }
+
+    /// Whether the channel is a control channel this build knows.
+    fn is_known_control(&self) -> bool {
+        (CLOCK_REPLY_CHANNEL..=GOODBYE_CHANNEL).contains(&self.channel)
     }
 
     /// Whether this is the abort frame (its cause is in `seqno`).
@@ -148,7 +189,7 @@ impl MessageHeader {
 
     /// Checks the header's own consistency: a non-empty target range, a length of at most
     /// [`MAX_MESSAGE_BYTES`], and, on a control channel, a known control frame (goodbye,
-    /// heartbeat or abort) without payload.
+    /// heartbeat, abort, clock probe or clock reply) without payload.
     ///
     /// # Errors
     ///
@@ -158,9 +199,10 @@ impl MessageHeader {
             format!("empty target range [{}, {})", self.target_lower, self.target_upper)
         } else if self.length > MAX_MESSAGE_BYTES as u64 {
             format!("payload length {} exceeds the maximum of {MAX_MESSAGE_BYTES} bytes", self.length)
-        } else if self.is_control() && !(self.is_goodbye() || self.is_heartbeat() || self.is_abort()) {
+        } else if self.is_control() && !self.is_known_control() {
             format!(
-                "unknown control channel {} (this build knows goodbye, heartbeat and abort)",
+                "unknown control channel {} (this build knows goodbye, heartbeat, abort, clock \
+                 probe and clock reply)",
                 self.channel
             )
         } else if self.is_control() && self.length != 0 {
@@ -245,6 +287,7 @@ mod tests {
     #[test]
     fn rejects_empty_ranges_huge_lengths_control_payloads_and_unknown_control_frames() {
         let base = MessageHeader { target_upper: 4, ..MessageHeader::default() };
+        let reply = MessageHeader::clock_reply(&MessageHeader::clock_probe(5, 0, 8), 7);
         let cases = [
             (MessageHeader { target_lower: 4, ..base }, "empty target range [4, 4)"),
             (MessageHeader { length: u64::MAX, ..base }, "exceeds the maximum"),
@@ -252,7 +295,10 @@ mod tests {
             (MessageHeader { length: 8, ..MessageHeader::heartbeat() }, "with a payload of 8 bytes"),
             (MessageHeader { length: 2, ..MessageHeader::abort(1) }, "with a payload of 2 bytes"),
             (MessageHeader { channel: FIRST_CONTROL_CHANNEL, ..base }, "unknown control channel"),
-            (MessageHeader { channel: u64::MAX - 3, ..base }, "unknown control channel"),
+            (MessageHeader { channel: u64::MAX - 5, ..base }, "unknown control channel"),
+            (MessageHeader { length: 8, ..MessageHeader::clock_probe(5, 0, 8) }, "with a payload of 8 bytes"),
+            (MessageHeader { length: 1, ..reply }, "with a payload of 1 bytes"),
+            (MessageHeader::clock_probe(5, 8, 8), "empty target range [8, 8)"),
         ];
         for (header, reason) in cases {
             let mut bytes = Vec::new();
@@ -260,14 +306,32 @@ mod tests {
             let error = MessageHeader::try_read(&bytes).expect_err(reason);
             assert!(error.to_string().contains(reason), "{error}");
         }
-        for control in [MessageHeader::goodbye(), MessageHeader::heartbeat()] {
+        let known = [MessageHeader::goodbye(), MessageHeader::heartbeat(), MessageHeader::abort(2), reply];
+        for control in known.into_iter().chain([MessageHeader::clock_probe(5, 7, 8)]) {
             let mut bytes = Vec::new();
             control.write_to(&mut bytes);
-            let read = MessageHeader::try_read(&bytes).expect("goodbye and heartbeat frames are valid");
+            let read = MessageHeader::try_read(&bytes).expect("every known control frame is valid");
             assert_eq!(read, Some(control));
-            assert!(control.is_control() && control.is_goodbye() != control.is_heartbeat());
+            let kinds = [
+                control.is_goodbye(),
+                control.is_heartbeat(),
+                control.is_abort(),
+                control.is_clock_probe(),
+                control.is_clock_reply(),
+            ];
+            assert!(control.is_control() && kinds.iter().filter(|&&kind| kind).count() == 1);
         }
         let last_data = MessageHeader { channel: FIRST_CONTROL_CHANNEL - 1, ..base };
         assert!(!last_data.is_control() && last_data.validate().is_ok());
+    }
+
+    #[test]
+    fn a_clock_reply_echoes_the_probe_and_carries_the_receive_time() {
+        let probe = MessageHeader::clock_probe(1_764_000_000_000_000_001, 3, 8);
+        let reply = MessageHeader::clock_reply(&probe, 1_764_000_000_000_000_002);
+        assert!(probe.is_clock_probe() && reply.is_clock_reply());
+        assert_eq!((reply.seqno, reply.target_lower, reply.target_upper), (probe.seqno, 3, 8));
+        assert_eq!(reply.source as i64, 1_764_000_000_000_000_002);
+        assert_eq!(reply.length, 0);
     }
 }

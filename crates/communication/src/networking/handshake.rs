@@ -35,8 +35,9 @@ use super::framing::read_words;
 use super::NetworkError;
 
 /// The version of the wire protocol (handshake and framing) this build speaks. Version 2 added
-/// the heartbeat frame, which a version 1 receiver would take for data.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// the heartbeat frame, which a version 1 receiver would take for data; version 3 added the
+/// clock probe and reply frames, which a version 2 receiver rejects as unknown control frames.
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// The first bytes every timely_py process sends on a new connection.
 pub const MAGIC: [u8; 8] = *b"TIMELYPY";

@@ -3,7 +3,8 @@
 //! This module owns everything between the sockets of two processes: where each process
 //! listens ([`hostfile`]), how connections are opened and authenticated ([`connect`],
 //! [`handshake`]), how bytes are cut into messages ([`framing`]), the threads that move them
-//! ([`transport`]), when a silent peer counts as lost ([`liveness`]), whether a cluster may run
+//! ([`transport`]), when a silent peer counts as lost ([`liveness`]), how clocks are measured
+//! against process 0's ([`clock_sync`]), whether a cluster may run
 //! without a secret ([`exposure`]), and how failures are reported ([`health`], [`NetworkError`]). It must not
 //! serialize typed data, allocate channels or know about timestamps: the cluster allocator,
 //! built on top, decides what a payload means.
@@ -24,16 +25,17 @@
 //! ```no_run
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use timely_communication::networking::{establish, default_addresses, ClusterIdentity, Liveness, Transport};
+//! use timely_communication::networking::{establish, default_addresses, ClockSync, ClusterIdentity, Liveness, Transport};
 //!
 //! let addresses = default_addresses(2);
 //! let streams = establish(0, &addresses, 1, &ClusterIdentity::default(), Duration::from_secs(30))?;
-//! let (transport, mut workers) = Transport::start(0, 1, streams, Liveness::default(), Arc::new(|_worker| {}))?;
+//! let (transport, mut workers) = Transport::start(0, 1, streams, Liveness::default(), ClockSync::default(), Arc::new(|_worker| {}))?;
 //! // worker 0 sends to worker 1 (on process 1) ...
 //! transport.shutdown(Duration::from_secs(5))?;
 //! # Ok::<(), timely_communication::networking::NetworkError>(())
 //! ```
 
+pub mod clock_sync;
 pub mod connect;
 pub mod error;
 pub mod exposure;
@@ -44,11 +46,13 @@ pub mod hostfile;
 pub mod liveness;
 pub mod transport;
 
+pub use clock_sync::{ClockSync, DEFAULT_CLOCK_INTERVAL};
 pub use connect::establish;
 pub use error::NetworkError;
 pub use exposure::{protection, Protection};
 pub use framing::{
-    MessageHeader, FIRST_CONTROL_CHANNEL, GOODBYE_CHANNEL, HEADER_BYTES, HEARTBEAT_CHANNEL, MAX_MESSAGE_BYTES,
+    MessageHeader, CLOCK_PROBE_CHANNEL, CLOCK_REPLY_CHANNEL, FIRST_CONTROL_CHANNEL, GOODBYE_CHANNEL,
+    HEADER_BYTES, HEARTBEAT_CHANNEL, MAX_MESSAGE_BYTES,
 };
 pub use handshake::{ClusterIdentity, PROTOCOL_VERSION};
 pub use health::NetworkHealth;

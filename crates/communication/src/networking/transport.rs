@@ -34,8 +34,10 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender};
 use timely_bytes::Bytes;
 
+use crate::clock::ClockOffset;
 use crate::queue::{thread_queue, QueueSender, ThreadQueue};
 
+use super::clock_sync::{ClockSync, OffsetLog, ProbeSchedule};
 use super::liveness::Silences;
 use super::{Liveness, MessageHeader, NetworkError, NetworkHealth};
 pub use receive::ReceiveStats;
@@ -116,6 +118,8 @@ pub struct Transport {
     /// Send and receive threads post their peer's index here when they end.
     finished: Receiver<usize>,
     liveness: Liveness,
+    clock: ClockSync,
+    offsets: Arc<OffsetLog>,
 }
 
 /// The threads and queues of one connection.
@@ -175,7 +179,8 @@ fn workers_of(process: usize, threads: usize) -> Range<u64> {
 impl Transport {
     /// Starts the network threads of process `process` (with `threads` workers) over the
     /// `streams` from [`super::establish`], and returns the endpoints of each local worker.
-    /// Peers silent for longer than `liveness` allows are reported lost.
+    /// Peers silent for longer than `liveness` allows are reported lost. A process other than
+    /// 0 measures its clock against process 0's as `clock` says.
     ///
     /// # Errors
     ///
@@ -186,6 +191,7 @@ impl Transport {
         threads: usize,
         streams: Vec<Option<TcpStream>>,
         liveness: Liveness,
+        clock: ClockSync,
         wake: WakeFn,
     ) -> Result<(Transport, Vec<WorkerEndpoints>), NetworkError> {
         check_streams(process, threads, &streams)?;
@@ -200,7 +206,8 @@ impl Transport {
             silences: Silences::new(liveness, streams.len(), process),
         });
         let links = Vec::with_capacity(streams.len());
-        let mut transport = Transport { process, threads, links, alarm, finished, liveness };
+        let offsets = Arc::new(OffsetLog::default());
+        let mut transport = Transport { process, threads, links, alarm, finished, liveness, clock, offsets };
         for (remote, stream) in streams.into_iter().enumerate() {
             let link = match stream {
                 Some(stream) => Some(transport.link(remote, stream, &deliver, &done)?),
@@ -227,6 +234,11 @@ impl Transport {
         };
         let (socket, writer) = (clone(&stream)?, clone(&stream)?);
         let stats = Arc::new(receive::SharedStats::default());
+        // Every process answers probes; only the others probe process 0, the reference clock.
+        let probes = (remote == 0).then(|| ProbeSchedule::new(self.clock));
+        let alarm = Arc::clone(&self.alarm);
+        let (queue, send_thread) = send::spawn(remote, writer, self.liveness, probes, alarm, done.clone())?;
+        let clock = receive::ClockEnd::new(queue.commands.clone(), Arc::clone(&self.offsets));
         let inbound = receive::Inbound::new(
             remote,
             workers_of(self.process, self.threads),
@@ -234,10 +246,8 @@ impl Transport {
             deliver.to_vec(),
             Arc::clone(&self.alarm),
             Arc::clone(&stats),
-            self.liveness,
+            (self.liveness, clock),
         );
-        let (queue, send_thread) =
-            send::spawn(remote, writer, self.liveness, Arc::clone(&self.alarm), done.clone())?;
         let receive_thread = receive::spawn(inbound, stream, done.clone());
         let mut link = Link { socket, queue, send_thread: Some(send_thread), receive_thread: None, stats };
         match receive_thread {
@@ -290,6 +300,13 @@ impl Transport {
             &link.queue,
             self.alarm.health.clone(),
         ))
+    }
+
+    /// This process's clock measured against process 0's, every measurement so far, oldest
+    /// first (always empty on process 0). The same measurements go to
+    /// [`crate::clock::offsets_since`].
+    pub fn clock_offsets(&self) -> Vec<ClockOffset> {
+        self.offsets.history()
     }
 
     /// The shared record of failures, for workers to poll.

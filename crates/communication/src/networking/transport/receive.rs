@@ -5,7 +5,11 @@
 //! targets, waking them once per read; and the watch for a silent peer: reads
 //! time out every [`Liveness::check_interval`], and a peer from which no byte (data or
 //! heartbeat) arrived for longer than the peer timeout is lost. Heartbeats are consumed here
-//! and never reach a worker. It must not write to the socket nor interpret payloads.
+//! and never reach a worker, and so are clock frames: a probe is stamped with its arrival time
+//! and handed to this connection's send thread as a reply (dropped when that thread's queue is
+//! full, never waited for: the prober's burst has other probes), a reply becomes a
+//! measurement of this process's clock ([`crate::networking::clock_sync`]). It must not write
+//! to the socket nor interpret payloads.
 //!
 //! A message is checked before delivery: a valid header ([`MessageHeader::try_read`]), a
 //! source worker of the sending process, and at least one target worker in this process (only
@@ -22,7 +26,10 @@ use std::thread::JoinHandle;
 use crossbeam_channel::Sender;
 use timely_bytes::{Bytes, BytesSlab};
 
+use super::send::Command;
 use super::{Alarm, Delivery, Payload};
+use crate::clock;
+use crate::networking::clock_sync::{BurstCollector, OffsetLog};
 use crate::networking::liveness::Silences;
 use crate::networking::{Liveness, MessageHeader, NetworkError, HEADER_BYTES};
 use crate::queue::QueueSender;
@@ -92,6 +99,32 @@ pub(super) struct Inbound {
     totals: ReceiveStats,
     stats: Arc<SharedStats>,
     liveness: Liveness,
+    clock: ClockEnd,
+}
+
+/// What a receive thread needs for clock exchanges.
+pub(super) struct ClockEnd {
+    /// The queue of this connection's send thread, for replies to the peer's probes.
+    replies: Sender<Command>,
+    /// Where measurements from the peer's replies go.
+    log: Arc<OffsetLog>,
+    collector: BurstCollector,
+}
+
+impl ClockEnd {
+    pub(super) fn new(replies: Sender<Command>, log: Arc<OffsetLog>) -> ClockEnd {
+        ClockEnd { replies, log, collector: BurstCollector::default() }
+    }
+
+    /// Answers a probe (stamped now) or takes in a reply (stamped now).
+    fn take(&mut self, frame: &MessageHeader) {
+        let now = clock::now_ns();
+        if frame.is_clock_probe() {
+            let _ = self.replies.try_send(Command::Control(MessageHeader::clock_reply(frame, now)));
+        } else {
+            self.collector.collect(frame, now, &self.log);
+        }
+    }
 }
 
 /// The last frame of a connection.
@@ -132,7 +165,7 @@ impl Inbound {
         deliver: Vec<QueueSender<Delivery>>,
         alarm: Arc<Alarm>,
         stats: Arc<SharedStats>,
-        liveness: Liveness,
+        (liveness, clock): (Liveness, ClockEnd),
     ) -> Inbound {
         Inbound {
             remote,
@@ -144,6 +177,7 @@ impl Inbound {
             totals: ReceiveStats::default(),
             stats,
             liveness,
+            clock,
         }
     }
 
@@ -199,6 +233,10 @@ impl Inbound {
             }
             if header.is_heartbeat() {
                 self.totals.heartbeats += 1;
+                continue;
+            }
+            if header.is_clock_probe() || header.is_clock_reply() {
+                self.clock.take(&header);
                 continue;
             }
             self.deliver(header, payload)?;

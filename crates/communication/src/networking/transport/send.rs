@@ -1,10 +1,12 @@
 //! The send side of a connection: per-worker writers and the send thread.
 //!
 //! This module owns [`ProcessSender`], which frames messages into a buffer owned by one worker,
-//! and the thread `timely:send-{q}` that writes full buffers to the socket, and a heartbeat
+//! and the thread `timely:send-{q}` that writes full buffers to the socket, a heartbeat
 //! frame whenever it has written nothing for [`Liveness::heartbeat_interval`] (so the peer can
-//! tell this process is alive however long its workers stay busy). It must not read from the
-//! socket nor decide what a failure means (it reports to the transport's alarm).
+//! tell this process is alive however long its workers stay busy), the clock probes its
+//! [`ProbeSchedule`] asks for (only the thread to process 0 of another process has one), and
+//! the clock replies its receive thread hands it. It must not read from the socket nor decide
+//! what a failure means (it reports to the transport's alarm).
 //!
 //! Buffers circulate, so the steady state allocates nothing: a writer fills its buffer, ships it
 //! to the send thread through a bounded queue, and takes an empty one from the connection's
@@ -20,11 +22,12 @@ use std::net::{Shutdown, TcpStream};
 use std::ops::Range;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use super::Alarm;
+use crate::networking::clock_sync::ProbeSchedule;
 use crate::networking::{
     Liveness, MessageHeader, NetworkError, NetworkHealth, HEADER_BYTES, MAX_MESSAGE_BYTES,
 };
@@ -45,6 +48,8 @@ pub const MAX_RECYCLED_BYTES: usize = 4 * SEND_BUFFER_BYTES;
 pub(super) enum Command {
     /// Framed messages to write.
     Data(Vec<u8>),
+    /// A control frame to write after the data already queued (a clock reply).
+    Control(MessageHeader),
     /// Write the goodbye frame, close the sending direction, and end.
     Goodbye,
     /// End without a goodbye (the transport is being dropped).
@@ -60,12 +65,13 @@ pub(super) struct Queue {
     spare: Receiver<Vec<u8>>,
 }
 
-/// Starts the send thread of the connection to `remote`, with heartbeats as `liveness` says.
-/// The thread posts `remote` to `done` when it ends.
+/// Starts the send thread of the connection to `remote`, with heartbeats as `liveness` says
+/// and clock probes as `probes` says. The thread posts `remote` to `done` when it ends.
 pub(super) fn spawn(
     remote: usize,
     stream: TcpStream,
     liveness: Liveness,
+    probes: Option<ProbeSchedule>,
     alarm: Arc<Alarm>,
     done: Sender<usize>,
 ) -> Result<(Queue, JoinHandle<()>), NetworkError> {
@@ -74,7 +80,8 @@ pub(super) fn spawn(
     let thread = std::thread::Builder::new()
         .name(format!("timely:send-{remote}"))
         .spawn(move || {
-            if let Err(error) = send_loop(stream, liveness.heartbeat_interval(), &pending, &recycle) {
+            let mut writer = FrameWriter::new(stream, liveness.heartbeat_interval(), probes);
+            if let Err(error) = send_loop(&mut writer, &pending, &recycle) {
                 alarm.raise(remote, format!("sending failed: {error}"));
             }
             let _ = done.send(remote);
@@ -83,20 +90,21 @@ pub(super) fn spawn(
     Ok((Queue { commands, spare }, thread))
 }
 
-/// Writes queued buffers until a goodbye, a stop, or the last writer is gone, and a heartbeat
-/// after every `heartbeat` without a command.
+/// Writes queued buffers until a goodbye, a stop, or the last writer is gone, with the
+/// heartbeats and clock probes `writer` schedules in between.
 fn send_loop(
-    mut stream: TcpStream,
-    heartbeat: Duration,
+    writer: &mut FrameWriter,
     pending: &Receiver<Command>,
     recycle: &Sender<Vec<u8>>,
 ) -> std::io::Result<()> {
     let mut batch: Vec<Vec<u8>> = Vec::with_capacity(MAX_BATCH);
+    let mut controls: Vec<MessageHeader> = Vec::with_capacity(QUEUE_BUFFERS);
     loop {
-        let first = match pending.recv_timeout(heartbeat) {
+        writer.write_due_probe()?;
+        let first = match pending.recv_deadline(writer.next_wake()) {
             Ok(command) => command,
             Err(RecvTimeoutError::Timeout) => {
-                write_frame(&mut stream, MessageHeader::heartbeat())?;
+                writer.write_due_heartbeat()?;
                 continue;
             }
             Err(RecvTimeoutError::Disconnected) => return Ok(()),
@@ -105,13 +113,17 @@ fn send_loop(
         for command in std::iter::once(first).chain(pending.try_iter()) {
             match command {
                 Command::Data(buffer) => batch.push(buffer),
+                Command::Control(header) => controls.push(header),
                 other => last = Some(other),
             }
-            if last.is_some() || batch.len() == MAX_BATCH {
+            if last.is_some() || batch.len() == MAX_BATCH || controls.len() == QUEUE_BUFFERS {
                 break;
             }
         }
-        write_all_vectored(&mut stream, &batch)?;
+        writer.write_buffers(&batch)?;
+        for header in controls.drain(..) {
+            writer.write_frame(header)?;
+        }
         for mut buffer in batch.drain(..) {
             buffer.clear();
             if buffer.capacity() <= MAX_RECYCLED_BYTES {
@@ -119,25 +131,70 @@ fn send_loop(
             }
         }
         match last {
-            Some(Command::Goodbye) => return close_with(&mut stream, MessageHeader::goodbye()),
-            Some(Command::Abort(cause)) => return close_with(&mut stream, MessageHeader::abort(cause)),
+            Some(Command::Goodbye) => return writer.close_with(MessageHeader::goodbye()),
+            Some(Command::Abort(cause)) => return writer.close_with(MessageHeader::abort(cause)),
             Some(_) => return Ok(()),
             None => {}
         }
     }
 }
 
-/// Writes a last frame (goodbye or abort) and closes the sending direction of the connection.
-fn close_with(stream: &mut TcpStream, last: MessageHeader) -> std::io::Result<()> {
-    write_frame(stream, last)?;
-    stream.shutdown(Shutdown::Write)
+/// The socket of a send thread, and when it next writes a frame of its own: a heartbeat after
+/// `heartbeat` without a write, and the probes of its schedule.
+struct FrameWriter {
+    stream: TcpStream,
+    heartbeat: Duration,
+    last_write: Instant,
+    probes: Option<ProbeSchedule>,
 }
 
-/// Writes a frame without payload (a control frame).
-fn write_frame(stream: &mut TcpStream, header: MessageHeader) -> std::io::Result<()> {
-    let mut frame = [0u8; HEADER_BYTES];
-    header.encode_into(&mut frame);
-    stream.write_all(&frame)
+impl FrameWriter {
+    fn new(stream: TcpStream, heartbeat: Duration, probes: Option<ProbeSchedule>) -> FrameWriter {
+        FrameWriter { stream, heartbeat, last_write: Instant::now(), probes }
+    }
+
+    /// When the thread must wake to write a heartbeat or a probe.
+    fn next_wake(&self) -> Instant {
+        let heartbeat = self.last_write + self.heartbeat;
+        self.probes.as_ref().map_or(heartbeat, |probes| probes.due().min(heartbeat))
+    }
+
+    /// Writes a clock probe if one is due (it is stamped just before it is written).
+    fn write_due_probe(&mut self) -> std::io::Result<()> {
+        match self.probes.as_mut().and_then(|probes| probes.poll(Instant::now())) {
+            Some(probe) => self.write_frame(probe),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes a heartbeat if nothing was written for the heartbeat interval.
+    fn write_due_heartbeat(&mut self) -> std::io::Result<()> {
+        if self.last_write.elapsed() >= self.heartbeat {
+            self.write_frame(MessageHeader::heartbeat())?;
+        }
+        Ok(())
+    }
+
+    fn write_buffers(&mut self, buffers: &[Vec<u8>]) -> std::io::Result<()> {
+        write_all_vectored(&mut self.stream, buffers)?;
+        self.last_write = Instant::now();
+        Ok(())
+    }
+
+    /// Writes a frame without payload (a control frame).
+    fn write_frame(&mut self, header: MessageHeader) -> std::io::Result<()> {
+        let mut frame = [0u8; HEADER_BYTES];
+        header.encode_into(&mut frame);
+        self.stream.write_all(&frame)?;
+        self.last_write = Instant::now();
+        Ok(())
+    }
+
+    /// Writes a last frame (goodbye or abort) and closes the sending direction of the connection.
+    fn close_with(&mut self, last: MessageHeader) -> std::io::Result<()> {
+        self.write_frame(last)?;
+        self.stream.shutdown(Shutdown::Write)
+    }
 }
 
 /// Writes all of `buffers`, with as few `writev` calls as the socket allows.
