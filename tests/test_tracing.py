@@ -172,3 +172,33 @@ def test_the_launcher_traces_every_process(tmp_path):
         meta = metadata(trace, process)
         assert meta["status"] == "complete" and meta["processes"] == 2 and meta["process"] == process
     assert set(read(trace)["worker"].to_pylist()) == {0, 1, 2, 3}
+
+
+EXAMPLE_NAMES = ["hello", "wordcount", "loops", "bfs"]
+LAYOUTS = {
+    "1 worker": ["-w", "1"],
+    "2 workers": ["-w", "2"],
+    "2 processes x 2 workers": ["--launch", "-n", "2", "-w", "2"],  # on ports 24741 and up
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("example", EXAMPLE_NAMES)
+def test_traces_of_every_python_example_are_valid(tmp_path, example, layout):
+    from timely_py.trace import read as read_trace, validate
+
+    trace = tmp_path / "trace"
+    flags = LAYOUTS[layout]
+    script = str(EXAMPLES / f"{example}.py")
+    if flags[0] == "--launch":
+        port = str(24741 + 2 * EXAMPLE_NAMES.index(example))
+        command = [sys.executable, "-m", "timely_py.launch", *flags[1:], "--base-port", port,
+                   "--trace", str(trace), script]
+    else:
+        command = [sys.executable, script, *flags, "--trace", str(trace)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=180, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert validate(trace) == []
+    table = read_trace(trace, kinds=["operator_created"])
+    workers = 4 if flags[0] == "--launch" else int(flags[1])
+    assert set(table["worker"].to_pylist()) == set(range(workers))
