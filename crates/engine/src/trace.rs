@@ -94,21 +94,43 @@ impl TraceSettings {
         }
         let [directory, events, flush] = given;
         let Some(directory) = directory else { return Ok((None, rest)) };
-        let mut settings = TraceSettings::to_directory(directory);
-        if let Some(events) = events {
-            settings.classes = EventClasses::parse(&events)?;
-        }
-        if let Some(flush) = flush {
-            settings.flush_interval = parse_seconds(&flush).ok_or_else(|| {
-                format!("--trace-flush: expected a positive number of seconds, found {flush:?}")
-            })?;
-        }
+        let flush = match flush {
+            Some(text) => Some(text.trim().parse::<f64>().map_err(|_| {
+                format!("--trace-flush: expected a positive number of seconds, found {text:?}")
+            })?),
+            None => None,
+        };
+        let settings = TraceSettings::with_options(Some(directory.into()), events.as_deref(), flush)
+            .map_err(|error| format!("--trace-{error}"))?;
         Ok((Some(settings), rest))
+    }
+
+    /// Settings for `directory` (none: only a callback receives events), recording the event
+    /// classes `events` names (comma-separated; default all), with files closed every
+    /// `flush_seconds` (default 1).
+    ///
+    /// # Errors
+    ///
+    /// An unknown event class, or a flush interval that is not a positive number of seconds;
+    /// the message starts with the option's name (`events: ...`, `flush: ...`).
+    pub fn with_options(
+        directory: Option<PathBuf>,
+        events: Option<&str>,
+        flush_seconds: Option<f64>,
+    ) -> Result<Self, String> {
+        let mut settings = TraceSettings { directory, ..TraceSettings::to_directory(PathBuf::new()) };
+        if let Some(events) = events {
+            settings.classes = EventClasses::parse(events).map_err(|error| format!("events: {error}"))?;
+        }
+        if let Some(seconds) = flush_seconds {
+            settings.flush_interval = positive_seconds(seconds)
+                .ok_or_else(|| format!("flush: expected a positive number of seconds, found {seconds}"))?;
+        }
+        Ok(settings)
     }
 }
 
-fn parse_seconds(text: &str) -> Option<Duration> {
-    let seconds: f64 = text.trim().parse().ok()?;
+fn positive_seconds(seconds: f64) -> Option<Duration> {
     (seconds.is_finite() && seconds > 0.0).then(|| Duration::from_secs_f64(seconds))
 }
 

@@ -14,11 +14,10 @@ use pyo3::types::PyBytes;
 use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
-use std::time::Duration;
 use timely_communication::Config;
 use timely_engine::logging::Logger;
 use timely_engine::{Activity, ProcessTrace, TraceSettings, Worker};
-use timely_trace::{ipc::to_ipc_stream, EventClasses};
+use timely_trace::ipc::to_ipc_stream;
 
 /// A batch of events and the worker that recorded it.
 type Delivery = (usize, arrow_array::RecordBatch);
@@ -39,20 +38,9 @@ pub fn settings(
         }
         return Ok(None);
     }
-    let mut settings = TraceSettings::to_directory(PathBuf::new());
-    settings.directory = directory;
-    if let Some(events) = events {
-        settings.classes = EventClasses::parse(events).map_err(PyValueError::new_err)?;
-    }
-    if let Some(seconds) = flush {
-        if !(seconds.is_finite() && seconds > 0.0) {
-            return Err(PyValueError::new_err(format!(
-                "trace_flush must be a positive number of seconds, got {seconds}"
-            )));
-        }
-        settings.flush_interval = Duration::from_secs_f64(seconds);
-    }
-    Ok(Some(settings))
+    TraceSettings::with_options(directory, events, flush)
+        .map(Some)
+        .map_err(|error| PyValueError::new_err(format!("trace_{error}")))
 }
 
 /// The trace of one run of `execute`, as the calling thread holds it.
