@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use timely_communication::clock::ClockOffset;
-use timely_communication::networking::{establish, ClockSync, ClusterIdentity, Liveness, Transport};
+use timely_communication::networking::{ClockSync, Liveness, Transport};
 
 const LIMIT: Duration = Duration::from_secs(120);
 const SETUP: Duration = Duration::from_secs(20);
@@ -21,18 +21,7 @@ const MAX_ERROR_NS: i64 = 50_000_000;
 
 /// Connects `processes` simulated processes; returns each one's streams.
 fn connect(processes: usize) -> Vec<Vec<Option<TcpStream>>> {
-    let addresses = common::free_addresses(processes);
-    let handles: Vec<_> = (0..processes)
-        .map(|process| {
-            let addresses = addresses.clone();
-            let identity = ClusterIdentity { cluster_id: 5, secret: b"clocks".to_vec() };
-            std::thread::spawn(move || establish(process, &addresses, 1, &identity, SETUP))
-        })
-        .collect();
-    handles
-        .into_iter()
-        .map(|handle| handle.join().expect("establish thread").expect("the cluster connects"))
-        .collect()
+    common::connect_one_worker_processes(processes, SETUP)
 }
 
 /// Starts a transport per process, measuring clocks every `interval`.

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use timely_communication::networking::{
-    establish, ClockSync, ClusterIdentity, Liveness, MessageHeader, NetworkError, Transport, WorkerEndpoints,
-    HEADER_BYTES, HEARTBEAT_CHANNEL,
+    ClockSync, Liveness, MessageHeader, NetworkError, Transport, WorkerEndpoints, HEADER_BYTES,
+    HEARTBEAT_CHANNEL,
 };
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -31,18 +31,7 @@ fn liveness(millis: u64) -> Liveness {
 
 /// Connects `processes` simulated processes; returns each one's streams.
 fn connect(processes: usize) -> Vec<Vec<Option<TcpStream>>> {
-    let addresses = common::free_addresses(processes);
-    let handles: Vec<_> = (0..processes)
-        .map(|process| {
-            let addresses = addresses.clone();
-            let identity = ClusterIdentity { cluster_id: 3, secret: b"liveness".to_vec() };
-            std::thread::spawn(move || establish(process, &addresses, 1, &identity, SETUP))
-        })
-        .collect();
-    handles
-        .into_iter()
-        .map(|handle| handle.join().expect("establish thread").expect("the cluster connects"))
-        .collect()
+    common::connect_one_worker_processes(processes, SETUP)
 }
 
 /// A running process: its transport, its single worker's endpoints, and how often it was woken.

@@ -42,3 +42,25 @@ pub fn free_addresses(n: usize) -> Vec<String> {
     }
     addresses
 }
+
+/// Connects `processes` simulated processes of one worker each (threads running `establish`
+/// on free loopback ports, with one identity); returns each one's streams.
+#[allow(dead_code)] // not every test binary that includes this module connects clusters
+pub fn connect_one_worker_processes(
+    processes: usize,
+    setup: Duration,
+) -> Vec<Vec<Option<std::net::TcpStream>>> {
+    use timely_communication::networking::{establish, ClusterIdentity};
+    let addresses = free_addresses(processes);
+    let handles: Vec<_> = (0..processes)
+        .map(|process| {
+            let addresses = addresses.clone();
+            let identity = ClusterIdentity { cluster_id: 3, secret: b"tests".to_vec() };
+            std::thread::spawn(move || establish(process, &addresses, 1, &identity, setup))
+        })
+        .collect();
+    handles
+        .into_iter()
+        .map(|handle| handle.join().expect("establish thread").expect("the cluster connects"))
+        .collect()
+}
