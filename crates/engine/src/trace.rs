@@ -20,7 +20,7 @@ use timely_trace::{
 };
 
 use crate::clock_watch::ClockWatch;
-use crate::logging::{Event, Timestamped};
+use crate::logging::{Event, Flush, Timestamped};
 use crate::worker::Worker;
 
 /// The environment variable naming a trace directory (like `--trace DIR`).
@@ -180,8 +180,8 @@ impl ProcessTrace {
 
     /// Makes `worker` record its events into this trace.
     pub fn install(&self, worker: &mut Worker) {
-        let mut sink = self.writer.sink(worker.index());
-        worker.install_logger(move |index, events| record(&mut sink, index, events));
+        let mut sink = self.writer.sink(worker.index(), event_row);
+        worker.install_logger(self.writer.classes(), move |_, events, why| hand_over(&mut sink, events, why));
     }
 
     /// Writes what is left and records how the run ended.
@@ -200,23 +200,24 @@ fn shape(config: &Config) -> (usize, usize, usize) {
     }
 }
 
-/// Turns `worker`'s `events` into rows of `sink`, and hands them over when due (always
+/// Hands `events` to `sink` when the logger says it must, or when they are due (always
 /// before the worker parks for a while, so that a live reader is not kept waiting).
-fn record(sink: &mut WorkerSink, worker: usize, events: &mut Vec<Timestamped>) {
-    for (time, event) in events.iter() {
-        sink.push(&row(worker, *time, event));
-    }
+fn hand_over(sink: &mut WorkerSink<Timestamped>, events: &mut Vec<Timestamped>, why: Flush) {
     let parking = matches!(events.last(), Some((_, Event::Park { .. })));
-    events.clear();
-    if parking {
-        sink.hand_over_if_waited(PARK_HAND_OVER);
-    } else {
-        sink.hand_over_if_due();
+    let due = if parking { sink.has_waited(PARK_HAND_OVER) } else { sink.is_due() };
+    if why != Flush::Step || due {
+        sink.hand_over(events);
     }
 }
 
 /// A worker about to park hands its rows over if they have waited this long.
 const PARK_HAND_OVER: Duration = Duration::from_millis(100);
+
+/// The trace row (`docs/trace-format.md`) of a timestamped event that `worker` recorded.
+/// The trace writer calls it on its own thread.
+pub fn event_row(worker: usize, (time, event): &Timestamped) -> Row<'_> {
+    row(worker, *time, event)
+}
 
 /// The row of `event`, which happened on `worker` at `time`.
 fn row(worker: usize, time: i64, event: &Event) -> Row<'_> {
