@@ -32,7 +32,7 @@ fn start_all(processes: usize, interval: Duration) -> Vec<Transport> {
         .enumerate()
         .map(|(process, streams)| {
             let (transport, _workers) =
-                Transport::start(process, 1, streams, Liveness::default(), sync, Arc::new(|_| {}))
+                Transport::start(process, 1, streams, Liveness::default(), sync, None, Arc::new(|_| {}))
                     .expect("the transport starts");
             transport
         })

@@ -48,7 +48,7 @@ fn start(process: usize, streams: Vec<Option<TcpStream>>, liveness: Liveness) ->
         counter.fetch_add(1, Ordering::SeqCst);
     });
     let (transport, mut workers) =
-        Transport::start(process, 1, streams, liveness, ClockSync::default(), wake)
+        Transport::start(process, 1, streams, liveness, ClockSync::default(), None, wake)
             .expect("the transport starts");
     Node { transport, worker: workers.pop().expect("one worker"), wakes }
 }

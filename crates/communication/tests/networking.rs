@@ -87,7 +87,7 @@ fn start(process: usize, threads: usize, streams: Vec<Option<TcpStream>>) -> Nod
         counter[local].fetch_add(1, Ordering::SeqCst);
     });
     let (transport, workers) =
-        Transport::start(process, threads, streams, Liveness::default(), ClockSync::default(), wake)
+        Transport::start(process, threads, streams, Liveness::default(), ClockSync::default(), None, wake)
             .unwrap_or_else(|error| panic!("process {process}: {error}"));
     Node { process, transport, workers, wakes }
 }
