@@ -21,7 +21,7 @@ const MAX_ERROR_NS: i64 = 50_000_000;
 
 /// Connects `processes` simulated processes; returns each one's streams.
 fn connect(processes: usize) -> Vec<Vec<Option<TcpStream>>> {
-    common::connect_one_worker_processes(processes, SETUP)
+    common::connect_processes(processes, 1, SETUP)
 }
 
 /// Starts a transport per process, measuring clocks every `interval`.

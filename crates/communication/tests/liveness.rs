@@ -31,7 +31,7 @@ fn liveness(millis: u64) -> Liveness {
 
 /// Connects `processes` simulated processes; returns each one's streams.
 fn connect(processes: usize) -> Vec<Vec<Option<TcpStream>>> {
-    common::connect_one_worker_processes(processes, SETUP)
+    common::connect_processes(processes, 1, SETUP)
 }
 
 /// A running process: its transport, its single worker's endpoints, and how often it was woken.
