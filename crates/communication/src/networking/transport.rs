@@ -21,7 +21,8 @@
 //! goodbye first, which they see as an orderly end.
 //!
 //! Observation: given a [`FrameObserver`], the send and receive threads report every data frame
-//! they write and read ([`super::observe`]); without one they skip it at one branch per batch.
+//! they write and read ([`super::observe`]); without one, what it costs is a branch per written
+//! batch, per read and per delivered frame.
 
 pub mod receive;
 pub mod send;
