@@ -92,23 +92,24 @@ def write_trace(directory, rows, metas, parts_per_worker=1):
     return directory
 
 
-def crafted_metas(status=("complete", "complete")):
-    return {p: process_json(p, 2, 1, status=status[p], offset_ns=p * CRAFTED_OFFSET_NS) for p in (0, 1)}
+def crafted_metas(status=("complete", "complete"), offset_ns=CRAFTED_OFFSET_NS):
+    return {p: process_json(p, 2, 1, status=status[p], offset_ns=p * offset_ns) for p in (0, 1)}
 
 
 def _event(process, time_ns, kind, **columns):
     return {"process": process, "worker": process, "time_ns": time_ns, "kind": kind, **columns}
 
 
-def crafted_rows():
+def crafted_rows(offset_ns=CRAFTED_OFFSET_NS):
     """Worker 0 (process 0) runs `Source`, which sends one message to worker 1 (process 1)
     inside user activities, broadcasts one progress batch, parks and is woken; worker 1 runs
-    `Sink`, which receives both. Network events link the two processes."""
+    `Sink`, which receives both. Network events link the two processes. Process 1's clock is
+    `offset_ns` ahead of process 0's."""
     message = dict(channel=0, source_worker=0, target_worker=1, seq=0)
     progress = dict(channel=1, address=[0], source_worker=0, seq=0, records=2)
     rows = []
     for w in (0, 1):
-        t = 1_000 + w * CRAFTED_OFFSET_NS
+        t = 1_000 + w * offset_ns
         rows += [
             _event(w, t, "operator_created", operator=0, address=[0], name="Dataflow"),
             _event(w, t + 10, "operator_created", operator=1, address=[0, 1], name="Source"),
@@ -117,7 +118,7 @@ def crafted_rows():
                    source_operator=1, source_port=0, target_operator=2, target_port=0),
             _event(w, t + 40, "channel_created", channel=1, channel_kind="progress", address=[0]),
         ]  # fmt: skip
-    t0, t1 = 2_000, 2_000 + CRAFTED_OFFSET_NS
+    t0, t1 = 2_000, 2_000 + offset_ns
     rows += [
         _event(0, t0, "activity_start", name="outer"),
         _event(0, t0 + 100, "schedule_start", operator=0),
