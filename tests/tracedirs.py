@@ -178,8 +178,9 @@ def free_ports(count):
 
 
 def start_traced(program, directory, args, processes=1, flush_seconds=None):
-    """Starts the Rust example `program` (hello, wordcount, loops) with `args`, traced into
-    `directory`, as `processes` processes on loopback; returns the Popen objects."""
+    """Starts the Rust example `program` (hello, wordcount, loops, exchange) with `args`,
+    traced into `directory`, as `processes` processes on loopback; returns the Popen objects.
+    Process p's standard output goes to the file `output_file(directory, p)`."""
     binary = EXAMPLES / program
     env = dict(os.environ, TIMELY_CLUSTER_SECRET="trace-tests")
     for variable in ("TIMELY_TRACE_DIR", "TIMELY_TRACE_EVENTS", "TIMELY_TRACE_FLUSH"):
@@ -187,17 +188,22 @@ def start_traced(program, directory, args, processes=1, flush_seconds=None):
     args = [*args, "--trace", str(directory)]
     if flush_seconds is not None:
         args += ["--trace-flush", str(flush_seconds)]
-    if processes == 1:
-        return [subprocess.Popen([str(binary), *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)]
-    hostfile = Path(directory).parent / f"{Path(directory).name}.hosts"
-    hostfile.write_text("".join(f"127.0.0.1:{port}\n" for port in free_ports(processes)))
-    cluster = ["-n", str(processes), "-h", str(hostfile)]
-    return [
-        subprocess.Popen(
-            [str(binary), *args, *cluster, "-p", str(p)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
-        for p in range(processes)
-    ]
+    commands = [[str(binary), *args]]
+    if processes > 1:
+        hostfile = Path(directory).parent / f"{Path(directory).name}.hosts"
+        hostfile.write_text("".join(f"127.0.0.1:{port}\n" for port in free_ports(processes)))
+        cluster = ["-n", str(processes), "-h", str(hostfile)]
+        commands = [[str(binary), *args, *cluster, "-p", str(p)] for p in range(processes)]
+    procs = []
+    for process, command in enumerate(commands):
+        with open(output_file(directory, process), "w") as output:
+            procs.append(subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.PIPE))
+    return procs
+
+
+def output_file(directory, process):
+    """Where `start_traced` writes the standard output of `process`."""
+    return Path(directory).parent / f"{Path(directory).name}.stdout-{process}"
 
 
 def run_traced(program, directory, args, processes=1):
