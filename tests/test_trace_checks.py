@@ -274,3 +274,14 @@ def test_the_export_interpolates_clock_offsets(tmp_path):
     events = trace.perfetto_events(write_crafted(tmp_path / "t", metas=metas))
     receive = next(e for e in events if e["ph"] == "f" and e["cat"] == "message")
     assert receive["ts"] == pytest.approx((2_254 - 1_000) / 1000)
+
+
+def test_progress_flows_can_be_left_out(tmp_path):
+    path = write_crafted(tmp_path / "t")
+    events = trace.perfetto_events(path, progress=False)
+    assert sorted((e["cat"], e["ph"]) for e in events if e["ph"] in "sf") == [("message", "f"), ("message", "s")]
+    output = tmp_path / "run.json"
+    assert cli_main(["trace", "export", str(path), "--no-progress", "-o", str(output)]) == 0
+    written = json.loads(output.read_text())["traceEvents"]
+    assert len(written) == len(events) and not any(e.get("cat") == "progress" for e in written)
+    assert len(written) + 4 == len(trace.perfetto_events(path))  # two progress flows of two events

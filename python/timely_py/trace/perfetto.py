@@ -53,18 +53,20 @@ NETWORK_ARGS = ["channel_kind", "channel", "source_worker", "target_worker", "se
 Event = Dict[str, Any]
 
 
-def export_perfetto(path: PathLike, output: PathLike) -> int:
+def export_perfetto(path: PathLike, output: PathLike, *, progress: bool = True) -> int:
     """Writes the trace at ``path`` to ``output`` as trace-event JSON; returns the number of
-    trace events written."""
-    events = perfetto_events(path)
+    trace events written. ``progress=False`` leaves out the progress flows (in a run of
+    many short rounds they outnumber every other event)."""
+    events = perfetto_events(path, progress=progress)
     with open(Path(output), "w") as file:
         # json.dumps runs the C encoder; json.dump would encode piecewise in Python.
         file.write(json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}, separators=(",", ":")))
     return len(events)
 
 
-def perfetto_events(path: PathLike) -> List[Event]:
-    """The trace-event list of the trace at ``path`` (see the module's description)."""
+def perfetto_events(path: PathLike, *, progress: bool = True) -> List[Event]:
+    """The trace-event list of the trace at ``path`` (see the module's description), with
+    progress flows unless ``progress`` is false."""
     processes = metadata(path)
     table = _on_reference_clock(read(path, columns=COLUMNS), processes)
     last = {r["worker"]: r["ns_max"] for r in table.group_by("worker").aggregate([("ns", "max")]).to_pylist()}
@@ -80,7 +82,7 @@ def perfetto_events(path: PathLike) -> List[Event]:
         events += track.step(row)
     if track is not None:
         events += track.close_all()
-    return events + _network(table) + _flows(table)
+    return events + _network(table) + _flows(table, progress)
 
 
 def _on_reference_clock(table: pa.Table, processes: Dict[int, Dict[str, Any]]) -> pa.Table:
@@ -110,24 +112,25 @@ def _operator_names(table: pa.Table) -> Dict[Tuple[int, int], str]:
     return {(r["worker"], r["operator"]): r["name"] for r in created.select(["worker", "operator", "name"]).to_pylist()}
 
 
-def _flows(table: pa.Table) -> List[Event]:
-    """One ``s``/``f`` pair per data message and per progress batch's receiver seen on both
-    ends (send and receive joined on their shared key), ids unique over the trace."""
+def _flows(table: pa.Table, progress: bool) -> List[Event]:
+    """One ``s``/``f`` pair per data message and (with ``progress``) per progress batch's
+    receiver seen on both ends (send and receive joined on their shared key), ids unique
+    over the trace."""
     kind = table.column("kind").cast(pa.string())
     events: List[Event] = []
-    for name, send, receive, key, receivers in FLOWS:
+    for name, send, receive, key, receivers in FLOWS if progress else FLOWS[:1]:
         sends = _ends(table.filter(pc.equal(kind, send)), key, "s")
         receives = _ends(table.filter(pc.equal(kind, receive)), key + receivers, "f")
         pairs = sends.join(receives, keys=key).sort_by([("s_ns", "ascending"), ("f_ns", "ascending")])
-        labels = key + receivers
-        ends = ["s_pid", "s_tid", "s_ns", "f_pid", "f_tid", "f_ns"]
-        columns = [pairs.column(c).to_pylist() for c in labels + ends]
-        for flow_id, values in enumerate(zip(*columns), len(events) // 2 + 1):
-            args = dict(zip(labels, values))
-            s_pid, s_tid, s_ns, f_pid, f_tid, f_ns = values[len(labels) :]
-            common = {"name": name, "cat": name, "id": flow_id}
-            events.append({**common, "ph": "s", "pid": s_pid, "tid": s_tid, "ts": s_ns / 1000, "args": args})
-            events.append({**common, "ph": "f", "bp": "e", "pid": f_pid, "tid": f_tid, "ts": f_ns / 1000})
+        args = pairs.select(key + receivers).to_pylist()
+        ends = [pairs.column(c).to_pylist() for c in ("s_pid", "s_tid", "f_pid", "f_tid")]
+        times = [pc.divide(pc.cast(pairs.column(c), pa.float64()), 1000.0).to_pylist() for c in ("s_ns", "f_ns")]
+        first = len(events) // 2 + 1
+        for flow_id, (arg, s_pid, s_tid, f_pid, f_tid, s_ts, f_ts) in enumerate(zip(args, *ends, *times), first):
+            events.append({"name": name, "cat": name, "id": flow_id, "ph": "s", "pid": s_pid, "tid": s_tid,
+                           "ts": s_ts, "args": arg})  # fmt: skip
+            events.append({"name": name, "cat": name, "id": flow_id, "ph": "f", "bp": "e", "pid": f_pid,
+                           "tid": f_tid, "ts": f_ts})  # fmt: skip
     return events
 
 
