@@ -136,3 +136,18 @@ def test_an_unfinished_run_still_has_its_pairs_compared(tmp_path):
     metas = measured(crafted_metas(("complete", "running")), (6_000, 5_250, 10))
     kinds = {v.kind for v in trace.validate(write_crafted(tmp_path / "t", metas=metas))}
     assert kinds == {"incomplete run", "receive before send"}
+
+
+MALFORMED = [[{"offset_ns": 1}], "soon", [{"measured_at_ns": 6_000, "offset_ns": "x", "error_ns": 1}]]
+
+
+@pytest.mark.parametrize("history", MALFORMED)
+def test_malformed_clock_measurements_are_clear_errors(tmp_path, history):
+    metas = crafted_metas()
+    metas[1]["clock_history"] = history
+    path = write_crafted(tmp_path / "t", metas=metas)
+    with pytest.raises(trace.TraceFormatError, match="process 1's clock measurements are malformed"):
+        trace.corrected(trace.read(path), path)
+    violations = trace.validate(path)
+    assert [v.kind for v in violations] == ["bad metadata"]
+    assert "times across processes are not compared" in violations[0].message

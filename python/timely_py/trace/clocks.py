@@ -31,7 +31,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .reader import PathLike, metadata
+from .reader import PathLike, TraceFormatError, metadata
 
 Metadata = Dict[int, Dict[str, Any]]
 
@@ -54,7 +54,8 @@ def corrected(table: pa.Table, path: PathLike) -> pa.Table:
     it, and ``clock_error_ns``, how far the corrected time may be from the truth (0 on
     process 0; null on a process whose clock was never measured, whose times stay as they
     are). One worker's corrected times keep their order. Raises ``ValueError`` when the
-    table lacks ``process`` or ``time_ns``.
+    table lacks ``process`` or ``time_ns``, and :class:`~timely_py.trace.TraceFormatError`
+    (a ``ValueError`` too) when a process's clock measurements are malformed.
     """
     missing = [c for c in ("process", "time_ns") if c not in table.schema.names]
     if missing:
@@ -92,9 +93,12 @@ def _samples(meta: Dict[str, Any], process: int) -> List[Tuple[int, int, int]]:
         return []
     history = meta.get("clock_history") or []
     latest = meta.get("clock") or {}
-    if not history and int(latest.get("error_ns", 0)) > 0:
+    if not history and isinstance(latest, dict) and latest.get("error_ns", 0) != 0:
         history = [latest]  # a writer that keeps only the latest measurement
-    samples = [(int(s["measured_at_ns"]), int(s["offset_ns"]), int(s["error_ns"])) for s in history]
+    try:
+        samples = [(int(s["measured_at_ns"]), int(s["offset_ns"]), int(s["error_ns"])) for s in history]
+    except (KeyError, TypeError, ValueError) as error:
+        raise TraceFormatError(f"process {process}'s clock measurements are malformed: {error!r}") from error
     return sorted(samples)
 
 
@@ -124,20 +128,24 @@ def _segment_of_rows(
             "process": pa.concat_arrays([process, pa.array([p for p, _ in measured], pa.int64())]),
             "time": pa.concat_arrays([times, pa.array([at for _, at in measured], pa.int64())]),
             # Measurements sort before rows of equal time: a measurement at t applies to t.
-            "is_row": pa.array([1] * n + [0] * len(measured), pa.int8()),
-            "row": pa.array(list(range(n)) + [-1] * len(measured), pa.int64()),
+            "is_row": pa.concat_arrays([_repeat(1, n), _repeat(0, len(measured))]),
         }
     )
     keys = [("process", "ascending"), ("time", "ascending"), ("is_row", "ascending")]
-    ordered = combined.take(pc.sort_indices(combined, sort_keys=keys))
-    is_row = pc.equal(ordered.column("is_row"), 1)
+    order = pc.sort_indices(combined, sort_keys=keys)  # positions below n are rows
+    is_row = pc.less(order, n)
     measured_so_far = pc.cumulative_sum(pc.cast(pc.invert(is_row), pa.int64()))
     # The count includes the measurements of earlier processes, each of which also has one
     # segment more than it has measurements: subtract the first, add the second.
     earlier = {p: sum(len(samples[q]) for q in samples if q < p) for p in samples}
-    shift = _per_process({p: first[p] - earlier[p] for p in first}, ordered.column("process"))
+    shift = _per_process({p: first[p] - earlier[p] for p in first}, pc.take(combined.column("process"), order))
     segment = pc.filter(pc.add(measured_so_far, shift), is_row)
-    return pc.take(segment, pc.sort_indices(pc.filter(ordered.column("row"), is_row)))
+    return pc.take(segment, pc.sort_indices(pc.filter(order, is_row)))
+
+
+def _repeat(value: int, count: int) -> pa.Array:
+    """``count`` copies of the int8 ``value``."""
+    return pa.repeat(pa.scalar(value, pa.int8()), count)
 
 
 def _per_process(values: Dict[int, int], process: Any) -> pa.Array:
