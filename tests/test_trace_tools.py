@@ -291,6 +291,13 @@ def assert_flows(events, kinds, processes):
     by_category = Counter(pair["s"]["cat"] for pair in flows.values())
     assert by_category == {"message": kinds["message_send"], "progress": kinds["progress_recv"]}
     per_process = processes[0]["workers_per_process"]
+    batches = Counter(
+        tuple(pair["s"]["args"][k] for k in ("channel", "source_worker", "seq"))
+        for pair in flows.values()
+        if pair["s"]["cat"] == "progress"
+    )
+    assert len(batches) == kinds["progress_send"]
+    assert set(batches.values()) == {per_process * len(processes)}  # every worker receives every batch
     slack = max(m["clock"]["error_ns"] for m in processes.values()) / 1000 + 1e-3
     for pair in flows.values():
         send, receive = pair["s"], pair["f"]
