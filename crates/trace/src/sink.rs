@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
 use crate::batch::Row;
-use crate::schema::Kind;
+use crate::schema::{ChannelKind, Kind};
 use crate::writer::Command;
 
 /// Turns one of a recorder's events into its row; the first argument is the global index of
@@ -175,10 +175,11 @@ pub struct NetworkEvent {
 }
 
 impl NetworkEvent {
-    /// The event's row.
-    pub fn row(&self) -> Row<'static> {
+    /// The event's row, for a channel that carries `channel_kind`.
+    pub fn row(&self, channel_kind: Option<ChannelKind>) -> Row<'static> {
         Row {
             channel: Some(self.channel),
+            channel_kind,
             source_worker: Some(self.source_worker),
             target_worker: Some(self.target_worker),
             seq: Some(self.seq),

@@ -21,7 +21,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use crate::batch::{EventBatch, Row};
 use crate::files::Files;
 use crate::metadata::{ClockSample, ProcessMetadata, Status};
-use crate::schema::{EventClasses, Kind};
+use crate::schema::{ChannelKind, EventClass, EventClasses, Kind};
 use crate::sink::{NetworkEvent, NetworkSink, PendingEvents, ToRow, WorkerSink};
 
 /// Receives every batch of events with the global index of the worker that recorded it.
@@ -97,7 +97,7 @@ impl TraceWriter {
             files,
             callback: config.callback,
             error: None,
-            rows: Rows { classes: config.classes, batch: EventBatch::new(), waits: HashMap::new() },
+            rows: Rows::new(config.classes),
             network: network.clone(),
             collect_every: config.flush_interval / 2,
         };
@@ -174,6 +174,10 @@ impl ClockRecorder {
     }
 }
 
+/// Collections a network event waits for the creation of its channel before it is written
+/// without the channel's kind.
+const UNRESOLVED_COLLECTIONS: u32 = 8;
+
 /// Turns events into batches of rows, on the writer thread.
 struct Rows {
     classes: EventClasses,
@@ -183,9 +187,26 @@ struct Rows {
     /// stamped earlier), so each wait is written before the first event stamped after its
     /// start, or when its worker is done.
     waits: HashMap<usize, Vec<(i64, i64)>>,
+    /// What each channel carries, from the `channel_created` rows of this process's workers:
+    /// network events name only the channel.
+    channel_kinds: HashMap<i64, ChannelKind>,
+    /// Network events whose channel no worker of this process has created yet (a frame can
+    /// arrive before the dataflow it belongs to is built here), with the collections they
+    /// have waited.
+    unresolved: Vec<(NetworkEvent, u32)>,
 }
 
 impl Rows {
+    fn new(classes: EventClasses) -> Self {
+        Rows {
+            classes,
+            batch: EventBatch::new(),
+            waits: HashMap::new(),
+            channel_kinds: HashMap::new(),
+            unresolved: Vec::new(),
+        }
+    }
+
     /// The rows of a worker's hand-over, if any.
     fn of_worker(
         &mut self,
@@ -196,12 +217,15 @@ impl Rows {
     ) -> Option<RecordBatch> {
         let pending = self.waits.entry(worker).or_default();
         pending.extend(waits);
-        let (classes, batch) = (self.classes, &mut self.batch);
+        let (classes, batch, kinds) = (self.classes, &mut self.batch, &mut self.channel_kinds);
         events.rows(&mut |row| {
             if classes.records(row.kind) {
                 let due = pending.partition_point(|(started, _)| *started <= row.time_ns);
                 pending.drain(..due).for_each(|wait| batch.push(&wait_row(wait)));
                 batch.push(row);
+                if let (Kind::ChannelCreated, Some(channel), Some(kind)) = (row.kind, row.channel, row.channel_kind) {
+                    kinds.insert(channel, kind);
+                }
             }
         });
         if last {
@@ -210,17 +234,30 @@ impl Rows {
         (!batch.is_empty()).then(|| batch.finish())
     }
 
-    /// The rows of network events, one batch per worker, in worker order.
-    fn of_network(&mut self, mut events: Vec<NetworkEvent>) -> Vec<(usize, RecordBatch)> {
+    /// The rows of network events (and of those left unresolved before), one batch per
+    /// worker, in worker order. Events of channels not created here yet wait for a later
+    /// collection, unless this is the last one or channels are not recorded.
+    fn of_network(&mut self, events: Vec<NetworkEvent>, last: bool) -> Vec<(usize, RecordBatch)> {
         if !self.classes.records(Kind::NetworkSendStart) {
             return Vec::new();
         }
-        events.sort_by_key(|event| (event.worker, event.time_ns));
-        events
-            .chunk_by(|a, b| a.worker == b.worker)
+        let wait = !last && self.classes.contains(EventClass::Operators);
+        let mut ready = Vec::with_capacity(events.len());
+        let earlier = std::mem::take(&mut self.unresolved);
+        for (event, waited) in earlier.into_iter().chain(events.into_iter().map(|event| (event, 0))) {
+            let kind = self.channel_kinds.get(&event.channel).copied();
+            if kind.is_none() && wait && waited < UNRESOLVED_COLLECTIONS {
+                self.unresolved.push((event, waited + 1));
+            } else {
+                ready.push((event, kind));
+            }
+        }
+        ready.sort_by_key(|(event, _)| (event.worker, event.time_ns));
+        ready
+            .chunk_by(|(a, _), (b, _)| a.worker == b.worker)
             .map(|chunk| {
-                chunk.iter().for_each(|event| self.batch.push(&event.row()));
-                (chunk[0].worker, self.batch.finish())
+                chunk.iter().for_each(|(event, kind)| self.batch.push(&event.row(*kind)));
+                (chunk[0].0.worker, self.batch.finish())
             })
             .collect()
     }
@@ -249,7 +286,7 @@ impl WriterState {
             let now = Instant::now();
             if now >= next_collection {
                 next_collection = now + self.collect_every;
-                let collected = self.collect_network();
+                let collected = self.collect_network(false);
                 self.note(collected);
             }
             if self.files_due().is_some_and(|due| due <= now) {
@@ -275,7 +312,7 @@ impl WriterState {
     }
 
     fn finish(&mut self, status: Status, end_time_ns: i64) -> io::Result<()> {
-        let collected = self.collect_network();
+        let collected = self.collect_network(true);
         self.note(collected);
         let status = if self.error.is_some() { Status::Failed } else { status };
         if let Some(files) = &mut self.files {
@@ -293,13 +330,11 @@ impl WriterState {
         }
     }
 
-    /// Writes the network events recorded since the last collection.
-    fn collect_network(&mut self) -> io::Result<()> {
+    /// Writes the network events recorded since the last collection (`last`: and every one
+    /// still waiting for its channel).
+    fn collect_network(&mut self, last: bool) -> io::Result<()> {
         let events = self.network.take();
-        if events.is_empty() {
-            return Ok(());
-        }
-        for (worker, batch) in self.rows.of_network(events) {
+        for (worker, batch) in self.rows.of_network(events, last) {
             self.write(worker, &batch)?;
         }
         Ok(())

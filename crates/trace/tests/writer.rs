@@ -11,7 +11,7 @@ use arrow_array::types::Int64Type;
 use arrow_array::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use timely_trace::{
-    ClockSample, EventClass, EventClasses, Kind, NetworkEvent, ProcessMetadata, Row, Status, TraceConfig,
+    ChannelKind, ClockSample, EventClass, EventClasses, Kind, NetworkEvent, ProcessMetadata, Row, Status, TraceConfig,
     TraceWriter, WorkerSink,
 };
 
@@ -55,11 +55,16 @@ fn times(batches: &[RecordBatch]) -> Vec<i64> {
     batches.iter().flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec()).collect()
 }
 
-/// A test's events: time, kind and operator.
+/// A test's events: time, kind and operator (for `channel_created`: the id of a data channel).
 type Event = (i64, Kind, Option<i64>);
 
 fn to_row(_worker: usize, event: &Event) -> Row<'_> {
-    Row { operator: event.2, ..Row::new(event.0, event.1) }
+    match event.1 {
+        Kind::ChannelCreated => {
+            Row { channel: event.2, channel_kind: Some(ChannelKind::Data), ..Row::new(event.0, event.1) }
+        }
+        _ => Row { operator: event.2, ..Row::new(event.0, event.1) },
+    }
 }
 
 fn schedule(time: i64, operator: i64) -> Event {
@@ -304,10 +309,12 @@ fn a_wait_is_recorded_in_time_order_among_rows_stamped_before_it() {
 }
 
 #[test]
-fn network_events_go_to_their_workers_partitions() {
+fn network_events_go_to_their_workers_partitions_with_their_channels_kind() {
     let dir = tempfile::tempdir().unwrap();
     let writer = TraceWriter::start(TraceConfig::new(Some(dir.path().into()), now), metadata(1), 2).unwrap();
     let network = writer.network_sink();
+    let mut creator = Recorder::new(&writer, 5, 1);
+    creator.push((0, Kind::ChannelCreated, Some(4)));
     let frame = |time_ns, kind, worker| NetworkEvent {
         time_ns,
         kind,
@@ -326,6 +333,7 @@ fn network_events_go_to_their_workers_partitions() {
         })
         .collect();
     threads.into_iter().for_each(|thread| thread.join().unwrap());
+    drop(creator);
     writer.finish(Status::Complete).unwrap();
     let process = dir.path().join("process=1");
     for worker in [2, 3] {
@@ -333,7 +341,30 @@ fn network_events_go_to_their_workers_partitions() {
         assert_eq!(times(&batches), (0..500).collect::<Vec<_>>(), "worker {worker}");
         let bytes = batches[0].column_by_name("bytes").unwrap().as_primitive::<Int64Type>();
         assert_eq!(bytes.value(0), 100);
+        let kinds = batches[0].column_by_name("channel_kind").unwrap().as_string::<i32>();
+        assert!(kinds.iter().all(|kind| kind == Some("data")), "worker {worker}");
     }
+}
+
+#[test]
+fn network_events_of_channels_never_created_are_written_without_a_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = TraceWriter::start(TraceConfig::new(Some(dir.path().into()), now), metadata(0), 1).unwrap();
+    let frame = NetworkEvent {
+        time_ns: 3,
+        kind: Kind::NetworkRecvEnd,
+        worker: 0,
+        channel: 9,
+        source_worker: 1,
+        target_worker: 0,
+        seq: 0,
+        bytes: 48,
+    };
+    writer.network_sink().record(frame);
+    writer.finish(Status::Complete).unwrap();
+    let batches = read_dir(&dir.path().join("process=0/worker=0"));
+    assert_eq!(times(&batches), vec![3]);
+    assert!(batches[0].column_by_name("channel_kind").unwrap().is_null(0));
 }
 
 #[test]
