@@ -315,3 +315,39 @@ def test_process_module_runs_the_cli(traces):
         env=dict(os.environ),
     )
     assert (result.returncode, result.stdout.strip()) == (0, "no violations")
+
+
+# --- network events ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["hello-2p", "wordcount-2p", "exchange-2p", "hello-2p1w"])
+def test_every_message_that_crosses_processes_has_its_network_events_in_order(traces, name):
+    """Each data message and progress batch sent to another process is framed once: its
+    network_send_start follows its send on the sender, its network_recv_end precedes its
+    receive on the receiver (same process, same clock), and the frames carry bytes."""
+    table = trace.read(traces[name])
+    per_process = trace.metadata(traces[name])[0]["workers_per_process"]
+    rows = defaultdict(list)
+    for row in table.to_pylist():
+        rows[row["kind"]].append(row)
+    assert rows["network_send_start"] and all(r["bytes"] > 0 for r in rows["network_send_start"])
+    process_of = lambda worker: worker // per_process  # noqa: E731
+    sent = {(r["channel"], r["source_worker"], r["target_worker"], r["seq"]): r for r in rows["network_send_start"]}
+    received = {(r["channel"], r["source_worker"], r["target_worker"], r["seq"]): r for r in rows["network_recv_end"]}
+    assert len(sent) == len(rows["network_send_start"]) and len(received) == len(rows["network_recv_end"])
+    crossing = [r for r in rows["message_send"] if process_of(r["source_worker"]) != process_of(r["target_worker"])]
+    for message in crossing:
+        key = (message["channel"], message["source_worker"], message["target_worker"], message["seq"])
+        assert sent[key]["channel_kind"] == "data" and message["time_ns"] <= sent[key]["time_ns"], key
+    arrivals = {(r["channel"], r["source_worker"], r["target_worker"], r["seq"]): r for r in rows["message_recv"]}
+    for key, frame in received.items():
+        if frame["channel_kind"] == "data":
+            assert frame["time_ns"] <= arrivals[key]["time_ns"], key
+    workers = workers_of(name)
+    for batch in rows["progress_send"]:
+        remote = {process_of(w) for w in range(workers)} - {process_of(batch["source_worker"])}
+        for process in remote:
+            key = (batch["channel"], batch["source_worker"], process * per_process, batch["seq"])
+            assert sent[key]["channel_kind"] == "progress" and batch["time_ns"] <= sent[key]["time_ns"], key
+    data_frames = sum(1 for r in rows["network_send_start"] if r["channel_kind"] == "data")
+    assert data_frames == len(crossing)
