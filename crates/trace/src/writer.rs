@@ -223,7 +223,9 @@ impl Rows {
                 let due = pending.partition_point(|(started, _)| *started <= row.time_ns);
                 pending.drain(..due).for_each(|wait| batch.push(&wait_row(wait)));
                 batch.push(row);
-                if let (Kind::ChannelCreated, Some(channel), Some(kind)) = (row.kind, row.channel, row.channel_kind) {
+                if let (Kind::ChannelCreated, Some(channel), Some(kind)) =
+                    (row.kind, row.channel, row.channel_kind)
+                {
                     kinds.insert(channel, kind);
                 }
             }

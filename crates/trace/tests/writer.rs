@@ -11,8 +11,8 @@ use arrow_array::types::Int64Type;
 use arrow_array::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use timely_trace::{
-    ChannelKind, ClockSample, EventClass, EventClasses, Kind, NetworkEvent, ProcessMetadata, Row, Status, TraceConfig,
-    TraceWriter, WorkerSink,
+    ChannelKind, ClockSample, EventClass, EventClasses, Kind, NetworkEvent, ProcessMetadata, Row, Status,
+    TraceConfig, TraceWriter, WorkerSink,
 };
 
 fn now() -> i64 {

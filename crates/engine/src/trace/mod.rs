@@ -120,4 +120,3 @@ fn hand_over(sink: &mut WorkerSink<Timestamped>, events: &mut Vec<Timestamped>, 
 
 /// A worker about to park hands its rows over if they have waited this long.
 const PARK_HAND_OVER: Duration = Duration::from_millis(100);
-

@@ -74,4 +74,3 @@ fn row(worker: usize, time: i64, event: &Event) -> Row<'_> {
         Event::Shutdown { id } => Row { operator: int(*id), ..Row::new(time, Kind::OperatorShutdown) },
     }
 }
-
