@@ -121,9 +121,11 @@ impl<T> Sparse<T> {
 }
 
 impl Sparse<i64> {
-    fn finish(&mut self, rows: usize) -> ArrayRef {
+    /// The column as an array; `nulls` is an all-null array of `rows` rows, shared by the
+    /// columns that have no value.
+    fn finish(&mut self, rows: usize, nulls: &ArrayRef) -> ArrayRef {
         if self.cells.is_empty() {
-            return new_null_array(&DataType::Int64, rows);
+            return Arc::clone(nulls);
         }
         let nulls = self.nulls(rows);
         let mut values = vec![0i64; rows];
@@ -231,6 +233,7 @@ impl EventBatch {
     /// The gathered rows as a `RecordBatch`; the batch is empty afterwards.
     pub fn finish(&mut self) -> RecordBatch {
         let rows = self.len();
+        let no_ints = new_null_array(&DataType::Int64, rows);
         let names = StringArray::from_iter_values(Kind::ALL.iter().map(|k| k.name()));
         let codes = Int8Array::new(std::mem::take(&mut self.kind).into(), None);
         let kind = DictionaryArray::<Int8Type>::try_new(codes, Arc::new(names))
@@ -238,22 +241,22 @@ impl EventBatch {
         let columns: Vec<ArrayRef> = vec![
             Arc::new(Int64Array::new(std::mem::take(&mut self.time_ns).into(), None)),
             Arc::new(kind),
-            self.operator.finish(rows),
+            self.operator.finish(rows, &no_ints),
             self.finish_addresses(rows),
             self.name.finish_strings(rows),
-            self.channel.finish(rows),
+            self.channel.finish(rows, &no_ints),
             self.channel_kind.finish_strings(rows),
-            self.source_worker.finish(rows),
-            self.target_worker.finish(rows),
-            self.source_operator.finish(rows),
-            self.source_port.finish(rows),
-            self.target_operator.finish(rows),
-            self.target_port.finish(rows),
-            self.seq.finish(rows),
-            self.records.finish(rows),
-            self.bytes.finish(rows),
+            self.source_worker.finish(rows, &no_ints),
+            self.target_worker.finish(rows, &no_ints),
+            self.source_operator.finish(rows, &no_ints),
+            self.source_port.finish(rows, &no_ints),
+            self.target_operator.finish(rows, &no_ints),
+            self.target_port.finish(rows, &no_ints),
+            self.seq.finish(rows, &no_ints),
+            self.records.finish(rows, &no_ints),
+            self.bytes.finish(rows, &no_ints),
             self.useful.finish_booleans(rows),
-            self.duration_ns.finish(rows),
+            self.duration_ns.finish(rows, &no_ints),
             self.wake.finish_strings(rows),
         ];
         RecordBatch::try_new(schema(), columns).expect("the columns follow the schema")

@@ -109,8 +109,9 @@ impl Files {
 
 /// How trace files are encoded, chosen for the writer thread's speed as much as for size
 /// (`cargo bench --bench trace_writer`): integer columns delta-encoded without dictionaries
-/// (ids and sequence numbers repeat in runs, times grow), string columns with dictionaries,
-/// Zstandard level 1 over both, and statistics only for `time_ns` (readers skip files by
+/// (ids and sequence numbers repeat in runs, times grow), `kind` plain (a dictionary would
+/// intern every row's name; Zstandard packs the repeats as well), the other string columns
+/// with dictionaries, Zstandard level 1 over all, and statistics only for `time_ns` (readers skip files by
 /// time range; the other columns are partitioned or cheap to scan).
 fn writer_properties() -> WriterProperties {
     let mut properties = WriterProperties::builder()
@@ -124,7 +125,7 @@ fn writer_properties() -> WriterProperties {
             .set_column_dictionary_enabled(column.clone(), false)
             .set_column_encoding(column, Encoding::DELTA_BINARY_PACKED);
     }
-    properties.build()
+    properties.set_column_dictionary_enabled(ColumnPath::from("kind"), false).build()
 }
 
 impl OpenFile {
