@@ -351,3 +351,10 @@ def test_every_message_that_crosses_processes_has_its_network_events_in_order(tr
             assert sent[key]["channel_kind"] == "progress" and batch["time_ns"] <= sent[key]["time_ns"], key
     data_frames = sum(1 for r in rows["network_send_start"] if r["channel_kind"] == "data")
     assert data_frames == len(crossing)
+
+
+def test_the_network_class_switches_network_events_off(programs, tmp_path):
+    path = run_traced("hello", tmp_path / "t", ["30", "--quiet", "-w", "2", "--trace-events", "all,-network"], 2)
+    kinds = Counter(trace.read(path, columns=["kind"]).column("kind").to_pylist())
+    assert kinds["progress_send"] > 0 and kinds["network_send_start"] == kinds["network_recv_end"] == 0
+    assert trace.validate(path) == []
