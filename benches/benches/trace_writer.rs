@@ -12,7 +12,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use timely_engine::logging::{Event, Timestamped, Wake, FLUSH_AT};
 use timely_engine::trace::event_row;
-use timely_trace::{ClockSample, EventClasses, ProcessMetadata, Status, TraceConfig, TraceWriter};
+use timely_trace::{ProcessMetadata, Status, TraceConfig, TraceWriter};
 
 const EVENTS: usize = 200_000;
 
@@ -60,22 +60,7 @@ fn workload() -> Vec<Timestamped> {
 }
 
 fn metadata() -> ProcessMetadata {
-    ProcessMetadata {
-        format_version: timely_trace::FORMAT_VERSION,
-        engine_version: "bench".into(),
-        program: "trace_writer".into(),
-        argv: vec![],
-        process: 0,
-        processes: 1,
-        workers_per_process: 1,
-        start_time_ns: now(),
-        flush_interval_ns: 1_000_000_000,
-        event_classes: EventClasses::all().names().iter().map(|s| s.to_string()).collect(),
-        status: Status::Running,
-        end_time_ns: None,
-        clock: ClockSample::default(),
-        clock_history: vec![],
-    }
+    ProcessMetadata::starting(0, 1, 1, now(), vec!["trace_writer".into()])
 }
 
 /// Hands `events` over in worker-sized vectors and waits for the writer to finish.

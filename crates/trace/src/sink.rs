@@ -114,14 +114,17 @@ impl<E: Send + 'static> WorkerSink<E> {
         }
         let spare = self.spares.1.try_recv().unwrap_or_else(|_| Vec::with_capacity(events.capacity()));
         let events = std::mem::replace(events, spare);
-        self.ship(events, false);
-    }
-
-    fn ship(&mut self, events: Vec<E>, last: bool) {
         let pending =
             Pending { worker: self.worker, events, to_row: self.to_row, spares: self.spares.0.clone() };
+        self.ship(Box::new(pending), false);
+    }
+}
+
+impl<E> WorkerSink<E> {
+    /// Sends `events` with the waits not yet shipped; records a wait if the queue is full.
+    fn ship(&mut self, events: Box<dyn PendingEvents>, last: bool) {
         let waits = std::mem::take(&mut self.waits);
-        let command = Command::Events { worker: self.worker, events: Box::new(pending), waits, last };
+        let command = Command::Events { worker: self.worker, events, waits, last };
         let command = match self.sender.try_send(command) {
             Ok(()) | Err(TrySendError::Disconnected(_)) => return,
             Err(TrySendError::Full(command)) => command,
@@ -136,10 +139,7 @@ impl<E> Drop for WorkerSink<E> {
     /// Ships the waits not yet shipped (a wait for this last shipment cannot be recorded),
     /// and tells the writer this worker is done.
     fn drop(&mut self) {
-        let waits = std::mem::take(&mut self.waits);
-        let pending = NoEvents;
-        let command = Command::Events { worker: self.worker, events: Box::new(pending), waits, last: true };
-        let _ = self.sender.send(command);
+        self.ship(Box::new(NoEvents), true);
     }
 }
 

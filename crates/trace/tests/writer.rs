@@ -21,20 +21,8 @@ fn now() -> i64 {
 
 fn metadata(process: usize) -> ProcessMetadata {
     ProcessMetadata {
-        format_version: timely_trace::FORMAT_VERSION,
-        engine_version: "test".into(),
-        program: "writer-test".into(),
-        argv: vec!["writer-test".into()],
-        process,
-        processes: 1,
-        workers_per_process: 2,
-        start_time_ns: now(),
-        flush_interval_ns: 1_000_000_000,
-        event_classes: EventClasses::all().names().iter().map(|s| s.to_string()).collect(),
-        status: Status::Running,
-        end_time_ns: None,
         clock: ClockSample::default(),
-        clock_history: vec![],
+        ..ProcessMetadata::starting(process, 1, 2, now(), vec!["writer-test".into()])
     }
 }
 

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use timely_communication::{clock, Config, FrameObserver};
-use timely_trace::{ClockSample, EventClass, ProcessMetadata, Status, TraceConfig, TraceWriter, WorkerSink};
+use timely_trace::{EventClass, ProcessMetadata, Status, TraceConfig, TraceWriter, WorkerSink};
 
 pub use frames::FrameRecorder;
 pub use rows::event_row;
@@ -45,20 +45,10 @@ impl ProcessTrace {
         let program = settings.program.clone().or_else(|| argv.first().cloned()).unwrap_or_default();
         let start_time_ns = clock::now_ns();
         let metadata = ProcessMetadata {
-            format_version: timely_trace::FORMAT_VERSION,
-            engine_version: env!("CARGO_PKG_VERSION").to_string(),
             program,
-            argv,
-            process,
-            processes,
-            workers_per_process: workers,
-            start_time_ns,
             flush_interval_ns: settings.flush_interval.as_nanos() as i64,
             event_classes: settings.classes.names().into_iter().map(String::from).collect(),
-            status: Status::Running,
-            end_time_ns: None,
-            clock: ClockSample { offset_ns: 0, error_ns: 0, measured_at_ns: start_time_ns },
-            clock_history: Vec::new(),
+            ..ProcessMetadata::starting(process, processes, workers, start_time_ns, argv)
         };
         let mut config = TraceConfig::new(settings.directory, clock::now_ns);
         config.callback = settings.callback;
