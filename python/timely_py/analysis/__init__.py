@@ -1,0 +1,11 @@
+"""Critical-path analysis of timely_py traces on Spark (PySpark); contract: ``docs/critical-path.md``.
+
+The pipeline of Sager's thesis (chapters 3 to 5) over the trace format of
+``docs/trace-format.md``: clock-skew correction, activity construction, wait-state analysis,
+slicing, the critical path per slice, and profiles. It reads traces only through the format,
+never the engine.
+"""
+
+from .session import JavaMissingError, get_session
+
+__all__ = ["JavaMissingError", "get_session"]
