@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from typing import TYPE_CHECKING, Dict, Mapping, Optional
 
 if TYPE_CHECKING:  # pragma: no cover - imported for annotations only
@@ -101,6 +102,9 @@ def get_session(
     require_java()
     from pyspark.sql import SparkSession
 
+    # Spark's Python workers run this interpreter, which has timely_py (the kernels) installed,
+    # unless the caller chose another with PYSPARK_PYTHON.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
     for key, value in session_settings(master, conf).items():
         builder = builder.config(key, value)
