@@ -6,6 +6,16 @@ slicing, the critical path per slice, and profiles. It reads traces only through
 never the engine.
 """
 
-from .session import JavaMissingError, get_session
+from .pipeline import AnalysisResult, Contributor, analyze
+from .session import JavaMissingError, MissingDependencyError, get_session
+from .slicing import parse_duration
 
-__all__ = ["JavaMissingError", "get_session"]
+__all__ = [
+    "AnalysisResult",
+    "Contributor",
+    "JavaMissingError",
+    "MissingDependencyError",
+    "analyze",
+    "get_session",
+    "parse_duration",
+]

@@ -36,7 +36,11 @@ LOG_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.pr
 DEFAULT_MASTER = "local[*]"
 
 
-class JavaMissingError(RuntimeError):
+class MissingDependencyError(OSError):
+    """Something the analysis runs on is not installed (an OSError: the environment's fault)."""
+
+
+class JavaMissingError(MissingDependencyError):
     """PySpark needs a Java runtime and none was found."""
 
 
@@ -100,7 +104,12 @@ def get_session(
     if spark is not None:
         return spark
     require_java()
-    from pyspark.sql import SparkSession
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as error:
+        raise MissingDependencyError(
+            f"the analysis needs PySpark ({error}); install it with: pip install 'timely_py[analysis]'"
+        ) from error
 
     # Spark's Python workers run this interpreter, which has timely_py (the kernels) installed,
     # unless the caller chose another with PYSPARK_PYTHON.
