@@ -3,10 +3,8 @@
 This module owns the order of the stages, what is cached between them, the tables written
 to ``out`` and the small result object returned. It must not implement a stage (each has
 its own module) and it prints nothing: progress goes to the ``progress`` callback.
-
->>> result = analyze(trace_dir, out="analysis", slice="1s")   # doctest: +SKIP
->>> result.top[0]
-Contributor(name='Join', type='operator', critical_ns=..., share=...)
+For example, ``analyze("trace", out="analysis", slice="100ms").top[0]`` is the largest
+contributor to the critical path, a :class:`Contributor`.
 """
 
 from __future__ import annotations
