@@ -70,7 +70,11 @@ def test_a_park_ended_by_a_message_is_a_wait_until_the_message_arrived():
 
 
 def test_a_park_no_message_ended_is_waiting_for_input():
-    rows = [row("operator", 0, 10, useful=True), row("park", 20, 100, wake="activation"), row("operator", 110, 130, useful=True)]
+    rows = [
+        row("operator", 0, 10, useful=True),
+        row("park", 20, 100, wake="activation"),
+        row("operator", 110, 130, useful=True),
+    ]
     assert waits_of(rows) == [("waiting_for_input", 10, 110, None)]
 
 
@@ -144,7 +148,9 @@ def test_the_path_crosses_over_the_message_that_ended_a_wait_and_splits_the_send
     ]  # fmt: skip
     path = critical_path(rows, 0)
     assert edges(path) == [
-        ("operator", 0, 70, 100), ("unknown", 0, 60, 70), ("operator", 0, 0, 60),
+        ("operator", 0, 70, 100),
+        ("unknown", 0, 60, 70),
+        ("operator", 0, 0, 60),
     ]  # worker 0 is running and not waiting at the end: the lowest such worker starts
     rows[1] = act(0, "operator", 70, 90, name="Tail")
     assert edges(critical_path(rows, 0)) == [

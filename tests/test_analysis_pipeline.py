@@ -89,7 +89,11 @@ def test_slices_cut_activities_at_their_boundaries(three):
     assert path_of(three, 1) == [("operator", 0, 1000, 1050), ("waiting_for_input", 0, 550, 1000)]
     assert path_of(three, 2) == [("operator", 0, 1050, 1100)]
     slices = table(three, "slices", ["slice"])
-    assert [(r["start"], r["end"], r["complete"]) for r in slices] == [(50, 550, True), (550, 1050, True), (1050, 1100, True)]
+    assert [(r["start"], r["end"], r["complete"]) for r in slices] == [
+        (50, 550, True),
+        (550, 1050, True),
+        (1050, 1100, True),
+    ]
     assert all(r["critical_ns"] == r["length_ns"] for r in slices)
     assert three.slices == 3 and three.slice_ns == 500
 

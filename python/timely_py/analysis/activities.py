@@ -181,4 +181,3 @@ def _timed(joined: "DataFrame") -> "DataFrame":
         F.when(local, F.lit(0)).otherwise(F.col("net_recv") - F.col("net_send")).alias("transfer_ns"),
         F.when(known, F.col("read") - arrival).alias("recv_buffer_ns"),
     )  # fmt: skip
-

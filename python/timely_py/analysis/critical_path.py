@@ -122,7 +122,9 @@ def critical_path(rows: List[Row], slice_index: int) -> List[Row]:
             continue
         else:
             left = max(row["start"], start)
-            walk.add(row["type"], left, t, worker, operator=row["operator"], name=row["name"], activity_id=row["activity_id"])
+            walk.add(
+                row["type"], left, t, worker, operator=row["operator"], name=row["name"], activity_id=row["activity_id"]
+            )
         stalled, t = 0, left
     walk.complete = t <= start
     for edge in walk.edges:
@@ -137,6 +139,6 @@ def slice_critical_path(table: pa.Table) -> pa.Table:
     return pa.Table.from_pylist(edges, schema=CRITICAL_PATH)
 
 
-def critical_paths(sliced: "DataFrame", kernel: Any = slice_critical_path) -> "DataFrame":
-    """Every slice's critical path (:data:`.schemas.CRITICAL_PATH`), ``kernel`` run once per slice."""
-    return sliced.groupBy("slice").applyInArrow(kernel, spark_schema(CRITICAL_PATH))
+def critical_paths(sliced: "DataFrame") -> "DataFrame":
+    """Every slice's critical path (:data:`.schemas.CRITICAL_PATH`), the kernel run once per slice."""
+    return sliced.groupBy("slice").applyInArrow(slice_critical_path, spark_schema(CRITICAL_PATH))

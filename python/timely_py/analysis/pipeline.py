@@ -10,10 +10,14 @@ contributor to the critical path, a :class:`Contributor`.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Union
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from . import activities as acts
 from .clocks import correct_clocks
@@ -81,11 +85,19 @@ def build_activities(spark: "SparkSession", trace_dir: Union[str, "os.PathLike[s
         "instants": acts.instants(events),
     }
     communications = acts.communications(events, info.workers_per_process).cache()
-    names = spark.createDataFrame([(op, name) for op, (name, _) in table.items()] or [(-1, "")], "operator long, op_name string")
+    names = spark.createDataFrame(
+        [(op, name) for op, (name, _) in table.items()] or [(-1, "")], "operator long, op_name string"
+    )
     activities = wait_states(worker_rows(pieces, communications)).join(F.broadcast(names), "operator", "left")
     activities = activities.withColumn("name", F.coalesce("name", "op_name")).drop("op_name")
     origin = events.agg(F.min("t")).first()[0]
-    return {"info": info, "events": events, "communications": communications, "activities": activities, "origin": origin}
+    return {
+        "info": info,
+        "events": events,
+        "communications": communications,
+        "activities": activities,
+        "origin": origin,
+    }
 
 
 def analyze(
@@ -118,18 +130,18 @@ def analyze(
     path = critical_paths(sliced).cache()
     path.count()
     started = _stage(progress, "slices and critical paths", started)
-    tables = {"communications": built["communications"], "activities": activities, "critical_path": path}
-    tables.update(all_profiles(sliced, path, built["info"].workers))
-    written = _write(tables, Path(out))
+    large = {"communications": built["communications"], "activities": activities, "critical_path": path}
+    written = _write_large(large, Path(out))
+    small = {name: frame.toArrow() for name, frame in all_profiles(sliced, path, built["info"].workers).items()}
+    written.update(_write_small(small, Path(out)))
     _stage(progress, "profiles written", started)
-    result = _result(Path(out), written, built["info"].workers, length, tables)
     for frame in (built["events"], built["communications"], activities, sliced, path):
         frame.unpersist()
-    return result
+    return _result(Path(out), written, built["info"].workers, length, small)
 
 
-def _write(tables: Dict[str, "DataFrame"], out: Path) -> Dict[str, Path]:
-    out.mkdir(parents=True, exist_ok=True)
+def _write_large(tables: Dict[str, "DataFrame"], out: Path) -> Dict[str, Path]:
+    """Tables as large as the trace: written by Spark, a directory of part files each."""
     written = {}
     for name, frame in tables.items():
         written[name] = out / name
@@ -137,11 +149,26 @@ def _write(tables: Dict[str, "DataFrame"], out: Path) -> Dict[str, Path]:
     return written
 
 
-def _result(out: Path, written: Dict[str, Path], workers: int, length: int, tables: Dict[str, "DataFrame"]) -> AnalysisResult:
-    slices = tables["slices"].collect()
+def _write_small(tables: Dict[str, pa.Table], out: Path) -> Dict[str, Path]:
+    """Summaries (a row per slice and contributor at most): collected, then written as one
+    file each in a directory of the same shape as Spark's."""
+    written = {}
+    for name, table in tables.items():
+        written[name] = out / name
+        if written[name].exists():
+            shutil.rmtree(written[name])
+        written[name].mkdir(parents=True)
+        pq.write_table(table, written[name] / "part-00000.parquet")
+    return written
+
+
+def _result(
+    out: Path, written: Dict[str, Path], workers: int, length: int, tables: Dict[str, pa.Table]
+) -> AnalysisResult:
+    slices = tables["slices"].to_pylist()
     top = [
         Contributor(r["contributor"], r["type"], int(r["critical_ns"]), float(r["share"]))
-        for r in tables["profile"].limit(TOP).collect()
+        for r in tables["profile"].slice(0, TOP).to_pylist()
     ]
     return AnalysisResult(
         out=out, workers=workers, slices=len(slices), slice_ns=length,

@@ -78,11 +78,15 @@ def imbalance(sliced: "DataFrame", path: "DataFrame", workers: int) -> "DataFram
     from pyspark.sql import functions as F
 
     busy = sliced.where(~F.col("type").isin("waiting", "waiting_for_input", "parked"))
-    spent = busy.withColumn("contributor", contributor()).groupBy("slice", "contributor").agg(
-        (F.sum(F.col("end") - F.col("start")) / F.lit(workers)).alias("mean_worker_ns")
+    spent = (
+        busy.withColumn("contributor", contributor())
+        .groupBy("slice", "contributor")
+        .agg((F.sum(F.col("end") - F.col("start")) / F.lit(workers)).alias("mean_worker_ns"))
     )
-    critical = path.withColumn("contributor", contributor()).groupBy("slice", "contributor").agg(
-        F.sum("duration").alias("critical_ns")
+    critical = (
+        path.withColumn("contributor", contributor())
+        .groupBy("slice", "contributor")
+        .agg(F.sum("duration").alias("critical_ns"))
     )
     joined = critical.join(spent, ["slice", "contributor"], "full").fillna(0, ["critical_ns", "mean_worker_ns"])
     return joined.withColumn("imbalance_ns", F.col("critical_ns") - F.col("mean_worker_ns"))

@@ -57,7 +57,9 @@ def require_java() -> str:
     """The java command, or :class:`JavaMissingError` naming what to install."""
     command = java_command()
     if command is None:
-        where = f"JAVA_HOME={os.environ['JAVA_HOME']} has no bin/java" if "JAVA_HOME" in os.environ else "no java on PATH"
+        where = (
+            f"JAVA_HOME={os.environ['JAVA_HOME']} has no bin/java" if "JAVA_HOME" in os.environ else "no java on PATH"
+        )
         raise JavaMissingError(
             f"the analysis runs on Spark, which needs Java 17 or later ({where}); install a JDK "
             "(Debian/Ubuntu: apt-get install openjdk-17-jre-headless) or set JAVA_HOME"

@@ -53,6 +53,4 @@ def slice_activities(activities: "DataFrame", length: int, origin: int) -> "Data
     cut = activities.withColumn("slice", F.explode(F.sequence(first, last)))
     bounds = cut.withColumn("slice_start", F.col("slice") * length + origin)
     bounds = bounds.withColumn("slice_end", F.col("slice_start") + length)
-    return bounds.withColumn("start", F.greatest("start", "slice_start")).withColumn(
-        "end", F.least("end", "slice_end")
-    )
+    return bounds.withColumn("start", F.greatest("start", "slice_start")).withColumn("end", F.least("end", "slice_end"))

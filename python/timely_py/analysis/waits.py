@@ -85,7 +85,11 @@ def _contains(starts: List[int], rows: List[Row], left: int, right: int) -> List
 
 def _productive(rows: List[Row]) -> List[Tuple[int, int]]:
     """Merged productive intervals: useful operator runs and progress instants."""
-    spans = sorted((r["start"], r["end"]) for r in rows if r["row_type"] == "instant" or (r["row_type"] == "operator" and r["useful"]))
+    spans = sorted(
+        (r["start"], r["end"])
+        for r in rows
+        if r["row_type"] == "instant" or (r["row_type"] == "operator" and r["useful"])
+    )
     merged: List[Tuple[int, int]] = []
     for start, end in spans:
         if merged and start <= merged[-1][1]:
@@ -189,6 +193,6 @@ def worker_rows(pieces: Dict[str, "DataFrame"], communications: "DataFrame") -> 
     return result
 
 
-def wait_states(rows: "DataFrame", kernel: Any = worker_activities) -> "DataFrame":
-    """Every worker's activities (:data:`.schemas.ACTIVITIES`), ``kernel`` run once per worker."""
-    return rows.groupBy("worker").applyInArrow(kernel, spark_schema(ACTIVITIES))
+def wait_states(rows: "DataFrame") -> "DataFrame":
+    """Every worker's activities (:data:`.schemas.ACTIVITIES`), the kernel run once per worker."""
+    return rows.groupBy("worker").applyInArrow(worker_activities, spark_schema(ACTIVITIES))
