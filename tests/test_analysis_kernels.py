@@ -159,6 +159,13 @@ def test_the_path_crosses_over_the_message_that_ended_a_wait_and_splits_the_send
     assert all(e["complete"] for e in critical_path(rows, 0))
 
 
+def test_a_message_seemingly_sent_after_the_wait_it_ended_crosses_at_the_wait_end():
+    rows = [act(0, "operator", 0, 100), wait(1, 0, 40, source=0, send=45), act(1, "operator", 40, 120)]
+    path = critical_path(rows, 0)
+    assert edges(path) == [("operator", 1, 40, 120), ("data_message", 1, 40, 40), ("operator", 0, 0, 40)]
+    assert path[0]["complete"]
+
+
 def test_messages_that_ended_no_wait_are_never_followed():
     rows = [act(0, "operator", 0, 100), act(1, "operator", 0, 10), act(1, "operator", 20, 100)]
     assert [e["type"] for e in critical_path(rows, 0)] == ["operator"]

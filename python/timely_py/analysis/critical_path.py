@@ -85,11 +85,13 @@ def _first_worker(timelines: Dict[int, _Timeline], end: int) -> Optional[int]:
 
 
 def _cross(walk: _Walk, wait: Row, worker: int, t: int) -> Optional[Tuple[int, int]]:
-    """Adds the communication that ended ``wait``; the sender and the send time (clipped), or None."""
-    send = wait["ended_by_send"]
-    if wait["ended_by"] is None or send is None or send > t:
+    """Adds the communication that ended ``wait``; the sender and the send time (clipped), or None.
+
+    A send later than ``t`` (the clocks of two processes disagree by more than the measured
+    offset corrects, or the slice cut the wait before the message left) crosses at ``t``."""
+    if wait["ended_by"] is None or wait["ended_by_send"] is None:
         return None
-    start = max(send, walk.start)
+    start = max(min(wait["ended_by_send"], t), walk.start)
     walk.add(
         wait["ended_by_type"], start, t, worker, source_worker=wait["ended_by_worker"], comm_id=wait["ended_by"]
     )  # fmt: skip
