@@ -224,3 +224,65 @@ def test_critical_path_properties_on_random_valid_timelines(rows):
             assert earlier["worker"] == later["source_worker"]  # continues on the sender
         elif earlier["type"] != "data_message":
             assert earlier["worker"] == later["worker"]  # stays on the worker otherwise
+
+
+# --- both kernels on random simulated workers ----------------------------------------------
+
+
+@st.composite
+def simulated_workers(draw):
+    """Random kernel input (:data:`WORKER_ROWS`) of 1 to 3 simulated workers: the worker whose
+    clock is earliest acts next; it runs an operator (useful when it reads the messages that
+    have arrived, or by chance: input), which may send messages to other workers, or it parks
+    when nothing has arrived, until its next message arrives (wake `data`) or for a while
+    (wake `activation` or `timeout`). Messages take 0 to 20 ns to arrive."""
+    workers = draw(st.integers(1, 3))
+    clock, inbox, rows, comm = [0] * workers, [[] for _ in range(workers)], [], 0
+    for _ in range(draw(st.integers(1, 25))):
+        w = min(range(workers), key=lambda v: clock[v])
+        arrived = [m for m in inbox[w] if m["arrival"] <= clock[w]]
+        if not arrived and draw(st.booleans()):
+            later = min((m["arrival"] for m in inbox[w]), default=None)
+            wake = "data" if later is not None else draw(st.sampled_from(["activation", "timeout"]))
+            end = later + draw(st.integers(0, 5)) if later is not None else clock[w] + draw(st.integers(5, 50))
+            rows.append(row("park", clock[w], end, worker=w, wake=wake))
+            clock[w] = end
+            continue
+        start = clock[w] + draw(st.integers(0, 5))
+        end = start + draw(st.integers(2, 30))
+        for message in arrived:
+            rows.append(delivery(message["comm_id"], message["send"], message["arrival"], start + 1, message["source"]))
+            rows[-1]["worker"] = w
+            inbox[w].remove(message)
+        useful = bool(arrived) or draw(st.booleans())
+        rows.append(row("step", start, end, worker=w))
+        rows.append(row("operator", start, end, worker=w, operator=1, useful=useful))
+        for target in draw(st.lists(st.integers(0, workers - 1), max_size=2)) if useful else []:
+            if target != w:
+                send = draw(st.integers(start + 1, end))
+                message = {"comm_id": comm, "send": send, "arrival": send + draw(st.integers(0, 20)), "source": w}
+                inbox[target].append(message)
+                comm += 1
+        clock[w] = end
+    return rows
+
+
+@settings(max_examples=300, deadline=None)
+@given(simulated_workers())
+def test_waits_then_critical_path_on_random_simulated_workers(rows):
+    tables = []
+    for w in sorted({r["worker"] for r in rows}):
+        tables.append(
+            worker_activities(pa.Table.from_pylist([r for r in rows if r["worker"] == w], schema=WORKER_ROWS))
+        )
+    activities = pa.concat_tables(tables).to_pylist()
+    for worker in {a["worker"] for a in activities}:
+        mine = sorted((a for a in activities if a["worker"] == worker), key=lambda a: a["start"])
+        assert all(a["end"] <= b["start"] for a, b in zip(mine, mine[1:], strict=False)), "activities never overlap"
+    start, end = min(a["start"] for a in activities), max(a["end"] for a in activities)
+    sliced = [dict(a, slice=0, slice_start=start, slice_end=end + 1) for a in activities]
+    path = critical_path(sliced, 0)
+    assert path and all(e["complete"] for e in path)
+    assert all(e["type"] != "waiting" for e in path)
+    assert sum(e["duration"] for e in path) == end - start
+    assert all(earlier["end"] == later["start"] for later, earlier in zip(path, path[1:], strict=False))
