@@ -3,12 +3,15 @@ hand-built traces with known critical paths (tests/analysis_traces.py), on one s
 SparkSession: activities, communications with buffer times, waits, slices, critical paths
 and profiles as written to Parquet."""
 
+import json
+
 import pyarrow.parquet as pq
 import pytest
 
 from analysis_traces import THREE_WORKERS_FIRST_SLICE, TWO_PROCESSES_PATH, three_workers, two_processes
 from timely_py.analysis import analyze, parse_duration
 from timely_py.analysis.clocks import offset_at, offset_column
+from tracedirs import process_json
 
 
 def table(result, name, order):
@@ -116,6 +119,11 @@ def test_clock_offsets_are_interpolated_between_measurements(spark):
 def test_bad_input_is_a_clear_error(spark, tmp_path):
     with pytest.raises(ValueError, match="no trace directory"):
         analyze(tmp_path / "missing", out=tmp_path / "out", spark=spark)
+    empty = tmp_path / "empty" / "process=0"
+    empty.mkdir(parents=True)
+    (empty / "_process.json").write_text(json.dumps(process_json(0, 1, 1)))
+    with pytest.raises(ValueError, match="has no event files"):
+        analyze(empty.parent, out=tmp_path / "out", spark=spark)
     with pytest.raises(ValueError, match="duration"):
         parse_duration("fast")
     with pytest.raises(ValueError, match="longer than 0"):

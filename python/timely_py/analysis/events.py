@@ -12,6 +12,7 @@ Output columns: every column of ``docs/trace-format.md``, ``process``, ``worker`
 
 from __future__ import annotations
 
+import glob
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Tuple
@@ -60,7 +61,7 @@ def load_events(spark: "SparkSession", trace_dir: "os.PathLike[str] | str") -> T
     from pyspark.sql import functions as F
 
     info = trace_info(trace_dir)
-    if not trace.reader.part_files(trace_dir):
+    if not glob.glob(_glob(trace_dir)):
         raise trace.TraceFormatError(f"the trace at {trace_dir} has no event files")
     frame = spark.read.schema(_spark_schema()).option("basePath", str(trace_dir)).parquet(_glob(trace_dir))
     part = F.regexp_extract(F.col("_metadata.file_name"), r"part-(\d+)\.parquet", 1).cast("long")
