@@ -38,7 +38,7 @@ def three(spark, tmp_path_factory):
 
 def test_two_processes_critical_path_crosses_the_network_message(two):
     assert path_of(two) == TWO_PROCESSES_PATH
-    assert two.workers == 2 and two.slices == 1 and two.complete_slices == 1
+    assert two.workers == 2 and two.slices == 1 and two.complete_slices == 1 and two.trace_complete
     assert two.critical_ns == 3100 - 1000
 
 

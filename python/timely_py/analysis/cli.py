@@ -59,6 +59,8 @@ def report(result: AnalysisResult) -> str:
         f"{result.workers} workers, {result.slices} slices of {result.slice_ns / 1e6:g} ms "
         f"({result.complete_slices} with a complete critical path), critical path {result.critical_ns / 1e6:.3f} ms"
     )
+    if not result.trace_complete:
+        console.print("note: the trace is incomplete (a process did not finish writing it)")
     console.print(f"tables in {result.out}: {', '.join(sorted(result.tables))}")
     console.print(table)
     return console.file.getvalue().rstrip()  # type: ignore[attr-defined]

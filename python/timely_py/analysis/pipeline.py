@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from . import activities as acts
 from .clocks import correct_clocks
 from .critical_path import critical_paths
-from .events import load_events
+from .events import TraceInfo, load_events
 from .profiles import all_profiles
 from .session import get_session
 from .slicing import parse_duration, slice_activities
@@ -58,6 +58,8 @@ class AnalysisResult:
     slice_ns: int
     critical_ns: int
     complete_slices: int
+    #: Whether every process of the traced run finished writing (``status`` complete).
+    trace_complete: bool
     top: List[Contributor]
     tables: Dict[str, Path] = field(default_factory=dict)
 
@@ -137,7 +139,7 @@ def analyze(
     _stage(progress, "profiles written", started)
     for frame in (built["events"], built["communications"], activities, sliced, path):
         frame.unpersist()
-    return _result(Path(out), written, built["info"].workers, length, small)
+    return _result(Path(out), written, built["info"], length, small)
 
 
 def _write_large(tables: Dict[str, "DataFrame"], out: Path) -> Dict[str, Path]:
@@ -163,7 +165,7 @@ def _write_small(tables: Dict[str, pa.Table], out: Path) -> Dict[str, Path]:
 
 
 def _result(
-    out: Path, written: Dict[str, Path], workers: int, length: int, tables: Dict[str, pa.Table]
+    out: Path, written: Dict[str, Path], info: TraceInfo, length: int, tables: Dict[str, pa.Table]
 ) -> AnalysisResult:
     slices = tables["slices"].to_pylist()
     top = [
@@ -171,7 +173,7 @@ def _result(
         for r in tables["profile"].slice(0, TOP).to_pylist()
     ]
     return AnalysisResult(
-        out=out, workers=workers, slices=len(slices), slice_ns=length,
+        out=out, workers=info.workers, slices=len(slices), slice_ns=length, trace_complete=info.complete,
         critical_ns=sum(int(r["critical_ns"] or 0) for r in slices),
         complete_slices=sum(1 for r in slices if r["complete"]), top=top, tables=written,
     )  # fmt: skip

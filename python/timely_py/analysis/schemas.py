@@ -9,6 +9,8 @@ Column meanings: ``docs/critical-path.md``.
 
 from __future__ import annotations
 
+from typing import Dict
+
 import pyarrow as pa
 
 _I64, _STR, _BOOL = pa.int64(), pa.string(), pa.bool_()
@@ -78,12 +80,12 @@ CRITICAL_PATH = pa.schema(
 )
 
 
+def spark_types(schema: pa.Schema) -> Dict[str, str]:
+    """The Spark SQL type of each column of ``schema``."""
+    names = {pa.int64(): "bigint", pa.string(): "string", pa.bool_(): "boolean"}
+    return {field.name: names[field.type] for field in schema}
+
+
 def spark_schema(schema: pa.Schema) -> str:
     """``schema`` as a Spark DDL string (for ``applyInArrow``)."""
-    names = {pa.int64(): "bigint", pa.string(): "string", pa.bool_(): "boolean"}
-    return ", ".join(f"`{field.name}` {names[field.type]}" for field in schema)
-
-
-def empty(schema: pa.Schema) -> pa.Table:
-    """A table of ``schema`` without rows."""
-    return schema.empty_table()
+    return ", ".join(f"`{name}` {kind}" for name, kind in spark_types(schema).items())

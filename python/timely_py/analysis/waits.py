@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 import pyarrow as pa
 
 from .precedence import overlay
-from .schemas import ACTIVITIES, WORKER_ROWS, spark_schema
+from .schemas import ACTIVITIES, WORKER_ROWS, spark_schema, spark_types
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -172,8 +172,8 @@ def worker_rows(pieces: Dict[str, "DataFrame"], communications: "DataFrame") -> 
         values = {name: F.lit(None) for name in WORKER_ROWS.names}
         values.update({name: F.col(name) for name in frame.columns if name in values})
         values.update(columns, row_type=F.lit(row_type))
-        types = dict(zip(WORKER_ROWS.names, spark_schema(WORKER_ROWS).split(", ")))
-        return frame.select(*[values[n].cast(types[n].split(" ")[1]).alias(n) for n in WORKER_ROWS.names])
+        types = spark_types(WORKER_ROWS)
+        return frame.select(*[values[n].cast(types[n]).alias(n) for n in WORKER_ROWS.names])
 
     executions = pieces["executions"]
     parts = [
