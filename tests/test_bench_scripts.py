@@ -51,3 +51,20 @@ def test_bench_routing_compares_two_builds():
         "exchange/int", "exchange/float", "exchange/str", "exchange/tuple", "count/int", "count/str"
     ]
     assert all(float(row[1]) > 0 and float(row[2]) > 0 for row in rows)
+
+
+def test_bench_trace_compare_times_both_versions(tmp_path):
+    """The "older copy" is the installed trace package itself, on the crafted trace."""
+    import timely_py.trace
+    from tracedirs import write_crafted
+
+    path = write_crafted(tmp_path / "t")
+    package = Path(timely_py.trace.__file__).resolve().parent
+    done = subprocess.run(
+        [sys.executable, str(BENCHES / "bench_trace_compare.py"), str(package), str(path), "1"],
+        check=True, timeout=120, capture_output=True, text=True,
+    )  # fmt: skip
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("34 events; load average before:")
+    assert lines[1].startswith("validate: baseline ") and ", current " in lines[1]
+    assert "current, progress=False" in lines[2] and lines[3].startswith("load average after:")
