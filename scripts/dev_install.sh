@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates .venv (if needed) and installs timely_py into it in editable mode, built in
-# release mode. Run it again after changing Rust code.
+# release mode, with the `analysis` extra (PySpark; the analysis needs Java 17+). Run it
+# again after changing Rust code.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -x .venv/bin/python ]; then
@@ -8,4 +9,4 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/pip install -q --upgrade pip >/dev/null
 .venv/bin/pip install -q "maturin>=1.5,<2" "pytest>=7" "hypothesis>=6"
-VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --release -q
+VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --release -q --extras analysis

@@ -99,3 +99,16 @@ def python_subprocess(args, *, timeout=60, env=None, **kwargs):
 def workers(request):
     """Every multi-worker test runs once per worker count in `WORKER_COUNTS`."""
     return request.param
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession (2 cores, few partitions) shared by every analysis test."""
+    from timely_py.analysis import get_session
+
+    session = get_session(
+        master="local[2]",
+        conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2", "spark.driver.memory": "1g"},
+    )
+    yield session
+    session.stop()

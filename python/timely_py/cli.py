@@ -2,7 +2,8 @@
 
 This module owns the command line's frame only: the program name, the list of command
 modules, and turning their errors into a message and an exit status. Each command module
-(``timely_py.trace.cli`` for ``timely-py trace ...``) adds its own subcommands through a
+(``timely_py.trace.cli`` for ``timely-py trace ...``, ``timely_py.analysis.cli`` for
+``timely-py analyze``) adds its own subcommands through a
 ``register(subparsers)`` function that sets ``run`` (a function of the parsed arguments
 returning the exit status) as a default; a new tool adds its module to ``COMMAND_MODULES``.
 
@@ -19,7 +20,7 @@ import sys
 from typing import List, Optional
 
 #: The modules that add subcommands, each with ``register(subparsers)``.
-COMMAND_MODULES = ["timely_py.trace.cli"]
+COMMAND_MODULES = ["timely_py.trace.cli", "timely_py.analysis.cli"]
 
 #: The exit status of a command that was given bad input (a missing or malformed trace).
 BAD_INPUT = 2

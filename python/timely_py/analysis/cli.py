@@ -1,0 +1,67 @@
+"""``timely-py analyze TRACE_DIR --out OUT``: the critical-path analysis at a terminal.
+
+This module owns the ``analyze`` subcommand's arguments and what it prints: one line per
+stage as it finishes, then where the tables are and a table of the top critical-path
+contributors. The work is :func:`timely_py.analysis.analyze`'s; this module must not
+compute anything itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+
+from .pipeline import AnalysisResult, analyze
+from .session import parse_conf
+
+
+def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Adds ``analyze`` to the ``timely-py`` command line."""
+    command = subparsers.add_parser(
+        "analyze", help="critical-path analysis of a trace on Spark (activities, waits, slices, profiles)"
+    )
+    command.add_argument("directory", help="the trace directory")
+    command.add_argument("--out", required=True, help="the directory the Parquet tables are written to")
+    command.add_argument("--slice", default="1s", help="slice length: 1s, 250ms, 0.5 (seconds); default 1s")
+    command.add_argument("--master", default=None, help="Spark master URL (default local[*])")
+    command.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="a spark.* setting (repeatable)"
+    )
+    command.set_defaults(run=_analyze)
+
+
+def _analyze(arguments: argparse.Namespace) -> int:
+    conf = parse_conf(arguments.conf)
+
+    def progress(stage: str, seconds: float) -> None:
+        print(f"[analyze] {stage}: {seconds:.1f} s", file=sys.stderr, flush=True)
+
+    result = analyze(
+        arguments.directory, out=arguments.out, slice=arguments.slice, master=arguments.master, conf=conf,
+        progress=progress,
+    )  # fmt: skip
+    print(report(result))
+    return 0
+
+
+def report(result: AnalysisResult) -> str:
+    """The closing report: totals, where the tables are, the top contributors as a table."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="top critical-path contributors")
+    for column, justify in (("contributor", "left"), ("type", "left"), ("ms", "right"), ("share", "right")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for row in result.top:
+        table.add_row(row.name, row.type, f"{row.critical_ns / 1e6:.3f}", f"{row.share:.1%}")
+    console = Console(file=io.StringIO(), width=100, force_terminal=False)
+    console.print(
+        f"{result.workers} workers, {result.slices} slices of {result.slice_ns / 1e6:g} ms "
+        f"({result.complete_slices} with a complete critical path), critical path {result.critical_ns / 1e6:.3f} ms"
+    )
+    if not result.trace_complete:
+        console.print("note: the trace is incomplete (a process did not finish writing it)")
+    console.print(f"tables in {result.out}: {', '.join(sorted(result.tables))}")
+    console.print(table)
+    return console.file.getvalue().rstrip()  # type: ignore[attr-defined]

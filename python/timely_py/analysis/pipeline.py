@@ -1,0 +1,179 @@
+"""``analyze``: the whole analysis of one trace directory, stage by stage, into Parquet tables.
+
+This module owns the order of the stages, what is cached between them, the tables written
+to ``out`` and the small result object returned. It must not implement a stage (each has
+its own module) and it prints nothing: progress goes to the ``progress`` callback.
+For example, ``analyze("trace", out="analysis", slice="100ms").top[0]`` is the largest
+contributor to the critical path, a :class:`Contributor`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Union
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import activities as acts
+from .clocks import correct_clocks
+from .critical_path import critical_paths
+from .events import TraceInfo, load_events
+from .profiles import all_profiles
+from .session import get_session
+from .slicing import parse_duration, slice_activities
+from .waits import wait_states, worker_rows
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+#: Called as ``progress(stage, seconds)`` when a stage is done.
+Progress = Callable[[str, float], None]
+
+#: How many contributors :attr:`AnalysisResult.top` lists.
+TOP = 10
+
+
+@dataclass(frozen=True)
+class Contributor:
+    """One row of the overall critical-path profile."""
+
+    name: str
+    type: str
+    critical_ns: int
+    share: float
+
+
+@dataclass(frozen=True)
+class AnalysisResult:
+    """What :func:`analyze` wrote and the headline figures."""
+
+    out: Path
+    workers: int
+    slices: int
+    slice_ns: int
+    critical_ns: int
+    complete_slices: int
+    #: Whether every process of the traced run finished writing (``status`` complete).
+    trace_complete: bool
+    top: List[Contributor]
+    tables: Dict[str, Path] = field(default_factory=dict)
+
+
+def _stage(progress: Optional[Progress], name: str, started: float) -> float:
+    now = time.monotonic()
+    if progress is not None:
+        progress(name, now - started)
+    return now
+
+
+def build_activities(spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
+    """Stages 0 to 3: events, clocks, activity construction, wait states. Returns the trace's
+    info, the communications and the activities (with operator names) as DataFrames."""
+    from pyspark.sql import functions as F
+
+    raw, info = load_events(spark, trace_dir)
+    events = correct_clocks(raw, info.processes).cache()
+    table = acts.operators(events)
+    scopes, roots = acts.scope_ids(table)
+    pieces = {
+        "executions": acts.executions(events, scopes, roots),
+        "user": acts.user_activities(events),
+        "parks": acts.parks(events),
+        "instants": acts.instants(events),
+    }
+    communications = acts.communications(events, info.workers_per_process).cache()
+    names = spark.createDataFrame(
+        [(op, name) for op, (name, _) in table.items()] or [(-1, "")], "operator long, op_name string"
+    )
+    activities = wait_states(worker_rows(pieces, communications)).join(F.broadcast(names), "operator", "left")
+    activities = activities.withColumn("name", F.coalesce("name", "op_name")).drop("op_name")
+    origin = events.agg(F.min("t")).first()[0]
+    return {
+        "info": info,
+        "events": events,
+        "communications": communications,
+        "activities": activities,
+        "origin": origin,
+    }
+
+
+def analyze(
+    trace_dir: Union[str, "os.PathLike[str]"],
+    out: Union[str, "os.PathLike[str]"] = "analysis",
+    slice: Union[str, int, float] = "1s",
+    spark: "Optional[SparkSession]" = None,
+    *,
+    master: Optional[str] = None,
+    conf: Optional[Mapping[str, str]] = None,
+    progress: Optional[Progress] = None,
+) -> AnalysisResult:
+    """Analyses the trace at ``trace_dir`` and writes its tables as Parquet under ``out``.
+
+    ``slice`` is the slice length (``"1s"``, ``"250ms"``, or seconds); ``spark`` a session to
+    use (else one is made with ``master`` and ``conf``). Tables (``docs/critical-path.md``):
+    ``communications``, ``activities``, ``critical_path``, ``slices``, ``profile``,
+    ``profile_type``, ``profile_operator``, ``profile_worker``, ``imbalance``, ``slack``.
+    Raises ValueError for a path that is not a readable trace or a bad slice length.
+    """
+    length = parse_duration(slice)
+    started = time.monotonic()
+    session = get_session(spark, master=master, conf=conf)
+    started = _stage(progress, "spark session", started)
+    built = build_activities(session, trace_dir)
+    activities = built["activities"].cache()
+    activities.count()
+    started = _stage(progress, "activities and waits", started)
+    sliced = slice_activities(activities, length, built["origin"]).cache()
+    path = critical_paths(sliced).cache()
+    path.count()
+    started = _stage(progress, "slices and critical paths", started)
+    large = {"communications": built["communications"], "activities": activities, "critical_path": path}
+    written = _write_large(large, Path(out))
+    small = {name: frame.toArrow() for name, frame in all_profiles(sliced, path, built["info"].workers).items()}
+    written.update(_write_small(small, Path(out)))
+    _stage(progress, "profiles written", started)
+    for frame in (built["events"], built["communications"], activities, sliced, path):
+        frame.unpersist()
+    return _result(Path(out), written, built["info"], length, small)
+
+
+def _write_large(tables: Dict[str, "DataFrame"], out: Path) -> Dict[str, Path]:
+    """Tables as large as the trace: written by Spark, a directory of part files each."""
+    written = {}
+    for name, frame in tables.items():
+        written[name] = out / name
+        frame.write.mode("overwrite").parquet(str(written[name]))
+    return written
+
+
+def _write_small(tables: Dict[str, pa.Table], out: Path) -> Dict[str, Path]:
+    """Summaries (a row per slice and contributor at most): collected, then written as one
+    file each in a directory of the same shape as Spark's."""
+    written = {}
+    for name, table in tables.items():
+        written[name] = out / name
+        if written[name].exists():
+            shutil.rmtree(written[name])
+        written[name].mkdir(parents=True)
+        pq.write_table(table, written[name] / "part-00000.parquet")
+    return written
+
+
+def _result(
+    out: Path, written: Dict[str, Path], info: TraceInfo, length: int, tables: Dict[str, pa.Table]
+) -> AnalysisResult:
+    slices = tables["slices"].to_pylist()
+    top = [
+        Contributor(r["contributor"], r["type"], int(r["critical_ns"]), float(r["share"]))
+        for r in tables["profile"].slice(0, TOP).to_pylist()
+    ]
+    return AnalysisResult(
+        out=out, workers=info.workers, slices=len(slices), slice_ns=length, trace_complete=info.complete,
+        critical_ns=sum(int(r["critical_ns"] or 0) for r in slices),
+        complete_slices=sum(1 for r in slices if r["complete"]), top=top, tables=written,
+    )  # fmt: skip

@@ -1,0 +1,142 @@
+"""Stage 6: critical-path profiles, slack and imbalance, as Spark aggregations.
+
+This module owns summarising the critical paths: the time each activity type, each
+operator (or user activity, by name), each worker and each slice contributes, as a share of
+the critical path; the slack of the activities of the top contributors; and a critical-path
+imbalance indicator per slice (after Böhme et al., thesis 8.2). It must not change a path.
+Definitions and columns: ``docs/critical-path.md`` ("Profiles").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Dict
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, DataFrame
+
+#: Top contributors (by critical-path time over all slices) whose slack is reported.
+TOP_SLACK = 10
+
+
+def contributor() -> "Column":
+    """What an edge is attributed to: the operator's or user activity's name, else its type."""
+    from pyspark.sql import functions as F
+
+    return F.coalesce(F.col("name"), F.col("type"))
+
+
+def slices(path: "DataFrame") -> "DataFrame":
+    """Per slice: start, end, length, critical-path time, edges, crossings (communications), complete."""
+    from pyspark.sql import functions as F
+
+    comm = F.col("type").isin("data_message", "progress_message")
+    return path.groupBy("slice").agg(
+        F.min("start").alias("start"), F.max("end").alias("end"), F.sum("duration").alias("critical_ns"),
+        F.count(F.lit(1)).alias("edges"), F.sum(F.when(comm, 1).otherwise(0)).alias("crossings"),
+        F.min(F.col("complete").cast("int")).cast("boolean").alias("complete"),
+    ).withColumn("length_ns", F.col("end") - F.col("start"))  # fmt: skip
+
+
+def _shares(path: "DataFrame", *keys: "Column | str") -> "DataFrame":
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    grouped = path.groupBy("slice", *keys).agg(F.sum("duration").alias("critical_ns"))
+    total = F.sum("critical_ns").over(Window.partitionBy("slice"))
+    return grouped.withColumn("share", F.col("critical_ns") / total)
+
+
+def by_type(path: "DataFrame") -> "DataFrame":
+    """Per slice and activity type: critical-path time and share."""
+    return _shares(path, "type")
+
+
+def by_operator(path: "DataFrame") -> "DataFrame":
+    """Per slice and contributor (operator or user activity name, else type): time and share."""
+    return _shares(path.withColumn("contributor", contributor()), "contributor", "type")
+
+
+def by_worker(path: "DataFrame") -> "DataFrame":
+    """Per slice and worker (a communication counts for its receiving worker): time and share."""
+    return _shares(path, "worker")
+
+
+def overall(path: "DataFrame") -> "DataFrame":
+    """Over all slices: each contributor's critical-path time and share, largest first."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    grouped = path.withColumn("contributor", contributor()).groupBy("contributor", "type")
+    totals = grouped.agg(F.sum("duration").alias("critical_ns"))
+    share = F.col("critical_ns") / F.sum("critical_ns").over(Window.partitionBy())
+    return totals.withColumn("share", share).orderBy(F.desc("critical_ns"), "contributor")
+
+
+def imbalance(sliced: "DataFrame", path: "DataFrame", workers: int) -> "DataFrame":
+    """Per slice and contributor: critical-path time, mean time per worker, and their difference
+    (``imbalance_ns``, positive when the path spends longer on it than an average worker)."""
+    from pyspark.sql import functions as F
+
+    busy = sliced.where(~F.col("type").isin("waiting", "waiting_for_input", "parked"))
+    spent = (
+        busy.withColumn("contributor", contributor())
+        .groupBy("slice", "contributor")
+        .agg((F.sum(F.col("end") - F.col("start")) / F.lit(workers)).alias("mean_worker_ns"))
+    )
+    critical = (
+        path.withColumn("contributor", contributor())
+        .groupBy("slice", "contributor")
+        .agg(F.sum("duration").alias("critical_ns"))
+    )
+    joined = critical.join(spent, ["slice", "contributor"], "full").fillna(0, ["critical_ns", "mean_worker_ns"])
+    return joined.withColumn("imbalance_ns", F.col("critical_ns") - F.col("mean_worker_ns"))
+
+
+def imbalance_per_slice(imbalances: "DataFrame", slice_table: "DataFrame") -> "DataFrame":
+    """The indicator per slice: the positive imbalances summed, as a share of the slice's length."""
+    from pyspark.sql import functions as F
+
+    positive = imbalances.groupBy("slice").agg(
+        F.sum(F.greatest(F.col("imbalance_ns"), F.lit(0.0))).alias("imbalance_ns")
+    )
+    joined = slice_table.join(positive, "slice", "left").fillna(0.0, ["imbalance_ns"])
+    return joined.withColumn("imbalance", F.col("imbalance_ns") / F.greatest(F.col("length_ns"), F.lit(1)))
+
+
+def slack(sliced: "DataFrame", path: "DataFrame", top: int = TOP_SLACK) -> "DataFrame":
+    """For the ``top`` contributors: per contributor, its activities, how many are on a critical
+    path, and the slack of the others: how much longer one could run before the wait that
+    follows it on its worker (in its slice) is used up; 0 on the path, and an activity with no
+    wait after it in its slice has none."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    leaders = [r["contributor"] for r in overall(path).where("type NOT IN ('unknown')").limit(top).collect()]
+    wait = F.col("type").isin("waiting", "waiting_for_input")
+    following = Window.partitionBy("slice", "worker").orderBy("start").rowsBetween(1, Window.unboundedFollowing)
+    next_wait = F.first(F.when(wait, F.col("end") - F.col("start")), ignorenulls=True).over(following)
+    activities = sliced.withColumn("slack_ns", F.coalesce(next_wait, F.lit(0)))
+    activities = activities.withColumn("contributor", contributor()).where(F.col("contributor").isin(leaders))
+    on_path = path.where(F.col("activity_id").isNotNull()).select("slice", "activity_id").distinct()
+    on_path = on_path.withColumn("critical", F.lit(True))
+    marked = activities.join(on_path, ["slice", "activity_id"], "left").fillna(False, ["critical"])
+    off = F.when(~F.col("critical"), F.col("slack_ns"))
+    return marked.groupBy("contributor").agg(
+        F.count(F.lit(1)).alias("activities"), F.sum(F.col("critical").cast("int")).alias("on_critical_path"),
+        F.min(off).alias("min_slack_ns"), F.percentile_approx(off, 0.5).alias("median_slack_ns"),
+    ).orderBy("contributor")  # fmt: skip
+
+
+def all_profiles(sliced: "DataFrame", path: "DataFrame", workers: int) -> Dict[str, "DataFrame"]:
+    """Every table of this stage, by the name it is written under."""
+    slice_table = slices(path)
+    imbalances = imbalance(sliced, path, workers)
+    return {
+        "slices": imbalance_per_slice(imbalances, slice_table),
+        "profile_type": by_type(path),
+        "profile_operator": by_operator(path),
+        "profile_worker": by_worker(path),
+        "profile": overall(path),
+        "imbalance": imbalances,
+        "slack": slack(sliced, path),
+    }

@@ -1,0 +1,91 @@
+"""The columnar contracts between the analysis stages and their per-partition kernels.
+
+This module owns the pyarrow schemas of the kernels' inputs and outputs (the wait-state
+analysis per worker, the critical path per slice) and their Spark equivalents, so that a
+kernel written in another language (Rust, through ``timely_py._core``) can replace a Python
+one with the same signature: ``pyarrow.Table -> pyarrow.Table``. It holds no logic.
+Column meanings: ``docs/critical-path.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+import pyarrow as pa
+
+_I64, _STR, _BOOL = pa.int64(), pa.string(), pa.bool_()
+
+#: One worker's material for the wait-state analysis (``row_type`` says which kind of row).
+WORKER_ROWS = pa.schema(
+    [
+        ("row_type", _STR),  # operator | step | park | instant | user | delivery
+        ("worker", _I64),
+        ("start", _I64),
+        ("end", _I64),
+        ("operator", _I64),
+        ("useful", _BOOL),
+        ("wake", _STR),
+        ("name", _STR),
+        ("depth", _I64),
+        ("comm_id", _I64),
+        ("comm_type", _STR),
+        ("source_worker", _I64),
+        ("send", _I64),
+        ("arrival", _I64),
+        ("read", _I64),
+        ("arrival_known", _BOOL),
+    ]
+)
+
+#: A worker's activities after the wait-state analysis and user-activity precedence.
+ACTIVITIES = pa.schema(
+    [
+        ("worker", _I64),
+        ("activity_id", _I64),
+        ("type", _STR),  # operator | user | waiting | waiting_for_input | parked
+        ("start", _I64),
+        ("end", _I64),
+        ("operator", _I64),
+        ("name", _STR),
+        ("depth", _I64),
+        ("useful", _BOOL),
+        ("ended_by", _I64),
+        ("ended_by_type", _STR),
+        ("ended_by_worker", _I64),
+        ("ended_by_send", _I64),
+    ]
+)
+
+#: One slice's activities: :data:`ACTIVITIES` cut to the slice, with the slice's bounds.
+SLICED = ACTIVITIES.append(pa.field("slice", _I64)).append(pa.field("slice_start", _I64))
+SLICED = SLICED.append(pa.field("slice_end", _I64))
+
+#: The critical path of one slice, one row per edge, latest first (``step`` 0).
+CRITICAL_PATH = pa.schema(
+    [
+        ("slice", _I64),
+        ("step", _I64),
+        ("type", _STR),  # a worker activity's type, unknown, data_message or progress_message
+        ("worker", _I64),  # the worker (a communication: the receiving worker)
+        ("source_worker", _I64),  # a communication's sender (null for worker activities)
+        ("operator", _I64),
+        ("name", _STR),
+        ("activity_id", _I64),
+        ("comm_id", _I64),
+        ("start", _I64),
+        ("end", _I64),
+        ("duration", _I64),
+        ("complete", _BOOL),  # whether the slice's path reached the slice's start
+    ]
+)
+
+
+def spark_types(schema: pa.Schema) -> Dict[str, str]:
+    """The Spark SQL type of each column of ``schema``."""
+    names = {pa.int64(): "bigint", pa.string(): "string", pa.bool_(): "boolean"}
+    return {field.name: names[field.type] for field in schema}
+
+
+def spark_schema(schema: pa.Schema) -> str:
+    """``schema`` as a Spark DDL string (for ``applyInArrow``)."""
+    return ", ".join(f"`{name}` {kind}" for name, kind in spark_types(schema).items())

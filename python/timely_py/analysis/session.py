@@ -1,0 +1,135 @@
+"""The SparkSession the analysis runs on: made on demand, or the caller's own.
+
+This module owns how the analysis gets its Spark: the defaults for a laptop (``local[*]``,
+quiet logs, a modest driver memory, Arrow transfers on, few shuffle partitions), how a
+``master`` URL and ``spark.*`` settings reach a new session, and the check that Java is there
+before PySpark tries to start it. It must not configure a session the caller passed in (that
+one is used as it is), and it knows nothing about traces.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from typing import TYPE_CHECKING, Dict, Mapping, Optional
+
+if TYPE_CHECKING:  # pragma: no cover - imported for annotations only
+    from pyspark.sql import SparkSession
+
+#: Settings of a session made on demand; ``conf`` given to :func:`get_session` overrides them.
+DEFAULTS: Dict[str, str] = {
+    "spark.app.name": "timely-py analyze",
+    "spark.driver.memory": "2g",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.adaptive.enabled": "true",
+}
+
+#: The driver's log settings (errors only) of a session made on demand.
+LOG_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+
+#: The master of a session made on demand when none is given.
+DEFAULT_MASTER = "local[*]"
+
+
+class MissingDependencyError(OSError):
+    """Something the analysis runs on is not installed (an OSError: the environment's fault)."""
+
+
+class JavaMissingError(MissingDependencyError):
+    """PySpark needs a Java runtime and none was found."""
+
+
+def java_command() -> Optional[str]:
+    """The ``java`` PySpark will start: ``$JAVA_HOME/bin/java`` or the one on ``PATH``."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        candidate = os.path.join(home, "bin", "java")
+        return candidate if os.access(candidate, os.X_OK) else None
+    return shutil.which("java")
+
+
+def require_java() -> str:
+    """The java command, or :class:`JavaMissingError` naming what to install."""
+    command = java_command()
+    if command is None:
+        where = (
+            f"JAVA_HOME={os.environ['JAVA_HOME']} has no bin/java" if "JAVA_HOME" in os.environ else "no java on PATH"
+        )
+        raise JavaMissingError(
+            f"the analysis runs on Spark, which needs Java 17 or later ({where}); install a JDK "
+            "(Debian/Ubuntu: apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
+        )
+    return command
+
+
+def session_settings(master: Optional[str] = None, conf: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """The settings a new session gets: :data:`DEFAULTS`, then ``conf``, then ``master``.
+
+    >>> session_settings("local[2]", {"spark.driver.memory": "1g"})["spark.master"]
+    'local[2]'
+    """
+    settings = dict(DEFAULTS)
+    settings["spark.master"] = DEFAULT_MASTER
+    for key, value in (conf or {}).items():
+        if not key.startswith("spark."):
+            raise ValueError(f"Spark setting {key!r} must start with 'spark.'")
+        settings[key] = str(value)
+    if master is not None:
+        settings["spark.master"] = master
+    if settings["spark.master"].startswith("local"):
+        # A local session talks to itself only: no warning about the host's address.
+        settings.setdefault("spark.driver.host", "127.0.0.1")
+        settings.setdefault("spark.driver.bindAddress", "127.0.0.1")
+    quiet = f"-Dlog4j.configurationFile=file:{LOG_CONFIG}"
+    settings["spark.driver.extraJavaOptions"] = " ".join(
+        part for part in (quiet, settings.get("spark.driver.extraJavaOptions", "")) if part
+    )
+    return settings
+
+
+def get_session(
+    spark: "Optional[SparkSession]" = None,
+    *,
+    master: Optional[str] = None,
+    conf: Optional[Mapping[str, str]] = None,
+) -> "SparkSession":
+    """``spark`` itself when given; otherwise a session with :func:`session_settings`.
+
+    A running session of this process with another master is reused as Spark does
+    (``getOrCreate``); its static settings then stay as they were.
+    """
+    if spark is not None:
+        return spark
+    require_java()
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as error:
+        raise MissingDependencyError(
+            f"the analysis needs PySpark ({error}); install it with: pip install 'timely_py[analysis]'"
+        ) from error
+
+    # Spark's Python workers run this interpreter, which has timely_py (the kernels) installed,
+    # unless the caller chose another with PYSPARK_PYTHON.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder
+    for key, value in session_settings(master, conf).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def parse_conf(pairs: Optional[list]) -> Dict[str, str]:
+    """``["spark.a=1", "spark.b=x"]`` (the ``--conf`` options) as a dict; bad pairs raise ValueError."""
+    settings: Dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--conf takes KEY=VALUE, got {pair!r}")
+        settings[key.strip()] = value
+    return settings

@@ -1,0 +1,288 @@
+"""The analysis's per-partition kernels on hand-built inputs, without Spark: user-activity
+precedence, the wait-state analysis per worker, the critical path per slice, and properties
+of the critical path on random valid activity timelines (hypothesis)."""
+
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from timely_py.analysis.critical_path import critical_path, slice_critical_path
+from timely_py.analysis.precedence import overlay
+from timely_py.analysis.schemas import ACTIVITIES, CRITICAL_PATH, SLICED, WORKER_ROWS
+from timely_py.analysis.waits import find_waits, worker_activities
+
+# --- precedence ------------------------------------------------------------------------
+
+
+def spans(segments):
+    return [(s, e, i["type"], i.get("name")) for s, e, i in segments]
+
+
+def test_inner_user_activities_take_precedence_over_outer_ones_and_over_operators():
+    items = [
+        {"type": "user", "name": "outer", "depth": 0, "start": 0, "end": 100},
+        {"type": "user", "name": "inner", "depth": 1, "start": 20, "end": 40},
+        {"type": "operator", "name": "Map", "start": 10, "end": 60},
+        {"type": "operator", "name": "Sink", "start": 150, "end": 160},
+    ]
+    assert spans(overlay(items)) == [
+        (0, 20, "user", "outer"), (20, 40, "user", "inner"), (40, 100, "user", "outer"), (150, 160, "operator", "Sink"),
+    ]  # fmt: skip
+
+
+def test_waiting_takes_precedence_over_user_activities():
+    items = [
+        {"type": "user", "name": "load", "depth": 0, "start": 0, "end": 100},
+        {"type": "waiting", "start": 30, "end": 50},
+    ]
+    assert spans(overlay(items)) == [(0, 30, "user", "load"), (30, 50, "waiting", None), (50, 100, "user", "load")]
+
+
+# --- wait states -------------------------------------------------------------------------
+
+
+def row(row_type, start, end=None, **columns):
+    base = {name: None for name in WORKER_ROWS.names}
+    base.update(columns, row_type=row_type, worker=columns.get("worker", 1), start=start)
+    base["end"] = start if end is None else end
+    return base
+
+
+def delivery(comm_id, send, arrival, read, source=0, known=True, kind="data_message"):
+    return row(
+        "delivery", read, comm_id=comm_id, comm_type=kind, source_worker=source, send=send, arrival=arrival,
+        read=read, arrival_known=known,
+    )  # fmt: skip
+
+
+def waits_of(rows):
+    return [(w["type"], w["start"], w["end"], w.get("ended_by")) for w in find_waits(rows)]
+
+
+def test_a_park_ended_by_a_message_is_a_wait_until_the_message_arrived():
+    rows = [
+        row("operator", 0, 10, operator=1, useful=True),
+        row("park", 20, 100, wake="data"),
+        delivery(7, send=50, arrival=80, read=120),
+        row("operator", 110, 130, operator=2, useful=True),
+    ]
+    assert waits_of(rows) == [("waiting", 10, 80, 7)]
+
+
+def test_a_park_no_message_ended_is_waiting_for_input():
+    rows = [
+        row("operator", 0, 10, useful=True),
+        row("park", 20, 100, wake="activation"),
+        row("operator", 110, 130, useful=True),
+    ]
+    assert waits_of(rows) == [("waiting_for_input", 10, 110, None)]
+
+
+def test_unproductive_steps_without_parking_are_waiting_the_thesis_heuristic():
+    rows = [row("operator", 0, 10, useful=True)]
+    rows += [row("step", 20 + 10 * i, 25 + 10 * i) for i in range(3)]
+    rows += [row("operator", 21 + 10 * i, 24 + 10 * i, useful=False) for i in range(3)]
+    rows += [delivery(3, send=40, arrival=52, read=70), row("operator", 60, 80, useful=True)]
+    assert waits_of(rows) == [("waiting", 10, 52, 3)]
+
+
+def test_a_short_stretch_within_a_step_is_not_waiting():
+    rows = [row("step", 0, 100), row("operator", 10, 20, useful=True), row("operator", 30, 40, useful=True)]
+    assert waits_of(rows) == []
+
+
+def test_a_message_buffered_when_the_stretch_begins_means_no_wait():
+    rows = [
+        row("operator", 0, 10, useful=True),
+        delivery(4, send=5, arrival=5, read=115),
+        row("park", 20, 100, wake="timeout"),
+        row("operator", 110, 130, useful=True),
+    ]
+    assert waits_of(rows) == []
+
+
+def test_a_wake_by_data_with_unknown_arrival_ends_at_the_work_it_caused():
+    rows = [
+        row("operator", 0, 10, useful=True),
+        row("park", 20, 100, wake="data"),
+        delivery(9, send=50, arrival=115, read=115, known=False),
+        row("operator", 110, 130, useful=True),
+    ]
+    assert waits_of(rows) == [("waiting", 10, 110, 9)]
+
+
+def test_the_last_stretch_is_not_a_wait_and_its_park_stays_parked():
+    rows = [row("operator", 0, 10, useful=True, operator=1), row("park", 20, 100, wake="timeout")]
+    table = worker_activities(pa.Table.from_pylist(rows, schema=WORKER_ROWS))
+    assert table.schema == ACTIVITIES
+    assert [(r["type"], r["start"], r["end"]) for r in table.to_pylist()] == [("operator", 0, 10), ("parked", 20, 100)]
+    assert table.column("activity_id").to_pylist() == [1 << 40, (1 << 40) | 1]
+
+
+# --- critical path -------------------------------------------------------------------------
+
+
+def act(worker, kind, start, end, slice_start=0, slice_end=1000, **columns):
+    base = {name: None for name in SLICED.names}
+    base.update(columns, worker=worker, type=kind, start=start, end=end, slice=0)
+    base.update(slice_start=slice_start, slice_end=slice_end)
+    base.setdefault("activity_id", worker * 1000 + start)
+    return base
+
+
+def wait(worker, start, end, source, send, comm=1):
+    return act(
+        worker, "waiting", start, end, ended_by=comm, ended_by_type="data_message", ended_by_worker=source,
+        ended_by_send=send,
+    )  # fmt: skip
+
+
+def edges(path):
+    return [(e["type"], e["worker"], e["start"], e["end"]) for e in path]
+
+
+def test_the_path_crosses_over_the_message_that_ended_a_wait_and_splits_the_sender():
+    rows = [
+        act(0, "operator", 0, 60, name="Source"), act(0, "operator", 70, 100, name="Tail"),
+        wait(1, 0, 40, source=0, send=30), act(1, "operator", 50, 100, name="Sink"),
+    ]  # fmt: skip
+    path = critical_path(rows, 0)
+    assert edges(path) == [
+        ("operator", 0, 70, 100),
+        ("unknown", 0, 60, 70),
+        ("operator", 0, 0, 60),
+    ]  # worker 0 is running and not waiting at the end: the lowest such worker starts
+    rows[1] = act(0, "operator", 70, 90, name="Tail")
+    assert edges(critical_path(rows, 0)) == [
+        ("operator", 1, 50, 100), ("unknown", 1, 40, 50), ("data_message", 1, 30, 40), ("operator", 0, 0, 30),
+    ]  # fmt: skip
+    assert all(e["complete"] for e in critical_path(rows, 0))
+
+
+def test_a_message_seemingly_sent_after_the_wait_it_ended_crosses_at_the_wait_end():
+    rows = [act(0, "operator", 0, 100), wait(1, 0, 40, source=0, send=45), act(1, "operator", 40, 120)]
+    path = critical_path(rows, 0)
+    assert edges(path) == [("operator", 1, 40, 120), ("data_message", 1, 40, 40), ("operator", 0, 0, 40)]
+    assert path[0]["complete"]
+
+
+def test_messages_that_ended_no_wait_are_never_followed():
+    rows = [act(0, "operator", 0, 100), act(1, "operator", 0, 10), act(1, "operator", 20, 100)]
+    assert [e["type"] for e in critical_path(rows, 0)] == ["operator"]
+
+
+def test_the_kernel_table_signature():
+    rows = [act(0, "operator", 0, 50), wait(1, 0, 50, source=0, send=20), act(1, "operator", 50, 80)]
+    table = slice_critical_path(pa.Table.from_pylist(rows, schema=SLICED))
+    assert table.schema == CRITICAL_PATH
+    assert table.column("step").to_pylist() == [0, 1, 2]
+    assert sum(table.column("duration").to_pylist()) == 80
+
+
+@st.composite
+def timelines(draw):
+    """Random valid activity timelines of a slice: per worker, a sequence of operator runs
+    and gaps; some runs are turned into waits, each ended by a message sent from a run of
+    another worker that is kept a run (the sender is not waiting when it sends)."""
+    workers = draw(st.integers(1, 4))
+    runs = []
+    for worker in range(workers):
+        t = draw(st.integers(0, 20))
+        for _ in range(draw(st.integers(1, 8))):
+            start = t + draw(st.integers(0, 10))
+            end = start + draw(st.integers(1, 40))
+            runs.append(act(worker, "operator", start, end, activity_id=len(runs)))
+            t = end
+    kept = set()
+    for index in draw(st.lists(st.integers(0, len(runs) - 1), max_size=6, unique=True)):
+        target = runs[index]
+        senders = [
+            i for i, r in enumerate(runs)
+            if r["worker"] != target["worker"] and r["type"] == "operator" and r["start"] < target["end"] and i != index
+        ]  # fmt: skip
+        if index in kept or not senders:
+            continue
+        sender = runs[draw(st.sampled_from(senders))]
+        send = draw(st.integers(sender["start"] + 1, min(sender["end"], target["end"])))
+        kept.add(runs.index(sender))
+        runs[index] = dict(wait(target["worker"], target["start"], target["end"], sender["worker"], send, comm=index))
+    return runs
+
+
+@settings(max_examples=300, deadline=None)
+@given(timelines())
+def test_critical_path_properties_on_random_valid_timelines(rows):
+    path = critical_path(rows, 0)
+    start, end = min(r["start"] for r in rows), max(r["end"] for r in rows)
+    assert path and all(e["complete"] for e in path)
+    assert all(e["type"] != "waiting" for e in path)
+    assert sum(e["duration"] for e in path) == end - start
+    assert path[0]["end"] == end and path[-1]["start"] == start
+    for later, earlier in zip(path, path[1:]):
+        assert earlier["end"] == later["start"]  # connected in time
+        if later["type"] == "data_message":
+            assert earlier["worker"] == later["source_worker"]  # continues on the sender
+        elif earlier["type"] != "data_message":
+            assert earlier["worker"] == later["worker"]  # stays on the worker otherwise
+
+
+# --- both kernels on random simulated workers ----------------------------------------------
+
+
+@st.composite
+def simulated_workers(draw):
+    """Random kernel input (:data:`WORKER_ROWS`) of 1 to 3 simulated workers: the worker whose
+    clock is earliest acts next; it runs an operator (useful when it reads the messages that
+    have arrived, or by chance: input), which may send messages to other workers, or it parks
+    when nothing has arrived, until its next message arrives (wake `data`) or for a while
+    (wake `activation` or `timeout`). Messages take 0 to 20 ns to arrive."""
+    workers = draw(st.integers(1, 3))
+    clock, inbox, rows, comm = [0] * workers, [[] for _ in range(workers)], [], 0
+    for _ in range(draw(st.integers(1, 25))):
+        w = min(range(workers), key=lambda v: clock[v])
+        arrived = [m for m in inbox[w] if m["arrival"] <= clock[w]]
+        if not arrived and draw(st.booleans()):
+            later = min((m["arrival"] for m in inbox[w]), default=None)
+            wake = "data" if later is not None else draw(st.sampled_from(["activation", "timeout"]))
+            end = later + draw(st.integers(0, 5)) if later is not None else clock[w] + draw(st.integers(5, 50))
+            rows.append(row("park", clock[w], end, worker=w, wake=wake))
+            clock[w] = end
+            continue
+        start = clock[w] + draw(st.integers(0, 5))
+        end = start + draw(st.integers(2, 30))
+        for message in arrived:
+            rows.append(delivery(message["comm_id"], message["send"], message["arrival"], start + 1, message["source"]))
+            rows[-1]["worker"] = w
+            inbox[w].remove(message)
+        useful = bool(arrived) or draw(st.booleans())
+        rows.append(row("step", start, end, worker=w))
+        rows.append(row("operator", start, end, worker=w, operator=1, useful=useful))
+        for target in draw(st.lists(st.integers(0, workers - 1), max_size=2)) if useful else []:
+            if target != w:
+                send = draw(st.integers(start + 1, end))
+                message = {"comm_id": comm, "send": send, "arrival": send + draw(st.integers(0, 20)), "source": w}
+                inbox[target].append(message)
+                comm += 1
+        clock[w] = end
+    return rows
+
+
+@settings(max_examples=300, deadline=None)
+@given(simulated_workers())
+def test_waits_then_critical_path_on_random_simulated_workers(rows):
+    tables = []
+    for w in sorted({r["worker"] for r in rows}):
+        tables.append(
+            worker_activities(pa.Table.from_pylist([r for r in rows if r["worker"] == w], schema=WORKER_ROWS))
+        )
+    activities = pa.concat_tables(tables).to_pylist()
+    for worker in {a["worker"] for a in activities}:
+        mine = sorted((a for a in activities if a["worker"] == worker), key=lambda a: a["start"])
+        assert all(a["end"] <= b["start"] for a, b in zip(mine, mine[1:], strict=False)), "activities never overlap"
+    start, end = min(a["start"] for a in activities), max(a["end"] for a in activities)
+    sliced = [dict(a, slice=0, slice_start=start, slice_end=end + 1) for a in activities]
+    path = critical_path(sliced, 0)
+    assert path and all(e["complete"] for e in path)
+    assert all(e["type"] != "waiting" for e in path)
+    assert sum(e["duration"] for e in path) == end - start
+    assert all(earlier["end"] == later["start"] for later, earlier in zip(path, path[1:], strict=False))

@@ -1,0 +1,130 @@
+"""The critical-path analysis through its public API (`timely_py.analysis.analyze`) on
+hand-built traces with known critical paths (tests/analysis_traces.py), on one shared local
+SparkSession: activities, communications with buffer times, waits, slices, critical paths
+and profiles as written to Parquet."""
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from analysis_traces import THREE_WORKERS_FIRST_SLICE, TWO_PROCESSES_PATH, three_workers, two_processes
+from timely_py.analysis import analyze, parse_duration
+from timely_py.analysis.clocks import offset_at, offset_column
+from tracedirs import process_json
+
+
+def table(result, name, order):
+    rows = pq.read_table(result.tables[name]).to_pylist()
+    return sorted(rows, key=lambda r: tuple(r[c] for c in order))
+
+
+def path_of(result, slice_index=0):
+    rows = [r for r in table(result, "critical_path", ["slice", "step"]) if r["slice"] == slice_index]
+    return [(r["type"], r["worker"], r["start"], r["end"]) for r in rows]
+
+
+@pytest.fixture(scope="module")
+def two(spark, tmp_path_factory):
+    base = tmp_path_factory.mktemp("two")
+    return analyze(two_processes(base / "trace"), out=base / "out", slice="1s", spark=spark)
+
+
+@pytest.fixture(scope="module")
+def three(spark, tmp_path_factory):
+    base = tmp_path_factory.mktemp("three")
+    return analyze(three_workers(base / "trace"), out=base / "out", slice="500ns", spark=spark)
+
+
+def test_two_processes_critical_path_crosses_the_network_message(two):
+    assert path_of(two) == TWO_PROCESSES_PATH
+    assert two.workers == 2 and two.slices == 1 and two.complete_slices == 1 and two.trace_complete
+    assert two.critical_ns == 3100 - 1000
+
+
+def test_remote_messages_have_buffer_times_on_corrected_clocks(two):
+    comms = {r["type"]: r for r in table(two, "communications", ["type", "target_worker"]) if r["target_worker"] == 1}
+    data, progress = comms["data_message"], comms["progress_message"]
+    assert (data["send"], data["arrival"], data["read"]) == (1050, 1400, 1530)
+    assert (data["send_buffer_ns"], data["transfer_ns"], data["recv_buffer_ns"]) == (70, 280, 130)
+    assert (progress["send_buffer_ns"], progress["transfer_ns"], progress["recv_buffer_ns"]) == (25, 570, 150)
+    assert not data["local"] and data["arrival_known"] and data["records"] == 4
+
+
+def test_a_wait_ended_by_a_message_names_it_and_user_activities_nest(two):
+    rows = table(two, "activities", ["worker", "start"])
+    worker1 = [(r["type"], r["start"], r["end"], r["name"]) for r in rows if r["worker"] == 1]
+    assert worker1 == [
+        ("waiting", 1000, 1400, None), ("parked", 1400, 1500, None), ("operator", 1520, 1800, "Sink"),
+        ("user", 1900, 2000, "report"), ("user", 2000, 2500, "format"), ("user", 2500, 3100, "report"),
+    ]  # fmt: skip
+    wait = rows[[r["worker"] for r in rows].index(1)]
+    assert (wait["ended_by_type"], wait["ended_by_worker"], wait["ended_by_send"]) == ("data_message", 0, 1050)
+    worker0 = [(r["type"], r["start"], r["end"]) for r in rows if r["worker"] == 0]
+    assert worker0 == [("operator", 1010, 1100), ("parked", 1200, 3000), ("operator", 3002, 3008)]
+
+
+def test_profiles_are_shares_of_the_critical_path(two):
+    by_type = {r["type"]: r for r in table(two, "profile_type", ["type"])}
+    assert by_type["user"]["critical_ns"] == 1200 and by_type["data_message"]["critical_ns"] == 350
+    assert sum(r["share"] for r in by_type.values()) == pytest.approx(1.0)
+    assert two.top[0].name == "report" and two.top[0].critical_ns == 700
+    workers = {r["worker"]: r["critical_ns"] for r in table(two, "profile_worker", ["worker"])}
+    assert workers == {0: 50, 1: 2050}
+
+
+def test_three_workers_path_follows_the_chain_of_local_messages(three):
+    assert path_of(three, 0) == THREE_WORKERS_FIRST_SLICE
+
+
+def test_three_workers_waits_by_park_by_spinning_and_for_input(three):
+    waits = [
+        (r["worker"], r["type"], r["start"], r["end"], r["ended_by_worker"])
+        for r in table(three, "activities", ["worker", "start"]) if r["type"].startswith("waiting")
+    ]  # fmt: skip
+    assert waits == [
+        (0, "waiting", 200, 295, 2), (0, "waiting_for_input", 400, 1000, None),
+        (1, "waiting", 50, 150, 0), (2, "waiting", 50, 180, 1),
+    ]  # fmt: skip
+
+
+def test_slices_cut_activities_at_their_boundaries(three):
+    assert path_of(three, 1) == [("operator", 0, 1000, 1050), ("waiting_for_input", 0, 550, 1000)]
+    assert path_of(three, 2) == [("operator", 0, 1050, 1100)]
+    slices = table(three, "slices", ["slice"])
+    assert [(r["start"], r["end"], r["complete"]) for r in slices] == [
+        (50, 550, True),
+        (550, 1050, True),
+        (1050, 1100, True),
+    ]
+    assert all(r["critical_ns"] == r["length_ns"] for r in slices)
+    assert three.slices == 3 and three.slice_ns == 500
+
+
+def test_imbalance_and_slack_tables(three):
+    imbalance = {r["slice"]: r["imbalance"] for r in table(three, "slices", ["slice"])}
+    assert all(0 <= value <= 1 for value in imbalance.values()) and imbalance[1] > 0
+    slack = {r["contributor"]: r for r in table(three, "slack", ["contributor"])}
+    assert slack["Sink"]["activities"] >= 2 and slack["Source"]["on_critical_path"] >= 3
+
+
+def test_clock_offsets_are_interpolated_between_measurements(spark):
+    history = [(1_000, 100), (3_000, 300)]
+    times = [0, 1_000, 1_500, 2_999, 3_000, 9_000]
+    frame = spark.createDataFrame([(1, t) for t in times], "process long, time_ns long")
+    got = [r[0] for r in frame.select(offset_column({1: history})).collect()]
+    assert got == [offset_at(history, t) for t in times] == [100, 100, 150, 299, 300, 300]
+
+
+def test_bad_input_is_a_clear_error(spark, tmp_path):
+    with pytest.raises(ValueError, match="no trace directory"):
+        analyze(tmp_path / "missing", out=tmp_path / "out", spark=spark)
+    empty = tmp_path / "empty" / "process=0"
+    empty.mkdir(parents=True)
+    (empty / "_process.json").write_text(json.dumps(process_json(0, 1, 1)))
+    with pytest.raises(ValueError, match="has no event files"):
+        analyze(empty.parent, out=tmp_path / "out", spark=spark)
+    with pytest.raises(ValueError, match="duration"):
+        parse_duration("fast")
+    with pytest.raises(ValueError, match="longer than 0"):
+        parse_duration("0ms")
