@@ -74,7 +74,7 @@ def reference_times(table: pa.Table, processes: Metadata) -> Tuple[pa.Array, pa.
     unknown = set(process_column.unique().to_pylist()) - set(processes)
     if unknown:
         raise ValueError(f"rows of processes {sorted(unknown)} have no metadata")
-    samples = {p: _samples(processes[p], p) for p in sorted(processes)}
+    samples = {p: measurements(processes[p], p) for p in sorted(processes)}
     segments: List[_Segment] = []
     first: Dict[int, int] = {}  # process -> index of its first segment
     for process, measured in samples.items():
@@ -87,8 +87,11 @@ def reference_times(table: pa.Table, processes: Metadata) -> Tuple[pa.Array, pa.
     return _apply(table.column("time_ns").combine_chunks(), which, segments)
 
 
-def _samples(meta: Dict[str, Any], process: int) -> List[Tuple[int, int, int]]:
-    """The process's measurements as (measured_at_ns, offset_ns, error_ns), in time order."""
+def measurements(meta: Dict[str, Any], process: int) -> List[Tuple[int, int, int]]:
+    """The clock measurements in ``meta`` (process ``process``'s ``_process.json``) as
+    ``(measured_at_ns, offset_ns, error_ns)``, oldest first; none for process 0 (the
+    reference) or a process never measured. Raises :class:`TraceFormatError` when they are
+    malformed. The one reading of measurements that every clock correction shares."""
     if process == 0:
         return []
     history = meta.get("clock_history") or []
