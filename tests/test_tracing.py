@@ -171,7 +171,13 @@ def test_the_launcher_traces_every_process(tmp_path):
     for process in (0, 1):
         meta = metadata(trace, process)
         assert meta["status"] == "complete" and meta["processes"] == 2 and meta["process"] == process
-    assert set(read(trace)["worker"].to_pylist()) == {0, 1, 2, 3}
+    table = read(trace)
+    assert set(table["worker"].to_pylist()) == {0, 1, 2, 3}
+    kinds = table["kind"].to_pylist()
+    # The network threads of both processes record the frames they move.
+    assert kinds.count("network_send_start") > 0 and kinds.count("network_recv_end") > 0
+    senders = {p for p, k in zip(table["process"].to_pylist(), kinds) if k == "network_send_start"}
+    assert senders == {0, 1}
 
 
 EXAMPLE_NAMES = ["hello", "wordcount", "loops", "bfs"]

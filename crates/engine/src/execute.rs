@@ -46,7 +46,7 @@ where
 /// (`docs/trace-format.md`). A trace that cannot be written is reported as a warning
 /// (`timely_communication::warning!`), not as a failure of the run.
 pub fn execute_traced<T, F>(
-    config: Config,
+    mut config: Config,
     trace: Option<TraceSettings>,
     func: F,
 ) -> Result<Vec<T>, ExecuteError>
@@ -56,14 +56,10 @@ where
 {
     let trace = match trace {
         Some(settings) => Some(Arc::new(
-            ProcessTrace::start(settings, &config)
+            ProcessTrace::start(settings, &mut config)
                 .map_err(|e| ExecuteError::Config(format!("trace: {e}")))?,
         )),
         None => None,
-    };
-    let config = match &trace {
-        Some(trace) => trace.observe_frames(config),
-        None => config,
     };
     let builders = config.try_build().map_err(ExecuteError::Config)?;
     let signal = StopSignal::new();

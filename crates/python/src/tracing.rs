@@ -64,7 +64,7 @@ impl RunTrace {
         py: Python<'_>,
         settings: Option<TraceSettings>,
         function: Option<Py<PyAny>>,
-        config: &Config,
+        config: &mut Config,
     ) -> PyResult<Option<RunTrace>> {
         let Some(mut settings) = settings else { return Ok(None) };
         settings.program = Some(program_name(py));

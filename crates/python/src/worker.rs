@@ -235,12 +235,12 @@ impl PyWorker {
 /// worker order.
 pub fn run(
     py: Python<'_>,
-    config: Config,
+    mut config: Config,
     trace: Option<TraceSettings>,
     trace_callback: Option<Py<PyAny>>,
     main: Py<PyAny>,
 ) -> PyResult<Vec<Py<PyAny>>> {
-    let mut trace = RunTrace::start(py, trace, trace_callback, &config)?;
+    let mut trace = RunTrace::start(py, trace, trace_callback, &mut config)?;
     // A cluster connects to its other processes here, which may take a while: detached.
     let builders = py.detach(|| config.try_build()).map_err(ClusterError::new_err)?;
     let workers = builders.len();

@@ -36,10 +36,12 @@ pub struct ProcessTrace {
 }
 
 impl ProcessTrace {
-    /// Starts the writer for this process of `config`'s run. Process 0's clock is the
-    /// reference (offset 0, error 0); another process's measurements, made by the transport,
-    /// are recorded as they come (checked every flush interval).
-    pub fn start(settings: TraceSettings, config: &Config) -> io::Result<Self> {
+    /// Starts the writer for this process of `config`'s run, and has a cluster's `config`
+    /// tell the trace of every frame its network threads move (when network events are
+    /// recorded). Process 0's clock is the reference (offset 0, error 0); another process's
+    /// measurements, made by the transport, are recorded as they come (checked every flush
+    /// interval).
+    pub fn start(settings: TraceSettings, config: &mut Config) -> io::Result<Self> {
         let (process, processes, workers) = shape(config);
         let argv: Vec<String> = std::env::args().collect();
         let program = settings.program.clone().or_else(|| argv.first().cloned()).unwrap_or_default();
@@ -50,22 +52,24 @@ impl ProcessTrace {
             event_classes: settings.classes.names().into_iter().map(String::from).collect(),
             ..ProcessMetadata::starting(process, processes, workers, start_time_ns, argv)
         };
-        let mut config = TraceConfig::new(settings.directory, clock::now_ns);
-        config.callback = settings.callback;
-        config.classes = settings.classes;
-        config.flush_interval = settings.flush_interval;
-        let writer = TraceWriter::start(config, metadata, workers)?;
+        let mut files = TraceConfig::new(settings.directory, clock::now_ns);
+        files.callback = settings.callback;
+        files.classes = settings.classes;
+        files.flush_interval = settings.flush_interval;
+        let writer = TraceWriter::start(files, metadata, workers)?;
         let clock_watch = match process {
             0 => None,
             _ => Some(ClockWatch::start(writer.clock_recorder(), settings.flush_interval)?),
         };
-        Ok(ProcessTrace { writer, clock_watch })
+        let trace = ProcessTrace { writer, clock_watch };
+        trace.observe_frames(config);
+        Ok(trace)
     }
 
-    /// `config` with this trace recording the frames of its network threads, if it is a
-    /// cluster's and network events are recorded (an observer already there keeps being told).
-    pub fn observe_frames(&self, config: Config) -> Config {
-        let Config::Cluster(mut cluster) = config else { return config };
+    /// Has a cluster's `config` record the frames of its network threads into this trace,
+    /// if network events are recorded (an observer already there keeps being told).
+    fn observe_frames(&self, config: &mut Config) {
+        let Config::Cluster(cluster) = config else { return };
         if self.writer.classes().contains(EventClass::Network) {
             let recorder: Arc<dyn FrameObserver> = Arc::new(FrameRecorder::new(self.writer.network_sink()));
             cluster.frames = Some(match cluster.frames.take() {
@@ -73,7 +77,6 @@ impl ProcessTrace {
                 None => recorder,
             });
         }
-        Config::Cluster(cluster)
     }
 
     /// Makes `worker` record its events into this trace.
