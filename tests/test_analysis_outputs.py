@@ -1,0 +1,153 @@
+"""The analysis's outputs built from OUT's tables: PNG plots (`write_plots`), the Perfetto
+trace with the critical path (`write_perfetto`) and the self-contained HTML viewer
+(`write_viewer`), loaded in headless Chromium. One real trace (`examples/bfs.py` on 2
+processes of 2 workers) is analysed once for the whole module."""
+
+import json
+import shutil
+import struct
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from browser import console_messages, dump_dom, root_attributes
+from timely_py.analysis import analyze
+from timely_py.analysis.perfetto_export import CRITICAL_TRACK, write_perfetto
+from timely_py.analysis.plots import write_plots
+from timely_py.analysis.viewer import viewer_data, write_viewer
+from timely_py.trace import TraceFormatError
+from tracedirs import ROOT
+
+#: Base port of the traced BFS cluster (other suites: 23101-24101, 24000-29000, 29101-29102).
+BFS_PORT = 29151
+COMMUNICATIONS = ("data_message", "progress_message")
+
+
+@pytest.fixture(scope="module")
+def analysed(spark, tmp_path_factory):
+    base = tmp_path_factory.mktemp("outputs")
+    trace = base / "trace"
+    done = subprocess.run(
+        [sys.executable, "-m", "timely_py.launch", "-n", "2", "-w", "2", "--base-port", str(BFS_PORT),
+         "--trace", str(trace), str(ROOT / "examples" / "bfs.py"), "2000", "6000"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = analyze(trace, out=base / "out", slice="20ms", spark=spark)
+    assert result.slices >= 2, "the trace spans several slices"
+    return trace, result.out
+
+
+def rows(out, name):
+    return pq.read_table(out / name).to_pylist()
+
+
+def png_size(path):
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+def test_plots_are_png_images_of_sensible_size(analysed):
+    from matplotlib.image import imread
+
+    _, out = analysed
+    written = write_plots(out)
+    assert [p.name for p in written] == ["profile_per_slice.png", "top_contributors.png", "worker_utilisation.png"]
+    for path in written:
+        width, height = png_size(path)
+        assert 500 <= width <= 4000 and 250 <= height <= 3000, (path.name, width, height)
+        pixels = imread(path)
+        assert len({tuple(p) for p in pixels.reshape(-1, pixels.shape[-1])[::97]}) > 5, f"{path.name} is blank"
+
+
+def test_plots_of_a_directory_without_tables_are_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="no table 'profile_type'"):
+        write_plots(tmp_path)
+
+
+def test_perfetto_trace_marks_the_critical_path_on_its_own_track(analysed):
+    trace, out = analysed
+    events = json.loads(write_perfetto(out, trace).read_text())["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    critical = [pid for pid, name in names.items() if name == CRITICAL_TRACK]
+    assert len(critical) == 1 and set(names) == {0, 1, critical[0]}
+    path = rows(out, "critical_path")
+    on_track = [e for e in events if e["ph"] == "X" and e["pid"] == critical[0]]
+    assert len(on_track) == len(path) and all(e["dur"] >= 0 for e in on_track)
+    assert sum(e["dur"] for e in on_track) * 1000 == pytest.approx(sum(r["duration"] for r in path), rel=1e-9)
+    crossings = [r for r in path if r["type"] in COMMUNICATIONS]
+    flows = [e for e in events if e["ph"] in ("s", "f")]
+    assert crossings and len(flows) == 2 * len(crossings)
+    assert {e["id"] for e in flows if e["ph"] == "s"} == {e["id"] for e in flows if e["ph"] == "f"}
+    workers = [e for e in events if e["ph"] == "X" and e["pid"] != critical[0]]
+    assert len(workers) == len(rows(out, "activities"))
+    assert {(e["pid"], e["tid"]) for e in workers} == {(0, 0), (0, 1), (1, 2), (1, 3)}
+    assert any(e["args"]["critical"] for e in workers) and any(e["cat"] == "waiting" for e in workers)
+
+
+def test_perfetto_export_of_a_path_that_is_not_a_trace_fails_clearly(analysed, tmp_path):
+    _, out = analysed
+    with pytest.raises(TraceFormatError):
+        write_perfetto(out, tmp_path)
+
+
+def test_the_viewer_draws_every_lane_and_critical_edge_in_chromium(analysed, tmp_path):
+    _, out = analysed
+    page = write_viewer(out)
+    text = page.read_text()
+    assert "<script src" not in text and "<link" not in text and "http://" not in text and "https://" not in text
+    dom, log = dump_dom(page, tmp_path / "profile")
+    attributes = root_attributes(dom)
+    assert "data-errors" not in attributes, dom[-2000:]
+    assert console_messages(log) == []
+    path = rows(out, "critical_path")
+    assert attributes["data-rendered"] == "true"
+    assert int(attributes["data-lanes"]) == len({r["worker"] for r in rows(out, "activities")}) == 4
+    assert int(attributes["data-critical-segments"]) == len(path)
+    assert int(attributes["data-critical-crossings"]) == len([r for r in path if r["type"] in COMMUNICATIONS]) > 0
+    assert int(attributes["data-activities-drawn"]) == len(rows(out, "activities"))
+
+
+def test_a_capped_viewer_says_so_and_hostile_names_stay_data(analysed, tmp_path):
+    _, source = analysed
+    out = tmp_path / "out"
+    for name in ("activities", "critical_path", "slices", "communications"):
+        shutil.copytree(source / name, out / name)
+    table = pq.read_table(out / "activities")
+    hostile = "</script><script>document.documentElement.setAttribute('data-injected','1')</script>"
+    names = table.column("name").to_pylist()
+    names[0] = hostile
+    table = table.set_column(table.schema.get_field_index("name"), "name", pa.array(names, pa.string()))
+    shutil.rmtree(out / "activities")
+    (out / "activities").mkdir()
+    pq.write_table(table, out / "activities" / "part-00000.parquet")
+    data = viewer_data(out, max_activities=100)
+    assert data["capped"]["total"] == len(table) and 0 < data["capped"]["shown"] <= 100
+    assert len(data["activities"]["start"]) == data["capped"]["shown"]
+    assert max(data["path"]["start"], default=0) < data["capped"]["until"]
+    dom, log = dump_dom(write_viewer(out, max_activities=100), tmp_path / "profile")
+    attributes = root_attributes(dom)
+    assert "data-errors" not in attributes and "data-injected" not in attributes and console_messages(log) == []
+    assert int(attributes["data-activities-drawn"]) == data["capped"]["shown"]
+    assert int(attributes["data-critical-segments"]) == len(data["path"]["start"])
+    assert "Large trace: showing the first" in dom
+
+
+def test_viewer_rejects_a_cap_that_is_not_positive(analysed):
+    with pytest.raises(ValueError, match="max_activities"):
+        write_viewer(analysed[1], max_activities=0)
+
+
+def test_screenshot_script_renders_the_viewer(analysed, tmp_path):
+    _, out = analysed
+    write_viewer(out)
+    shot = tmp_path / "viewer.png"
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "viewer_screenshot.sh"), str(out), str(shot)],
+                          capture_output=True, text=True, timeout=180)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert png_size(shot) == (1600, 900)
