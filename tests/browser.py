@@ -26,10 +26,12 @@ def _flags(profile):
             f"--window-size={WINDOW}", "--enable-logging=stderr", "--v=0"]  # fmt: skip
 
 
-def dump_dom(page, profile):
-    """Loads `page` (a file) and returns (the serialised DOM after its scripts ran, the log)."""
+def dump_dom(page, profile, fragment=""):
+    """Loads `page` (a file; `fragment` after its `#`) and returns (the serialised DOM after
+    its scripts ran, the log)."""
+    address = Path(page).resolve().as_uri() + (f"#{fragment}" if fragment else "")
     done = subprocess.run(
-        _flags(profile) + ["--virtual-time-budget=5000", "--dump-dom", Path(page).resolve().as_uri()],
+        _flags(profile) + ["--virtual-time-budget=5000", "--dump-dom", address],
         capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -41,19 +43,19 @@ def console_messages(log):
     return [line for line in log.splitlines() if "CONSOLE" in line or "Uncaught" in line]
 
 
-class _RootAttributes(HTMLParser):
-    def __init__(self):
+class _Attributes(HTMLParser):
+    def __init__(self, tag):
         super().__init__()
-        self.attributes = None
+        self.tag, self.attributes = tag, None
 
     def handle_starttag(self, tag, attrs):
-        if tag == "html" and self.attributes is None:
+        if tag == self.tag and self.attributes is None:
             self.attributes = dict(attrs)
 
 
-def root_attributes(dom):
-    """The attributes of the <html> element of a dumped DOM."""
-    parser = _RootAttributes()
+def attributes_of(dom, tag="html"):
+    """The attributes of the first `tag` element of a dumped DOM (by default the root)."""
+    parser = _Attributes(tag)
     parser.feed(dom)
-    assert parser.attributes is not None, "no <html> element in the dumped DOM"
+    assert parser.attributes is not None, f"no <{tag}> element in the dumped DOM"
     return parser.attributes

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from browser import console_messages, dump_dom, root_attributes
+from browser import console_messages, dump_dom, attributes_of
 from timely_py.analysis import analyze
 from timely_py.analysis.perfetto_export import CRITICAL_TRACK, write_perfetto
 from timely_py.analysis.plots import write_plots
@@ -36,7 +36,7 @@ def analysed(spark, tmp_path_factory):
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    result = analyze(trace, out=base / "out", slice="20ms", spark=spark)
+    result = analyze(trace, out=base / "out", slice="5ms", spark=spark)
     assert result.slices >= 2, "the trace spans several slices"
     return trace, result.out
 
@@ -102,7 +102,7 @@ def test_the_viewer_draws_every_lane_and_critical_edge_in_chromium(analysed, tmp
     text = page.read_text()
     assert "<script src" not in text and "<link" not in text and "http://" not in text and "https://" not in text
     dom, log = dump_dom(page, tmp_path / "profile")
-    attributes = root_attributes(dom)
+    attributes = attributes_of(dom)
     assert "data-errors" not in attributes, dom[-2000:]
     assert console_messages(log) == []
     path = rows(out, "critical_path")
@@ -111,6 +111,21 @@ def test_the_viewer_draws_every_lane_and_critical_edge_in_chromium(analysed, tmp
     assert int(attributes["data-critical-segments"]) == len(path)
     assert int(attributes["data-critical-crossings"]) == len([r for r in path if r["type"] in COMMUNICATIONS]) > 0
     assert int(attributes["data-activities-drawn"]) == len(rows(out, "activities"))
+
+
+def test_the_viewer_zooms_and_shows_details_from_its_address(analysed, tmp_path):
+    _, out = analysed
+    data = viewer_data(out)
+    acts = data["activities"]
+    wait = next(i for i, kind in enumerate(acts["type"]) if data["types"][kind] == "waiting" and acts["dur"][i] > 0)
+    middle = acts["start"][wait] + acts["dur"][wait] // 2
+    fragment = f"from={acts['start'][wait]}&to={acts['start'][wait] + acts['dur'][wait]}&worker={acts['worker'][wait]}&t={middle}"
+    dom, log = dump_dom(write_viewer(out), tmp_path / "profile", fragment)
+    assert "data-errors" not in attributes_of(dom) and console_messages(log) == []
+    assert attributes_of(dom, "aside")["data-activity"] == str(acts["id"][wait])
+    assert "ended by" in dom and "message sent at" in dom
+    drawn = int(attributes_of(dom)["data-activities-drawn"])
+    assert 4 <= drawn < len(acts["start"]), "zoomed in on one wait, the page draws only what is in view"
 
 
 def test_a_capped_viewer_says_so_and_hostile_names_stay_data(analysed, tmp_path):
@@ -131,7 +146,7 @@ def test_a_capped_viewer_says_so_and_hostile_names_stay_data(analysed, tmp_path)
     assert len(data["activities"]["start"]) == data["capped"]["shown"]
     assert max(data["path"]["start"], default=0) < data["capped"]["until"]
     dom, log = dump_dom(write_viewer(out, max_activities=100), tmp_path / "profile")
-    attributes = root_attributes(dom)
+    attributes = attributes_of(dom)
     assert "data-errors" not in attributes and "data-injected" not in attributes and console_messages(log) == []
     assert int(attributes["data-activities-drawn"]) == data["capped"]["shown"]
     assert int(attributes["data-critical-segments"]) == len(data["path"]["start"])

@@ -2,7 +2,7 @@
 
 This module owns three charts: the critical-path profile of each slice as stacked bars
 (share per activity type), the top contributors (critical-path time and share), and each
-worker's utilisation over time (the share of each time bin spent in operator or user
+worker's utilisation over time as a heat map (the share of each time bin spent in operator or user
 activities). It reads only the Parquet tables in OUT (``out_tables``) and must not change
 them; it needs matplotlib (the ``analysis`` extra), not Spark. Figures are made without
 pyplot (rendered by Agg when saved), so the caller's matplotlib backend is left alone.
@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: How many contributors the top-contributors chart shows.
 TOP = 15
 #: How many time bins the utilisation chart has.
-BINS = 200
+BINS = 100
 #: Activity types that count as a worker being busy.
 BUSY_TYPES = ("operator", "user")
 #: Resolution of the PNGs.
@@ -101,17 +101,21 @@ def _worker_utilisation(out: PathLike) -> "Figure":
     origin = origin_ns(out)
     end = pc.max(table.column("end")).as_py() if len(table) else None
     edges = np.linspace(origin, max(end or origin, origin + 1), BINS + 1)
-    figure = _figure(10.0, 4.5)
-    axes = figure.subplots()
     busy = table.filter(pc.is_in(table.column("type"), pa.array(BUSY_TYPES)))
-    for worker in sorted(set(table.column("worker").to_pylist())):
-        mine = busy.filter(pc.equal(busy.column("worker"), worker))
-        starts, ends = _sorted_spans(mine)
-        shares = np.diff(_busy_before(starts, ends, edges)) / np.diff(edges)
-        axes.plot((edges[1:] - origin) / 1e6, 100 * shares, label=f"worker {worker}", linewidth=1.2)
-    axes.set(xlabel="time since the trace's start (ms)", ylabel="busy (% of the bin)", ylim=(-2, 102))
-    axes.set_title("Per-worker utilisation over time (operator and user activities)")
-    axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
+    workers = sorted(set(table.column("worker").to_pylist()))
+    shares = np.zeros((len(workers), BINS))
+    for row, worker in enumerate(workers):
+        starts, ends = _sorted_spans(busy.filter(pc.equal(busy.column("worker"), worker)))
+        shares[row] = np.diff(_busy_before(starts, ends, edges)) / np.diff(edges)
+    figure = _figure(10.0, max(3.0, 0.3 * len(workers) + 2))
+    axes = figure.subplots()
+    extent = (0.0, (edges[-1] - origin) / 1e6, len(workers) - 0.5, -0.5)
+    image = axes.imshow(100 * shares, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0, vmax=100,
+                        extent=extent)  # fmt: skip
+    axes.set_yticks(range(len(workers)), [f"worker {w}" for w in workers])
+    axes.set(xlabel="time since the trace's start (ms)")
+    axes.set_title("Per-worker utilisation over time (share of each bin in operator and user activities)")
+    figure.colorbar(image, ax=axes, label="busy (%)")
     return figure
 
 
