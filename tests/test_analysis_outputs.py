@@ -118,8 +118,8 @@ def test_the_viewer_zooms_and_shows_details_from_its_address(analysed, tmp_path)
     data = viewer_data(out)
     acts = data["activities"]
     wait = next(i for i, kind in enumerate(acts["type"]) if data["types"][kind] == "waiting" and acts["dur"][i] > 0)
-    middle = acts["start"][wait] + acts["dur"][wait] // 2
-    fragment = f"from={acts['start'][wait]}&to={acts['start'][wait] + acts['dur'][wait]}&worker={acts['worker'][wait]}&t={middle}"
+    start, end = acts["start"][wait], acts["start"][wait] + acts["dur"][wait]
+    fragment = f"from={start}&to={end}&worker={acts['worker'][wait]}&t={(start + end) // 2}"
     dom, log = dump_dom(write_viewer(out), tmp_path / "profile", fragment)
     assert "data-errors" not in attributes_of(dom) and console_messages(log) == []
     assert attributes_of(dom, "aside")["data-activity"] == str(acts["id"][wait])

@@ -75,7 +75,8 @@ def viewer_data(out: PathLike, max_activities: int = MAX_ACTIVITIES) -> Dict[str
         capped = {"shown": 0, "total": len(activities), "until": until - origin}
         activities, path, slices = (_before(t, until) for t in (activities, path, slices))
         capped["shown"] = len(activities)
-    types = sorted(set(TYPE_COLOURS) | set(activities.column("type").to_pylist()) | set(path.column("type").to_pylist()))
+    seen = set(activities.column("type").to_pylist()) | set(path.column("type").to_pylist())
+    types = sorted(set(TYPE_COLOURS) | seen)
     names = sorted(set(activities.column("name").drop_null().to_pylist()))
     ends = [pc.max(t.column("end")).as_py() for t in (activities, path) if len(t)]
     return {
