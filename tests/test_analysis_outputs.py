@@ -110,7 +110,7 @@ def test_the_viewer_draws_every_lane_and_critical_edge_in_chromium(analysed, tmp
     assert int(attributes["data-lanes"]) == len({r["worker"] for r in rows(out, "activities")}) == 4
     assert int(attributes["data-critical-segments"]) == len(path)
     assert int(attributes["data-critical-crossings"]) == len([r for r in path if r["type"] in COMMUNICATIONS]) > 0
-    assert int(attributes["data-activities-drawn"]) == len(rows(out, "activities"))
+    assert int(attributes["data-activities-in-view"]) == len(rows(out, "activities"))
 
 
 def test_the_viewer_zooms_and_shows_details_from_its_address(analysed, tmp_path):
@@ -124,7 +124,7 @@ def test_the_viewer_zooms_and_shows_details_from_its_address(analysed, tmp_path)
     assert "data-errors" not in attributes_of(dom) and console_messages(log) == []
     assert attributes_of(dom, "aside")["data-activity"] == str(acts["id"][wait])
     assert "ended by" in dom and "message sent at" in dom
-    drawn = int(attributes_of(dom)["data-activities-drawn"])
+    drawn = int(attributes_of(dom)["data-activities-in-view"])
     assert 4 <= drawn < len(acts["start"]), "zoomed in on one wait, the page draws only what is in view"
 
 
@@ -148,7 +148,7 @@ def test_a_capped_viewer_says_so_and_hostile_names_stay_data(analysed, tmp_path)
     dom, log = dump_dom(write_viewer(out, max_activities=100), tmp_path / "profile")
     attributes = attributes_of(dom)
     assert "data-errors" not in attributes and "data-injected" not in attributes and console_messages(log) == []
-    assert int(attributes["data-activities-drawn"]) == data["capped"]["shown"]
+    assert int(attributes["data-activities-in-view"]) == data["capped"]["shown"]
     assert int(attributes["data-critical-segments"]) == len(data["path"]["start"])
     assert "Large trace: showing the first" in dom
 

@@ -14,7 +14,7 @@ trace's ``_process.json`` files, never Spark.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Set
 
 import pyarrow as pa
 
@@ -76,7 +76,7 @@ def _critical_track_names(pid: int) -> List[Event]:
     ]
 
 
-def _activity_events(activities: pa.Table, origin: int, per_process: int, critical: set) -> List[Event]:
+def _activity_events(activities: pa.Table, origin: int, per_process: int, critical: Set[int]) -> List[Event]:
     events = []
     for row in _rows(activities, ACTIVITY_COLUMNS):
         args = {k: v for k, v in row.items() if v is not None and k not in ("worker", "start", "end", "name")}
@@ -104,9 +104,7 @@ def _flows(edges: List[Dict[str, Any]], origin: int, per_process: int) -> List[E
     crossings = [e for e in edges if e["type"] in COMMUNICATION_TYPES and e["source_worker"] is not None]
     for flow_id, edge in enumerate(crossings, 1):
         common = {"name": "critical " + edge["type"], "cat": "critical_path", "id": flow_id}
-        ends: Tuple[Tuple[str, int, int], ...] = (("s", edge["source_worker"], edge["start"]),
-                                                  ("f", edge["worker"], edge["end"]))  # fmt: skip
-        for phase, worker, ns in ends:
+        for phase, worker, ns in (("s", edge["source_worker"], edge["start"]), ("f", edge["worker"], edge["end"])):
             event = {**common, "ph": phase, "pid": worker // per_process, "tid": worker, "ts": _micros(ns, origin)}
             if phase == "f":
                 event["bp"] = "e"
