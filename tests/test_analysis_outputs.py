@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from browser import console_messages, dump_dom, attributes_of
 from timely_py.analysis import analyze
+from timely_py.analysis.headless import attributes_of, console_messages, dump_dom
 from timely_py.analysis.perfetto_export import CRITICAL_TRACK, write_perfetto
 from timely_py.analysis.plots import write_plots
 from timely_py.analysis.viewer import viewer_data, write_viewer
@@ -101,7 +101,7 @@ def test_the_viewer_draws_every_lane_and_critical_edge_in_chromium(analysed, tmp
     page = write_viewer(out)
     text = page.read_text()
     assert "<script src" not in text and "<link" not in text and "http://" not in text and "https://" not in text
-    dom, log = dump_dom(page, tmp_path / "profile")
+    dom, log = dump_dom(page)
     attributes = attributes_of(dom)
     assert "data-errors" not in attributes, dom[-2000:]
     assert console_messages(log) == []
@@ -120,7 +120,7 @@ def test_the_viewer_zooms_and_shows_details_from_its_address(analysed, tmp_path)
     wait = next(i for i, kind in enumerate(acts["type"]) if data["types"][kind] == "waiting" and acts["dur"][i] > 0)
     start, end = acts["start"][wait], acts["start"][wait] + acts["dur"][wait]
     fragment = f"from={start}&to={end}&worker={acts['worker'][wait]}&t={(start + end) // 2}"
-    dom, log = dump_dom(write_viewer(out), tmp_path / "profile", fragment)
+    dom, log = dump_dom(write_viewer(out), fragment)
     assert "data-errors" not in attributes_of(dom) and console_messages(log) == []
     assert attributes_of(dom, "aside")["data-activity"] == str(acts["id"][wait])
     assert "ended by" in dom and "message sent at" in dom
@@ -145,7 +145,7 @@ def test_a_capped_viewer_says_so_and_hostile_names_stay_data(analysed, tmp_path)
     assert data["capped"]["total"] == len(table) and 0 < data["capped"]["shown"] <= 100
     assert len(data["activities"]["start"]) == data["capped"]["shown"]
     assert max(data["path"]["start"], default=0) < data["capped"]["until"]
-    dom, log = dump_dom(write_viewer(out, max_activities=100), tmp_path / "profile")
+    dom, log = dump_dom(write_viewer(out, max_activities=100))
     attributes = attributes_of(dom)
     assert "data-errors" not in attributes and "data-injected" not in attributes and console_messages(log) == []
     assert int(attributes["data-activities-in-view"]) == data["capped"]["shown"]
@@ -162,7 +162,27 @@ def test_screenshot_script_renders_the_viewer(analysed, tmp_path):
     _, out = analysed
     write_viewer(out)
     shot = tmp_path / "viewer.png"
-    done = subprocess.run(["bash", str(ROOT / "scripts" / "viewer_screenshot.sh"), str(out), str(shot)],
-                          capture_output=True, text=True, timeout=180)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "viewer_screenshot.py"), str(out), "--png", str(shot),
+         "--size", "1200x700"],
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    assert png_size(shot) == (1600, 900)
+    assert done.stdout.strip() == str(shot) and png_size(shot) == (1200, 700)
+
+
+def test_screenshot_script_without_a_viewer_is_a_usage_error(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "viewer_screenshot.py"), str(tmp_path)],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2 and "write_viewer" in done.stderr
+
+
+def test_the_viewer_benchmark_runs_on_a_small_synthetic_output(tmp_path):
+    figures = tmp_path / "viewer.json"
+    subprocess.run(
+        [sys.executable, str(ROOT / "benches" / "python" / "bench_viewer.py"), "--activities", "2000", "--reps", "1",
+         "--json", str(figures)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    medians = json.loads(figures.read_text())
+    assert medians["page_bytes"] > 2000 * 20 and medians["draw_full_ms"] >= 0 and medians["ready_ms"] > 0
