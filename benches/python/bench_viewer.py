@@ -45,7 +45,8 @@ def write_tables(out, activities, workers, seed=1):
         "name": np.array([f"operator {i}" for i in range(20)])[rng.integers(0, 20, n)],
         "depth": np.zeros(n, np.int64), "useful": np.ones(n, bool), "ended_by_type": pa.nulls(n, pa.string()),
     }  # fmt: skip
-    acts = pa.table({**columns, **{c: pa.nulls(n, pa.int64()) for c in ("ended_by", "ended_by_worker", "ended_by_send")}})
+    columns.update({c: pa.nulls(n, pa.int64()) for c in ("ended_by", "ended_by_worker", "ended_by_send")})
+    acts = pa.table(columns)
     k = min(per, CRITICAL_EDGES)
     path = pa.table({
         "slice": np.zeros(k, np.int64), "step": np.arange(k)[::-1].copy(), "type": ["operator"] * k,
