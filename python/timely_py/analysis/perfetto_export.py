@@ -6,9 +6,9 @@ events: one track per worker (``pid`` = process, ``tid`` = worker) with every ac
 waits included, as a complete (``X``) slice (``args.critical`` when the path runs through
 it); a ``critical path`` process with one track holding every critical-path edge in time
 order; and a flow arrow from the sender to the receiver for each message the path crosses.
-Times are microseconds since the first slice's start on process 0's clock. Track names and
-the file format come from ``timely_py.trace.perfetto``; it reads only Parquet and the
-trace's ``_process.json`` files, never Spark.
+Times are microseconds since the first activity (``out_tables.origin_ns``) on process 0's
+clock. Track names and the file format come from ``timely_py.trace.perfetto``; it reads
+only Parquet and the trace's ``_process.json`` files, never Spark.
 """
 
 from __future__ import annotations

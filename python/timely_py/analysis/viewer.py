@@ -64,7 +64,7 @@ def _embeddable(data: Dict[str, Any]) -> str:
 
 
 def viewer_data(out: PathLike, max_activities: int = MAX_ACTIVITIES) -> Dict[str, Any]:
-    """What the page embeds, as a dict of columns (times in ns since the first slice's start)."""
+    """What the page embeds, as a dict of columns (times in ns since ``out_tables.origin_ns``)."""
     origin = origin_ns(out)
     activities = read_out_table(out, "activities", ACTIVITY_COLUMNS)
     path = read_out_table(out, "critical_path", PATH_COLUMNS).sort_by([("start", "ascending"), ("step", "descending")])
