@@ -19,6 +19,7 @@ from timely_py.analysis.perfetto_export import CRITICAL_TRACK, write_perfetto
 from timely_py.analysis.plots import write_plots
 from timely_py.analysis.viewer import viewer_data, write_viewer
 from timely_py.trace import TraceFormatError
+from devtools import Page
 from tracedirs import ROOT
 
 #: Base port of the traced BFS cluster (other suites: 23101-24101, 24000-29000, 29101-29102).
@@ -126,6 +127,36 @@ def test_the_viewer_zooms_and_shows_details_from_its_address(analysed, tmp_path)
     assert "ended by" in dom and "message sent at" in dom
     drawn = int(attributes_of(dom)["data-activities-in-view"])
     assert 4 <= drawn < len(acts["start"]), "zoomed in on one wait, the page draws only what is in view"
+
+
+def test_the_viewer_zooms_pans_and_shows_details_with_the_mouse(analysed):
+    _, out = analysed
+    with Page() as page:
+        page.open(write_viewer(out))
+        left, top, width, _ = page.evaluate("(r => [r.left, r.top, r.width, r.height])(canvas.getBoundingClientRect())")
+        plot, lane_y = width - 80, top + 28 + 7  # the page's label width, axis height, least lane height
+        start, end = map(float, page.root("view").split(","))
+        x = round(left + 80 + plot * 0.4)  # mouse events land on whole pixels
+        share = (x - left - 80) / plot
+        under = start + share * (end - start)
+        for _ in range(10):
+            page.wheel(x, lane_y, -100)  # wheel up: zoom in around the pointer
+        zoomed = list(map(float, page.root("view").split(",")))
+        assert zoomed[1] - zoomed[0] == pytest.approx(0.8**10 * (end - start), rel=1e-6)
+        pixel = (zoomed[1] - zoomed[0]) / plot
+        assert zoomed[0] + share * (zoomed[1] - zoomed[0]) == pytest.approx(under, abs=pixel), "the pointer's time stays"
+        assert int(page.root("activities-in-view")) < int(page.evaluate("acts.start.length"))
+        page.drag(x, x + 200, lane_y)  # drag right: earlier times come into view
+        panned = list(map(float, page.root("view").split(",")))
+        assert panned[0] == pytest.approx(zoomed[0] - 200 * pixel, abs=pixel)
+        page.evaluate("document.getElementById('reset').click()")
+        longest = page.evaluate("(l => l.reduce((a, b) => acts.dur[b] > acts.dur[a] ? b : a))(lanes[0])")
+        middle = page.evaluate(f"acts.start[{longest}] + acts.dur[{longest}] / 2") / end
+        page.click(left + 80 + plot * middle, lane_y)
+        assert page.evaluate("document.getElementById('details').dataset.activity") == str(
+            page.evaluate(f"acts.id[{longest}]")
+        )
+        assert not [m for m in page.console if m.get("type") in ("error", "assert") or "exceptionDetails" in m]
 
 
 def test_a_capped_viewer_says_so_and_hostile_names_stay_data(analysed, tmp_path):
