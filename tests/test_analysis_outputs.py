@@ -176,12 +176,13 @@ def test_a_capped_viewer_says_so_and_hostile_names_stay_data(analysed, tmp_path)
     assert data["capped"]["total"] == len(table) and 0 < data["capped"]["shown"] <= 100
     assert len(data["activities"]["start"]) == data["capped"]["shown"]
     assert max(data["path"]["start"], default=0) < data["capped"]["until"]
-    dom, log = dump_dom(write_viewer(out, max_activities=100))
+    dom, log = dump_dom(write_viewer(out, max_activities=100, title="</title>__DATA__<b>"))
     attributes = attributes_of(dom)
     assert "data-errors" not in attributes and "data-injected" not in attributes and console_messages(log) == []
     assert int(attributes["data-activities-in-view"]) == data["capped"]["shown"]
     assert int(attributes["data-critical-segments"]) == len(data["path"]["start"])
     assert "Large trace: showing the first" in dom
+    assert "<title>&lt;/title&gt;__DATA__&lt;b&gt;</title>" in dom
 
 
 def test_viewer_rejects_a_cap_that_is_not_positive(analysed):

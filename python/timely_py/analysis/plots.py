@@ -72,7 +72,8 @@ def _profile_per_slice(out: PathLike) -> "Figure":
     axes.set(xlabel="slice", ylabel="share of the slice's critical path", ylim=(0, 1.02))
     axes.set_title("Critical-path profile per slice (by activity type)")
     _slice_ticks(axes, slices)
-    axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
+    if types:
+        axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     return figure
 
 

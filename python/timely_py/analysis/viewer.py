@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -51,7 +52,9 @@ def write_viewer(out: PathLike, max_activities: int = MAX_ACTIVITIES, title: Opt
     data = viewer_data(out, max_activities)
     data["title"] = title or f"Critical path of {Path(out).resolve().name}"
     page = resources.files(__package__).joinpath("viewer_template.html").read_text(encoding="utf-8")
-    page = page.replace("__TITLE__", html.escape(data["title"])).replace("__DATA__", _embeddable(data))
+    # One pass, so neither value is searched for the other's placeholder.
+    values = {"__TITLE__": html.escape(data["title"]), "__DATA__": _embeddable(data)}
+    page = re.sub("__TITLE__|__DATA__", lambda found: values[found.group()], page)
     written = Path(out) / FILE_NAME
     written.write_text(page, encoding="utf-8")
     return written
