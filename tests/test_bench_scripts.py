@@ -51,3 +51,34 @@ def test_bench_routing_compares_two_builds():
         "exchange/int", "exchange/float", "exchange/str", "exchange/tuple", "count/int", "count/str"
     ]
     assert all(float(row[1]) > 0 and float(row[2]) > 0 for row in rows)
+
+
+def test_bench_trace_compare_times_both_versions(tmp_path):
+    """The "older copy" is the installed trace package itself, on the crafted trace."""
+    import timely_py.trace
+    from tracedirs import write_crafted
+
+    path = write_crafted(tmp_path / "t")
+    package = Path(timely_py.trace.__file__).resolve().parent
+    done = subprocess.run(
+        [sys.executable, str(BENCHES / "bench_trace_compare.py"), str(package), str(path), "1"],
+        check=True, timeout=120, capture_output=True, text=True,
+    )  # fmt: skip
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("34 events; load average before:")
+    assert lines[1].startswith("validate: baseline ") and ", current " in lines[1]
+    assert "current, progress=False" in lines[2] and lines[3].startswith("load average after:")
+
+
+def test_trace_overhead_measures_a_workload_off_and_traced():
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "timely-engine", "--examples"], cwd=ROOT, check=True)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benches" / "trace" / "overhead.py"), "--runs", "1", "--only", "hello"],
+        check=True, timeout=300, capture_output=True, text=True,
+    )  # fmt: skip
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| hello")]
+    assert len(rows) == 1, done.stdout
+    cells = [cell.strip() for cell in rows[0].strip("|").split("|")]
+    off, traced, events = float(cells[1]), float(cells[2]), int(cells[7].replace(",", ""))
+    assert off > 0 and traced > 0 and events > 200_000 * 10  # hello records ~21 events per round
+    assert float(cells[5]) > 0  # bytes per event on disk

@@ -238,3 +238,50 @@ def test_a_run_killed_before_its_first_file_is_incomplete_and_empty(tmp_path):
     assert [v.kind for v in trace.validate(path)] == ["incomplete run", "incomplete run"]
     assert trace.summary(path).events == 0
     assert [e["ph"] for e in trace.perfetto_events(path)] == ["M", "M"]
+
+
+def test_the_export_draws_progress_flows_to_every_receiver_and_network_instants(tmp_path):
+    events = trace.perfetto_events(write_crafted(tmp_path / "t"))
+    flows = {}
+    for event in events:
+        if event["ph"] in "sf":
+            flows.setdefault(event["id"], {})[event["ph"]] = event
+    progress = [pair for pair in flows.values() if pair["s"]["cat"] == "progress"]
+    # Worker 0 sends one batch, received by worker 0 (itself) and worker 1 (process 1).
+    assert sorted((p["s"]["tid"], p["f"]["tid"], p["f"]["pid"]) for p in progress) == [(0, 0, 0), (0, 1, 1)]
+    assert {p["s"]["ts"] for p in progress} == {1.17}
+    assert sorted(p["f"]["ts"] for p in progress) == [1.175, 1.33]  # process 1's 7330 ns is 2330 on process 0's
+    assert all(p["s"]["args"]["seq"] == 0 and p["s"]["args"]["source_worker"] == 0 for p in progress)
+    assert len(flows) == 3 and len(set(flows)) == 3  # and one data message: ids unique across kinds
+    network = [e for e in events if e.get("cat") == "network"]
+    assert sorted((e["name"], e["tid"], e["ts"]) for e in network) == [
+        ("network receive", 1, 1.25), ("network receive", 1, 1.26),
+        ("network send", 0, 1.18), ("network send", 0, 1.19),
+    ]  # fmt: skip
+    assert all(e["ph"] == "i" and e["s"] == "t" for e in network)
+    assert next(e for e in network if e["ts"] == 1.18)["args"] == {
+        "channel_kind": "data", "channel": 0, "source_worker": 0, "target_worker": 1, "seq": 0, "bytes": 40,
+    }  # fmt: skip
+
+
+def test_the_export_interpolates_clock_offsets(tmp_path):
+    # Measured 5000 at 6000 and 9000 at 100000 on process 1's clock: its message_recv at
+    # 7310 is at 7310 - 5056 = 2254 on process 0's clock (the latest offset would say -1690).
+    metas = crafted_metas()
+    history = [{"measured_at_ns": 6_000, "offset_ns": 5_000, "error_ns": 10},
+               {"measured_at_ns": 100_000, "offset_ns": 9_000, "error_ns": 10}]  # fmt: skip
+    metas[1].update(clock=history[-1], clock_history=history)
+    events = trace.perfetto_events(write_crafted(tmp_path / "t", metas=metas))
+    receive = next(e for e in events if e["ph"] == "f" and e["cat"] == "message")
+    assert receive["ts"] == pytest.approx((2_254 - 1_000) / 1000)
+
+
+def test_progress_flows_can_be_left_out(tmp_path):
+    path = write_crafted(tmp_path / "t")
+    events = trace.perfetto_events(path, progress=False)
+    assert sorted((e["cat"], e["ph"]) for e in events if e["ph"] in "sf") == [("message", "f"), ("message", "s")]
+    output = tmp_path / "run.json"
+    assert cli_main(["trace", "export", str(path), "--no-progress", "-o", str(output)]) == 0
+    written = json.loads(output.read_text())["traceEvents"]
+    assert len(written) == len(events) and not any(e.get("cat") == "progress" for e in written)
+    assert len(written) + 4 == len(trace.perfetto_events(path))  # two progress flows of two events

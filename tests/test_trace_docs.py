@@ -17,6 +17,7 @@ from tracedirs import ROOT, write_crafted
 MODULES = [
     "timely_py.cli",
     "timely_py.trace.reader",
+    "timely_py.trace.clocks",
     "timely_py.trace.validate",
     "timely_py.trace.summary",
     "timely_py.trace.perfetto",

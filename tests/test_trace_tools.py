@@ -4,6 +4,7 @@ summarised and exported for Perfetto, through the Python API and the `timely-py`
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 import timely_py as timely
 import timely_py.trace as trace
 from timely_py.cli import main as cli_main
-from tracedirs import ROOT, run_traced, start_traced
+from tracedirs import ROOT, output_file, run_traced, start_traced
 
 SCRIPT = Path(sys.executable).parent / "timely-py"
 
@@ -30,17 +31,27 @@ def programs():
     )
 
 
-#: name -> (program, arguments, processes). wordcount and loops check their results per
-#: process, so they run on one process only.
+#: The layouts every example runs in: (arguments, processes).
+LAYOUTS = {"1w": (["-w", "1"], 1), "2w": (["-w", "2"], 1), "2p": (["-w", "2"], 2)}
+#: The examples and their own arguments (exchange: a record count that 4 workers do not
+#: share evenly, so each receives its own number).
+PROGRAMS = {"hello": ["30", "--quiet"], "wordcount": ["3", "40"], "loops": ["200", "1000"], "exchange": ["2001", "3"]}
+#: name -> (program, arguments, processes): every example in every layout, and hello on 2
+#: processes of 1 worker.
 RUNS = {
-    "hello-1w": ("hello", ["30", "-w", "1", "--quiet"], 1),
-    "hello-2w": ("hello", ["30", "-w", "2", "--quiet"], 1),
-    "wordcount-1w": ("wordcount", ["3", "40", "-w", "1"], 1),
-    "wordcount-2w": ("wordcount", ["3", "40", "-w", "2"], 1),
-    "loops-1w": ("loops", ["500", "1000", "-w", "1"], 1),
-    "loops-2w": ("loops", ["500", "1000", "-w", "2"], 1),
-    "hello-2p": ("hello", ["30", "-w", "2", "--quiet"], 2),
-    "hello-2p1w": ("hello", ["30", "-w", "1", "--quiet"], 2),
+    f"{program}-{layout}": (program, PROGRAMS[program] + LAYOUTS[layout][0], LAYOUTS[layout][1])
+    for program in PROGRAMS
+    for layout in LAYOUTS
+}
+RUNS["hello-2p1w"] = ("hello", ["30", "-w", "1", "--quiet"], 2)
+#: program -> (the operator whose input channel's records are counted, the line of the
+#: program's output that reports them, whether each process reports its own share; if not,
+#: process 0 reports them all).
+REPORTS = {
+    "hello": ("Exchange", r"^(\d+) rounds in", False),
+    "wordcount": ("WordCount", r"^epoch \d+: (\d+) words", False),
+    "loops": ("Exchange", r"^(\d+) of \d+ nodes reached", False),
+    "exchange": ("Exchange", r"^\d+ workers: (\d+) records received", True),
 }
 
 
@@ -134,6 +145,32 @@ def test_real_traces_have_no_violations(traces, name):
     assert [str(v) for v in trace.validate(traces[name])] == []
 
 
+def records_into(path, name):
+    """Records received, over all workers, on the data channels into the operators named
+    `name` (found through worker 0's operator_created and channel_created events)."""
+    created = trace.read(path, workers=[0], kinds=["operator_created", "channel_created"]).to_pylist()
+    targets = [r["address"] for r in created if r["kind"] == "operator_created" and r["name"] == name]
+    channels = {
+        r["channel"]
+        for r in created
+        if r["kind"] == "channel_created" and r["channel_kind"] == "data"
+        and any(r["address"] == t[:-1] and r["target_operator"] == t[-1] for t in targets)
+    }  # fmt: skip
+    assert targets and channels, (name, targets, channels)
+    received = trace.read(path, kinds="message_recv", columns=["channel", "records"]).to_pylist()
+    return sum(r["records"] for r in received if r["channel"] in channels)
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_records_received_sum_to_what_the_program_reports(traces, name):
+    program, _, processes = RUNS[name]
+    operator, pattern, each_process = REPORTS[program]
+    outputs = [output_file(traces[name], p).read_text() for p in range(processes if each_process else 1)]
+    reported = [int(n) for text in outputs for n in re.findall(pattern, text, flags=re.MULTILINE)]
+    assert reported, outputs
+    assert sum(reported) == records_into(traces[name], operator)
+
+
 def test_summary_counts_what_read_returns(traces):
     path = traces["hello-2p1w"]
     table = trace.read(path)
@@ -216,7 +253,7 @@ def slices_nest(slices):
     return True
 
 
-@pytest.mark.parametrize("name", ["wordcount-2w", "loops-2w", "hello-2p"])
+@pytest.mark.parametrize("name", ["wordcount-2w", "loops-2w", "hello-2p", "wordcount-2p", "loops-2p"])
 def test_the_perfetto_export_is_trace_event_json_whose_slices_nest(traces, tmp_path, name):
     output = tmp_path / "run.json"
     status = cli_main(["trace", "export", str(traces[name]), "--format", "perfetto", "-o", str(output)])
@@ -238,16 +275,36 @@ def test_the_perfetto_export_is_trace_event_json_whose_slices_nest(traces, tmp_p
     assert named["operator"] == kinds["schedule_start"] and named["idle"] == kinds["park"]
     created = {r["name"] for r in table.to_pylist() if r["kind"] == "operator_created"}
     assert {e["name"] for e in events if e.get("cat") == "operator"} <= created
-    flows = defaultdict(list)
-    for event in events:
-        if event["ph"] in "sf":
-            flows[event["id"]].append(event)
-    assert len(flows) == kinds["message_send"]
-    for pair in flows.values():
-        assert sorted(e["ph"] for e in pair) == ["f", "s"]
-        assert next(e for e in pair if e["ph"] == "f")["bp"] == "e"
+    assert_flows(events, kinds, trace.metadata(traces[name]))
     names = {(e["pid"], e["tid"]) for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
     assert names == set(tracks)
+
+
+def assert_flows(events, kinds, processes):
+    """One flow per data message and per progress batch's receiver, from the sender's track
+    to the receiver's, not going back by more than the clocks' error bounds."""
+    flows = defaultdict(dict)
+    for event in events:
+        if event["ph"] in "sf":
+            assert event["ph"] not in flows[event["id"]]
+            flows[event["id"]][event["ph"]] = event
+    by_category = Counter(pair["s"]["cat"] for pair in flows.values())
+    assert by_category == {"message": kinds["message_send"], "progress": kinds["progress_recv"]}
+    per_process = processes[0]["workers_per_process"]
+    batches = Counter(
+        tuple(pair["s"]["args"][k] for k in ("channel", "source_worker", "seq"))
+        for pair in flows.values()
+        if pair["s"]["cat"] == "progress"
+    )
+    assert len(batches) == kinds["progress_send"]
+    assert set(batches.values()) == {per_process * len(processes)}  # every worker receives every batch
+    slack = max(m["clock"]["error_ns"] for m in processes.values()) / 1000 + 1e-3
+    for pair in flows.values():
+        send, receive = pair["s"], pair["f"]
+        assert receive["bp"] == "e" and send["cat"] == receive["cat"]
+        assert send["tid"] == send["args"]["source_worker"] and receive["tid"] == send["args"]["target_worker"]
+        assert (send["pid"], receive["pid"]) == (send["tid"] // per_process, receive["tid"] // per_process)
+        assert receive["ts"] >= send["ts"] - slack, pair
 
 
 def test_process_module_runs_the_cli(traces):
@@ -258,3 +315,46 @@ def test_process_module_runs_the_cli(traces):
         env=dict(os.environ),
     )
     assert (result.returncode, result.stdout.strip()) == (0, "no violations")
+
+
+# --- network events ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["hello-2p", "wordcount-2p", "exchange-2p", "hello-2p1w"])
+def test_every_message_that_crosses_processes_has_its_network_events_in_order(traces, name):
+    """Each data message and progress batch sent to another process is framed once: its
+    network_send_start follows its send on the sender, its network_recv_end precedes its
+    receive on the receiver (same process, same clock), and the frames carry bytes."""
+    table = trace.read(traces[name])
+    per_process = trace.metadata(traces[name])[0]["workers_per_process"]
+    rows = defaultdict(list)
+    for row in table.to_pylist():
+        rows[row["kind"]].append(row)
+    assert rows["network_send_start"] and all(r["bytes"] > 0 for r in rows["network_send_start"])
+    process_of = lambda worker: worker // per_process  # noqa: E731
+    sent = {(r["channel"], r["source_worker"], r["target_worker"], r["seq"]): r for r in rows["network_send_start"]}
+    received = {(r["channel"], r["source_worker"], r["target_worker"], r["seq"]): r for r in rows["network_recv_end"]}
+    assert len(sent) == len(rows["network_send_start"]) and len(received) == len(rows["network_recv_end"])
+    crossing = [r for r in rows["message_send"] if process_of(r["source_worker"]) != process_of(r["target_worker"])]
+    for message in crossing:
+        key = (message["channel"], message["source_worker"], message["target_worker"], message["seq"])
+        assert sent[key]["channel_kind"] == "data" and message["time_ns"] <= sent[key]["time_ns"], key
+    arrivals = {(r["channel"], r["source_worker"], r["target_worker"], r["seq"]): r for r in rows["message_recv"]}
+    for key, frame in received.items():
+        if frame["channel_kind"] == "data":
+            assert frame["time_ns"] <= arrivals[key]["time_ns"], key
+    workers = workers_of(name)
+    for batch in rows["progress_send"]:
+        remote = {process_of(w) for w in range(workers)} - {process_of(batch["source_worker"])}
+        for process in remote:
+            key = (batch["channel"], batch["source_worker"], process * per_process, batch["seq"])
+            assert sent[key]["channel_kind"] == "progress" and batch["time_ns"] <= sent[key]["time_ns"], key
+    data_frames = sum(1 for r in rows["network_send_start"] if r["channel_kind"] == "data")
+    assert data_frames == len(crossing)
+
+
+def test_the_network_class_switches_network_events_off(programs, tmp_path):
+    path = run_traced("hello", tmp_path / "t", ["30", "--quiet", "-w", "2", "--trace-events", "all,-network"], 2)
+    kinds = Counter(trace.read(path, columns=["kind"]).column("kind").to_pylist())
+    assert kinds["progress_send"] > 0 and kinds["network_send_start"] == kinds["network_recv_end"] == 0
+    assert trace.validate(path) == []

@@ -92,23 +92,24 @@ def write_trace(directory, rows, metas, parts_per_worker=1):
     return directory
 
 
-def crafted_metas(status=("complete", "complete")):
-    return {p: process_json(p, 2, 1, status=status[p], offset_ns=p * CRAFTED_OFFSET_NS) for p in (0, 1)}
+def crafted_metas(status=("complete", "complete"), offset_ns=CRAFTED_OFFSET_NS):
+    return {p: process_json(p, 2, 1, status=status[p], offset_ns=p * offset_ns) for p in (0, 1)}
 
 
 def _event(process, time_ns, kind, **columns):
     return {"process": process, "worker": process, "time_ns": time_ns, "kind": kind, **columns}
 
 
-def crafted_rows():
+def crafted_rows(offset_ns=CRAFTED_OFFSET_NS):
     """Worker 0 (process 0) runs `Source`, which sends one message to worker 1 (process 1)
     inside user activities, broadcasts one progress batch, parks and is woken; worker 1 runs
-    `Sink`, which receives both. Network events link the two processes."""
+    `Sink`, which receives both. Network events link the two processes. Process 1's clock is
+    `offset_ns` ahead of process 0's."""
     message = dict(channel=0, source_worker=0, target_worker=1, seq=0)
     progress = dict(channel=1, address=[0], source_worker=0, seq=0, records=2)
     rows = []
     for w in (0, 1):
-        t = 1_000 + w * CRAFTED_OFFSET_NS
+        t = 1_000 + w * offset_ns
         rows += [
             _event(w, t, "operator_created", operator=0, address=[0], name="Dataflow"),
             _event(w, t + 10, "operator_created", operator=1, address=[0, 1], name="Source"),
@@ -117,7 +118,7 @@ def crafted_rows():
                    source_operator=1, source_port=0, target_operator=2, target_port=0),
             _event(w, t + 40, "channel_created", channel=1, channel_kind="progress", address=[0]),
         ]  # fmt: skip
-    t0, t1 = 2_000, 2_000 + CRAFTED_OFFSET_NS
+    t0, t1 = 2_000, 2_000 + offset_ns
     rows += [
         _event(0, t0, "activity_start", name="outer"),
         _event(0, t0 + 100, "schedule_start", operator=0),
@@ -177,8 +178,9 @@ def free_ports(count):
 
 
 def start_traced(program, directory, args, processes=1, flush_seconds=None):
-    """Starts the Rust example `program` (hello, wordcount, loops) with `args`, traced into
-    `directory`, as `processes` processes on loopback; returns the Popen objects."""
+    """Starts the Rust example `program` (hello, wordcount, loops, exchange) with `args`,
+    traced into `directory`, as `processes` processes on loopback; returns the Popen objects.
+    Process p's standard output goes to the file `output_file(directory, p)`."""
     binary = EXAMPLES / program
     env = dict(os.environ, TIMELY_CLUSTER_SECRET="trace-tests")
     for variable in ("TIMELY_TRACE_DIR", "TIMELY_TRACE_EVENTS", "TIMELY_TRACE_FLUSH"):
@@ -186,17 +188,22 @@ def start_traced(program, directory, args, processes=1, flush_seconds=None):
     args = [*args, "--trace", str(directory)]
     if flush_seconds is not None:
         args += ["--trace-flush", str(flush_seconds)]
-    if processes == 1:
-        return [subprocess.Popen([str(binary), *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)]
-    hostfile = Path(directory).parent / f"{Path(directory).name}.hosts"
-    hostfile.write_text("".join(f"127.0.0.1:{port}\n" for port in free_ports(processes)))
-    cluster = ["-n", str(processes), "-h", str(hostfile)]
-    return [
-        subprocess.Popen(
-            [str(binary), *args, *cluster, "-p", str(p)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
-        for p in range(processes)
-    ]
+    commands = [[str(binary), *args]]
+    if processes > 1:
+        hostfile = Path(directory).parent / f"{Path(directory).name}.hosts"
+        hostfile.write_text("".join(f"127.0.0.1:{port}\n" for port in free_ports(processes)))
+        cluster = ["-n", str(processes), "-h", str(hostfile)]
+        commands = [[str(binary), *args, *cluster, "-p", str(p)] for p in range(processes)]
+    procs = []
+    for process, command in enumerate(commands):
+        with open(output_file(directory, process), "w") as output:
+            procs.append(subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.PIPE))
+    return procs
+
+
+def output_file(directory, process):
+    """Where `start_traced` writes the standard output of `process`."""
+    return Path(directory).parent / f"{Path(directory).name}.stdout-{process}"
 
 
 def run_traced(program, directory, args, processes=1):

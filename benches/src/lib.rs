@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use timely_engine::dataflow::operators::OutputPort;
 use timely_engine::dataflow::{Data, ExchangeData, InputHandle, Pipeline, ProbeHandle};
+use timely_engine::logging::EventClasses;
 use timely_engine::progress::reachability::{GraphBuilder, Summary};
 use timely_engine::progress::{Source, Target};
 use timely_engine::{Antichain, Config, Product, Worker};
@@ -95,7 +96,7 @@ where
     let barrier = Arc::new(Barrier::new(workers_of(&config)));
     let per_worker = timely_engine::execute(config, move |worker| {
         if traced {
-            worker.install_logger(|_worker, events| {
+            worker.install_logger(EventClasses::all(), |_worker, events, _why| {
                 std::hint::black_box(&events);
                 events.clear();
             });

@@ -18,8 +18,8 @@ use crate::allocator::cluster::{ClusterBuilder, Network};
 use crate::allocator::process::ProcessBuilder;
 use crate::allocator::thread::ThreadBuilder;
 use crate::networking::{
-    default_addresses, establish, protection, read_hostfile, ClockSync, ClusterIdentity, Liveness,
-    NetworkError, Protection, Transport,
+    default_addresses, establish, protection, read_hostfile, ClockSync, ClusterIdentity, FrameObserver,
+    Liveness, NetworkError, Protection, Transport,
 };
 use crate::{Allocator, AllocatorBuilder};
 
@@ -56,6 +56,9 @@ pub struct ClusterConfig {
     pub insecure: bool,
     /// How often a process other than 0 measures its clock against process 0's.
     pub clock: ClockSync,
+    /// Told of every data frame this process's network threads write and read (the engine's
+    /// trace sets it; `None` from [`Config::from_args`]); see [`crate::networking::observe`].
+    pub frames: Option<Arc<dyn FrameObserver>>,
 }
 
 /// The environment variable holding the cluster id (a `u64`; default 0).
@@ -165,6 +168,7 @@ impl Options {
             liveness: self.liveness()?,
             insecure: self.insecure || insecure_from_environment()?,
             clock: clock_from_environment()?,
+            frames: None,
         }))
     }
 
@@ -295,6 +299,7 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
         liveness,
         insecure,
         clock,
+        frames,
     } = config;
     if addresses.len() < processes {
         return Err(NetworkError::InvalidArguments(format!(
@@ -307,7 +312,7 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
     let streams = establish(process, addresses, threads, &identity, connect_timeout)?;
     let locals = ProcessBuilder::new_vector(threads);
     let wake = locals[0].waker();
-    let (transport, endpoints) = Transport::start(process, threads, streams, liveness, clock, wake)?;
+    let (transport, endpoints) = Transport::start(process, threads, streams, liveness, clock, frames, wake)?;
     let network = Network::new(transport);
     Ok(locals
         .into_iter()

@@ -25,6 +25,7 @@ pub use allocator::thread::{LocalQueue, SharedQueue};
 pub use allocator::{Allocator, AllocatorBuilder, ChannelEndpoints, ChannelRecord, FanOut};
 pub use exchangeable::Exchangeable;
 pub use initialize::{initialize, initialize_from, Config, WorkerGuards};
+pub use networking::{FrameDirection, FrameObserver};
 
 /// Sends elements of type `T` towards one destination.
 ///

@@ -21,7 +21,7 @@ const MAX_ERROR_NS: i64 = 50_000_000;
 
 /// Connects `processes` simulated processes; returns each one's streams.
 fn connect(processes: usize) -> Vec<Vec<Option<TcpStream>>> {
-    common::connect_one_worker_processes(processes, SETUP)
+    common::connect_processes(processes, 1, SETUP)
 }
 
 /// Starts a transport per process, measuring clocks every `interval`.
@@ -32,7 +32,7 @@ fn start_all(processes: usize, interval: Duration) -> Vec<Transport> {
         .enumerate()
         .map(|(process, streams)| {
             let (transport, _workers) =
-                Transport::start(process, 1, streams, Liveness::default(), sync, Arc::new(|_| {}))
+                Transport::start(process, 1, streams, Liveness::default(), sync, None, Arc::new(|_| {}))
                     .expect("the transport starts");
             transport
         })

@@ -28,6 +28,7 @@ fn cluster(process: usize, processes: usize, threads: usize, addresses: &[String
         liveness: Liveness::default(),
         clock: ClockSync::default(),
         insecure: false,
+        frames: None,
     })
 }
 

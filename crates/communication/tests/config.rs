@@ -104,6 +104,8 @@ fn processes_make_a_cluster() {
     assert_eq!(config.addresses, ["localhost:2101", "localhost:2102", "localhost:2103"]);
     let config = cluster(&["--processes=2", "--process=1"]);
     assert_eq!((config.processes, config.process, config.threads), (2, 1, 1));
+    // The command line sets no frame observer (the engine's trace does).
+    assert!(config.frames.is_none());
     // One process is no cluster, whatever its index option says.
     assert!(matches!(parse(&["-n", "1", "-p", "0", "-w", "2"]).unwrap().0, Config::Process(2)));
 }

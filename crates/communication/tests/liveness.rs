@@ -31,7 +31,7 @@ fn liveness(millis: u64) -> Liveness {
 
 /// Connects `processes` simulated processes; returns each one's streams.
 fn connect(processes: usize) -> Vec<Vec<Option<TcpStream>>> {
-    common::connect_one_worker_processes(processes, SETUP)
+    common::connect_processes(processes, 1, SETUP)
 }
 
 /// A running process: its transport, its single worker's endpoints, and how often it was woken.
@@ -48,7 +48,7 @@ fn start(process: usize, streams: Vec<Option<TcpStream>>, liveness: Liveness) ->
         counter.fetch_add(1, Ordering::SeqCst);
     });
     let (transport, mut workers) =
-        Transport::start(process, 1, streams, liveness, ClockSync::default(), wake)
+        Transport::start(process, 1, streams, liveness, ClockSync::default(), None, wake)
             .expect("the transport starts");
     Node { transport, worker: workers.pop().expect("one worker"), wakes }
 }

@@ -9,11 +9,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use timely_communication::queue::ThreadQueue;
 
 use timely_communication::networking::{
-    establish, ClockSync, ClusterIdentity, Delivery, Liveness, MessageHeader, NetworkError, NetworkHealth,
-    Payload, Transport, WorkerEndpoints, HEADER_BYTES, PROTOCOL_VERSION,
+    establish, ClockSync, ClusterIdentity, Liveness, MessageHeader, NetworkError, NetworkHealth, Payload,
+    Transport, WorkerEndpoints, HEADER_BYTES, PROTOCOL_VERSION,
 };
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -87,7 +86,7 @@ fn start(process: usize, threads: usize, streams: Vec<Option<TcpStream>>) -> Nod
         counter[local].fetch_add(1, Ordering::SeqCst);
     });
     let (transport, workers) =
-        Transport::start(process, threads, streams, Liveness::default(), ClockSync::default(), wake)
+        Transport::start(process, threads, streams, Liveness::default(), ClockSync::default(), None, wake)
             .unwrap_or_else(|error| panic!("process {process}: {error}"));
     Node { process, transport, workers, wakes }
 }
@@ -133,25 +132,13 @@ fn header(channel: u64, source: u64, targets: std::ops::Range<u64>, seqno: u64) 
     }
 }
 
-/// The next delivery, waiting up to 20 s for it.
-fn next_delivery(receiver: &mut ThreadQueue<Delivery>) -> Delivery {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(delivery) = receiver.try_recv() {
-            return delivery;
-        }
-        assert!(Instant::now() < deadline, "a message within 20 s");
-        std::thread::sleep(Duration::from_micros(200));
-    }
-}
-
 /// Worker `me` receives everything remote workers sent it, checking content and order.
 fn receive_all(me: &mut WorkerEndpoints, remote_workers: usize, threads: usize) {
     let target = me.index as u64;
     let mut next_seqno = std::collections::HashMap::new();
     let mut broadcasts = 0;
     for _ in 0..remote_workers * (SIZES.len() + 1) {
-        let (header, payload) = next_delivery(&mut me.receiver);
+        let (header, payload) = common::next_delivery(&mut me.receiver);
         assert_eq!(header.length as usize, payload.len());
         if header.channel == BROADCAST {
             assert_eq!(&payload[..], b"to all of you");
@@ -249,7 +236,7 @@ fn payloads_are_slices_of_the_receive_buffer_not_copies() {
             }
             sender.flush().expect("flush");
             for seqno in seqno..seqno + count {
-                let (header, payload) = next_delivery(receiver);
+                let (header, payload) = common::next_delivery(receiver);
                 assert_eq!((header.seqno, payload.len()), (seqno, size));
                 assert!(matches!(payload, Payload::Owned(_)));
             }
@@ -488,7 +475,7 @@ fn a_writer_that_panics_leaves_no_partial_message_behind() {
         assert!(failed.is_err());
         sender.send(header(POINT, 0, 1..2, 0), b"whole").expect("send after the failure");
         sender.flush().expect("flush");
-        let (header, payload) = next_delivery(&mut second[0].workers[0].receiver);
+        let (header, payload) = common::next_delivery(&mut second[0].workers[0].receiver);
         assert_eq!((header.seqno, &payload[..]), (0, &b"whole"[..]));
         assert_eq!(second[0].transport.health().failure(), None);
         shutdown_all(nodes);

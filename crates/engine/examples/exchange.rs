@@ -6,8 +6,9 @@
 //! Every worker pushes RECORDS_PER_ROUND `u64` records per round into an input, in batches;
 //! the records go through `exchange(|x| *x)` to a sink that counts them and checks that
 //! each landed on worker `x % peers`. After each round the worker steps until a probe
-//! shows the round complete. The program prints the records received (which must equal
-//! workers x records x rounds, else it exits with status 1) and the rate in records/s.
+//! shows the round complete. Each process prints the records its workers received (which
+//! must be what the routing sends them: on one process, workers x records x rounds; else it
+//! exits with status 1) and the rate in records/s.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -64,7 +65,7 @@ fn main() {
                 input.advance_to(round + 1);
                 worker.step_while(|| probe.less_than(input.time()));
             }
-            (received.get(), misrouted.get())
+            (received.get(), misrouted.get(), routed_to(index as u64, peers, records * rounds))
         })
         .unwrap_or_else(|e| {
             eprintln!("exchange failed: {}", e);
@@ -72,8 +73,9 @@ fn main() {
         });
     let elapsed = start.elapsed();
     let workers = results.len() as u64;
-    let received: u64 = results.iter().map(|(r, _)| r).sum();
-    let misrouted: u64 = results.iter().map(|(_, m)| m).sum();
+    let received: u64 = results.iter().map(|(r, _, _)| r).sum();
+    let misrouted: u64 = results.iter().map(|(_, m, _)| m).sum();
+    let expected: u64 = results.iter().map(|(_, _, e)| e).sum();
     let rate = received as f64 / elapsed.as_secs_f64();
     println!(
         "{} workers: {} records received ({} per round per worker, {} rounds) in {:.3?}: {:.2} M records/s",
@@ -84,7 +86,6 @@ fn main() {
         elapsed,
         rate / 1e6
     );
-    let expected = workers * records * rounds;
     if received != expected || misrouted != 0 {
         println!(
             "MISMATCH: expected {} records, got {} ({} on the wrong worker)",
@@ -93,4 +94,17 @@ fn main() {
         std::process::exit(1);
     }
     println!("ok");
+}
+
+/// How many records worker `index` of `peers` receives when every worker sends `sent`
+/// consecutive records starting at its index shifted left by 40 (what the program sends).
+fn routed_to(index: u64, peers: u64, sent: u64) -> u64 {
+    (0..peers)
+        .map(|sender| {
+            let first = (sender << 40) % peers;
+            // The records from `sender` congruent to `index` modulo `peers`.
+            let skip = (index + peers - first) % peers;
+            sent / peers + u64::from(skip < sent % peers)
+        })
+        .sum()
 }

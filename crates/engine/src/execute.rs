@@ -61,6 +61,10 @@ where
         )),
         None => None,
     };
+    let config = match &trace {
+        Some(trace) => trace.observe_frames(config),
+        None => config,
+    };
     let builders = config.try_build().map_err(ExecuteError::Config)?;
     let signal = StopSignal::new();
     let first_failure: Arc<Mutex<Option<String>>> = Default::default();

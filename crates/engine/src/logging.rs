@@ -13,10 +13,11 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use timely_communication::clock;
-pub use timely_trace::Wake;
+pub use timely_trace::{EventClasses, Kind, Wake};
 
 /// One trace event.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,8 +83,8 @@ pub enum Event {
         channel: usize,
         /// The sender's sequence number for this scope.
         sequence: u64,
-        /// Address of the scope.
-        address: Vec<usize>,
+        /// Address of the scope (shared: the scope's own, not a copy).
+        address: Arc<[usize]>,
         /// Number of `(pointstamp, delta)` updates.
         updates: usize,
     },
@@ -116,14 +117,50 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// The kind of row the event becomes in a trace.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Event::Operates { .. } => Kind::OperatorCreated,
+            Event::ProgressChannel { .. } | Event::Channels { .. } => Kind::ChannelCreated,
+            Event::Schedule { start: true, .. } => Kind::ScheduleStart,
+            Event::Schedule { start: false, .. } => Kind::ScheduleStop,
+            Event::Messages { send: true, .. } => Kind::MessageSend,
+            Event::Messages { send: false, .. } => Kind::MessageRecv,
+            Event::Progress { send: true, .. } => Kind::ProgressSend,
+            Event::Progress { send: false, .. } => Kind::ProgressRecv,
+            Event::PushProgress { .. } => Kind::ProgressPush,
+            Event::Park { .. } => Kind::Park,
+            Event::Unpark { .. } => Kind::Unpark,
+            Event::Activity { start: true, .. } => Kind::ActivityStart,
+            Event::Activity { start: false, .. } => Kind::ActivityStop,
+            Event::Shutdown { .. } => Kind::OperatorShutdown,
+        }
+    }
+}
+
 /// A timestamped event: nanoseconds since the Unix epoch.
 pub type Timestamped = (i64, Event);
 
-type Action = Box<dyn FnMut(usize, &mut Vec<Timestamped>)>;
+/// Why a logger calls its action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flush {
+    /// The buffer is full: the action must take every event.
+    Full,
+    /// The worker finished a step: the action may take the events or leave them for later.
+    Step,
+    /// The logger is being dropped: the action must take every event.
+    Last,
+}
+
+/// What a logger does with its buffer: take the events (leaving the vector empty) or, for
+/// [`Flush::Step`], leave them for a later call.
+pub type Action = Box<dyn FnMut(usize, &mut Vec<Timestamped>, Flush)>;
 
 struct LoggerState {
     worker: usize,
     buffer: Vec<Timestamped>,
+    classes: EventClasses,
     action: Action,
 }
 
@@ -133,42 +170,51 @@ pub struct Logger {
     state: Rc<RefCell<LoggerState>>,
 }
 
-const FLUSH_AT: usize = 1024;
+/// Events a logger buffers before its action must take them.
+pub const FLUSH_AT: usize = 4096;
 
 impl Logger {
-    /// A logger for `worker` that passes batches of events to `action(worker, events)`;
-    /// the action may drain the vector.
-    pub fn new<F: FnMut(usize, &mut Vec<Timestamped>) + 'static>(worker: usize, action: F) -> Self {
-        let state = LoggerState { worker, buffer: Vec::new(), action: Box::new(action) };
+    /// A logger for `worker` that records the events of `classes` and passes its buffer to
+    /// `action(worker, events, why)`.
+    pub fn new<F>(worker: usize, classes: EventClasses, action: F) -> Self
+    where
+        F: FnMut(usize, &mut Vec<Timestamped>, Flush) + 'static,
+    {
+        let state = LoggerState { worker, buffer: Vec::new(), classes, action: Box::new(action) };
         Logger { state: Rc::new(RefCell::new(state)) }
     }
 
-    /// Records `event` now.
+    /// Records `event` now, if its class is recorded.
     pub fn log(&self, event: Event) {
         let mut state = self.state.borrow_mut();
-        state.buffer.push((clock::now_ns(), event));
-        if state.buffer.len() >= FLUSH_AT {
-            Self::flush_state(&mut state);
+        if state.classes.records(event.kind()) {
+            state.buffer.push((clock::now_ns(), event));
+            if state.buffer.len() >= FLUSH_AT {
+                state.flush(Flush::Full);
+            }
         }
     }
 
-    /// Hands buffered events to the action.
+    /// Offers the buffered events to the action at the end of a step.
     pub fn flush(&self) {
-        Self::flush_state(&mut self.state.borrow_mut());
+        self.state.borrow_mut().flush(Flush::Step);
     }
+}
 
-    fn flush_state(state: &mut LoggerState) {
-        if !state.buffer.is_empty() {
-            let LoggerState { worker, buffer, action, .. } = state;
-            action(*worker, buffer);
-            buffer.clear();
+impl LoggerState {
+    fn flush(&mut self, why: Flush) {
+        if !self.buffer.is_empty() {
+            (self.action)(self.worker, &mut self.buffer, why);
+            if why != Flush::Step {
+                self.buffer.clear();
+            }
         }
     }
 }
 
 impl Drop for LoggerState {
     fn drop(&mut self) {
-        Logger::flush_state(self);
+        self.flush(Flush::Last);
     }
 }
 

@@ -11,7 +11,7 @@
 //! operators.
 
 use crate::dataflow::Scope;
-use crate::logging::{self, Event, Logger, Timestamped, Wake};
+use crate::logging::{self, Event, EventClasses, Flush, Logger, Timestamped, Wake};
 use crate::progress::{Refines, Subgraph, Timestamp};
 use crate::scheduling::{drain_sorted, Activator, ActiveSet};
 use std::cell::{Cell, RefCell};
@@ -175,10 +175,13 @@ impl Worker {
         self.state.peers()
     }
 
-    /// Installs a logger: dataflows built afterwards report trace events to
-    /// `action(worker, events)`.
-    pub fn install_logger<F: FnMut(usize, &mut Vec<Timestamped>) + 'static>(&mut self, action: F) {
-        *self.state.logger.borrow_mut() = Some(Logger::new(self.state.index, action));
+    /// Installs a logger: dataflows built afterwards report trace events of `classes` to
+    /// `action(worker, events, why)` (see [`logging::Action`]).
+    pub fn install_logger<F>(&mut self, classes: EventClasses, action: F)
+    where
+        F: FnMut(usize, &mut Vec<Timestamped>, Flush) + 'static,
+    {
+        *self.state.logger.borrow_mut() = Some(Logger::new(self.state.index, classes, action));
     }
 
     /// Records a user activity in the trace, from now until the returned guard is dropped:

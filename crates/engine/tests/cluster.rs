@@ -40,6 +40,7 @@ where
                 liveness: Liveness::default(),
                 clock: ClockSync::default(),
                 insecure: false,
+                frames: None,
             });
             let func = func.clone();
             std::thread::spawn(move || timely_engine::execute(config, func))

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use timely_engine::dataflow::{InputHandle, ProbeHandle};
-use timely_engine::logging::{Event, Wake};
+use timely_engine::logging::{Event, EventClasses, Wake};
 use timely_engine::Config;
 
 type Trace = Arc<Mutex<Vec<(usize, i64, Event)>>>;
@@ -15,7 +15,7 @@ fn traced_hello(workers: usize, rounds: u64) -> Vec<(usize, i64, Event)> {
     let shared = trace.clone();
     timely_engine::execute(Config::Process(workers), move |worker| {
         let sink = shared.clone();
-        worker.install_logger(move |index, events| {
+        worker.install_logger(EventClasses::all(), move |index, events, _| {
             sink.lock().unwrap().extend(events.drain(..).map(|(time, event)| (index, time, event)));
         });
         let mut input = InputHandle::new();
@@ -161,7 +161,7 @@ fn an_idle_worker_parks_until_data_arrives() {
     let shared = trace.clone();
     timely_engine::execute(Config::Process(2), move |worker| {
         let sink = shared.clone();
-        worker.install_logger(move |index, events| {
+        worker.install_logger(EventClasses::all(), move |index, events, _| {
             sink.lock().unwrap().extend(events.drain(..).map(|(time, event)| (index, time, event)));
         });
         let mut input = InputHandle::new();

@@ -7,9 +7,13 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::{BooleanBuilder, Int64Builder, Int8Builder, ListBuilder, StringBuilder};
+use arrow_array::builder::{Int64Builder, ListBuilder};
 use arrow_array::types::Int8Type;
-use arrow_array::{ArrayRef, DictionaryArray, RecordBatch, StringArray};
+use arrow_array::{
+    new_null_array, ArrayRef, BooleanArray, DictionaryArray, Int64Array, Int8Array, RecordBatch, StringArray,
+};
+use arrow_buffer::{BooleanBufferBuilder, NullBuffer, OffsetBuffer};
+use arrow_schema::{DataType, Field};
 
 use crate::schema::{schema, ChannelKind, Kind, Wake};
 
@@ -84,133 +88,195 @@ impl Row<'_> {
     }
 }
 
-/// Rows being gathered into one Arrow `RecordBatch`.
-pub struct EventBatch {
-    time_ns: Int64Builder,
-    kind: Int8Builder,
-    operator: Int64Builder,
-    address: ListBuilder<Int64Builder>,
-    name: StringBuilder,
-    channel: Int64Builder,
-    channel_kind: StringBuilder,
-    source_worker: Int64Builder,
-    target_worker: Int64Builder,
-    source_operator: Int64Builder,
-    source_port: Int64Builder,
-    target_operator: Int64Builder,
-    target_port: Int64Builder,
-    seq: Int64Builder,
-    records: Int64Builder,
-    bytes: Int64Builder,
-    useful: BooleanBuilder,
-    duration_ns: Int64Builder,
-    wake: StringBuilder,
-    len: usize,
+/// A column being gathered, sparsely: the rows that have a value, with it. Most cells of a
+/// row are null, so a row costs only what it fills.
+struct Sparse<T> {
+    cells: Vec<(u32, T)>,
 }
 
-impl Default for EventBatch {
+impl<T> Default for Sparse<T> {
     fn default() -> Self {
-        Self::new()
+        Sparse { cells: Vec::new() }
     }
+}
+
+impl<T> Sparse<T> {
+    #[inline]
+    fn push(&mut self, row: usize, value: Option<T>) {
+        if let Some(value) = value {
+            self.cells.push((row as u32, value));
+        }
+    }
+
+    /// The validity of `rows` rows (none when every row has a value).
+    fn nulls(&self, rows: usize) -> Option<NullBuffer> {
+        if self.cells.len() == rows {
+            return None;
+        }
+        let mut valid = BooleanBufferBuilder::new(rows);
+        valid.append_n(rows, false);
+        self.cells.iter().for_each(|(row, _)| valid.set_bit(*row as usize, true));
+        Some(NullBuffer::new(valid.finish()))
+    }
+}
+
+impl Sparse<i64> {
+    /// The column as an array; `nulls` is an all-null array of `rows` rows, shared by the
+    /// columns that have no value.
+    fn finish(&mut self, rows: usize, nulls: &ArrayRef) -> ArrayRef {
+        if self.cells.is_empty() {
+            return Arc::clone(nulls);
+        }
+        let nulls = self.nulls(rows);
+        let mut values = vec![0i64; rows];
+        self.cells.drain(..).for_each(|(row, value)| values[row as usize] = value);
+        Arc::new(Int64Array::new(values.into(), nulls))
+    }
+}
+
+impl<T: AsRef<str>> Sparse<T> {
+    fn finish_strings(&mut self, rows: usize) -> ArrayRef {
+        if self.cells.is_empty() {
+            return new_null_array(&DataType::Utf8, rows);
+        }
+        let nulls = self.nulls(rows);
+        let (mut offsets, mut bytes) = (Vec::with_capacity(rows + 1), Vec::new());
+        offsets.push(0i32);
+        for (row, value) in self.cells.drain(..) {
+            offsets.resize(row as usize + 1, bytes.len() as i32);
+            bytes.extend_from_slice(value.as_ref().as_bytes());
+            offsets.push(bytes.len() as i32);
+        }
+        offsets.resize(rows + 1, bytes.len() as i32);
+        Arc::new(StringArray::new(OffsetBuffer::new(offsets.into()), bytes.into(), nulls))
+    }
+}
+
+impl Sparse<bool> {
+    fn finish_booleans(&mut self, rows: usize) -> ArrayRef {
+        if self.cells.is_empty() {
+            return new_null_array(&DataType::Boolean, rows);
+        }
+        let nulls = self.nulls(rows);
+        let mut values = BooleanBufferBuilder::new(rows);
+        values.append_n(rows, false);
+        self.cells.drain(..).for_each(|(row, value)| values.set_bit(row as usize, value));
+        Arc::new(BooleanArray::new(values.finish(), nulls))
+    }
+}
+
+/// Rows being gathered into one Arrow `RecordBatch`. Time and kind are dense; every other
+/// column is [`Sparse`] until [`EventBatch::finish`] makes Arrow arrays of them.
+#[derive(Default)]
+pub struct EventBatch {
+    time_ns: Vec<i64>,
+    kind: Vec<i8>,
+    operator: Sparse<i64>,
+    address: Sparse<Vec<i64>>,
+    name: Sparse<String>,
+    channel: Sparse<i64>,
+    channel_kind: Sparse<&'static str>,
+    source_worker: Sparse<i64>,
+    target_worker: Sparse<i64>,
+    source_operator: Sparse<i64>,
+    source_port: Sparse<i64>,
+    target_operator: Sparse<i64>,
+    target_port: Sparse<i64>,
+    seq: Sparse<i64>,
+    records: Sparse<i64>,
+    bytes: Sparse<i64>,
+    useful: Sparse<bool>,
+    duration_ns: Sparse<i64>,
+    wake: Sparse<&'static str>,
 }
 
 impl EventBatch {
     /// An empty batch.
     pub fn new() -> Self {
-        let address = Int64Builder::new();
-        let item = Arc::new(arrow_schema::Field::new("item", arrow_schema::DataType::Int64, false));
-        EventBatch {
-            time_ns: Int64Builder::new(),
-            kind: Int8Builder::new(),
-            operator: Int64Builder::new(),
-            address: ListBuilder::new(address).with_field(item),
-            name: StringBuilder::new(),
-            channel: Int64Builder::new(),
-            channel_kind: StringBuilder::new(),
-            source_worker: Int64Builder::new(),
-            target_worker: Int64Builder::new(),
-            source_operator: Int64Builder::new(),
-            source_port: Int64Builder::new(),
-            target_operator: Int64Builder::new(),
-            target_port: Int64Builder::new(),
-            seq: Int64Builder::new(),
-            records: Int64Builder::new(),
-            bytes: Int64Builder::new(),
-            useful: BooleanBuilder::new(),
-            duration_ns: Int64Builder::new(),
-            wake: StringBuilder::new(),
-            len: 0,
-        }
+        Self::default()
     }
 
     /// Appends `row`.
     pub fn push(&mut self, row: &Row<'_>) {
-        self.time_ns.append_value(row.time_ns);
-        self.kind.append_value(row.kind.code());
-        self.operator.append_option(row.operator);
-        match row.address {
-            Some(address) => {
-                self.address.values().extend(address.iter().map(|a| Some(*a as i64)));
-                self.address.append(true);
-            }
-            None => self.address.append_null(),
-        }
-        self.name.append_option(row.name);
-        self.channel.append_option(row.channel);
-        self.channel_kind.append_option(row.channel_kind.map(ChannelKind::name));
-        self.source_worker.append_option(row.source_worker);
-        self.target_worker.append_option(row.target_worker);
-        self.source_operator.append_option(row.source_operator);
-        self.source_port.append_option(row.source_port);
-        self.target_operator.append_option(row.target_operator);
-        self.target_port.append_option(row.target_port);
-        self.seq.append_option(row.seq);
-        self.records.append_option(row.records);
-        self.bytes.append_option(row.bytes);
-        self.useful.append_option(row.useful);
-        self.duration_ns.append_option(row.duration_ns);
-        self.wake.append_option(row.wake.map(Wake::name));
-        self.len += 1;
+        let at = self.time_ns.len();
+        self.time_ns.push(row.time_ns);
+        self.kind.push(row.kind.code());
+        self.operator.push(at, row.operator);
+        self.address.push(at, row.address.map(|a| a.iter().map(|i| *i as i64).collect()));
+        self.name.push(at, row.name.map(str::to_owned));
+        self.channel.push(at, row.channel);
+        self.channel_kind.push(at, row.channel_kind.map(ChannelKind::name));
+        self.source_worker.push(at, row.source_worker);
+        self.target_worker.push(at, row.target_worker);
+        self.source_operator.push(at, row.source_operator);
+        self.source_port.push(at, row.source_port);
+        self.target_operator.push(at, row.target_operator);
+        self.target_port.push(at, row.target_port);
+        self.seq.push(at, row.seq);
+        self.records.push(at, row.records);
+        self.bytes.push(at, row.bytes);
+        self.useful.push(at, row.useful);
+        self.duration_ns.push(at, row.duration_ns);
+        self.wake.push(at, row.wake.map(Wake::name));
     }
 
     /// The number of rows gathered.
     pub fn len(&self) -> usize {
-        self.len
+        self.time_ns.len()
     }
 
     /// Whether no row has been gathered.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.time_ns.is_empty()
     }
 
     /// The gathered rows as a `RecordBatch`; the batch is empty afterwards.
     pub fn finish(&mut self) -> RecordBatch {
+        let rows = self.len();
+        let no_ints = new_null_array(&DataType::Int64, rows);
         let names = StringArray::from_iter_values(Kind::ALL.iter().map(|k| k.name()));
-        let kind = DictionaryArray::<Int8Type>::try_new(self.kind.finish(), Arc::new(names))
+        let codes = Int8Array::new(std::mem::take(&mut self.kind).into(), None);
+        let kind = DictionaryArray::<Int8Type>::try_new(codes, Arc::new(names))
             .expect("kind codes index the kind names");
         let columns: Vec<ArrayRef> = vec![
-            Arc::new(self.time_ns.finish()),
+            Arc::new(Int64Array::new(std::mem::take(&mut self.time_ns).into(), None)),
             Arc::new(kind),
-            Arc::new(self.operator.finish()),
-            Arc::new(self.address.finish()),
-            Arc::new(self.name.finish()),
-            Arc::new(self.channel.finish()),
-            Arc::new(self.channel_kind.finish()),
-            Arc::new(self.source_worker.finish()),
-            Arc::new(self.target_worker.finish()),
-            Arc::new(self.source_operator.finish()),
-            Arc::new(self.source_port.finish()),
-            Arc::new(self.target_operator.finish()),
-            Arc::new(self.target_port.finish()),
-            Arc::new(self.seq.finish()),
-            Arc::new(self.records.finish()),
-            Arc::new(self.bytes.finish()),
-            Arc::new(self.useful.finish()),
-            Arc::new(self.duration_ns.finish()),
-            Arc::new(self.wake.finish()),
+            self.operator.finish(rows, &no_ints),
+            self.finish_addresses(rows),
+            self.name.finish_strings(rows),
+            self.channel.finish(rows, &no_ints),
+            self.channel_kind.finish_strings(rows),
+            self.source_worker.finish(rows, &no_ints),
+            self.target_worker.finish(rows, &no_ints),
+            self.source_operator.finish(rows, &no_ints),
+            self.source_port.finish(rows, &no_ints),
+            self.target_operator.finish(rows, &no_ints),
+            self.target_port.finish(rows, &no_ints),
+            self.seq.finish(rows, &no_ints),
+            self.records.finish(rows, &no_ints),
+            self.bytes.finish(rows, &no_ints),
+            self.useful.finish_booleans(rows),
+            self.duration_ns.finish(rows, &no_ints),
+            self.wake.finish_strings(rows),
         ];
-        self.len = 0;
         RecordBatch::try_new(schema(), columns).expect("the columns follow the schema")
+    }
+
+    fn finish_addresses(&mut self, rows: usize) -> ArrayRef {
+        let item = Arc::new(Field::new("item", DataType::Int64, false));
+        if self.address.cells.is_empty() {
+            return new_null_array(&DataType::List(item), rows);
+        }
+        let mut lists = ListBuilder::with_capacity(Int64Builder::new(), rows).with_field(item);
+        let mut next = 0;
+        for (row, address) in self.address.cells.drain(..) {
+            (next..row as usize).for_each(|_| lists.append_null());
+            lists.values().append_slice(&address);
+            lists.append(true);
+            next = row as usize + 1;
+        }
+        (next..rows).for_each(|_| lists.append_null());
+        Arc::new(lists.finish())
     }
 }
 

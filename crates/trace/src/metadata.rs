@@ -71,6 +71,36 @@ pub struct ProcessMetadata {
 }
 
 impl ProcessMetadata {
+    /// The metadata of process `process` of `processes` (with `workers_per_process` workers
+    /// each) starting at `start_time_ns` with the program `argv` (its first element), as it
+    /// stands before anything happened: running, every event class, a flush every second,
+    /// the reference clock. Set the rest with struct update syntax.
+    pub fn starting(
+        process: usize,
+        processes: usize,
+        workers_per_process: usize,
+        start_time_ns: i64,
+        argv: Vec<String>,
+    ) -> Self {
+        ProcessMetadata {
+            format_version: crate::FORMAT_VERSION,
+            // The workspace gives every crate the engine's version.
+            engine_version: env!("CARGO_PKG_VERSION").to_string(),
+            program: argv.first().cloned().unwrap_or_default(),
+            argv,
+            process,
+            processes,
+            workers_per_process,
+            start_time_ns,
+            flush_interval_ns: 1_000_000_000,
+            event_classes: crate::EventClasses::all().names().into_iter().map(String::from).collect(),
+            status: Status::Running,
+            end_time_ns: None,
+            clock: ClockSample { offset_ns: 0, error_ns: 0, measured_at_ns: start_time_ns },
+            clock_history: Vec::new(),
+        }
+    }
+
     /// The directory of process `process` in the trace directory `root`.
     pub fn process_dir(root: &Path, process: usize) -> PathBuf {
         root.join(format!("process={process}"))

@@ -11,7 +11,8 @@ use arrow_array::types::Int64Type;
 use arrow_array::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use timely_trace::{
-    ClockSample, EventClass, EventClasses, Kind, ProcessMetadata, Row, Status, TraceConfig, TraceWriter,
+    ChannelKind, ClockSample, EventClass, EventClasses, Kind, NetworkEvent, ProcessMetadata, Row, Status,
+    TraceConfig, TraceWriter, WorkerSink,
 };
 
 fn now() -> i64 {
@@ -20,20 +21,8 @@ fn now() -> i64 {
 
 fn metadata(process: usize) -> ProcessMetadata {
     ProcessMetadata {
-        format_version: timely_trace::FORMAT_VERSION,
-        engine_version: "test".into(),
-        program: "writer-test".into(),
-        argv: vec!["writer-test".into()],
-        process,
-        processes: 1,
-        workers_per_process: 2,
-        start_time_ns: now(),
-        flush_interval_ns: 1_000_000_000,
-        event_classes: EventClasses::all().names().iter().map(|s| s.to_string()).collect(),
-        status: Status::Running,
-        end_time_ns: None,
         clock: ClockSample::default(),
-        clock_history: vec![],
+        ..ProcessMetadata::starting(process, 1, 2, now(), vec!["writer-test".into()])
     }
 }
 
@@ -54,19 +43,63 @@ fn times(batches: &[RecordBatch]) -> Vec<i64> {
     batches.iter().flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec()).collect()
 }
 
-fn schedule(time: i64, operator: i64) -> Row<'static> {
-    Row { operator: Some(operator), ..Row::new(time, Kind::ScheduleStart) }
+/// A test's events: time, kind and operator (for `channel_created`: the id of a data channel).
+type Event = (i64, Kind, Option<i64>);
+
+fn to_row(_worker: usize, event: &Event) -> Row<'_> {
+    match event.1 {
+        Kind::ChannelCreated => {
+            Row { channel: event.2, channel_kind: Some(ChannelKind::Data), ..Row::new(event.0, event.1) }
+        }
+        _ => Row { operator: event.2, ..Row::new(event.0, event.1) },
+    }
+}
+
+fn schedule(time: i64, operator: i64) -> Event {
+    (time, Kind::ScheduleStart, Some(operator))
+}
+
+/// Buffers events as a worker does, handing over every `batch` of them and when dropped.
+struct Recorder {
+    sink: WorkerSink<Event>,
+    events: Vec<Event>,
+    batch: usize,
+}
+
+impl Recorder {
+    fn new(writer: &TraceWriter, worker: usize, batch: usize) -> Self {
+        Recorder { sink: writer.sink(worker, to_row), events: Vec::new(), batch }
+    }
+
+    fn push(&mut self, event: Event) {
+        self.events.push(event);
+        if self.events.len() >= self.batch {
+            self.sink.hand_over(&mut self.events);
+        }
+    }
+
+    fn hand_over_if_due(&mut self) {
+        if self.sink.is_due() {
+            self.sink.hand_over(&mut self.events);
+        }
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        self.sink.hand_over(&mut self.events);
+    }
 }
 
 #[test]
 fn writes_partitions_and_metadata() {
     let dir = tempfile::tempdir().unwrap();
     let writer = TraceWriter::start(TraceConfig::new(Some(dir.path().into()), now), metadata(0), 2).unwrap();
-    let (mut zero, mut one) = (writer.sink(0), writer.sink(1));
+    let (mut zero, mut one) = (Recorder::new(&writer, 0, 4096), Recorder::new(&writer, 1, 4096));
     for time in 0..10_000 {
-        zero.push(&schedule(time, 1));
+        zero.push(schedule(time, 1));
         if time % 2 == 0 {
-            one.push(&schedule(time, 2));
+            one.push(schedule(time, 2));
         }
     }
     writer.record_clock(ClockSample { offset_ns: 5, error_ns: 2, measured_at_ns: 7 });
@@ -119,10 +152,10 @@ fn files_close_on_time_while_running() {
     let mut config = TraceConfig::new(Some(dir.path().into()), now);
     config.flush_interval = Duration::from_millis(50);
     let writer = TraceWriter::start(config, metadata(3), 1).unwrap();
-    let mut sink = writer.sink(6);
+    let mut sink = Recorder::new(&writer, 6, 4096);
     let worker_dir = dir.path().join("process=3").join("worker=6");
     for round in 0..4 {
-        sink.push(&schedule(round, 1));
+        sink.push(schedule(round, 1));
         std::thread::sleep(Duration::from_millis(30));
         sink.hand_over_if_due();
         std::thread::sleep(Duration::from_millis(80));
@@ -146,14 +179,13 @@ fn callback_sees_what_files_hold() {
     let seen: Arc<Mutex<Vec<(usize, i64)>>> = Default::default();
     let record = seen.clone();
     let mut config = TraceConfig::new(Some(dir.path().into()), now);
-    config.batch_rows = 100;
     config.callback = Some(Box::new(move |worker, batch: &RecordBatch| {
         let times = batch.column(0).as_primitive::<Int64Type>();
         record.lock().unwrap().extend(times.values().iter().map(|t| (worker, *t)));
     }));
     let writer = TraceWriter::start(config, metadata(0), 1).unwrap();
-    let mut sink = writer.sink(0);
-    (0..1000).for_each(|t| sink.push(&schedule(t, 1)));
+    let mut sink = Recorder::new(&writer, 0, 100);
+    (0..1000).for_each(|t| sink.push(schedule(t, 1)));
     drop(sink);
     writer.finish(Status::Complete).unwrap();
     let from_files = times(&read_dir(&dir.path().join("process=0/worker=0")));
@@ -185,9 +217,9 @@ fn switched_off_classes_are_not_recorded() {
         seen.extend(kinds.keys().values().iter().map(|k| names.value(*k as usize).to_string()));
     }));
     let writer = TraceWriter::start(config, metadata(0), 1).unwrap();
-    let mut sink = writer.sink(0);
-    sink.push(&schedule(1, 1));
-    sink.push(&Row::new(2, Kind::Park));
+    let mut sink = Recorder::new(&writer, 0, 4096);
+    sink.push(schedule(1, 1));
+    sink.push((2, Kind::Park, None));
     drop(sink);
     writer.finish(Status::Complete).unwrap();
     assert_eq!(*seen.lock().unwrap(), vec!["park".to_string()]);
@@ -198,7 +230,6 @@ fn a_full_queue_is_recorded_as_a_wait() {
     let waits: Arc<Mutex<Vec<i64>>> = Default::default();
     let record = waits.clone();
     let mut config = TraceConfig::new(None, now);
-    config.batch_rows = 1;
     config.callback = Some(Box::new(move |_, batch: &RecordBatch| {
         std::thread::sleep(Duration::from_millis(5)); // a slow consumer
         let kinds = batch.column(1).as_dictionary::<arrow_array::types::Int8Type>();
@@ -210,8 +241,8 @@ fn a_full_queue_is_recorded_as_a_wait() {
         }
     }));
     let writer = TraceWriter::start(config, metadata(0), 1).unwrap();
-    let mut sink = writer.sink(0);
-    (0..40).for_each(|t| sink.push(&schedule(t, 1)));
+    let mut sink = Recorder::new(&writer, 0, 1);
+    (0..40).for_each(|t| sink.push(schedule(t, 1)));
     drop(sink);
     writer.finish(Status::Complete).unwrap();
     let waits = waits.lock().unwrap();
@@ -234,8 +265,8 @@ fn an_unusable_directory_is_a_clear_error() {
 fn a_dropped_writer_marks_the_run_failed() {
     let dir = tempfile::tempdir().unwrap();
     let writer = TraceWriter::start(TraceConfig::new(Some(dir.path().into()), now), metadata(0), 1).unwrap();
-    let mut sink = writer.sink(0);
-    sink.push(&schedule(1, 1));
+    let mut sink = Recorder::new(&writer, 0, 4096);
+    sink.push(schedule(1, 1));
     drop(sink);
     drop(writer);
     let process = dir.path().join("process=0");
@@ -248,20 +279,100 @@ fn a_wait_is_recorded_in_time_order_among_rows_stamped_before_it() {
     let times: Arc<Mutex<Vec<i64>>> = Default::default();
     let record = times.clone();
     let mut config = TraceConfig::new(None, now);
-    config.batch_rows = 1;
     config.callback = Some(Box::new(move |_, batch: &RecordBatch| {
         std::thread::sleep(Duration::from_millis(5)); // a slow consumer: the queue fills up
         let column = batch.column_by_name("time_ns").unwrap().as_primitive::<Int64Type>();
         record.lock().unwrap().extend(column.values().iter().copied());
     }));
     let writer = TraceWriter::start(config, metadata(0), 1).unwrap();
-    let mut sink = writer.sink(0);
+    let mut sink = Recorder::new(&writer, 0, 1);
     // The engine hands over events it stamped earlier, so waits start after all of them.
     let base = now();
-    (0..40).for_each(|t| sink.push(&schedule(base + t, 1)));
+    (0..40).for_each(|t| sink.push(schedule(base + t, 1)));
     drop(sink);
     writer.finish(Status::Complete).unwrap();
     let times = times.lock().unwrap();
     assert!(times.len() > 40, "waits were recorded");
     assert!(times.windows(2).all(|pair| pair[0] <= pair[1]), "{times:?}");
+}
+
+#[test]
+fn network_events_go_to_their_workers_partitions_with_their_channels_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = TraceWriter::start(TraceConfig::new(Some(dir.path().into()), now), metadata(1), 2).unwrap();
+    let network = writer.network_sink();
+    let mut creator = Recorder::new(&writer, 5, 1);
+    creator.push((0, Kind::ChannelCreated, Some(4)));
+    let frame = |time_ns, kind, worker| NetworkEvent {
+        time_ns,
+        kind,
+        worker,
+        channel: 4,
+        source_worker: 0,
+        target_worker: 2,
+        seq: time_ns,
+        bytes: 100,
+    };
+    let threads: Vec<_> = [(Kind::NetworkSendStart, 2), (Kind::NetworkRecvEnd, 3)]
+        .into_iter()
+        .map(|(kind, worker)| {
+            let network = network.clone();
+            std::thread::spawn(move || (0..500).for_each(|t| network.record(frame(t, kind, worker))))
+        })
+        .collect();
+    threads.into_iter().for_each(|thread| thread.join().unwrap());
+    drop(creator);
+    writer.finish(Status::Complete).unwrap();
+    let process = dir.path().join("process=1");
+    for worker in [2, 3] {
+        let batches = read_dir(&process.join(format!("worker={worker}")));
+        assert_eq!(times(&batches), (0..500).collect::<Vec<_>>(), "worker {worker}");
+        let bytes = batches[0].column_by_name("bytes").unwrap().as_primitive::<Int64Type>();
+        assert_eq!(bytes.value(0), 100);
+        let kinds = batches[0].column_by_name("channel_kind").unwrap().as_string::<i32>();
+        assert!(kinds.iter().all(|kind| kind == Some("data")), "worker {worker}");
+    }
+}
+
+#[test]
+fn network_events_of_channels_never_created_are_written_without_a_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = TraceWriter::start(TraceConfig::new(Some(dir.path().into()), now), metadata(0), 1).unwrap();
+    let frame = NetworkEvent {
+        time_ns: 3,
+        kind: Kind::NetworkRecvEnd,
+        worker: 0,
+        channel: 9,
+        source_worker: 1,
+        target_worker: 0,
+        seq: 0,
+        bytes: 48,
+    };
+    writer.network_sink().record(frame);
+    writer.finish(Status::Complete).unwrap();
+    let batches = read_dir(&dir.path().join("process=0/worker=0"));
+    assert_eq!(times(&batches), vec![3]);
+    assert!(batches[0].column_by_name("channel_kind").unwrap().is_null(0));
+}
+
+#[test]
+fn network_events_are_collected_while_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = TraceConfig::new(Some(dir.path().into()), now);
+    config.flush_interval = Duration::from_millis(50);
+    let writer = TraceWriter::start(config, metadata(0), 1).unwrap();
+    let network = writer.network_sink();
+    network.record(NetworkEvent {
+        time_ns: 7,
+        kind: Kind::NetworkRecvEnd,
+        worker: 0,
+        channel: 1,
+        source_worker: 1,
+        target_worker: 0,
+        seq: 0,
+        bytes: 48,
+    });
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(times(&read_dir(&dir.path().join("process=0/worker=0"))), vec![7], "a complete file, mid-run");
+    writer.finish(Status::Complete).unwrap();
 }

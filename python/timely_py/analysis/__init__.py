@@ -3,7 +3,8 @@
 The pipeline of Sager's thesis (chapters 3 to 5) over the trace format of
 ``docs/trace-format.md``: clock-skew correction, activity construction, wait-state analysis,
 slicing, the critical path per slice, and profiles. It reads traces only through the format,
-never the engine.
+never the engine; this package must not call the engine's API (``timely_py._core``) and loads
+PySpark only when a session is needed.
 """
 
 from .pipeline import AnalysisResult, Contributor, analyze

@@ -2,7 +2,8 @@
 
 This module owns the ``analyze`` subcommand's arguments and what it prints: one line per
 stage as it finishes, then where the tables are and a table of the top critical-path
-contributors. The work is :func:`timely_py.analysis.analyze`'s.
+contributors. The work is :func:`timely_py.analysis.analyze`'s; this module must not
+compute anything itself.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 This module owns moving every event onto process 0's clock: ``t = time_ns - offset(time_ns)``
 for the process that wrote it, where the offset is interpolated linearly between that
 process's measurements (``clock_history``, each at ``measured_at_ns`` on its own clock) and
-held constant before the first and after the last; a process without history uses its
-``clock`` (process 0: offset 0). It must not reorder events or judge them.
+held constant before the first and after the last, the rule of
+:mod:`timely_py.trace.clocks`, whose reading of the measurements this module shares
+(process 0 and a process never measured: offset 0). It must not reorder events or judge them.
 
 Input: the events of :func:`timely_py.analysis.events.load_events`. Output: the same with
 ``t`` (int64, nanoseconds on process 0's clock).
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Tuple
 
+from ..trace.clocks import measurements
+
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
 
@@ -21,10 +24,10 @@ if TYPE_CHECKING:  # pragma: no cover
 History = List[Tuple[int, int]]
 
 
-def clock_history(meta: Mapping[str, Any]) -> History:
-    """The measurements of one process's ``_process.json``, oldest first."""
-    entries = list(meta.get("clock_history") or []) or [meta.get("clock") or {}]
-    points = sorted((int(e.get("measured_at_ns", 0)), int(e.get("offset_ns", 0))) for e in entries)
+def clock_history(meta: Mapping[str, Any], process: int) -> History:
+    """The measurements of process ``process``'s ``_process.json``, oldest first, read as
+    :func:`timely_py.trace.clocks.measurements` reads them (no measurement: offset 0)."""
+    points = [(at, offset) for at, offset, _ in measurements(dict(meta), process)]
     return points or [(0, 0)]
 
 
@@ -69,5 +72,5 @@ def correct_clocks(events: "DataFrame", processes: Mapping[int, Mapping[str, Any
     """``events`` with ``t``: each event's time on process 0's clock."""
     from pyspark.sql import functions as F
 
-    histories = {int(p): clock_history(meta) for p, meta in processes.items()}
+    histories = {int(p): clock_history(meta, int(p)) for p, meta in processes.items()}
     return events.withColumn("t", (F.col("time_ns") - offset_column(histories)).cast("long"))

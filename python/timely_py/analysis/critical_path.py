@@ -5,7 +5,8 @@ This module owns following one slice's activities backwards from the slice's end
 start, and the Spark stage that runs the kernel per slice (``groupBy("slice").applyInArrow``).
 The kernel, :func:`slice_critical_path` (``pyarrow.Table`` of :data:`.schemas.SLICED` ->
 ``pyarrow.Table`` of :data:`.schemas.CRITICAL_PATH`), is the plain-Python reference a native
-kernel must match.
+kernel must match. It must not change activities or decide what is waiting (that is
+:mod:`.waits`).
 
 The walk: the slice's snapshot spans from its earliest to its latest activity (within the
 slice's bounds). It starts at the end on the lowest worker that is running and not waiting

@@ -4,7 +4,8 @@ This module owns deciding when a worker was waiting and what ended each wait, an
 Spark stage that gathers one worker's material (:data:`.schemas.WORKER_ROWS`) and runs the
 kernel on it with ``groupBy("worker").applyInArrow``. The kernel,
 :func:`worker_activities` (``pyarrow.Table -> pyarrow.Table`` of :data:`.schemas.ACTIVITIES`),
-is the plain-Python reference a native kernel must match.
+is the plain-Python reference a native kernel must match. It must not slice time or follow
+paths across workers (that is :mod:`.critical_path`).
 
 The rules (``docs/critical-path.md``, "Waiting"): *productive* are useful operator runs and
 progress tracking instants. Between two productive moments lies a *stretch*. A stretch is a

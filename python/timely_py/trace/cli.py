@@ -36,6 +36,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     export.add_argument("directory", help="the trace directory")
     export.add_argument("--format", choices=FORMATS, default="perfetto", help="perfetto (= chrome): trace-event JSON")
     export.add_argument("-o", "--output", required=True, help="the file to write")
+    export.add_argument("--no-progress", action="store_true", help="leave out the progress batches' flow arrows")
     export.set_defaults(run=_export)
 
 
@@ -58,6 +59,6 @@ def _summary(arguments: argparse.Namespace) -> int:
 
 
 def _export(arguments: argparse.Namespace) -> int:
-    written = export_perfetto(arguments.directory, arguments.output)
+    written = export_perfetto(arguments.directory, arguments.output, progress=not arguments.no_progress)
     print(f"wrote {written} trace events to {arguments.output} (open it at ui.perfetto.dev)")
     return 0

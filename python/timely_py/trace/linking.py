@@ -66,15 +66,16 @@ def _check_progress(table: pa.Table, findings: Findings, workers: int) -> None:
 def _check_network(table: pa.Table, findings: Findings, workers_per_process: int) -> None:
     """A frame leaves its process once per receiving process (data: per target worker) and
     arrives at each receiving worker: match them by the receiving process."""
-    sends = _network_events(table, "network_send_start", workers_per_process)
-    receives = _network_events(table, "network_recv_end", workers_per_process)
+    sends = network_events(table, "network_send_start", workers_per_process)
+    receives = network_events(table, "network_recv_end", workers_per_process)
     for row, key in _unmatched(sends, receives, NETWORK_KEYS):
         findings.add("unmatched send", f"network_send_start {_describe(key)} has no network_recv_end", [row])
     for row, key in _unmatched(receives, sends, NETWORK_KEYS):
         findings.add("unmatched receive", f"network_recv_end {_describe(key)} has no network_send_start", [row])
 
 
-def _network_events(table: pa.Table, kind: str, workers_per_process: int) -> pa.Table:
+def network_events(table: pa.Table, kind: str, workers_per_process: int) -> pa.Table:
+    """The rows of ``kind`` (a ``network_*`` kind) keyed by ``NETWORK_KEYS``, with ``_row``."""
     selected = events(table, kind, ["channel_kind", "channel", "source_worker", "target_worker", "seq"])
     target = selected.column("target_worker")
     is_data = pc.equal(selected.column("channel_kind"), "data")

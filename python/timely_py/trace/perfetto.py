@@ -3,10 +3,13 @@ chrome://tracing open.
 
 One track per worker (``pid`` = process, ``tid`` = worker): operator runs as complete
 slices named by operator, parks as ``park`` slices (category ``idle``), user activities as
-slices nested with them, data messages as flow arrows from send to receive (across
-processes too). Times are microseconds since the trace's first event on process 0's clock
-(each process's ``clock.offset_ns`` subtracted). This module converts; it does not check
-the trace (spans left open, as in a killed run, end at the worker's last event).
+slices nested with them, data messages as flow arrows from send to receive and progress
+batches as one flow arrow from the send to each receiving worker (across processes too),
+network frames as instants on the worker tracks their events are stored with. Times are
+microseconds since the trace's first event on process 0's clock (corrected as
+:func:`~timely_py.trace.corrected` does, so arrows between processes do not go back). This
+module converts; it does not check the trace (spans left open, as in a killed run, end at
+the worker's last event).
 
 >>> from timely_py.trace import export_perfetto
 >>> events = perfetto_events(example_trace)
@@ -14,6 +17,9 @@ the trace (spans left open, as in a killed run, end at the worker's last event).
 {'ph': 'M', 'name': 'process_name', 'pid': 0, 'tid': 0, 'args': {'name': 'process 0: crafted'}}
 >>> sorted({e["name"] for e in events if e["ph"] == "X"})
 ['Dataflow', 'Sink', 'Source', 'inner', 'outer', 'park']
+>>> sorted((e["name"], e["ph"], e["tid"]) for e in events if e["ph"] in "sf")  # doctest: +NORMALIZE_WHITESPACE
+[('message', 'f', 1), ('message', 's', 0), ('progress', 'f', 0), ('progress', 'f', 1),
+ ('progress', 's', 0), ('progress', 's', 0)]
 """
 
 from __future__ import annotations
@@ -25,24 +31,33 @@ from typing import Any, Dict, List, Optional, Tuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .clocks import reference_times
 from .reader import PathLike, metadata, read
 
 #: The columns the export reads.
-COLUMNS = ["time_ns", "kind", "operator", "name", "channel", "source_worker", "target_worker", "seq", "useful",
-           "wake", "duration_ns"]  # fmt: skip
+COLUMNS = ["time_ns", "kind", "operator", "name", "channel", "channel_kind", "source_worker", "target_worker", "seq",
+           "bytes", "useful", "wake", "duration_ns"]  # fmt: skip
 #: The kinds each worker's walk turns into slices and instants, and the columns it reads.
 SPAN_KINDS = ["schedule_start", "schedule_stop", "activity_start", "activity_stop", "park", "unpark", "trace_wait"]
 SPAN_COLUMNS = ["process", "worker", "ns", "kind", "operator", "name", "useful", "wake", "duration_ns"]
-#: The columns that identify a data message.
-MESSAGE_KEY = ["channel", "source_worker", "target_worker", "seq"]
+#: Flows: (name, send kind, receive kind, the key both ends share, what tells receivers
+#: of one send apart). A progress batch is received by every worker.
+FLOWS = [
+    ("message", "message_send", "message_recv", ["channel", "source_worker", "target_worker", "seq"], []),
+    ("progress", "progress_send", "progress_recv", ["channel", "source_worker", "seq"], ["target_worker"]),
+]
+#: Network events, drawn as instants, and the columns their instants show.
+NETWORK = {"network_send_start": "network send", "network_recv_end": "network receive"}
+NETWORK_ARGS = ["channel_kind", "channel", "source_worker", "target_worker", "seq", "bytes"]
 
 Event = Dict[str, Any]
 
 
-def export_perfetto(path: PathLike, output: PathLike) -> int:
+def export_perfetto(path: PathLike, output: PathLike, *, progress: bool = True) -> int:
     """Writes the trace at ``path`` to ``output`` as trace-event JSON; returns the number of
-    trace events written."""
-    return write_trace_events(perfetto_events(path), output)
+    trace events written. ``progress=False`` leaves out the progress flows (in a run of
+    many short rounds they outnumber every other event)."""
+    return write_trace_events(perfetto_events(path, progress=progress), output)
 
 
 def write_trace_events(events: List[Event], output: PathLike) -> int:
@@ -53,8 +68,9 @@ def write_trace_events(events: List[Event], output: PathLike) -> int:
     return len(events)
 
 
-def perfetto_events(path: PathLike) -> List[Event]:
-    """The trace-event list of the trace at ``path`` (see the module's description)."""
+def perfetto_events(path: PathLike, *, progress: bool = True) -> List[Event]:
+    """The trace-event list of the trace at ``path`` (see the module's description), with
+    progress flows unless ``progress`` is false."""
     processes = metadata(path)
     table = _on_reference_clock(read(path, columns=COLUMNS), processes)
     last = {r["worker"]: r["ns_max"] for r in table.group_by("worker").aggregate([("ns", "max")]).to_pylist()}
@@ -70,16 +86,12 @@ def perfetto_events(path: PathLike) -> List[Event]:
         events += track.step(row)
     if track is not None:
         events += track.close_all()
-    return events + _flows(table)
+    return events + _network(table) + _flows(table, progress)
 
 
 def _on_reference_clock(table: pa.Table, processes: Dict[int, Dict[str, Any]]) -> pa.Table:
     """Adds ``ns``: nanoseconds since the first event, on process 0's clock."""
-    offsets = [0] * (max(processes) + 1)
-    for process, meta in processes.items():
-        offsets[process] = int(meta.get("clock", {}).get("offset_ns", 0))
-    offset = pc.take(pa.array(offsets, pa.int64()), table.column("process"))
-    corrected = pc.subtract(table.column("time_ns"), offset)
+    corrected, _ = reference_times(table, processes)
     start = pc.min(corrected).as_py() or 0
     return table.append_column("ns", pc.subtract(corrected, start))
 
@@ -110,27 +122,47 @@ def _operator_names(table: pa.Table) -> Dict[Tuple[int, int], str]:
     return {(r["worker"], r["operator"]): r["name"] for r in created.select(["worker", "operator", "name"]).to_pylist()}
 
 
-def _flows(table: pa.Table) -> List[Event]:
-    """One ``s``/``f`` pair per data message seen on both ends (its ``message_send`` and
-    ``message_recv`` joined on the message's key), ids unique per message."""
+def _flows(table: pa.Table, progress: bool) -> List[Event]:
+    """One ``s``/``f`` pair per data message and (with ``progress``) per progress batch's
+    receiver seen on both ends (send and receive joined on their shared key), ids unique
+    over the trace."""
     kind = table.column("kind").cast(pa.string())
-
-    def side(name: str, prefix: str) -> pa.Table:
-        rows = table.filter(pc.equal(kind, name)).select(MESSAGE_KEY + ["process", "worker", "ns"])
-        # One event per key, even in a trace that repeats one (validate reports that).
-        unique = rows.group_by(MESSAGE_KEY, use_threads=False).aggregate(
-            [(c, "first") for c in ("process", "worker", "ns")]
-        )
-        return unique.rename_columns(MESSAGE_KEY + [f"{prefix}_{c}" for c in ("pid", "tid", "ns")])
-
-    pairs = side("message_send", "s").join(side("message_recv", "f"), keys=MESSAGE_KEY).sort_by("s_ns")
-    columns = [pairs.column(c).to_pylist() for c in MESSAGE_KEY + ["s_pid", "s_tid", "s_ns", "f_pid", "f_tid", "f_ns"]]
     events: List[Event] = []
-    for flow_id, (channel, source, target, seq, s_pid, s_tid, s_ns, f_pid, f_tid, f_ns) in enumerate(zip(*columns), 1):
-        common = {"name": "message", "cat": "message", "id": flow_id}
-        args = {"channel": channel, "source_worker": source, "target_worker": target, "seq": seq}
-        events.append({**common, "ph": "s", "pid": s_pid, "tid": s_tid, "ts": s_ns / 1000, "args": args})
-        events.append({**common, "ph": "f", "bp": "e", "pid": f_pid, "tid": f_tid, "ts": f_ns / 1000})
+    for name, send, receive, key, receivers in FLOWS if progress else FLOWS[:1]:
+        sends = _ends(table.filter(pc.equal(kind, send)), key, "s")
+        receives = _ends(table.filter(pc.equal(kind, receive)), key + receivers, "f")
+        pairs = sends.join(receives, keys=key).sort_by([("s_ns", "ascending"), ("f_ns", "ascending")])
+        args = pairs.select(key + receivers).to_pylist()
+        ends = [pairs.column(c).to_pylist() for c in ("s_pid", "s_tid", "f_pid", "f_tid")]
+        times = [pc.divide(pc.cast(pairs.column(c), pa.float64()), 1000.0).to_pylist() for c in ("s_ns", "f_ns")]
+        first = len(events) // 2 + 1
+        for flow_id, (arg, s_pid, s_tid, f_pid, f_tid, s_ts, f_ts) in enumerate(zip(args, *ends, *times), first):
+            events.append({"name": name, "cat": name, "id": flow_id, "ph": "s", "pid": s_pid, "tid": s_tid,
+                           "ts": s_ts, "args": arg})  # fmt: skip
+            events.append({"name": name, "cat": name, "id": flow_id, "ph": "f", "bp": "e", "pid": f_pid,
+                           "tid": f_tid, "ts": f_ts})  # fmt: skip
+    return events
+
+
+def _ends(rows: pa.Table, key: List[str], prefix: str) -> pa.Table:
+    """One row per ``key`` (a trace that repeats a key, which validate reports, keeps its
+    first) with its track and time as ``{prefix}_pid``, ``{prefix}_tid``, ``{prefix}_ns``."""
+    unique = rows.select(key + ["process", "worker", "ns"]).group_by(key, use_threads=False).aggregate(
+        [(c, "first") for c in ("process", "worker", "ns")]
+    )
+    return unique.rename_columns(key + [f"{prefix}_{c}" for c in ("pid", "tid", "ns")])
+
+
+def _network(table: pa.Table) -> List[Event]:
+    """An instant per network event, on the track of the worker it is stored with."""
+    rows = table.filter(pc.is_in(table.column("kind").cast(pa.string()), pa.array(list(NETWORK))))
+    columns = ["kind", "process", "worker", "ns"] + NETWORK_ARGS
+    events: List[Event] = []
+    for values in zip(*[rows.column(c).to_pylist() for c in columns]):
+        kind, pid, tid, ns = values[:4]
+        args = dict(zip(NETWORK_ARGS, values[4:]))
+        events.append({"name": NETWORK[kind], "cat": "network", "ph": "i", "s": "t", "pid": pid, "tid": tid,
+                       "ts": ns / 1000, "args": args})  # fmt: skip
     return events
 
 

@@ -16,7 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .clocks import reference_times
 from .reader import PathLike, metadata, part_files, scan
+
+#: The columns the clock correction reads, for the workers' first and last times.
+_ENDS = pa.schema([("process", pa.int64()), ("time_ns", pa.int64())])
 
 
 @dataclass(frozen=True)
@@ -105,12 +112,12 @@ def summary(path: PathLike) -> TraceSummary:
 
 def _duration(workers: Sequence[WorkerSummary], processes: Dict[int, Dict[str, Any]]) -> int:
     """First to last event over all workers, each time moved to process 0's clock."""
-    def offset(process: int) -> int:
-        return int(processes.get(process, {}).get("clock", {}).get("offset_ns", 0))
-
-    starts = [w.first_ns - offset(w.process) for w in workers if w.first_ns is not None]
-    ends = [w.last_ns - offset(w.process) for w in workers if w.last_ns is not None]
-    return max(ends) - min(starts) if starts else 0
+    ends = [(w.process, t) for w in workers for t in (w.first_ns, w.last_ns) if t is not None]
+    if not ends:
+        return 0
+    table = pa.table({"process": [p for p, _ in ends], "time_ns": [t for _, t in ends]}, schema=_ENDS)
+    times, _ = reference_times(table, processes)
+    return pc.max(times).as_py() - pc.min(times).as_py()
 
 
 def _span(first: Optional[int], last: Optional[int]) -> str:

@@ -2,14 +2,17 @@
 
 This module owns the checks on files and metadata (run status, missing processes, part
 numbering, unreadable files) and runs the checks on events, which live in
-:mod:`~timely_py.trace.linking` (sends and receives), :mod:`~timely_py.trace.nesting`
-(order and nesting per worker) and :mod:`~timely_py.trace.references` (created operators
-and channels). It reports; it never repairs a trace.
+:mod:`~timely_py.trace.linking` (sends and receives), :mod:`~timely_py.trace.causality`
+(receives after sends across processes, on process 0's clock),
+:mod:`~timely_py.trace.nesting` (order and nesting per worker) and
+:mod:`~timely_py.trace.references` (created operators and channels). It reports; it never
+repairs a trace.
 
 A process that did not finish (status ``running`` or ``failed``) lost the events it had
 buffered, so its run is reported once as incomplete (or failed) instead of as many sends
 without receives. Sends and receives are paired only when no events can be missing: every
-process completed and left its directory, every file is readable, no part is missing.
+process completed and left its directory, every file is readable, no part is missing. The
+times of the pairs that are there are compared in any case.
 
 >>> from timely_py.trace import validate
 >>> validate(example_trace)
@@ -23,7 +26,7 @@ from typing import Any, Dict, List, Set, Tuple
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import linking, nesting, references
+from . import causality, linking, nesting, references
 from .reader import PartFile, PathLike, TraceFormatError, metadata, part_files, scan
 from .violations import Findings, Violation
 
@@ -51,9 +54,10 @@ def validate(path: PathLike, *, limit: int = 20) -> List[Violation]:
     nesting.check_time_order(table, findings)
     nesting.check_nesting(table, findings, complete)
     references.check_references(table, findings, _recorded_operators(processes))
+    workers = _workers_per_process(processes)
+    causality.check_clock_order(table, findings, processes, workers)
     events_lost = unreadable or not whole_parts or _missing_processes(processes)
     if len(complete) == len(processes) and not events_lost:
-        workers = _workers_per_process(processes)
         linking.check_links(table, findings, workers, workers * len(processes))
     return findings.result()
 

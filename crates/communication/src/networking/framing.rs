@@ -5,11 +5,21 @@
 //! headers read from a socket, and the reserved control frames: the goodbye that announces an
 //! orderly close, the heartbeat that says a silent sender is still alive, the abort that
 //! says why a failing process closes (which process it blames), and the clock probe and reply
-//! that measure clock offsets (see [`super::clock_sync`]). It must not
-//! interpret payloads, own buffers, or touch sockets.
+//! that measure clock offsets (see [`super::clock_sync`]), and the walk over the headers of a
+//! buffer of whole frames ([`headers_in`]). It must not interpret payloads, own buffers, or
+//! touch sockets.
 //!
 //! Layout (offsets in bytes): `channel` 0, `source` 8, `target_lower` 16, `target_upper` 24,
 //! `length` 32, `seqno` 40.
+//!
+//! What `seqno` counts on a data frame is the layer above's choice; the transport carries it
+//! untouched. The cluster allocator ([`crate::allocator::cluster`]) keeps one counter per
+//! pusher, that is per (`channel`, `source`, target range), starting at 0 and incremented by
+//! every message it frames: a point-to-point channel has a pusher per target worker (a range
+//! of one), a broadcast channel one per remote process (the range of that process's workers).
+//! So the frames of one (`channel`, `source`, target range) carry 0, 1, 2, ... in the order
+//! sent, as long as a worker allocates each channel id once (the engine does). A message the
+//! sender refuses (too large) still uses up its number, so a gap means a message was lost.
 
 use super::NetworkError;
 
@@ -52,7 +62,9 @@ pub struct MessageHeader {
     pub target_upper: u64,
     /// The number of payload bytes that follow the header.
     pub length: u64,
-    /// The sender's sequence number for this message (assigned by the layer above).
+    /// The sender's sequence number for this message (assigned by the layer above; the
+    /// cluster allocator counts per (`channel`, `source`, target range) from 0, see the
+    /// module docs). Control frames use it for their own values.
     pub seqno: u64,
 }
 
@@ -214,6 +226,22 @@ impl MessageHeader {
     }
 }
 
+/// The headers of the frames in `buffer`, in order, without validating them.
+///
+/// `buffer` must hold whole frames, one after the other, as this process framed them (a
+/// [`super::ProcessSender`] ships its buffer only between two messages): the walk stops at the
+/// first header whose frame does not fit in what is left, so a truncated frame would end it.
+pub(crate) fn headers_in(buffer: &[u8]) -> impl Iterator<Item = MessageHeader> + '_ {
+    let mut rest = buffer;
+    std::iter::from_fn(move || {
+        let [channel, source, target_lower, target_upper, length, seqno] =
+            read_words(rest.get(..HEADER_BYTES)?);
+        let header = MessageHeader { channel, source, target_lower, target_upper, length, seqno };
+        rest = rest.get(header.required_bytes()..)?;
+        Some(header)
+    })
+}
+
 /// Reads `N` little-endian `u64`s from the start of `bytes`, which must hold `8 * N` bytes.
 pub(crate) fn read_words<const N: usize>(bytes: &[u8]) -> [u64; N] {
     let mut words = [0u64; N];
@@ -323,6 +351,30 @@ mod tests {
         }
         let last_data = MessageHeader { channel: FIRST_CONTROL_CHANNEL - 1, ..base };
         assert!(!last_data.is_control() && last_data.validate().is_ok());
+    }
+
+    #[test]
+    fn the_walk_finds_every_header_of_a_buffer_of_whole_frames_and_stops_at_a_cut() {
+        let base =
+            MessageHeader { channel: 3, source: 1, target_lower: 4, target_upper: 6, ..Default::default() };
+        let frames: Vec<MessageHeader> = [0u64, 1, 47, 48, 49, 1000]
+            .into_iter()
+            .enumerate()
+            .map(|(seqno, length)| MessageHeader { length, seqno: seqno as u64, ..base })
+            .collect();
+        let mut buffer = Vec::new();
+        for frame in &frames {
+            frame.write_to(&mut buffer);
+            // Payloads that look like headers must not be taken for frames.
+            buffer.extend((0..frame.length).map(|i| (i % 7) as u8));
+        }
+        assert_eq!(headers_in(&buffer).collect::<Vec<_>>(), frames);
+        assert_eq!(headers_in(&[]).count(), 0);
+        // A frame cut anywhere (impossible for a shipped buffer) ends the walk before it.
+        let last_start = buffer.len() - frames[5].required_bytes();
+        for cut in [last_start + 1, last_start + HEADER_BYTES, buffer.len() - 1] {
+            assert_eq!(headers_in(&buffer[..cut]).collect::<Vec<_>>(), frames[..5]);
+        }
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! listens ([`hostfile`]), how connections are opened and authenticated ([`connect`],
 //! [`handshake`]), how bytes are cut into messages ([`framing`]), the threads that move them
 //! ([`transport`]), when a silent peer counts as lost ([`liveness`]), how clocks are measured
-//! against process 0's ([`clock_sync`]), whether a cluster may run
+//! against process 0's ([`clock_sync`]), whom the network threads tell of the data frames they
+//! move ([`observe`]), whether a cluster may run
 //! without a secret ([`exposure`]), and how failures are reported ([`health`], [`NetworkError`]). It must not
 //! serialize typed data, allocate channels or know about timestamps: the cluster allocator,
 //! built on top, decides what a payload means.
@@ -29,7 +30,7 @@
 //!
 //! let addresses = default_addresses(2);
 //! let streams = establish(0, &addresses, 1, &ClusterIdentity::default(), Duration::from_secs(30))?;
-//! let (transport, mut workers) = Transport::start(0, 1, streams, Liveness::default(), ClockSync::default(), Arc::new(|_worker| {}))?;
+//! let (transport, mut workers) = Transport::start(0, 1, streams, Liveness::default(), ClockSync::default(), None, Arc::new(|_worker| {}))?;
 //! // worker 0 sends to worker 1 (on process 1) ...
 //! transport.shutdown(Duration::from_secs(5))?;
 //! # Ok::<(), timely_communication::networking::NetworkError>(())
@@ -44,6 +45,7 @@ pub mod handshake;
 pub mod health;
 pub mod hostfile;
 pub mod liveness;
+pub mod observe;
 pub mod transport;
 
 pub use clock_sync::{ClockSync, DEFAULT_CLOCK_INTERVAL};
@@ -58,4 +60,5 @@ pub use handshake::{ClusterIdentity, PROTOCOL_VERSION};
 pub use health::NetworkHealth;
 pub use hostfile::{default_addresses, parse_hostfile, read_hostfile};
 pub use liveness::{Liveness, DEFAULT_PEER_TIMEOUT};
+pub use observe::{FrameDirection, FrameObserver};
 pub use transport::{Delivery, Payload, ProcessSender, ReceiveStats, Transport, WakeFn, WorkerEndpoints};

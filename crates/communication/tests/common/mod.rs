@@ -2,7 +2,10 @@
 
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicU16, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use timely_communication::networking::Delivery;
+use timely_communication::queue::ThreadQueue;
 
 /// Runs `test` on its own thread and fails if it does not finish within `limit`, so that a lost
 /// wake-up shows as a failure instead of a hung test run.
@@ -43,11 +46,12 @@ pub fn free_addresses(n: usize) -> Vec<String> {
     addresses
 }
 
-/// Connects `processes` simulated processes of one worker each (threads running `establish`
-/// on free loopback ports, with one identity); returns each one's streams.
+/// Connects `processes` simulated processes of `threads` workers each (threads running
+/// `establish` on free loopback ports, with one identity); returns each one's streams.
 #[allow(dead_code)] // not every test binary that includes this module connects clusters
-pub fn connect_one_worker_processes(
+pub fn connect_processes(
     processes: usize,
+    threads: usize,
     setup: Duration,
 ) -> Vec<Vec<Option<std::net::TcpStream>>> {
     use timely_communication::networking::{establish, ClusterIdentity};
@@ -56,11 +60,24 @@ pub fn connect_one_worker_processes(
         .map(|process| {
             let addresses = addresses.clone();
             let identity = ClusterIdentity { cluster_id: 3, secret: b"tests".to_vec() };
-            std::thread::spawn(move || establish(process, &addresses, 1, &identity, setup))
+            std::thread::spawn(move || establish(process, &addresses, threads, &identity, setup))
         })
         .collect();
     handles
         .into_iter()
         .map(|handle| handle.join().expect("establish thread").expect("the cluster connects"))
         .collect()
+}
+
+/// The next delivery of `receiver`, waiting up to 20 s for it.
+#[allow(dead_code)] // not every test binary that includes this module receives deliveries
+pub fn next_delivery(receiver: &mut ThreadQueue<Delivery>) -> Delivery {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(delivery) = receiver.try_recv() {
+            return delivery;
+        }
+        assert!(Instant::now() < deadline, "a message within 20 s");
+        std::thread::sleep(Duration::from_micros(200));
+    }
 }

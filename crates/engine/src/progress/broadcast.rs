@@ -11,6 +11,8 @@
 //! This module owns the wire shape of progress batches and their bookkeeping; it does not
 //! interpret the updates (that is the tracker's job).
 
+use std::sync::Arc;
+
 use super::change_batch::ChangeBatch;
 use super::location::Location;
 use super::timestamp::Timestamp;
@@ -88,7 +90,7 @@ pub struct Progcaster<T: Timestamp> {
     next_send: u64,
     next_receive: Vec<u64>,
     accumulated: ChangeBatch<(Location, T)>,
-    address: Vec<usize>,
+    address: Arc<[usize]>,
     logger: Option<Logger>,
     /// An emptied update buffer given back by the channel, for the next batch.
     spare: Vec<((Location, T), i64)>,
@@ -111,7 +113,7 @@ impl<T: Timestamp> Progcaster<T> {
             next_send: 0,
             next_receive: vec![0; allocator.peers()],
             accumulated: ChangeBatch::new(),
-            address,
+            address: address.into(),
             logger,
             spare: Vec::new(),
         }

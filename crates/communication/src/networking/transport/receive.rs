@@ -8,8 +8,10 @@
 //! and never reach a worker, and so are clock frames: a probe is stamped with its arrival time
 //! and handed to this connection's send thread as a reply (dropped when that thread's queue is
 //! full, never waited for: the prober's burst has other probes), a reply becomes a
-//! measurement of this process's clock ([`crate::networking::clock_sync`]). It must not write
-//! to the socket nor interpret payloads.
+//! measurement of this process's clock ([`crate::networking::clock_sync`]). With a
+//! [`FrameObserver`], every data frame is reported once, before delivery, with the time of the
+//! read that completed it (see [`crate::networking::observe`]). It must not write to the socket
+//! nor interpret payloads.
 //!
 //! A message is checked before delivery: a valid header ([`MessageHeader::try_read`]), a
 //! source worker of the sending process, and at least one target worker in this process (only
@@ -31,7 +33,7 @@ use super::{Alarm, Delivery, Payload};
 use crate::clock;
 use crate::networking::clock_sync::{BurstCollector, OffsetLog};
 use crate::networking::liveness::Silences;
-use crate::networking::{Liveness, MessageHeader, NetworkError, HEADER_BYTES};
+use crate::networking::{FrameDirection, FrameObserver, Liveness, MessageHeader, NetworkError, HEADER_BYTES};
 use crate::queue::QueueSender;
 
 /// Receive buffers hold `1 << SLAB_LOG2` bytes (1 MiB), or more for a larger message.
@@ -100,6 +102,19 @@ pub(super) struct Inbound {
     stats: Arc<SharedStats>,
     liveness: Liveness,
     clock: ClockEnd,
+    frames: Option<Arc<dyn FrameObserver>>,
+    /// When the last read returned, on the trace clock (kept only for `frames`).
+    read_ns: i64,
+}
+
+/// What a receive thread does besides delivering messages.
+pub(super) struct Duties {
+    /// How long the peer may stay silent.
+    pub(super) liveness: Liveness,
+    /// Answering and taking in clock frames.
+    pub(super) clock: ClockEnd,
+    /// Whom to tell of the data frames read.
+    pub(super) frames: Option<Arc<dyn FrameObserver>>,
 }
 
 /// What a receive thread needs for clock exchanges.
@@ -165,7 +180,7 @@ impl Inbound {
         deliver: Vec<QueueSender<Delivery>>,
         alarm: Arc<Alarm>,
         stats: Arc<SharedStats>,
-        (liveness, clock): (Liveness, ClockEnd),
+        Duties { liveness, clock, frames }: Duties,
     ) -> Inbound {
         Inbound {
             remote,
@@ -178,6 +193,8 @@ impl Inbound {
             stats,
             liveness,
             clock,
+            frames,
+            read_ns: 0,
         }
     }
 
@@ -206,6 +223,9 @@ impl Inbound {
                 return Err("the connection closed without a goodbye".into());
             }
             slab.make_valid(read);
+            if self.frames.is_some() {
+                self.read_ns = clock::now_ns();
+            }
         }
     }
 
@@ -262,9 +282,13 @@ impl Inbound {
         }
     }
 
-    /// Hands `payload` to every local worker in the header's targets.
+    /// Reports the frame to the observer, if any, and hands `payload` to every local worker in
+    /// the header's targets.
     fn deliver(&mut self, header: MessageHeader, payload: Bytes) -> Result<(), NetworkError> {
         let targets = self.targets(&header)?;
+        if let Some(observer) = &self.frames {
+            observer.frame(FrameDirection::Received, self.read_ns, &header);
+        }
         self.totals.messages += 1;
         self.totals.payload_bytes += header.length;
         if targets.len() == 1 {

@@ -5,8 +5,9 @@
 //! frame whenever it has written nothing for [`Liveness::heartbeat_interval`] (so the peer can
 //! tell this process is alive however long its workers stay busy), the clock probes its
 //! [`ProbeSchedule`] asks for (only the thread to process 0 of another process has one), and
-//! the clock replies its receive thread hands it. It must not read from the socket nor decide
-//! what a failure means (it reports to the transport's alarm).
+//! the clock replies its receive thread hands it; with a [`FrameObserver`], it reports every
+//! data frame of the buffers it writes (see [`crate::networking::observe`]). It must not read
+//! from the socket nor decide what a failure means (it reports to the transport's alarm).
 //!
 //! Buffers circulate, so the steady state allocates nothing: a writer fills its buffer, ships it
 //! to the send thread through a bounded queue, and takes an empty one from the connection's
@@ -16,6 +17,10 @@
 //! are in flight than ever before); buffers that grew beyond [`MAX_RECYCLED_BYTES`] for a large
 //! message are freed instead of pooled. The queue is bounded ([`QUEUE_BUFFERS`]) so a worker
 //! that outruns the network waits instead of buffering without limit.
+//!
+//! A shipped buffer holds whole frames only: [`ProcessSender`] ships between two messages and
+//! truncates a message whose writer unwound, so the send thread can walk the frames of what it
+//! writes ([`crate::networking::framing::headers_in`]).
 
 use std::io::{ErrorKind, IoSlice, Write};
 use std::net::{Shutdown, TcpStream};
@@ -27,9 +32,12 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use super::Alarm;
+use crate::clock;
 use crate::networking::clock_sync::ProbeSchedule;
+use crate::networking::framing::headers_in;
 use crate::networking::{
-    Liveness, MessageHeader, NetworkError, NetworkHealth, HEADER_BYTES, MAX_MESSAGE_BYTES,
+    FrameDirection, FrameObserver, Liveness, MessageHeader, NetworkError, NetworkHealth, HEADER_BYTES,
+    MAX_MESSAGE_BYTES,
 };
 
 /// A writer ships its buffer once it holds this many bytes (or on [`ProcessSender::flush`]).
@@ -65,13 +73,15 @@ pub(super) struct Queue {
     spare: Receiver<Vec<u8>>,
 }
 
-/// Starts the send thread of the connection to `remote`, with heartbeats as `liveness` says
-/// and clock probes as `probes` says. The thread posts `remote` to `done` when it ends.
+/// Starts the send thread of the connection to `remote`, with heartbeats as `liveness` says,
+/// clock probes as `probes` says, and the data frames it writes reported to `frames`. The
+/// thread posts `remote` to `done` when it ends.
 pub(super) fn spawn(
     remote: usize,
     stream: TcpStream,
     liveness: Liveness,
     probes: Option<ProbeSchedule>,
+    frames: Option<Arc<dyn FrameObserver>>,
     alarm: Arc<Alarm>,
     done: Sender<usize>,
 ) -> Result<(Queue, JoinHandle<()>), NetworkError> {
@@ -80,7 +90,7 @@ pub(super) fn spawn(
     let thread = std::thread::Builder::new()
         .name(format!("timely:send-{remote}"))
         .spawn(move || {
-            let mut writer = FrameWriter::new(stream, liveness.heartbeat_interval(), probes);
+            let mut writer = FrameWriter::new(stream, liveness.heartbeat_interval(), probes, frames);
             if let Err(error) = send_loop(&mut writer, &pending, &recycle) {
                 alarm.raise(remote, format!("sending failed: {error}"));
             }
@@ -139,18 +149,25 @@ fn send_loop(
     }
 }
 
-/// The socket of a send thread, and when it next writes a frame of its own: a heartbeat after
-/// `heartbeat` without a write, and the probes of its schedule.
+/// The socket of a send thread, when it next writes a frame of its own (a heartbeat after
+/// `heartbeat` without a write, and the probes of its schedule), and whom it tells of the data
+/// frames it writes.
 struct FrameWriter {
     stream: TcpStream,
     heartbeat: Duration,
     last_write: Instant,
     probes: Option<ProbeSchedule>,
+    frames: Option<Arc<dyn FrameObserver>>,
 }
 
 impl FrameWriter {
-    fn new(stream: TcpStream, heartbeat: Duration, probes: Option<ProbeSchedule>) -> FrameWriter {
-        FrameWriter { stream, heartbeat, last_write: Instant::now(), probes }
+    fn new(
+        stream: TcpStream,
+        heartbeat: Duration,
+        probes: Option<ProbeSchedule>,
+        frames: Option<Arc<dyn FrameObserver>>,
+    ) -> FrameWriter {
+        FrameWriter { stream, heartbeat, last_write: Instant::now(), probes, frames }
     }
 
     /// When the thread must wake to write a heartbeat or a probe.
@@ -175,9 +192,15 @@ impl FrameWriter {
         Ok(())
     }
 
+    /// Writes `buffers` (whole frames each), then reports their frames to the observer, if
+    /// any, with the time the write started.
     fn write_buffers(&mut self, buffers: &[Vec<u8>]) -> std::io::Result<()> {
+        let observed = self.frames.as_deref().map(|observer| (observer, clock::now_ns()));
         write_all_vectored(&mut self.stream, buffers)?;
         self.last_write = Instant::now();
+        if let Some((observer, started)) = observed {
+            report_sent(observer, started, buffers);
+        }
         Ok(())
     }
 
@@ -194,6 +217,15 @@ impl FrameWriter {
     fn close_with(&mut self, last: MessageHeader) -> std::io::Result<()> {
         self.write_frame(last)?;
         self.stream.shutdown(Shutdown::Write)
+    }
+}
+
+/// Tells `observer` of every frame in `buffers`, all started at `started`. They are data
+/// frames: control frames never enter a buffer (a [`ProcessSender`] refuses their channels,
+/// and the send thread writes its own with [`FrameWriter::write_frame`]).
+fn report_sent(observer: &dyn FrameObserver, started: i64, buffers: &[Vec<u8>]) {
+    for header in buffers.iter().flat_map(|buffer| headers_in(buffer)) {
+        observer.frame(FrameDirection::Sent, started, &header);
     }
 }
 
@@ -414,6 +446,101 @@ mod tests {
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
+    }
+
+    /// A sender from worker 0 to process 1 (workers 2 and 3) whose shipped buffers wait in the
+    /// returned queue.
+    fn sender_to_process_1() -> (ProcessSender, Receiver<Command>) {
+        let (commands, pending) = crossbeam_channel::unbounded();
+        let (_recycle, spare) = crossbeam_channel::unbounded();
+        let sender = ProcessSender::new(1, 2..4, 0..2, &Queue { commands, spare }, NetworkHealth::new());
+        (sender, pending)
+    }
+
+    #[test]
+    fn shipped_buffers_hold_whole_frames_only() {
+        let (mut sender, pending) = sender_to_process_1();
+        // Sizes that fill a buffer exactly, overflow it, and exceed it alone.
+        let lengths = [0, 10, SEND_BUFFER_BYTES - 3 * HEADER_BYTES - 10, 1, 70_000, 5, SEND_BUFFER_BYTES, 3];
+        let mut sent = Vec::new();
+        for (seqno, &length) in lengths.iter().enumerate() {
+            let header = MessageHeader {
+                channel: 7,
+                source: 1,
+                target_lower: 2,
+                target_upper: 2 + seqno as u64 % 2 + 1,
+                length: 0,
+                seqno: seqno as u64,
+            };
+            // A writer that unwinds halfway leaves nothing behind for the walk to trip on.
+            let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let _ = sender.send_with(header, |out| {
+                    out.extend_from_slice(&[9; 100]);
+                    panic!("the encoder failed");
+                });
+            }));
+            assert!(unwound.is_err());
+            sender.send(header, &vec![seqno as u8; length]).expect("send");
+            sent.push(MessageHeader { length: length as u64, ..header });
+        }
+        drop(sender);
+        let buffers: Vec<Vec<u8>> = pending
+            .try_iter()
+            .map(|command| match command {
+                Command::Data(buffer) => buffer,
+                _ => panic!("a sender ships data only"),
+            })
+            .collect();
+        assert!(buffers.len() >= 3, "several buffers shipped: {}", buffers.len());
+        for buffer in &buffers {
+            let walked: usize = headers_in(buffer).map(|header| header.required_bytes()).sum();
+            assert_eq!(walked, buffer.len(), "a buffer ends at a frame boundary");
+        }
+        let walked: Vec<MessageHeader> = buffers.iter().flat_map(|buffer| headers_in(buffer)).collect();
+        assert_eq!(walked, sent);
+    }
+
+    /// Records what it is told.
+    #[derive(Default)]
+    struct Log(std::sync::Mutex<Vec<(FrameDirection, i64, MessageHeader)>>);
+
+    impl FrameObserver for Log {
+        fn frame(&self, direction: FrameDirection, time_ns: i64, header: &MessageHeader) {
+            self.0.lock().expect("log").push((direction, time_ns, *header));
+        }
+    }
+
+    #[test]
+    fn every_frame_of_a_batch_is_reported_sent_with_one_time() {
+        let (mut sender, pending) = sender_to_process_1();
+        let headers: Vec<MessageHeader> = (0..5)
+            .map(|seqno| MessageHeader {
+                channel: 4,
+                source: 0,
+                target_lower: 3,
+                target_upper: 4,
+                length: seqno,
+                seqno,
+            })
+            .collect();
+        for (index, header) in headers.iter().enumerate() {
+            sender.send(*header, &vec![1; index]).expect("send");
+            if index % 2 == 1 {
+                sender.flush().expect("flush");
+            }
+        }
+        drop(sender);
+        let buffers: Vec<Vec<u8>> = pending
+            .try_iter()
+            .filter_map(|command| if let Command::Data(b) = command { Some(b) } else { None })
+            .collect();
+        assert_eq!(buffers.len(), 3);
+        let log = Log::default();
+        let before = clock::now_ns();
+        report_sent(&log, before, &buffers);
+        let reported = log.0.into_inner().expect("log");
+        let expected: Vec<_> = headers.iter().map(|header| (FrameDirection::Sent, before, *header)).collect();
+        assert_eq!(reported, expected);
     }
 
     #[test]
