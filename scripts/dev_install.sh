@@ -8,5 +8,5 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 .venv/bin/pip install -q --upgrade pip >/dev/null
-.venv/bin/pip install -q "maturin>=1.5,<2" "pytest>=7" "hypothesis>=6"
+.venv/bin/pip install -q "maturin>=1.5,<2" "pytest>=7" "hypothesis>=6" "websocket-client>=1.6"
 VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --release -q --extras analysis

@@ -57,7 +57,11 @@ def export_perfetto(path: PathLike, output: PathLike, *, progress: bool = True) 
     """Writes the trace at ``path`` to ``output`` as trace-event JSON; returns the number of
     trace events written. ``progress=False`` leaves out the progress flows (in a run of
     many short rounds they outnumber every other event)."""
-    events = perfetto_events(path, progress=progress)
+    return write_trace_events(perfetto_events(path, progress=progress), output)
+
+
+def write_trace_events(events: List[Event], output: PathLike) -> int:
+    """Writes ``events`` to ``output`` as a trace-event JSON file; returns how many."""
     with open(Path(output), "w") as file:
         # json.dumps runs the C encoder; json.dump would encode piecewise in Python.
         file.write(json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}, separators=(",", ":")))
@@ -93,16 +97,22 @@ def _on_reference_clock(table: pa.Table, processes: Dict[int, Dict[str, Any]]) -
 
 
 def _track_names(processes: Dict[int, Dict[str, Any]], table: pa.Table) -> List[Event]:
+    pairs = table.select(["process", "worker"]).group_by(["process", "worker"]).aggregate([]).to_pylist()
+    return track_names(processes, [(pair["process"], pair["worker"]) for pair in pairs])
+
+
+def track_names(processes: Dict[int, Dict[str, Any]], workers: List[Tuple[int, int]]) -> List[Event]:
+    """Metadata events naming each process (``processes``: ``_process.json`` by index) and
+    each worker's track (``workers``: (process, worker) pairs), workers sorted by index."""
     events: List[Event] = []
     for process, meta in processes.items():
         label = f"process {process}: {meta.get('program', '')}".rstrip(": ")
         events.append({"ph": "M", "name": "process_name", "pid": process, "tid": 0, "args": {"name": label}})
-    pairs = table.select(["process", "worker"]).group_by(["process", "worker"]).aggregate([]).to_pylist()
-    for pair in pairs:
-        args = {"name": f"worker {pair['worker']}"}
-        events.append({"ph": "M", "name": "thread_name", "pid": pair["process"], "tid": pair["worker"], "args": args})
-        sort = {"sort_index": pair["worker"]}
-        events.append({"ph": "M", "name": "thread_sort_index", "pid": pair["process"], "tid": pair["worker"], "args": sort})
+    for process, worker in workers:
+        args = {"name": f"worker {worker}"}
+        events.append({"ph": "M", "name": "thread_name", "pid": process, "tid": worker, "args": args})
+        sort = {"sort_index": worker}
+        events.append({"ph": "M", "name": "thread_sort_index", "pid": process, "tid": worker, "args": sort})
     return events
 
 
