@@ -3,7 +3,8 @@
 # builds the engine and the Python package (into .venv), runs BFS on a generated random
 # graph with two worker threads from Python, then on a cluster of two local processes of
 # two workers each (started by the launcher) with a trace of the run, checks the trace and
-# prints its summary, exports it for Perfetto, then the Rust hello latency measurement.
+# prints its summary, exports it for Perfetto, analyses its critical path with a local Spark
+# (tables, plots, a trace viewer), then the Rust hello latency measurement.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/dev_install.sh
@@ -15,4 +16,6 @@ rm -rf "$trace"
 .venv/bin/timely-py trace summary "$trace"
 .venv/bin/timely-py trace export "$trace" --format perfetto -o "$trace.json"
 echo "trace of the cluster run: $trace (open $trace.json in ui.perfetto.dev)"
+.venv/bin/timely-py analyze "$trace" --out "$trace-analysis" --slice 100ms
+echo "critical-path analysis: $trace-analysis (open $trace-analysis/viewer.html in a browser)"
 cargo run --release -q --example hello -- 100000 -w 1 --quiet

@@ -47,6 +47,12 @@ def test_bfs_on_two_processes_analysed(spark, bfs_trace, tmp_path):
     remote = [c for c in comms if not c["local"]]
     assert remote and all(c["arrival"] <= c["read"] for c in comms)
     assert all(c["send"] <= c["arrival"] for c in comms if c["local"])  # remote ones: clocks differ slightly
+    # The engine records the network frames, so every remote message has its buffer times.
+    assert all(c["arrival_known"] and c["transfer_ns"] is not None for c in remote)
+    assert all(c["send_buffer_ns"] >= 0 and c["recv_buffer_ns"] >= 0 for c in remote)
+    assert "load graph" in set(activities.column("name").to_pylist()), "bfs.py's user activity"
+    assert {key: len(paths) for key, paths in result.views.items()} == {"plots": 3, "viewer": 1, "perfetto": 1}
+    assert all(path.is_file() and path.stat().st_size > 0 for paths in result.views.values() for path in paths)
     shares = [r.share for r in result.top]
     assert shares == sorted(shares, reverse=True) and all(0 < x <= 1 for x in shares)
     by_type = pq.read_table(result.tables["profile_type"]).to_pylist()
@@ -65,6 +71,8 @@ def test_the_console_script_analyses_a_small_trace(tmp_path):
     assert "1 slices of 1 ms (1 with a complete critical path)" in done.stdout
     assert "[analyze] activities and waits" in done.stderr
     assert (tmp_path / "out" / "critical_path").is_dir()
+    viewer = tmp_path / "out" / "viewer.html"
+    assert f"trace viewer (open in a browser): {viewer}" in done.stdout.splitlines() and viewer.is_file()
 
 
 def test_the_console_script_rejects_bad_settings(tmp_path):

@@ -28,6 +28,9 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     command.add_argument(
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="a spark.* setting (repeatable)"
     )
+    command.add_argument(
+        "--no-views", action="store_true", help="write only the tables: no plots, viewer or Perfetto trace"
+    )
     command.set_defaults(run=_analyze)
 
 
@@ -39,7 +42,7 @@ def _analyze(arguments: argparse.Namespace) -> int:
 
     result = analyze(
         arguments.directory, out=arguments.out, slice=arguments.slice, master=arguments.master, conf=conf,
-        progress=progress,
+        progress=progress, views=not arguments.no_views,
     )  # fmt: skip
     print(report(result))
     return 0
@@ -62,6 +65,10 @@ def report(result: AnalysisResult) -> str:
     )
     if not result.trace_complete:
         console.print("note: the trace is incomplete (a process did not finish writing it)")
-    console.print(f"tables in {result.out}: {', '.join(sorted(result.tables))}")
+    console.print(f"tables in {result.out}: {', '.join(sorted(result.tables))}", soft_wrap=True)
+    labels = {"plots": "plots", "viewer": "trace viewer (open in a browser)", "perfetto": "Perfetto trace"}
+    for key, label in labels.items():
+        if result.views.get(key):
+            console.print(f"{label}: {', '.join(str(path) for path in result.views[key])}", soft_wrap=True)
     console.print(table)
     return console.file.getvalue().rstrip()  # type: ignore[attr-defined]

@@ -9,6 +9,7 @@ contributor to the critical path, a :class:`Contributor`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import time
@@ -23,9 +24,12 @@ from . import activities as acts
 from .clocks import correct_clocks
 from .critical_path import critical_paths
 from .events import TraceInfo, load_events
+from .perfetto_export import write_perfetto
+from .plots import write_plots
 from .profiles import all_profiles
 from .session import get_session
 from .slicing import parse_duration, slice_activities
+from .viewer import write_viewer
 from .waits import wait_states, worker_rows
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,6 +66,9 @@ class AnalysisResult:
     trace_complete: bool
     top: List[Contributor]
     tables: Dict[str, Path] = field(default_factory=dict)
+    #: What people look at rather than read: ``plots`` (PNG files), ``viewer`` (the HTML
+    #: trace viewer) and ``perfetto`` (the Chrome trace JSON), when ``views`` was on.
+    views: Dict[str, List[Path]] = field(default_factory=dict)
 
 
 def _stage(progress: Optional[Progress], name: str, started: float) -> float:
@@ -111,8 +118,10 @@ def analyze(
     master: Optional[str] = None,
     conf: Optional[Mapping[str, str]] = None,
     progress: Optional[Progress] = None,
+    views: bool = True,
 ) -> AnalysisResult:
-    """Analyses the trace at ``trace_dir`` and writes its tables as Parquet under ``out``.
+    """Analyses the trace at ``trace_dir`` and writes its tables as Parquet under ``out``,
+    and (``views``) the plots, the HTML viewer and the Perfetto trace of ``docs/critical-path.md``.
 
     ``slice`` is the slice length (``"1s"``, ``"250ms"``, or seconds); ``spark`` a session to
     use (else one is made with ``master`` and ``conf``). Tables (``docs/critical-path.md``):
@@ -139,7 +148,20 @@ def analyze(
     _stage(progress, "profiles written", started)
     for frame in (built["events"], built["communications"], activities, sliced, path):
         frame.unpersist()
-    return _result(Path(out), written, built["info"], length, small)
+    result = _result(Path(out), written, built["info"], length, small)
+    if views:
+        result = dataclasses.replace(result, views=write_views(out, trace_dir))
+        _stage(progress, "plots, viewer and Perfetto trace", started)
+    return result
+
+
+def write_views(out: Union[str, "os.PathLike[str]"], trace_dir: Union[str, "os.PathLike[str]"]) -> Dict[str, List[Path]]:
+    """Writes the plots, the viewer and the Perfetto trace from the tables in ``out``."""
+    return {
+        "plots": write_plots(out),
+        "viewer": [write_viewer(out)],
+        "perfetto": [write_perfetto(out, trace_dir)],
+    }
 
 
 def _write_large(tables: Dict[str, "DataFrame"], out: Path) -> Dict[str, Path]:
