@@ -159,3 +159,32 @@ fn an_address_other_machines_can_reach_needs_a_secret_and_is_refused_before_bind
         assert!(error.contains("TIMELY_CLUSTER_SECRET") && error.contains("--insecure"), "{error}");
     }
 }
+
+#[test]
+fn a_message_too_large_to_send_becomes_the_network_s_failure_instead_of_vanishing() {
+    use timely_communication::networking::MAX_MESSAGE_BYTES;
+    common::within(LIMIT, || {
+        let addresses = common::free_addresses(2);
+        let receiver = {
+            let config = cluster(1, 2, 1, &addresses);
+            std::thread::spawn(move || {
+                initialize(config, |mut allocator| drop(allocator.allocate::<Vec<u8>>(POINT)))
+                    .expect("start")
+                    .join()
+            })
+        };
+        let config = cluster(0, 2, 1, &addresses);
+        let sender = initialize(config, |mut allocator| {
+            let (mut pushers, _puller) = allocator.allocate::<Vec<u8>>(POINT);
+            assert!(allocator.failure().is_none());
+            pushers[1].push(&mut Some(vec![7u8; MAX_MESSAGE_BYTES + 1]));
+            pushers[1].done();
+            allocator.failure()
+        })
+        .expect("start")
+        .join();
+        receiver.join().unwrap();
+        let failure = sender.into_iter().next().unwrap().expect("worker").expect("the failure is recorded");
+        assert!(failure.contains("exceeds the maximum"), "{failure}");
+    });
+}

@@ -284,9 +284,13 @@ impl<T: Exchangeable> Push<T> for NetworkPusher<T> {
     /// caller to reuse.
     fn push(&mut self, element: &mut Option<T>) {
         if let Some(item) = element.as_ref() {
-            // A failed connection is recorded in the network's health; the worker stops at its
-            // next step, so the element can be dropped here.
-            let _ = self.sender.borrow_mut().send_with(self.header, |out| item.encode(out));
+            // A failed connection is already the network's failure, and a message that cannot
+            // be sent (too large) becomes it: either way the worker stops at its next step
+            // with the reason, so the element can be dropped here without losing it silently.
+            let mut sender = self.sender.borrow_mut();
+            if let Err(error) = sender.send_with(self.header, |out| item.encode(out)) {
+                sender.fail_with(error);
+            }
             self.header.seqno += 1;
         }
     }

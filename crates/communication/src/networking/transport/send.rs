@@ -302,6 +302,13 @@ impl ProcessSender {
         self.process
     }
 
+    /// Records `error` as the network's failure (unless one was recorded before): for a
+    /// message its sender could not send and must not drop silently, so that the workers
+    /// stop with it at their next step.
+    pub fn fail_with(&self, error: NetworkError) {
+        self.health.record(error);
+    }
+
     /// Buffers a message with `payload`; `header.length` is set to the payload's length.
     ///
     /// # Errors
