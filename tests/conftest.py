@@ -112,3 +112,21 @@ def spark():
     )
     yield session
     session.stop()
+
+
+#: Base port of the traced BFS cluster shared by the analysis tests (other suites use
+#: 23101-24101, 24731-24760, 24000-29000).
+BFS_PORT = 29101
+
+
+@pytest.fixture(scope="session")
+def bfs_trace(tmp_path_factory):
+    """`examples/bfs.py` traced once on 2 processes x 2 workers, for every analysis test."""
+    trace = tmp_path_factory.mktemp("bfs") / "trace"
+    done = subprocess.run(
+        [sys.executable, "-m", "timely_py.launch", "-n", "2", "-w", "2", "--base-port", str(BFS_PORT),
+         "--trace", str(trace), str(EXAMPLES / "bfs.py"), "2000", "6000"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return trace

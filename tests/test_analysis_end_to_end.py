@@ -14,22 +14,6 @@ from tracedirs import ROOT, write_crafted
 
 SCRIPT = Path(sys.executable).parent / "timely-py"
 
-#: Base port of the traced BFS cluster (other suites use 23101-24101, 24731-24760, 24000-29000).
-BFS_PORT = 29101
-
-
-@pytest.fixture(scope="module")
-def bfs_trace(tmp_path_factory):
-    trace = tmp_path_factory.mktemp("bfs") / "trace"
-    done = subprocess.run(
-        [sys.executable, "-m", "timely_py.launch", "-n", "2", "-w", "2", "--base-port", str(BFS_PORT),
-         "--trace", str(trace), str(ROOT / "examples" / "bfs.py"), "2000", "6000"],
-        capture_output=True, text=True, timeout=300, cwd=ROOT,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return trace
-
-
 def test_bfs_on_two_processes_analysed(spark, bfs_trace, tmp_path):
     result = analyze(bfs_trace, out=tmp_path / "out", slice="100ms", spark=spark)
     assert result.workers == 4 and result.slices >= 1

@@ -22,22 +22,13 @@ from timely_py.trace import TraceFormatError
 from devtools import Page
 from tracedirs import ROOT
 
-#: Base port of the traced BFS cluster (other suites: 23101-24101, 24000-29000, 29101-29102).
-BFS_PORT = 29151
 COMMUNICATIONS = ("data_message", "progress_message")
 
 
 @pytest.fixture(scope="module")
-def analysed(spark, tmp_path_factory):
-    base = tmp_path_factory.mktemp("outputs")
-    trace = base / "trace"
-    done = subprocess.run(
-        [sys.executable, "-m", "timely_py.launch", "-n", "2", "-w", "2", "--base-port", str(BFS_PORT),
-         "--trace", str(trace), str(ROOT / "examples" / "bfs.py"), "2000", "6000"],
-        capture_output=True, text=True, timeout=300, cwd=ROOT,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    result = analyze(trace, out=base / "out", slice="5ms", spark=spark)
+def analysed(spark, bfs_trace, tmp_path_factory):
+    trace = bfs_trace
+    result = analyze(trace, out=tmp_path_factory.mktemp("outputs") / "out", slice="5ms", spark=spark)
     assert result.slices >= 2, "the trace spans several slices"
     return trace, result.out
 

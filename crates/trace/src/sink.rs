@@ -197,9 +197,9 @@ pub struct NetworkSink {
 }
 
 impl NetworkSink {
-    /// Records `event`.
-    pub fn record(&self, event: NetworkEvent) {
-        self.events.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(event);
+    /// Records `events`, taking the lock once.
+    pub fn record(&self, events: impl IntoIterator<Item = NetworkEvent>) {
+        self.events.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).extend(events);
     }
 
     /// Takes every event recorded so far.

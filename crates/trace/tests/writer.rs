@@ -317,7 +317,7 @@ fn network_events_go_to_their_workers_partitions_with_their_channels_kind() {
         .into_iter()
         .map(|(kind, worker)| {
             let network = network.clone();
-            std::thread::spawn(move || (0..500).for_each(|t| network.record(frame(t, kind, worker))))
+            std::thread::spawn(move || (0..500).for_each(|t| network.record([frame(t, kind, worker)])))
         })
         .collect();
     threads.into_iter().for_each(|thread| thread.join().unwrap());
@@ -348,7 +348,7 @@ fn network_events_of_channels_never_created_are_written_without_a_kind() {
         seq: 0,
         bytes: 48,
     };
-    writer.network_sink().record(frame);
+    writer.network_sink().record([frame]);
     writer.finish(Status::Complete).unwrap();
     let batches = read_dir(&dir.path().join("process=0/worker=0"));
     assert_eq!(times(&batches), vec![3]);
@@ -362,7 +362,7 @@ fn network_events_are_collected_while_running() {
     config.flush_interval = Duration::from_millis(50);
     let writer = TraceWriter::start(config, metadata(0), 1).unwrap();
     let network = writer.network_sink();
-    network.record(NetworkEvent {
+    network.record([NetworkEvent {
         time_ns: 7,
         kind: Kind::NetworkRecvEnd,
         worker: 0,
@@ -371,7 +371,7 @@ fn network_events_are_collected_while_running() {
         target_worker: 0,
         seq: 0,
         bytes: 48,
-    });
+    }]);
     std::thread::sleep(Duration::from_millis(400));
     assert_eq!(times(&read_dir(&dir.path().join("process=0/worker=0"))), vec![7], "a complete file, mid-run");
     writer.finish(Status::Complete).unwrap();

@@ -35,12 +35,13 @@ impl FrameObserver for FrameRecorder {
             bytes: header.length as i64,
         };
         match direction {
-            FrameDirection::Sent => self.sink.record(NetworkEvent {
+            FrameDirection::Sent => self.sink.record([NetworkEvent {
                 worker: header.source as usize,
                 ..event(Kind::NetworkSendStart, header.target_lower)
-            }),
-            FrameDirection::Received => (header.target_lower..header.target_upper)
-                .for_each(|target| self.sink.record(event(Kind::NetworkRecvEnd, target))),
+            }]),
+            FrameDirection::Received => self.sink.record(
+                (header.target_lower..header.target_upper).map(|target| event(Kind::NetworkRecvEnd, target)),
+            ),
         }
     }
 }
