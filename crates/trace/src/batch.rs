@@ -1,9 +1,9 @@
 //! Columnar batches of trace events.
 //!
 //! A [`Row`] is one event with every column optional but its time and kind; an
-//! [`EventBatch`] appends rows column by column and turns them into an Arrow `RecordBatch`
-//! of [`crate::schema::schema`]. This module must not decide which events exist or where
-//! batches go.
+//! [`EventBatch`] appends rows column by column, sparsely, and turns them into an Arrow
+//! `RecordBatch` of [`crate::schema::schema`] or shows them as they are ([`Column`]) to the
+//! file encoder. This module must not decide which events exist or where batches go.
 
 use std::sync::Arc;
 
@@ -90,6 +90,7 @@ impl Row<'_> {
 
 /// A column being gathered, sparsely: the rows that have a value, with it. Most cells of a
 /// row are null, so a row costs only what it fills.
+#[derive(Clone)]
 struct Sparse<T> {
     cells: Vec<(u32, T)>,
 }
@@ -108,6 +109,12 @@ impl<T> Sparse<T> {
         }
     }
 
+    /// Moves `other`'s cells after this column's, their rows shifted by `rows`.
+    fn append(&mut self, other: &mut Sparse<T>, rows: usize) {
+        let shift = rows as u32;
+        self.cells.extend(other.cells.drain(..).map(|(row, value)| (row + shift, value)));
+    }
+
     /// The validity of `rows` rows (none when every row has a value).
     fn nulls(&self, rows: usize) -> Option<NullBuffer> {
         if self.cells.len() == rows {
@@ -117,6 +124,17 @@ impl<T> Sparse<T> {
         valid.append_n(rows, false);
         self.cells.iter().for_each(|(row, _)| valid.set_bit(*row as usize, true));
         Some(NullBuffer::new(valid.finish()))
+    }
+}
+
+/// A column that can forget its cells.
+trait Clear {
+    fn clear(&mut self);
+}
+
+impl<T> Clear for Sparse<T> {
+    fn clear(&mut self) {
+        self.cells.clear();
     }
 }
 
@@ -165,9 +183,25 @@ impl Sparse<bool> {
     }
 }
 
+/// One column of an [`EventBatch`] as gathered, in schema order: what the file encoder reads.
+pub(crate) enum Column<'a> {
+    /// A dense, non-null integer column (`time_ns`).
+    Times(&'a [i64]),
+    /// The dense `kind` column, as dictionary codes of [`Kind::ALL`].
+    Kinds(&'a [i8]),
+    /// A nullable integer column: the rows that have a value, in row order.
+    Ints(&'a [(u32, i64)]),
+    /// The nullable list column (`address`).
+    Lists(&'a [(u32, Vec<i64>)]),
+    /// A nullable string column.
+    Strings(Vec<(u32, &'a str)>),
+    /// A nullable boolean column.
+    Bools(&'a [(u32, bool)]),
+}
+
 /// Rows being gathered into one Arrow `RecordBatch`. Time and kind are dense; every other
 /// column is [`Sparse`] until [`EventBatch::finish`] makes Arrow arrays of them.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct EventBatch {
     time_ns: Vec<i64>,
     kind: Vec<i8>,
@@ -228,6 +262,82 @@ impl EventBatch {
     /// Whether no row has been gathered.
     pub fn is_empty(&self) -> bool {
         self.time_ns.is_empty()
+    }
+
+    /// Moves `other`'s rows after this batch's; `other` is empty afterwards.
+    pub fn append(&mut self, other: &mut EventBatch) {
+        let rows = self.len();
+        self.time_ns.append(&mut other.time_ns);
+        self.kind.append(&mut other.kind);
+        self.operator.append(&mut other.operator, rows);
+        self.address.append(&mut other.address, rows);
+        self.name.append(&mut other.name, rows);
+        self.channel.append(&mut other.channel, rows);
+        self.channel_kind.append(&mut other.channel_kind, rows);
+        self.source_worker.append(&mut other.source_worker, rows);
+        self.target_worker.append(&mut other.target_worker, rows);
+        self.source_operator.append(&mut other.source_operator, rows);
+        self.source_port.append(&mut other.source_port, rows);
+        self.target_operator.append(&mut other.target_operator, rows);
+        self.target_port.append(&mut other.target_port, rows);
+        self.seq.append(&mut other.seq, rows);
+        self.records.append(&mut other.records, rows);
+        self.bytes.append(&mut other.bytes, rows);
+        self.useful.append(&mut other.useful, rows);
+        self.duration_ns.append(&mut other.duration_ns, rows);
+        self.wake.append(&mut other.wake, rows);
+    }
+
+    /// Forgets every row, keeping the memory for the next ones.
+    pub fn clear(&mut self) {
+        self.time_ns.clear();
+        self.kind.clear();
+        let sparse: [&mut dyn Clear; 17] = [
+            &mut self.operator,
+            &mut self.address,
+            &mut self.name,
+            &mut self.channel,
+            &mut self.channel_kind,
+            &mut self.source_worker,
+            &mut self.target_worker,
+            &mut self.source_operator,
+            &mut self.source_port,
+            &mut self.target_operator,
+            &mut self.target_port,
+            &mut self.seq,
+            &mut self.records,
+            &mut self.bytes,
+            &mut self.useful,
+            &mut self.duration_ns,
+            &mut self.wake,
+        ];
+        sparse.into_iter().for_each(|column| column.clear());
+    }
+
+    /// The columns as gathered, in the order of [`crate::schema::schema`].
+    pub(crate) fn columns(&self) -> [Column<'_>; 19] {
+        let strings = |cells: &[(u32, &'static str)]| cells.to_vec();
+        [
+            Column::Times(&self.time_ns),
+            Column::Kinds(&self.kind),
+            Column::Ints(&self.operator.cells),
+            Column::Lists(&self.address.cells),
+            Column::Strings(self.name.cells.iter().map(|(row, name)| (*row, name.as_str())).collect()),
+            Column::Ints(&self.channel.cells),
+            Column::Strings(strings(&self.channel_kind.cells)),
+            Column::Ints(&self.source_worker.cells),
+            Column::Ints(&self.target_worker.cells),
+            Column::Ints(&self.source_operator.cells),
+            Column::Ints(&self.source_port.cells),
+            Column::Ints(&self.target_operator.cells),
+            Column::Ints(&self.target_port.cells),
+            Column::Ints(&self.seq.cells),
+            Column::Ints(&self.records.cells),
+            Column::Ints(&self.bytes.cells),
+            Column::Bools(&self.useful.cells),
+            Column::Ints(&self.duration_ns.cells),
+            Column::Strings(strings(&self.wake.cells)),
+        ]
     }
 
     /// The gathered rows as a `RecordBatch`; the batch is empty afterwards.
