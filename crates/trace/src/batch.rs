@@ -7,10 +7,10 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::{Int64Builder, ListBuilder};
 use arrow_array::types::Int8Type;
 use arrow_array::{
-    new_null_array, ArrayRef, BooleanArray, DictionaryArray, Int64Array, Int8Array, RecordBatch, StringArray,
+    new_null_array, ArrayRef, BooleanArray, DictionaryArray, Int64Array, Int8Array, ListArray, RecordBatch,
+    StringArray,
 };
 use arrow_buffer::{BooleanBufferBuilder, NullBuffer, OffsetBuffer};
 use arrow_schema::{DataType, Field};
@@ -183,6 +183,58 @@ impl Sparse<bool> {
     }
 }
 
+/// The list column being gathered: per row that has a list, the row and where its items
+/// end in one shared vector of items (no allocation per row).
+#[derive(Clone, Default)]
+struct Lists {
+    cells: Vec<(u32, u32)>,
+    items: Vec<i64>,
+}
+
+impl Lists {
+    #[inline]
+    fn push(&mut self, row: usize, list: Option<&[usize]>) {
+        if let Some(list) = list {
+            self.items.extend(list.iter().map(|item| *item as i64));
+            self.cells.push((row as u32, self.items.len() as u32));
+        }
+    }
+
+    fn append(&mut self, other: &mut Lists, rows: usize) {
+        let (shift, items) = (rows as u32, self.items.len() as u32);
+        self.cells.extend(other.cells.drain(..).map(|(row, end)| (row + shift, end + items)));
+        self.items.append(&mut other.items);
+    }
+
+    /// The column as an array of `rows` rows; the lists are empty afterwards.
+    fn finish(&mut self, rows: usize) -> ArrayRef {
+        let item = Arc::new(Field::new("item", DataType::Int64, false));
+        if self.cells.is_empty() {
+            return new_null_array(&DataType::List(item), rows);
+        }
+        let mut valid = BooleanBufferBuilder::new(rows);
+        valid.append_n(rows, false);
+        let mut offsets = Vec::with_capacity(rows + 1);
+        offsets.push(0i32);
+        for (row, end) in self.cells.drain(..) {
+            offsets.resize(row as usize + 1, *offsets.last().expect("offsets start at 0"));
+            offsets.push(end as i32);
+            valid.set_bit(row as usize, true);
+        }
+        offsets.resize(rows + 1, *offsets.last().expect("offsets start at 0"));
+        let items = Arc::new(Int64Array::new(std::mem::take(&mut self.items).into(), None));
+        let nulls = Some(NullBuffer::new(valid.finish()));
+        Arc::new(ListArray::new(item, OffsetBuffer::new(offsets.into()), items, nulls))
+    }
+}
+
+impl Clear for Lists {
+    fn clear(&mut self) {
+        self.cells.clear();
+        self.items.clear();
+    }
+}
+
 /// One column of an [`EventBatch`] as gathered, in schema order: what the file encoder reads.
 pub(crate) enum Column<'a> {
     /// A dense, non-null integer column (`time_ns`).
@@ -191,8 +243,9 @@ pub(crate) enum Column<'a> {
     Kinds(&'a [i8]),
     /// A nullable integer column: the rows that have a value, in row order.
     Ints(&'a [(u32, i64)]),
-    /// The nullable list column (`address`).
-    Lists(&'a [(u32, Vec<i64>)]),
+    /// The nullable list column (`address`): per row that has a list, the row and where its
+    /// items end in `items`.
+    Lists { cells: &'a [(u32, u32)], items: &'a [i64] },
     /// A nullable string column.
     Strings(Vec<(u32, &'a str)>),
     /// A nullable boolean column.
@@ -206,7 +259,7 @@ pub struct EventBatch {
     time_ns: Vec<i64>,
     kind: Vec<i8>,
     operator: Sparse<i64>,
-    address: Sparse<Vec<i64>>,
+    address: Lists,
     name: Sparse<String>,
     channel: Sparse<i64>,
     channel_kind: Sparse<&'static str>,
@@ -236,7 +289,7 @@ impl EventBatch {
         self.time_ns.push(row.time_ns);
         self.kind.push(row.kind.code());
         self.operator.push(at, row.operator);
-        self.address.push(at, row.address.map(|a| a.iter().map(|i| *i as i64).collect()));
+        self.address.push(at, row.address);
         self.name.push(at, row.name.map(str::to_owned));
         self.channel.push(at, row.channel);
         self.channel_kind.push(at, row.channel_kind.map(ChannelKind::name));
@@ -321,7 +374,7 @@ impl EventBatch {
             Column::Times(&self.time_ns),
             Column::Kinds(&self.kind),
             Column::Ints(&self.operator.cells),
-            Column::Lists(&self.address.cells),
+            Column::Lists { cells: &self.address.cells, items: &self.address.items },
             Column::Strings(self.name.cells.iter().map(|(row, name)| (*row, name.as_str())).collect()),
             Column::Ints(&self.channel.cells),
             Column::Strings(strings(&self.channel_kind.cells)),
@@ -352,7 +405,7 @@ impl EventBatch {
             Arc::new(Int64Array::new(std::mem::take(&mut self.time_ns).into(), None)),
             Arc::new(kind),
             self.operator.finish(rows, &no_ints),
-            self.finish_addresses(rows),
+            self.address.finish(rows),
             self.name.finish_strings(rows),
             self.channel.finish(rows, &no_ints),
             self.channel_kind.finish_strings(rows),
@@ -370,23 +423,6 @@ impl EventBatch {
             self.wake.finish_strings(rows),
         ];
         RecordBatch::try_new(schema(), columns).expect("the columns follow the schema")
-    }
-
-    fn finish_addresses(&mut self, rows: usize) -> ArrayRef {
-        let item = Arc::new(Field::new("item", DataType::Int64, false));
-        if self.address.cells.is_empty() {
-            return new_null_array(&DataType::List(item), rows);
-        }
-        let mut lists = ListBuilder::with_capacity(Int64Builder::new(), rows).with_field(item);
-        let mut next = 0;
-        for (row, address) in self.address.cells.drain(..) {
-            (next..row as usize).for_each(|_| lists.append_null());
-            lists.values().append_slice(&address);
-            lists.append(true);
-            next = row as usize + 1;
-        }
-        (next..rows).for_each(|_| lists.append_null());
-        Arc::new(lists.finish())
     }
 }
 

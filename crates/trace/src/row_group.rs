@@ -154,10 +154,9 @@ fn encode(column: &Column<'_>, rows: usize) -> Pages {
             delta_binary_packed(&mut data, &values);
             Pages { data, ..pages(Encoding::DELTA_BINARY_PACKED) }
         }
-        Column::Lists(cells) => {
+        Column::Lists { cells, items } => {
             let levels = list_levels(&mut data, cells, rows);
-            let values: Vec<i64> = cells.iter().flat_map(|(_, list)| list.iter().copied()).collect();
-            delta_binary_packed(&mut data, &values);
+            delta_binary_packed(&mut data, items);
             Pages { data, levels, ..pages(Encoding::DELTA_BINARY_PACKED) }
         }
         Column::Strings(cells) => {
@@ -183,21 +182,22 @@ fn optional_levels(out: &mut Vec<u8>, present: impl Iterator<Item = u32>, count:
 
 /// Appends a data page's repetition and definition levels for the list column: a null list
 /// is defined to 0, an empty one to 1, each item to 2; an item after a list's first repeats
-/// at 1. Returns the number of levels.
-fn list_levels(out: &mut Vec<u8>, cells: &[(u32, Vec<i64>)], rows: usize) -> usize {
+/// at 1. `cells` are the rows that have a list, each with where its items end. Returns the
+/// number of levels.
+fn list_levels(out: &mut Vec<u8>, cells: &[(u32, u32)], rows: usize) -> usize {
     let (mut repeats, mut defines) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
-    let mut next = 0;
-    for (row, list) in cells {
-        let nulls = *row as usize - next;
+    let (mut next, mut start) = (0, 0);
+    for (row, end) in cells {
+        let (nulls, length) = (*row as usize - next, *end - start);
         repeats.extend(std::iter::repeat_n(0, nulls));
         defines.extend(std::iter::repeat_n(0, nulls));
         repeats.push(0);
-        defines.push(if list.is_empty() { 1 } else { 2 });
-        for _ in 1..list.len() {
+        defines.push(if length == 0 { 1 } else { 2 });
+        for _ in 1..length {
             repeats.push(1);
             defines.push(2);
         }
-        next = *row as usize + 1;
+        (next, start) = (*row as usize + 1, *end);
     }
     repeats.extend(std::iter::repeat_n(0, rows - next));
     defines.extend(std::iter::repeat_n(0, rows - next));
