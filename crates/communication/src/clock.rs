@@ -41,7 +41,7 @@ fn monotonic_ns() -> i64 {
     // SAFETY: `now` is a valid timespec for the call to write; CLOCK_MONOTONIC exists on
     // every unix Rust supports, so the call does not fail (std's `Instant` relies on it too).
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-    now.tv_sec as i64 * 1_000_000_000 + now.tv_nsec as i64
+    i64::from(now.tv_sec) * 1_000_000_000 + i64::from(now.tv_nsec)
 }
 
 #[cfg(not(unix))]
