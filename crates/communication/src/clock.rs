@@ -36,6 +36,8 @@ pub fn now_ns() -> i64 {
 /// every trace event.
 #[cfg(unix)]
 #[inline]
+// `time_t` and `c_long` are 32 bits wide on some targets: the conversions widen them there.
+#[allow(clippy::useless_conversion)]
 fn monotonic_ns() -> i64 {
     let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `now` is a valid timespec for the call to write; CLOCK_MONOTONIC exists on
