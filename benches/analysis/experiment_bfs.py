@@ -43,6 +43,8 @@ BFS = ROOT / "examples" / "bfs.py"
 CONFIGS = [("1w", 1, 1), ("2w", 1, 2), ("4w", 1, 4), ("2px2w", 2, 2)]
 #: Contributors drawn per configuration (the union over configurations is shown).
 TOP = 8
+#: The columns of the overall profile copied into profiles.csv.
+PROFILE_COLUMNS = ("contributor", "type", "critical_ns", "share")
 #: Edge types that are communication on the critical path.
 COMMUNICATION = ("data_message", "progress_message")
 
@@ -99,9 +101,10 @@ def run_all(args: argparse.Namespace) -> Tuple[List[dict], List[dict]]:
             wall = traced_run(label, processes, workers, trace, args)
             found = analysed(trace, args.out / name, args, spark)
             print(f"{name}: run {wall:.2f} s, critical path {found['critical_ns'] / 1e6:.1f} ms", flush=True)
-            runs.append({"config": label, "rep": rep, "run_s": wall, **{k: found[k] for k in ("critical_ns", "complete")}})
+            runs.append({"config": label, "rep": rep, "run_s": wall, "critical_ns": found["critical_ns"],
+                         "complete": found["complete"]})  # fmt: skip
             for row in found["rows"]:
-                profiles.append({"config": label, "rep": rep, **{k: row[k] for k in ("contributor", "type", "critical_ns", "share")}})
+                profiles.append({"config": label, "rep": rep, **{k: row[k] for k in PROFILE_COLUMNS}})
     spark.stop()
     return profiles, runs
 

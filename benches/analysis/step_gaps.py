@@ -39,8 +39,8 @@ RUNNER = (
 
 def gaps(trace: Path) -> Dict[str, float]:
     """The gaps between steps of every worker of the trace at ``trace``, summarised."""
-    table = ds.dataset(trace, partitioning="hive").to_table(columns=["worker", "time_ns", "kind", "operator", "address"])
-    frame = table.to_pandas()
+    columns = ["worker", "time_ns", "kind", "operator", "address"]
+    frame = ds.dataset(trace, partitioning="hive").to_table(columns=columns).to_pandas()
     created = frame[frame.kind == "operator_created"]
     depth = created.address.map(len)
     roots = set(created[depth == depth.min()].operator)  # the top-level operators and scopes
@@ -89,7 +89,8 @@ def main(argv: List[str]) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         for workers in args.workers:
             for switch in args.switch:
-                found = [run(workers, switch, args, Path(scratch) / f"w{workers}-s{switch}-r{rep}") for rep in range(args.reps)]
+                traces = [Path(scratch) / f"w{workers}-s{switch}-r{rep}" for rep in range(args.reps)]
+                found = [run(workers, switch, args, trace) for trace in traces]
                 m = {key: statistics.median(r[key] for r in found) for key in found[0]}
                 print(f"| {workers} | {switch * 1e3:g} ms | {m['share']:.1%} | {m['median_us']:.0f} | "
                       f"{m['p90_us']:.0f} | {m['gaps']:.0f} |", flush=True)  # fmt: skip

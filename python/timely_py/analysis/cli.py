@@ -2,8 +2,9 @@
 
 This module owns the ``analyze`` subcommand's arguments and what it prints: one line per
 stage as it finishes, then where the tables are and a table of the top critical-path
-contributors; with ``--follow``, first a line per slice as it becomes final. The work is :func:`timely_py.analysis.analyze`'s; this module must not
-compute anything itself.
+contributors; with ``--follow``, first a line per slice as it becomes final. The work is
+:func:`timely_py.analysis.analyze`'s (and :func:`timely_py.analysis.follow`'s); this module
+must not compute anything itself.
 """
 
 from __future__ import annotations

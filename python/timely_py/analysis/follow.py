@@ -131,11 +131,12 @@ class Follower:
         sliced = slice_activities(activities, self.length, self._origin)  # type: ignore[arg-type]
         sliced = sliced.where(F.col("slice").between(self._next, last)).cache()
         path = critical_paths(sliced).cache()
+        imbalances = profiles.imbalance(sliced, path, workers)
         tables = {
             "critical_path": path.toArrow(),
-            "slices": profiles.imbalance_per_slice(profiles.imbalance(sliced, path, workers), profiles.slices(path)).toArrow(),
+            "slices": profiles.imbalance_per_slice(imbalances, profiles.slices(path)).toArrow(),
             "profile_operator": profiles.by_operator(path).toArrow(),
-        }  # fmt: skip
+        }
         for frame in (path, sliced):
             frame.unpersist()
         for row in sorted(tables["slices"].to_pylist(), key=lambda r: r["slice"]):
