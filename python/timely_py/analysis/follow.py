@@ -114,15 +114,14 @@ class Follower:
             if last >= self._next:
                 yield from self._emit(activities, built["info"].workers, last)
                 started = self._progress(f"follow batch: slices up to {last} emitted", started)
-        activities.unpersist()
-        if finished:
+        if finished:  # the last batch: the whole run's tables, from the activities cached above
             self.final = analyze_built(
                 built, self.trace_dir, self.out, self.length, origin=self._origin,
                 progress=self.options["progress"], views=self.options["views"],
             )  # fmt: skip
             self.stopped_by = "finished"
         else:
-            for frame in (built["events"], built["communications"]):
+            for frame in (built["events"], built["communications"], activities):
                 frame.unpersist()
 
     def _emit(self, activities: "DataFrame", workers: int, last: int) -> Iterator[SliceResult]:
