@@ -180,7 +180,7 @@ def follow(
         raise ValueError(f"{trace_dir} is not a directory (follow waits for a trace inside an existing one)")
     if not poll > 0 or (timeout is not None and not timeout > 0):
         raise ValueError(f"poll and timeout must be positive numbers of seconds, got {poll!r} and {timeout!r}")
-    options = {"spark": spark, "master": master, "conf": conf, "poll": poll, "timeout": timeout}
+    options: Dict[str, Any] = {"spark": spark, "master": master, "conf": conf, "poll": poll, "timeout": timeout}
     options.update(progress=progress, views=views)
     return Follower(Path(trace_dir), Path(out), length, options)
 
@@ -203,8 +203,8 @@ def _last_final_slice(activities: "DataFrame", horizon: int, origin: int, length
 
     if horizon < EVERYTHING:
         return (horizon - origin) // length - 1
-    latest = activities.agg(F.max(F.greatest(F.col("end") - 1, F.col("start")))).first()[0]
-    return -1 if latest is None else (int(latest) - origin) // length
+    row = activities.agg(F.max(F.greatest(F.col("end") - 1, F.col("start")))).first()
+    return -1 if row is None or row[0] is None else (int(row[0]) - origin) // length
 
 
 def _rows_of(table: pa.Table, index: int) -> pa.Table:

@@ -39,7 +39,7 @@ from .clocks import clock_history, offset_at
 from .events import TraceInfo
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 #: The horizon of a run whose every process finished: everything is final.
 EVERYTHING = 1 << 62
@@ -106,7 +106,7 @@ def stable_horizon(events: "DataFrame", communications: "DataFrame", info: Trace
     return horizon
 
 
-def _max_t(column: str = "t") -> object:
+def _max_t(column: str = "t") -> "Column":
     from pyspark.sql import functions as F
 
     return F.max(column).alias("value")
@@ -196,5 +196,5 @@ def _cuts(events: "DataFrame", limits: Dict[int, int]) -> Dict[int, int]:
 def _last_productive(events: "DataFrame", worker: int) -> int:
     from pyspark.sql import functions as F
 
-    found = _productive(events).where(F.col("worker") == worker).agg(F.max("t")).first()[0]
-    return -1 if found is None else int(found)
+    row = _productive(events).where(F.col("worker") == worker).agg(F.max("t")).first()
+    return -1 if row is None or row[0] is None else int(row[0])
