@@ -19,7 +19,7 @@ import pytest
 
 from conftest import ROOT, python_subprocess
 from timely_py.analysis import analyze, follow
-from tracedirs import FILE_SCHEMA, free_ports, write_crafted
+from tracedirs import FILE_SCHEMA, free_base_port, write_crafted
 
 SCRIPT = Path(sys.executable).parent / "timely-py"
 ROUNDS = ROOT / "tests" / "cluster_scripts" / "rounds_until_file.py"
@@ -35,7 +35,7 @@ def batch_paths(out):
 
 def test_a_live_run_is_followed_and_its_slices_match_the_batch_analysis(spark, tmp_path):
     trace, stop = tmp_path / "trace", tmp_path / "stop"
-    port = free_ports(1)[0]
+    port = free_base_port(2)
     # Clock measurements every second: a slice is final only once both processes' clocks were
     # measured after its end (docs/critical-path.md, "Follow mode"), which this exercises.
     run = subprocess.Popen(
@@ -81,7 +81,7 @@ def rounds_trace(tmp_path_factory):
     every 0.25 s, and its batch analysis in slices of 50 ms."""
     trace = tmp_path_factory.mktemp("rounds") / "trace"
     done = python_subprocess(
-        ["-m", "timely_py.launch", "-n", "2", "-w", "2", "--base-port", str(free_ports(1)[0]),
+        ["-m", "timely_py.launch", "-n", "2", "-w", "2", "--base-port", str(free_base_port(2)),
          "--trace", str(trace), str(ROOT / "tests" / "cluster_scripts" / "rounds.py"), "80", "0.01"],
         timeout=300, env={**os.environ, "TIMELY_CLOCK_INTERVAL": "0.25"},
     )  # fmt: skip

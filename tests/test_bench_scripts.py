@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from tracedirs import free_ports
+from tracedirs import free_base_port
 
 BENCHES = ROOT / "benches" / "python"
 
@@ -92,7 +92,7 @@ def test_the_bfs_experiment_writes_profiles_side_by_side(tmp_path):
     script = ROOT / "benches" / "analysis" / "experiment_bfs.py"
     done = subprocess.run(
         [sys.executable, str(script), "--nodes", "2000", "--edges", "5000", "--reps", "1", "--slice", "100ms",
-         "--out", str(tmp_path), "--base-port", str(free_ports(1)[0])],
+         "--out", str(tmp_path), "--base-port", str(free_base_port(2))],
         timeout=900, capture_output=True, text=True, cwd=ROOT,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
