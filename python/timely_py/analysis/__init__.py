@@ -7,6 +7,7 @@ never the engine; this package must not call the engine's API (``timely_py._core
 PySpark only when a session is needed.
 """
 
+from .follow import Follower, SliceResult, follow
 from .pipeline import AnalysisResult, Contributor, analyze
 from .session import JavaMissingError, MissingDependencyError, get_session
 from .slicing import parse_duration
@@ -14,9 +15,12 @@ from .slicing import parse_duration
 __all__ = [
     "AnalysisResult",
     "Contributor",
+    "Follower",
     "JavaMissingError",
     "MissingDependencyError",
+    "SliceResult",
     "analyze",
+    "follow",
     "get_session",
     "parse_duration",
 ]
