@@ -12,6 +12,7 @@ import argparse
 import io
 import sys
 
+from .kernels import KERNELS
 from .pipeline import AnalysisResult, analyze
 from .session import parse_conf
 
@@ -31,6 +32,10 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     command.add_argument(
         "--no-views", action="store_true", help="write only the tables: no plots, viewer or Perfetto trace"
     )
+    command.add_argument(
+        "--kernels", choices=KERNELS, default=KERNELS[0],
+        help="the per-partition kernels: rust (native, default) or python (the reference)",
+    )  # fmt: skip
     command.set_defaults(run=_analyze)
 
 
@@ -42,7 +47,7 @@ def _analyze(arguments: argparse.Namespace) -> int:
 
     result = analyze(
         arguments.directory, out=arguments.out, slice=arguments.slice, master=arguments.master, conf=conf,
-        progress=progress, views=not arguments.no_views,
+        progress=progress, views=not arguments.no_views, kernels=arguments.kernels,
     )  # fmt: skip
     print(report(result))
     return 0
