@@ -94,7 +94,7 @@ pub fn overlay(spans: &[Span]) -> Vec<Segment> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::precedence::{overlay, Kind, Span};
 
     fn span(start: i64, end: i64, kind: Kind, depth: i64) -> Span {
         Span { start, end, priority: kind.priority(Some(depth)) }
