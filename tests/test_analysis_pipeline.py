@@ -11,6 +11,8 @@ import pytest
 from analysis_traces import THREE_WORKERS_FIRST_SLICE, TWO_PROCESSES_PATH, three_workers, two_processes
 from timely_py.analysis import analyze, parse_duration
 from timely_py.analysis.clocks import offset_at, offset_column
+from timely_py.analysis.critical_path import critical_path
+from timely_py.analysis.schemas import SLICED
 from tracedirs import process_json
 
 
@@ -149,3 +151,44 @@ def test_slack_is_the_length_of_the_next_wait_on_the_worker(spark):
     (row,) = slack(frame(SLICED, rows), frame(CRITICAL_PATH, path)).collect()
     assert (row["activities"], row["on_critical_path"]) == (3, 1)
     assert (row["min_slack_ns"], row["median_slack_ns"]) == (3, 3)  # the runs before the waits of 3 and 8 ns
+
+
+def test_a_clock_offset_measured_wrong_gives_negative_transfers_without_breaking_the_walk(spark, tmp_path):
+    # Process 1's offset is measured 600 ns too large (its measurement's error is larger than
+    # that), so its times land 600 ns early on process 0's clock: the data message is received
+    # (network 800, read 930) before it was sent (1050) and the progress batch's transfer is
+    # negative too. Transfer times stay as measured; arrivals are clamped; the path is whole.
+    trace = two_processes(tmp_path / "trace")
+    meta_file = trace / "process=1" / "_process.json"
+    meta = json.loads(meta_file.read_text())
+    for clock in [meta["clock"], *meta["clock_history"]]:
+        clock["offset_ns"] += 600
+        clock["error_ns"] = 1_500
+    meta_file.write_text(json.dumps(meta))
+    result = analyze(trace, out=tmp_path / "out", slice="1s", spark=spark, views=False)
+    comms = {r["type"]: r for r in table(result, "communications", ["type"]) if r["target_worker"] == 1}
+    data = comms["data_message"]
+    assert (data["send"], data["net_recv"], data["read"]) == (1050, 800, 930)
+    assert data["transfer_ns"] == 800 - 1120 < 0 and comms["progress_message"]["transfer_ns"] < 0
+    assert data["arrival"] == data["read"] and data["recv_buffer_ns"] == 0, "arrival clamped to the read"
+    edges = table(result, "critical_path", ["step"])
+    assert result.complete_slices == result.slices == 1
+    assert all(e["duration"] >= 0 for e in edges) and not [e for e in edges if e["type"] == "waiting"]
+    assert sum(e["duration"] for e in edges) == result.critical_ns
+    for later, earlier in zip(edges, edges[1:]):
+        assert earlier["end"] == later["start"], "connected"
+
+
+def test_a_message_sent_after_the_wait_it_ended_is_crossed_at_the_wait_s_end():
+    # What clocks that disagree by more than their correction look like to the walk: worker 1
+    # waits until 100 for a message worker 0 sent at 150 (by the corrected clocks).
+    base = {name: None for name in SLICED.names}
+    base.update(slice=0, slice_start=0, slice_end=1_000)
+    rows = [
+        dict(base, worker=0, activity_id=1, type="operator", start=0, end=180, operator=1, name="Source"),
+        dict(base, worker=1, activity_id=2, type="waiting", start=0, end=100, ended_by=7,
+             ended_by_type="data_message", ended_by_worker=0, ended_by_send=150),
+        dict(base, worker=1, activity_id=3, type="operator", start=100, end=200, operator=2, name="Sink"),
+    ]  # fmt: skip
+    edges = [(e["type"], e["worker"], e["start"], e["end"]) for e in critical_path(rows, 0)]
+    assert edges == [("operator", 1, 100, 200), ("data_message", 1, 100, 100), ("operator", 0, 0, 100)]

@@ -4,12 +4,16 @@ Each script checks every system's output against the expected result and fails l
 otherwise; these tests run them on small inputs (no timing is asserted).
 """
 
+import csv
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT
+from tracedirs import free_base_port
 
 BENCHES = ROOT / "benches" / "python"
 
@@ -99,3 +103,34 @@ def test_analysis_throughput_times_both_kernels(tmp_path):
         (analysis,) = figures["analysis"][kernels]
         assert analysis["total_s"] > 0 and "slices and critical paths" in analysis["stages"]
         assert all(len(times) == 1 and times[0] > 0 for times in figures["kernels"][kernels].values())
+
+
+def test_the_bfs_experiment_writes_profiles_side_by_side(tmp_path):
+    script = ROOT / "benches" / "analysis" / "experiment_bfs.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--nodes", "2000", "--edges", "5000", "--reps", "1", "--slice", "100ms",
+         "--out", str(tmp_path), "--base-port", str(free_base_port(2))],
+        timeout=900, capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = list(csv.DictReader((tmp_path / "summary.csv").open()))
+    assert [(r["config"], r["workers"]) for r in summary] == [("1w", "1"), ("2w", "2"), ("4w", "4"), ("2px2w", "4")]
+    assert all(r["complete"] == "True" and float(r["critical_ms"]) > 0 for r in summary)
+    assert float(summary[0]["communication_share"]) == 0 < float(summary[3]["communication_share"])
+    profiles = list(csv.DictReader((tmp_path / "profiles.csv").open()))
+    for config in ("1w", "2px2w"):
+        shares = [float(r["share"]) for r in profiles if r["config"] == config]
+        assert sum(shares) == pytest.approx(1.0)
+    assert {"load graph", "Aggregate"} <= {r["contributor"] for r in profiles}
+    assert (tmp_path / "profiles.png").stat().st_size > 10_000
+
+
+def test_step_gaps_measures_the_gaps_between_steps():
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benches" / "analysis" / "step_gaps.py"), "--workers", "1", "2", "--switch",
+         "0.005", "--reps", "1", "--nodes", "5000", "--edges", "12000"],
+        timeout=300, capture_output=True, text=True, check=True, cwd=ROOT,
+    )  # fmt: skip
+    rows = [line.strip("|").split("|") for line in done.stdout.splitlines() if line.startswith("| ")][1:]
+    assert [cells[0].strip() for cells in rows] == ["1", "2"]
+    assert all(int(cells[5]) > 0 for cells in rows), "every run has gaps between steps"

@@ -177,6 +177,14 @@ def free_ports(count):
             return ports
 
 
+def free_base_port(count):
+    """The first of `count` consecutive free ports (the launcher's `--base-port`)."""
+    while True:
+        ports = free_ports(count)
+        if ports == list(range(ports[0], ports[0] + count)):
+            return ports[0]
+
+
 def start_traced(program, directory, args, processes=1, flush_seconds=None):
     """Starts the Rust example `program` (hello, wordcount, loops, exchange) with `args`,
     traced into `directory`, as `processes` processes on loopback; returns the Popen objects.

@@ -1,16 +1,16 @@
 //! Columnar batches of trace events.
 //!
 //! A [`Row`] is one event with every column optional but its time and kind; an
-//! [`EventBatch`] appends rows column by column and turns them into an Arrow `RecordBatch`
-//! of [`crate::schema::schema`]. This module must not decide which events exist or where
-//! batches go.
+//! [`EventBatch`] appends rows column by column, sparsely, and turns them into an Arrow
+//! `RecordBatch` of [`crate::schema::schema`] or shows them as they are ([`Column`]) to the
+//! file encoder. This module must not decide which events exist or where batches go.
 
 use std::sync::Arc;
 
-use arrow_array::builder::{Int64Builder, ListBuilder};
 use arrow_array::types::Int8Type;
 use arrow_array::{
-    new_null_array, ArrayRef, BooleanArray, DictionaryArray, Int64Array, Int8Array, RecordBatch, StringArray,
+    new_null_array, ArrayRef, BooleanArray, DictionaryArray, Int64Array, Int8Array, ListArray, RecordBatch,
+    StringArray,
 };
 use arrow_buffer::{BooleanBufferBuilder, NullBuffer, OffsetBuffer};
 use arrow_schema::{DataType, Field};
@@ -90,6 +90,7 @@ impl Row<'_> {
 
 /// A column being gathered, sparsely: the rows that have a value, with it. Most cells of a
 /// row are null, so a row costs only what it fills.
+#[derive(Clone)]
 struct Sparse<T> {
     cells: Vec<(u32, T)>,
 }
@@ -108,6 +109,12 @@ impl<T> Sparse<T> {
         }
     }
 
+    /// Moves `other`'s cells after this column's, their rows shifted by `rows`.
+    fn append(&mut self, other: &mut Sparse<T>, rows: usize) {
+        let shift = rows as u32;
+        self.cells.extend(other.cells.drain(..).map(|(row, value)| (row + shift, value)));
+    }
+
     /// The validity of `rows` rows (none when every row has a value).
     fn nulls(&self, rows: usize) -> Option<NullBuffer> {
         if self.cells.len() == rows {
@@ -117,6 +124,17 @@ impl<T> Sparse<T> {
         valid.append_n(rows, false);
         self.cells.iter().for_each(|(row, _)| valid.set_bit(*row as usize, true));
         Some(NullBuffer::new(valid.finish()))
+    }
+}
+
+/// A column that can forget its cells.
+trait Clear {
+    fn clear(&mut self);
+}
+
+impl<T> Clear for Sparse<T> {
+    fn clear(&mut self) {
+        self.cells.clear();
     }
 }
 
@@ -165,14 +183,83 @@ impl Sparse<bool> {
     }
 }
 
+/// The list column being gathered: per row that has a list, the row and where its items
+/// end in one shared vector of items (no allocation per row).
+#[derive(Clone, Default)]
+struct Lists {
+    cells: Vec<(u32, u32)>,
+    items: Vec<i64>,
+}
+
+impl Lists {
+    #[inline]
+    fn push(&mut self, row: usize, list: Option<&[usize]>) {
+        if let Some(list) = list {
+            self.items.extend(list.iter().map(|item| *item as i64));
+            self.cells.push((row as u32, self.items.len() as u32));
+        }
+    }
+
+    fn append(&mut self, other: &mut Lists, rows: usize) {
+        let (shift, items) = (rows as u32, self.items.len() as u32);
+        self.cells.extend(other.cells.drain(..).map(|(row, end)| (row + shift, end + items)));
+        self.items.append(&mut other.items);
+    }
+
+    /// The column as an array of `rows` rows; the lists are empty afterwards.
+    fn finish(&mut self, rows: usize) -> ArrayRef {
+        let item = Arc::new(Field::new("item", DataType::Int64, false));
+        if self.cells.is_empty() {
+            return new_null_array(&DataType::List(item), rows);
+        }
+        let mut valid = BooleanBufferBuilder::new(rows);
+        valid.append_n(rows, false);
+        let mut offsets = Vec::with_capacity(rows + 1);
+        offsets.push(0i32);
+        for (row, end) in self.cells.drain(..) {
+            offsets.resize(row as usize + 1, *offsets.last().expect("offsets start at 0"));
+            offsets.push(end as i32);
+            valid.set_bit(row as usize, true);
+        }
+        offsets.resize(rows + 1, *offsets.last().expect("offsets start at 0"));
+        let items = Arc::new(Int64Array::new(std::mem::take(&mut self.items).into(), None));
+        let nulls = Some(NullBuffer::new(valid.finish()));
+        Arc::new(ListArray::new(item, OffsetBuffer::new(offsets.into()), items, nulls))
+    }
+}
+
+impl Clear for Lists {
+    fn clear(&mut self) {
+        self.cells.clear();
+        self.items.clear();
+    }
+}
+
+/// One column of an [`EventBatch`] as gathered, in schema order: what the file encoder reads.
+pub(crate) enum Column<'a> {
+    /// A dense, non-null integer column (`time_ns`).
+    Times(&'a [i64]),
+    /// The dense `kind` column, as dictionary codes of [`Kind::ALL`].
+    Kinds(&'a [i8]),
+    /// A nullable integer column: the rows that have a value, in row order.
+    Ints(&'a [(u32, i64)]),
+    /// The nullable list column (`address`): per row that has a list, the row and where its
+    /// items end in `items`.
+    Lists { cells: &'a [(u32, u32)], items: &'a [i64] },
+    /// A nullable string column.
+    Strings(Vec<(u32, &'a str)>),
+    /// A nullable boolean column.
+    Bools(&'a [(u32, bool)]),
+}
+
 /// Rows being gathered into one Arrow `RecordBatch`. Time and kind are dense; every other
 /// column is [`Sparse`] until [`EventBatch::finish`] makes Arrow arrays of them.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct EventBatch {
     time_ns: Vec<i64>,
     kind: Vec<i8>,
     operator: Sparse<i64>,
-    address: Sparse<Vec<i64>>,
+    address: Lists,
     name: Sparse<String>,
     channel: Sparse<i64>,
     channel_kind: Sparse<&'static str>,
@@ -202,7 +289,7 @@ impl EventBatch {
         self.time_ns.push(row.time_ns);
         self.kind.push(row.kind.code());
         self.operator.push(at, row.operator);
-        self.address.push(at, row.address.map(|a| a.iter().map(|i| *i as i64).collect()));
+        self.address.push(at, row.address);
         self.name.push(at, row.name.map(str::to_owned));
         self.channel.push(at, row.channel);
         self.channel_kind.push(at, row.channel_kind.map(ChannelKind::name));
@@ -230,6 +317,82 @@ impl EventBatch {
         self.time_ns.is_empty()
     }
 
+    /// Moves `other`'s rows after this batch's; `other` is empty afterwards.
+    pub fn append(&mut self, other: &mut EventBatch) {
+        let rows = self.len();
+        self.time_ns.append(&mut other.time_ns);
+        self.kind.append(&mut other.kind);
+        self.operator.append(&mut other.operator, rows);
+        self.address.append(&mut other.address, rows);
+        self.name.append(&mut other.name, rows);
+        self.channel.append(&mut other.channel, rows);
+        self.channel_kind.append(&mut other.channel_kind, rows);
+        self.source_worker.append(&mut other.source_worker, rows);
+        self.target_worker.append(&mut other.target_worker, rows);
+        self.source_operator.append(&mut other.source_operator, rows);
+        self.source_port.append(&mut other.source_port, rows);
+        self.target_operator.append(&mut other.target_operator, rows);
+        self.target_port.append(&mut other.target_port, rows);
+        self.seq.append(&mut other.seq, rows);
+        self.records.append(&mut other.records, rows);
+        self.bytes.append(&mut other.bytes, rows);
+        self.useful.append(&mut other.useful, rows);
+        self.duration_ns.append(&mut other.duration_ns, rows);
+        self.wake.append(&mut other.wake, rows);
+    }
+
+    /// Forgets every row, keeping the memory for the next ones.
+    pub fn clear(&mut self) {
+        self.time_ns.clear();
+        self.kind.clear();
+        let sparse: [&mut dyn Clear; 17] = [
+            &mut self.operator,
+            &mut self.address,
+            &mut self.name,
+            &mut self.channel,
+            &mut self.channel_kind,
+            &mut self.source_worker,
+            &mut self.target_worker,
+            &mut self.source_operator,
+            &mut self.source_port,
+            &mut self.target_operator,
+            &mut self.target_port,
+            &mut self.seq,
+            &mut self.records,
+            &mut self.bytes,
+            &mut self.useful,
+            &mut self.duration_ns,
+            &mut self.wake,
+        ];
+        sparse.into_iter().for_each(|column| column.clear());
+    }
+
+    /// The columns as gathered, in the order of [`crate::schema::schema`].
+    pub(crate) fn columns(&self) -> [Column<'_>; 19] {
+        let strings = |cells: &[(u32, &'static str)]| cells.to_vec();
+        [
+            Column::Times(&self.time_ns),
+            Column::Kinds(&self.kind),
+            Column::Ints(&self.operator.cells),
+            Column::Lists { cells: &self.address.cells, items: &self.address.items },
+            Column::Strings(self.name.cells.iter().map(|(row, name)| (*row, name.as_str())).collect()),
+            Column::Ints(&self.channel.cells),
+            Column::Strings(strings(&self.channel_kind.cells)),
+            Column::Ints(&self.source_worker.cells),
+            Column::Ints(&self.target_worker.cells),
+            Column::Ints(&self.source_operator.cells),
+            Column::Ints(&self.source_port.cells),
+            Column::Ints(&self.target_operator.cells),
+            Column::Ints(&self.target_port.cells),
+            Column::Ints(&self.seq.cells),
+            Column::Ints(&self.records.cells),
+            Column::Ints(&self.bytes.cells),
+            Column::Bools(&self.useful.cells),
+            Column::Ints(&self.duration_ns.cells),
+            Column::Strings(strings(&self.wake.cells)),
+        ]
+    }
+
     /// The gathered rows as a `RecordBatch`; the batch is empty afterwards.
     pub fn finish(&mut self) -> RecordBatch {
         let rows = self.len();
@@ -242,7 +405,7 @@ impl EventBatch {
             Arc::new(Int64Array::new(std::mem::take(&mut self.time_ns).into(), None)),
             Arc::new(kind),
             self.operator.finish(rows, &no_ints),
-            self.finish_addresses(rows),
+            self.address.finish(rows),
             self.name.finish_strings(rows),
             self.channel.finish(rows, &no_ints),
             self.channel_kind.finish_strings(rows),
@@ -260,23 +423,6 @@ impl EventBatch {
             self.wake.finish_strings(rows),
         ];
         RecordBatch::try_new(schema(), columns).expect("the columns follow the schema")
-    }
-
-    fn finish_addresses(&mut self, rows: usize) -> ArrayRef {
-        let item = Arc::new(Field::new("item", DataType::Int64, false));
-        if self.address.cells.is_empty() {
-            return new_null_array(&DataType::List(item), rows);
-        }
-        let mut lists = ListBuilder::with_capacity(Int64Builder::new(), rows).with_field(item);
-        let mut next = 0;
-        for (row, address) in self.address.cells.drain(..) {
-            (next..row as usize).for_each(|_| lists.append_null());
-            lists.values().append_slice(&address);
-            lists.append(true);
-            next = row as usize + 1;
-        }
-        (next..rows).for_each(|_| lists.append_null());
-        Arc::new(lists.finish())
     }
 }
 

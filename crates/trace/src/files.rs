@@ -2,29 +2,31 @@
 //! temporary name and renamed when complete, and the process's metadata file.
 //!
 //! Files are Hive-partitioned (`process=P/worker=W/part-N.parquet`); a file is closed once it
-//! has been open for the flush interval or grew large. This module must not decide what goes
-//! into the files nor when batches arrive (that is `crate::writer`'s business).
+//! has been open for the flush interval or grew large. Rows gather per open file until they
+//! fill a row group or the file closes; `crate::row_group` encodes them. This module must not
+//! decide what goes into the files nor when batches arrive (that is `crate::writer`'s
+//! business).
 
 use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow_array::RecordBatch;
-use arrow_schema::DataType;
-use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, Encoding, ZstdLevel};
-use parquet::file::properties::{EnabledStatistics, WriterProperties};
-use parquet::schema::types::ColumnPath;
+use parquet::arrow::{add_encoded_arrow_schema_to_metadata, ArrowSchemaConverter};
+use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
 
+use crate::batch::EventBatch;
 use crate::metadata::{ClockSample, ProcessMetadata, Status};
+use crate::row_group::{self, PageCompressor};
 use crate::schema::schema;
 
 /// A file is closed once it holds this many rows, even before the flush interval.
 const MAX_FILE_ROWS: usize = 1 << 22;
-/// Rows per Parquet row group.
-const ROW_GROUP_ROWS: usize = 1 << 20;
+/// Rows per Parquet row group (and per page: a row group has one page per column).
+const ROW_GROUP_ROWS: usize = 1 << 17;
 
 /// A process's files in the trace directory.
 pub(crate) struct Files {
@@ -33,10 +35,14 @@ pub(crate) struct Files {
     flush_interval: Duration,
     open: HashMap<usize, OpenFile>,
     next_part: HashMap<usize, u64>,
+    /// Per worker, the rows of its open file not yet in a row group. Kept between files, so
+    /// that their memory is reused (up to a row group's worth per worker).
+    pending: HashMap<usize, EventBatch>,
+    compressor: PageCompressor,
 }
 
 struct OpenFile {
-    writer: ArrowWriter<fs::File>,
+    writer: SerializedFileWriter<fs::File>,
     temporary: PathBuf,
     complete: PathBuf,
     opened: Instant,
@@ -52,7 +58,9 @@ impl Files {
         let process_dir = ProcessMetadata::process_dir(root, metadata.process);
         fs::create_dir_all(&process_dir).map_err(|e| annotate(e, "cannot create", &process_dir))?;
         metadata.write(&process_dir).map_err(|e| annotate(e, "cannot write metadata into", &process_dir))?;
-        Ok(Files { process_dir, metadata, flush_interval, open: HashMap::new(), next_part: HashMap::new() })
+        let (open, next_part, pending) = (HashMap::new(), HashMap::new(), HashMap::new());
+        let compressor = PageCompressor::new()?;
+        Ok(Files { process_dir, metadata, flush_interval, open, next_part, pending, compressor })
     }
 
     /// When the oldest open file is due to be closed.
@@ -60,7 +68,8 @@ impl Files {
         self.open.values().map(|file| file.opened + self.flush_interval).min()
     }
 
-    pub(crate) fn write(&mut self, worker: usize, batch: &RecordBatch) -> io::Result<()> {
+    /// Moves `batch`'s rows into the worker's file (`batch` is empty afterwards).
+    pub(crate) fn write(&mut self, worker: usize, batch: &mut EventBatch) -> io::Result<()> {
         let file = match self.open.entry(worker) {
             std::collections::hash_map::Entry::Occupied(file) => file.into_mut(),
             std::collections::hash_map::Entry::Vacant(slot) => {
@@ -70,10 +79,14 @@ impl Files {
                 slot.insert(file)
             }
         };
-        file.writer.write(batch).map_err(io::Error::other)?;
-        file.rows += batch.num_rows();
+        let pending = self.pending.entry(worker).or_default();
+        file.rows += batch.len();
+        pending.append(batch);
+        if pending.len() >= ROW_GROUP_ROWS {
+            file.write_row_group(pending, &mut self.compressor)?;
+        }
         if file.rows >= MAX_FILE_ROWS {
-            self.open.remove(&worker).expect("the file is open").close()?;
+            self.close(worker)?;
         }
         Ok(())
     }
@@ -87,10 +100,15 @@ impl Files {
             .filter(|(_, f)| all || f.opened.elapsed() >= interval)
             .map(|(w, _)| *w)
             .collect();
-        for worker in due {
-            self.open.remove(&worker).expect("the file is open").close()?;
-        }
-        Ok(())
+        due.into_iter().try_for_each(|worker| self.close(worker))
+    }
+
+    fn close(&mut self, worker: usize) -> io::Result<()> {
+        let file = self.open.remove(&worker).expect("the file is open");
+        file.close(
+            self.pending.get_mut(&worker).expect("an open file has pending rows"),
+            &mut self.compressor,
+        )
     }
 
     pub(crate) fn record_clock(&mut self, sample: ClockSample) -> io::Result<()> {
@@ -107,25 +125,12 @@ impl Files {
     }
 }
 
-/// How trace files are encoded, chosen for the writer thread's speed as much as for size
-/// (`cargo bench --bench trace_writer`): integer columns delta-encoded without dictionaries
-/// (ids and sequence numbers repeat in runs, times grow), `kind` plain (a dictionary would
-/// intern every row's name; Zstandard packs the repeats as well), the other string columns
-/// with dictionaries, Zstandard level 1 over all, and statistics only for `time_ns` (readers skip files by
-/// time range; the other columns are partitioned or cheap to scan).
+/// The file's properties: the Arrow schema in its metadata, so that readers see `kind` as a
+/// dictionary column (how pages are encoded is `crate::row_group`'s choice).
 fn writer_properties() -> WriterProperties {
-    let mut properties = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).expect("level 1 exists")))
-        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-        .set_statistics_enabled(EnabledStatistics::None)
-        .set_column_statistics_enabled(ColumnPath::from("time_ns"), EnabledStatistics::Chunk);
-    for field in schema().fields().iter().filter(|field| field.data_type() == &DataType::Int64) {
-        let column = ColumnPath::from(field.name().as_str());
-        properties = properties
-            .set_column_dictionary_enabled(column.clone(), false)
-            .set_column_encoding(column, Encoding::DELTA_BINARY_PACKED);
-    }
-    properties.set_column_dictionary_enabled(ColumnPath::from("kind"), false).build()
+    let mut properties = WriterProperties::builder().build();
+    add_encoded_arrow_schema_to_metadata(&schema(), &mut properties);
+    properties
 }
 
 impl OpenFile {
@@ -134,13 +139,29 @@ impl OpenFile {
         let name = format!("part-{part:06}.parquet");
         let temporary = dir.join(format!(".{name}.tmp"));
         let file = fs::File::create(&temporary).map_err(|e| annotate(e, "cannot create", &temporary))?;
-        let properties = writer_properties();
-        let writer = ArrowWriter::try_new(file, schema(), Some(properties)).map_err(io::Error::other)?;
+        let columns = ArrowSchemaConverter::new().convert(&schema()).map_err(io::Error::other)?;
+        let properties = Arc::new(writer_properties());
+        let writer = SerializedFileWriter::new(file, columns.root_schema_ptr(), properties)
+            .map_err(io::Error::other)?;
         Ok(OpenFile { writer, temporary, complete: dir.join(name), opened: Instant::now(), rows: 0 })
     }
 
-    /// Writes the footer and gives the file its final name.
-    fn close(self) -> io::Result<()> {
+    /// Writes `pending` as a row group; `pending` is empty afterwards.
+    fn write_row_group(
+        &mut self,
+        pending: &mut EventBatch,
+        compressor: &mut PageCompressor,
+    ) -> io::Result<()> {
+        row_group::write(&mut self.writer, pending, compressor).map_err(io::Error::other)?;
+        pending.clear();
+        Ok(())
+    }
+
+    /// Writes the last rows (`pending`) and the footer, and gives the file its final name.
+    fn close(mut self, pending: &mut EventBatch, compressor: &mut PageCompressor) -> io::Result<()> {
+        if !pending.is_empty() {
+            self.write_row_group(pending, compressor)?;
+        }
         self.writer.close().map_err(io::Error::other)?;
         fs::rename(&self.temporary, &self.complete).map_err(|e| annotate(e, "cannot rename", &self.temporary))
     }

@@ -9,9 +9,11 @@
 //! to record and when, and says how its events become rows.
 
 pub mod batch;
+mod encoding;
 mod files;
 pub mod ipc;
 pub mod metadata;
+mod row_group;
 pub mod schema;
 pub mod sink;
 pub mod writer;

@@ -94,9 +94,7 @@ impl TraceWriter {
         };
         let network = NetworkSink::default();
         let mut state = WriterState {
-            files,
-            callback: config.callback,
-            error: None,
+            output: Outputs { files, callback: config.callback, error: None },
             rows: Rows::new(config.classes),
             network: network.clone(),
             collect_every: config.flush_interval / 2,
@@ -207,14 +205,8 @@ impl Rows {
         }
     }
 
-    /// The rows of a worker's hand-over, if any.
-    fn of_worker(
-        &mut self,
-        worker: usize,
-        events: &dyn PendingEvents,
-        waits: Vec<(i64, i64)>,
-        last: bool,
-    ) -> Option<RecordBatch> {
+    /// Gathers the rows of a worker's hand-over into `self.batch`.
+    fn of_worker(&mut self, worker: usize, events: &dyn PendingEvents, waits: Vec<(i64, i64)>, last: bool) {
         let pending = self.waits.entry(worker).or_default();
         pending.extend(waits);
         let (classes, batch, kinds) = (self.classes, &mut self.batch, &mut self.channel_kinds);
@@ -233,15 +225,14 @@ impl Rows {
         if last {
             pending.drain(..).for_each(|wait| batch.push(&wait_row(wait)));
         }
-        (!batch.is_empty()).then(|| batch.finish())
     }
 
-    /// The rows of network events (and of those left unresolved before), one batch per
-    /// worker, in worker order. Events of channels not created here yet wait for a later
-    /// collection, unless this is the last one or channels are not recorded.
-    fn of_network(&mut self, events: Vec<NetworkEvent>, last: bool) -> Vec<(usize, RecordBatch)> {
+    /// Hands `output` the rows of network events (and of those left unresolved before), one
+    /// batch per worker, in worker order. Events of channels not created here yet wait for a
+    /// later collection, unless this is the last one or channels are not recorded.
+    fn of_network(&mut self, events: Vec<NetworkEvent>, last: bool, output: &mut Outputs) -> io::Result<()> {
         if !self.classes.records(Kind::NetworkSendStart) {
-            return Vec::new();
+            return Ok(());
         }
         let wait = !last && self.classes.contains(EventClass::Operators);
         let mut ready = Vec::with_capacity(events.len());
@@ -255,13 +246,11 @@ impl Rows {
             }
         }
         ready.sort_by_key(|(event, _)| (event.worker, event.time_ns));
-        ready
-            .chunk_by(|(a, _), (b, _)| a.worker == b.worker)
-            .map(|chunk| {
-                chunk.iter().for_each(|(event, kind)| self.batch.push(&event.row(*kind)));
-                (chunk[0].0.worker, self.batch.finish())
-            })
-            .collect()
+        for chunk in ready.chunk_by(|(a, _), (b, _)| a.worker == b.worker) {
+            chunk.iter().for_each(|(event, kind)| self.batch.push(&event.row(*kind)));
+            output.write(chunk[0].0.worker, &mut self.batch)?;
+        }
+        Ok(())
     }
 }
 
@@ -269,12 +258,60 @@ fn wait_row((started, waited): (i64, i64)) -> Row<'static> {
     Row { duration_ns: Some(waited), ..Row::new(started, Kind::TraceWait) }
 }
 
-/// The writing thread's state.
-struct WriterState {
+/// Where rows go: the files, the callback, and the first error met writing files.
+struct Outputs {
     files: Option<Files>,
     callback: Option<BatchCallback>,
     /// The first error met; no data file is written after it, only the final metadata.
     error: Option<io::Error>,
+}
+
+impl Outputs {
+    /// Hands `batch`'s rows to the callback and the worker's file; `batch` is empty afterwards.
+    fn write(&mut self, worker: usize, batch: &mut EventBatch) -> io::Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let files = self.writes_files();
+        if let Some(callback) = &mut self.callback {
+            let rows = if files { batch.clone().finish() } else { batch.finish() };
+            callback(worker, &rows);
+        }
+        let written = self.with_files(|files| files.write(worker, batch));
+        if !batch.is_empty() {
+            *batch = EventBatch::new();
+        }
+        written
+    }
+
+    fn writes_files(&self) -> bool {
+        self.files.is_some() && self.error.is_none()
+    }
+
+    /// When the oldest open file is due to be closed (none once writing failed).
+    fn files_due(&self) -> Option<Instant> {
+        self.files.as_ref().filter(|_| self.error.is_none()).and_then(Files::next_deadline)
+    }
+
+    /// Runs `f` on the files unless there are none or writing them failed before.
+    fn with_files(&mut self, f: impl FnOnce(&mut Files) -> io::Result<()>) -> io::Result<()> {
+        match &mut self.files {
+            Some(files) if self.error.is_none() => f(files),
+            _ => Ok(()),
+        }
+    }
+
+    fn note(&mut self, outcome: io::Result<()>) {
+        if let Err(error) = outcome {
+            log::error!("trace writer: {error}; no more events are written to files");
+            self.error.get_or_insert(error);
+        }
+    }
+}
+
+/// The writing thread's state.
+struct WriterState {
+    output: Outputs,
     rows: Rows,
     network: NetworkSink,
     /// How often network events are collected.
@@ -289,76 +326,47 @@ impl WriterState {
             if now >= next_collection {
                 next_collection = now + self.collect_every;
                 let collected = self.collect_network(false);
-                self.note(collected);
+                self.output.note(collected);
             }
-            if self.files_due().is_some_and(|due| due <= now) {
-                let closed = self.with_files(|files| files.close_due(false));
-                self.note(closed);
+            if self.output.files_due().is_some_and(|due| due <= now) {
+                let closed = self.output.with_files(|files| files.close_due(false));
+                self.output.note(closed);
             }
-            let deadline = self.files_due().map_or(next_collection, |due| due.max(now).min(next_collection));
+            let deadline =
+                self.output.files_due().map_or(next_collection, |due| due.max(now).min(next_collection));
             let outcome = match receiver.recv_deadline(deadline) {
                 Ok(Command::Events { worker, events, waits, last }) => {
-                    let rows = self.rows.of_worker(worker, events.as_ref(), waits, last);
+                    self.rows.of_worker(worker, events.as_ref(), waits, last);
                     events.recycle();
-                    rows.map_or(Ok(()), |batch| self.write(worker, &batch))
+                    self.output.write(worker, &mut self.rows.batch)
                 }
-                Ok(Command::Clock(sample)) => self.with_files(|files| files.record_clock(sample)),
+                Ok(Command::Clock(sample)) => self.output.with_files(|files| files.record_clock(sample)),
                 Ok(Command::Finish { status, end_time_ns }) => return self.finish(status, end_time_ns),
                 Err(RecvTimeoutError::Timeout) => Ok(()),
                 Err(RecvTimeoutError::Disconnected) => {
                     return Err(io::Error::other("trace writer dropped without finishing"))
                 }
             };
-            self.note(outcome);
+            self.output.note(outcome);
         }
     }
 
     fn finish(&mut self, status: Status, end_time_ns: i64) -> io::Result<()> {
         let collected = self.collect_network(true);
-        self.note(collected);
-        let status = if self.error.is_some() { Status::Failed } else { status };
-        if let Some(files) = &mut self.files {
+        self.output.note(collected);
+        let status = if self.output.error.is_some() { Status::Failed } else { status };
+        if let Some(files) = &mut self.output.files {
             if let Err(error) = files.finish(status, end_time_ns) {
-                self.error.get_or_insert(error);
+                self.output.error.get_or_insert(error);
             }
         }
-        self.error.take().map_or(Ok(()), Err)
-    }
-
-    fn note(&mut self, outcome: io::Result<()>) {
-        if let Err(error) = outcome {
-            log::error!("trace writer: {error}; no more events are written to files");
-            self.error.get_or_insert(error);
-        }
+        self.output.error.take().map_or(Ok(()), Err)
     }
 
     /// Writes the network events recorded since the last collection (`last`: and every one
     /// still waiting for its channel).
     fn collect_network(&mut self, last: bool) -> io::Result<()> {
         let events = self.network.take();
-        for (worker, batch) in self.rows.of_network(events, last) {
-            self.write(worker, &batch)?;
-        }
-        Ok(())
-    }
-
-    fn write(&mut self, worker: usize, batch: &RecordBatch) -> io::Result<()> {
-        if let Some(callback) = &mut self.callback {
-            callback(worker, batch);
-        }
-        self.with_files(|files| files.write(worker, batch))
-    }
-
-    /// When the oldest open file is due to be closed (none once writing failed).
-    fn files_due(&self) -> Option<Instant> {
-        self.files.as_ref().filter(|_| self.error.is_none()).and_then(Files::next_deadline)
-    }
-
-    /// Runs `f` on the files unless there are none or writing them failed before.
-    fn with_files(&mut self, f: impl FnOnce(&mut Files) -> io::Result<()>) -> io::Result<()> {
-        match &mut self.files {
-            Some(files) if self.error.is_none() => f(files),
-            _ => Ok(()),
-        }
+        self.rows.of_network(events, last, &mut self.output)
     }
 }

@@ -8,6 +8,7 @@ never the engine: of ``timely_py._core`` it calls only the two native kernels
 PySpark only when a session is needed.
 """
 
+from .follow import Follower, SliceResult, follow
 from .pipeline import AnalysisResult, Contributor, analyze
 from .session import JavaMissingError, MissingDependencyError, get_session
 from .slicing import parse_duration
@@ -15,9 +16,12 @@ from .slicing import parse_duration
 __all__ = [
     "AnalysisResult",
     "Contributor",
+    "Follower",
     "JavaMissingError",
     "MissingDependencyError",
+    "SliceResult",
     "analyze",
+    "follow",
     "get_session",
     "parse_duration",
 ]

@@ -2,8 +2,9 @@
 
 This module owns the ``analyze`` subcommand's arguments and what it prints: one line per
 stage as it finishes, then where the tables are and a table of the top critical-path
-contributors. The work is :func:`timely_py.analysis.analyze`'s; this module must not
-compute anything itself.
+contributors; with ``--follow``, first a line per slice as it becomes final. The work is
+:func:`timely_py.analysis.analyze`'s (and :func:`timely_py.analysis.follow`'s); this module
+must not compute anything itself.
 """
 
 from __future__ import annotations
@@ -11,10 +12,17 @@ from __future__ import annotations
 import argparse
 import io
 import sys
+from typing import Callable, Dict
 
 from .kernels import KERNELS
+from .follow import SliceResult, follow
 from .pipeline import AnalysisResult, analyze
 from .session import parse_conf
+
+#: Exit statuses of ``--follow`` stopped before the run finished (those of timeout(1) and of Ctrl-C).
+TIMED_OUT, INTERRUPTED = 124, 130
+
+Progress = Callable[[str, float], None]
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -36,6 +44,11 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "--kernels", choices=KERNELS, default=KERNELS[0],
         help="the per-partition kernels: rust (native, default) or python (the reference)",
     )  # fmt: skip
+        "--follow", action="store_true",
+        help="analyse a trace still being written: print each slice once it is final, stop when the run ends",
+    )  # fmt: skip
+    command.add_argument("--poll", type=float, default=1.0, help="--follow: seconds between looks (default 1)")
+    command.add_argument("--timeout", type=float, default=None, help="--follow: stop after this many seconds")
     command.set_defaults(run=_analyze)
 
 
@@ -45,12 +58,44 @@ def _analyze(arguments: argparse.Namespace) -> int:
     def progress(stage: str, seconds: float) -> None:
         print(f"[analyze] {stage}: {seconds:.1f} s", file=sys.stderr, flush=True)
 
+    if arguments.follow:
+        return _follow(arguments, conf, progress)
     result = analyze(
         arguments.directory, out=arguments.out, slice=arguments.slice, master=arguments.master, conf=conf,
         progress=progress, views=not arguments.no_views, kernels=arguments.kernels,
     )  # fmt: skip
     print(report(result))
     return 0
+
+
+def _follow(arguments: argparse.Namespace, conf: Dict[str, str], progress: Progress) -> int:
+    """``--follow``: a line per emitted slice; the closing report when the run finished.
+    Exit status 0 when it finished, 124 at the timeout, 130 on Ctrl-C."""
+    follower = follow(
+        arguments.directory, out=arguments.out, slice=arguments.slice, master=arguments.master, conf=conf,
+        poll=arguments.poll, timeout=arguments.timeout, progress=progress, views=not arguments.no_views,
+    )  # fmt: skip
+    try:
+        for result in follower:
+            print(slice_line(result), flush=True)
+    except KeyboardInterrupt:
+        print(f"follow stopped (Ctrl-C) after {follower.emitted} slices", flush=True)
+        return INTERRUPTED
+    if follower.final is None:
+        print(f"follow stopped at the timeout after {follower.emitted} slices: the run has not finished")
+        return TIMED_OUT
+    print(report(follower.final))
+    return 0
+
+
+def slice_line(result: SliceResult) -> str:
+    """One emitted slice: its index and bounds, path length, and its top three contributors."""
+    top = ", ".join(f"{c.name} {c.share:.0%}" for c in result.top[:3])
+    mark = "" if result.complete else " (incomplete path)"
+    return (
+        f"slice {result.index} ({result.emitted_after:.1f} s): critical path {result.critical_ns / 1e6:.3f} ms"
+        f"{mark}; {top}"
+    )
 
 
 def report(result: AnalysisResult) -> str:

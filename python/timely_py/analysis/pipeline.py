@@ -142,10 +142,32 @@ def analyze(
     session = get_session(spark, master=master, conf=conf)
     started = _stage(progress, "spark session", started)
     built = build_activities(session, trace_dir, kernels)
+    return analyze_built(
+        built, trace_dir, out, length, progress=progress, views=views, started=started, kernels=kernels
+    )
+
+
+def analyze_built(
+    built: Dict[str, Any],
+    trace_dir: Union[str, "os.PathLike[str]"],
+    out: Union[str, "os.PathLike[str]"],
+    length: int,
+    *,
+    origin: Optional[int] = None,
+    progress: Optional[Progress] = None,
+    views: bool = True,
+    started: Optional[float] = None,
+    kernels: str = "rust",
+) -> AnalysisResult:
+    """What :func:`analyze` does after :func:`build_activities`: slices of ``length`` ns from
+    ``origin`` (default: the trace's first event), critical paths, profiles, the tables and
+    views in ``out``, with the ``kernels`` of :mod:`.kernels`. Follow mode calls it on its
+    last batch with the origin it sliced by."""
+    started = time.monotonic() if started is None else started
     activities = built["activities"].cache()
     activities.count()
     started = _stage(progress, "activities and waits", started)
-    sliced = slice_activities(activities, length, built["origin"]).cache()
+    sliced = slice_activities(activities, length, built["origin"] if origin is None else origin).cache()
     path = critical_paths(sliced, kernels).cache()
     path.count()
     started = _stage(progress, "slices and critical paths", started)
@@ -194,14 +216,19 @@ def _write_small(tables: Dict[str, pa.Table], out: Path) -> Dict[str, Path]:
     return written
 
 
+def contributors(profile: pa.Table, top: int = TOP) -> List[Contributor]:
+    """The first ``top`` rows of a profile table (``contributor``, ``type``, ``critical_ns``, ``share``)."""
+    return [
+        Contributor(r["contributor"], r["type"], int(r["critical_ns"]), float(r["share"]))
+        for r in profile.slice(0, top).to_pylist()
+    ]
+
+
 def _result(
     out: Path, written: Dict[str, Path], info: TraceInfo, length: int, tables: Dict[str, pa.Table]
 ) -> AnalysisResult:
     slices = tables["slices"].to_pylist()
-    top = [
-        Contributor(r["contributor"], r["type"], int(r["critical_ns"]), float(r["share"]))
-        for r in tables["profile"].slice(0, TOP).to_pylist()
-    ]
+    top = contributors(tables["profile"])
     return AnalysisResult(
         out=out, workers=info.workers, slices=len(slices), slice_ns=length, trace_complete=info.complete,
         critical_ns=sum(int(r["critical_ns"] or 0) for r in slices),

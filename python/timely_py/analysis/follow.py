@@ -1,0 +1,223 @@
+"""``follow``: the critical-path analysis of a trace directory that is still being written.
+
+This module owns follow mode's loop: poll the trace directory, re-analyse it in a micro-batch
+when files or metadata changed, emit every slice that has become final (it ends at or before
+the stable horizon of :mod:`.horizon`) once, in order, and stop when the run finished, at
+the timeout, or on Ctrl-C. Each emitted slice is written under ``OUT/follow/`` as it is
+emitted; when the run finished, the last batch writes everything :func:`.analyze` writes.
+It must not implement a stage (it calls the pipeline's) nor decide what is final.
+
+>>> follower = follow("trace", out="analysis", slice="1s", timeout=600)   # doctest: +SKIP
+>>> for result in follower:                                             # doctest: +SKIP
+...     print(result.index, result.top[0].name, result.top[0].share)
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .. import trace
+from ..trace.reader import part_files
+from . import profiles
+from .critical_path import critical_paths
+from .horizon import EVERYTHING, run_finished, stable_horizon
+from .pipeline import AnalysisResult, Contributor, Progress, analyze_built, build_activities, contributors
+from .session import get_session
+from .slicing import parse_duration, slice_activities
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+#: Where the emitted slices go, under OUT: one file per slice in each of these tables.
+FOLLOW_DIR = "follow"
+SLICE_TABLES = ("critical_path", "slices", "profile_operator")
+
+
+@dataclass(frozen=True)
+class SliceResult:
+    """One emitted slice: its bounds on process 0's clock, its critical path and profile."""
+
+    index: int
+    start: int
+    end: int
+    critical_ns: int
+    complete: bool
+    #: This slice's contributors (operator or user activity name, else type), largest first.
+    top: List[Contributor]
+    #: The critical path's edges (``schemas.CRITICAL_PATH``), ``step`` 0 first.
+    edges: pa.Table
+    #: Seconds since the follow started, when the slice was emitted.
+    emitted_after: float
+    files: Dict[str, Path] = field(default_factory=dict)
+
+
+class Follower:
+    """An iterator of :class:`SliceResult`; made by :func:`follow`. After the iteration,
+    ``stopped_by`` says why it ended (``finished``, ``timeout``) and ``final`` holds the
+    whole analysis when the run finished."""
+
+    def __init__(self, trace_dir: Path, out: Path, length: int, options: Dict[str, Any]) -> None:
+        self.trace_dir, self.out, self.length, self.options = trace_dir, out, length, options
+        self.stopped_by: Optional[str] = None
+        self.final: Optional[AnalysisResult] = None
+        self.emitted = 0
+        self._origin: Optional[int] = None
+        self._next = 0
+        self._began = 0.0
+
+    def __iter__(self) -> Iterator[SliceResult]:
+        self._began = time.monotonic()
+        timeout, poll = self.options["timeout"], self.options["poll"]
+        deadline = None if timeout is None else self._began + timeout
+        session = get_session(self.options["spark"], master=self.options["master"], conf=self.options["conf"])
+        seen: Optional[Tuple[Any, ...]] = None
+        while True:
+            state = _fingerprint(self.trace_dir)
+            if state != seen and state[0]:  # something new, and a trace to read
+                seen = state
+                yield from self._batch(session)
+                if self.stopped_by:
+                    return
+            if deadline is not None and time.monotonic() >= deadline:
+                self.stopped_by = "timeout"
+                return
+            time.sleep(poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic())))
+
+    def _progress(self, stage: str, started: float) -> float:
+        now = time.monotonic()
+        if self.options["progress"] is not None:
+            self.options["progress"](stage, now - started)
+        return now
+
+    def _batch(self, session: "SparkSession") -> Iterator[SliceResult]:
+        """One micro-batch: everything written so far, analysed; the slices that became final."""
+        started = time.monotonic()
+        try:
+            built = build_activities(session, self.trace_dir)
+        except trace.TraceFormatError as error:  # a process has not written its metadata yet
+            self._progress(f"follow batch: not a whole trace yet ({error})", started)
+            return
+        activities = built["activities"].cache()
+        horizon = stable_horizon(built["events"], built["communications"], built["info"])
+        finished = horizon == EVERYTHING and run_finished(built["info"])
+        started = self._progress("follow batch: activities and horizon", started)
+        if horizon is not None:
+            self._origin = built["origin"] if self._origin is None else self._origin
+            last = _last_final_slice(activities, horizon, self._origin, self.length)
+            if last >= self._next:
+                yield from self._emit(activities, built["info"].workers, last)
+                started = self._progress(f"follow batch: slices up to {last} emitted", started)
+        if finished:  # the last batch: the whole run's tables, from the activities cached above
+            self.final = analyze_built(
+                built, self.trace_dir, self.out, self.length, origin=self._origin,
+                progress=self.options["progress"], views=self.options["views"],
+            )  # fmt: skip
+            self.stopped_by = "finished"
+        else:
+            for frame in (built["events"], built["communications"], activities):
+                frame.unpersist()
+
+    def _emit(self, activities: "DataFrame", workers: int, last: int) -> Iterator[SliceResult]:
+        from pyspark.sql import functions as F
+
+        sliced = slice_activities(activities, self.length, self._origin)  # type: ignore[arg-type]
+        sliced = sliced.where(F.col("slice").between(self._next, last)).cache()
+        path = critical_paths(sliced).cache()
+        imbalances = profiles.imbalance(sliced, path, workers)
+        tables = {
+            "critical_path": path.toArrow(),
+            "slices": profiles.imbalance_per_slice(imbalances, profiles.slices(path)).toArrow(),
+            "profile_operator": profiles.by_operator(path).toArrow(),
+        }
+        for frame in (path, sliced):
+            frame.unpersist()
+        for row in sorted(tables["slices"].to_pylist(), key=lambda r: r["slice"]):
+            yield self._slice_result(row, tables)
+        self._next = last + 1
+
+    def _slice_result(self, row: Mapping[str, Any], tables: Dict[str, pa.Table]) -> SliceResult:
+        index = int(row["slice"])
+        mine = {name: _rows_of(table, index) for name, table in tables.items()}
+        mine["critical_path"] = mine["critical_path"].sort_by("step")
+        ranked = mine["profile_operator"].sort_by([("critical_ns", "descending"), ("contributor", "ascending")])
+        files = {name: _write_atomically(table, self.out / FOLLOW_DIR / name, index) for name, table in mine.items()}
+        start = self._origin + index * self.length  # type: ignore[operator]
+        self.emitted += 1
+        return SliceResult(
+            index=index, start=start, end=start + self.length, critical_ns=int(row["critical_ns"]),
+            complete=bool(row["complete"]), top=contributors(ranked), edges=mine["critical_path"],
+            emitted_after=time.monotonic() - self._began, files=files,
+        )  # fmt: skip
+
+
+def follow(
+    trace_dir: Union[str, "os.PathLike[str]"],
+    out: Union[str, "os.PathLike[str]"] = "analysis",
+    slice: Union[str, int, float] = "1s",
+    spark: "Optional[SparkSession]" = None,
+    *,
+    master: Optional[str] = None,
+    conf: Optional[Mapping[str, str]] = None,
+    poll: float = 1.0,
+    timeout: Optional[float] = None,
+    progress: Optional[Progress] = None,
+    views: bool = True,
+) -> Follower:
+    """Follows the trace being written at ``trace_dir``: iterate the result for each slice as
+    it becomes final (the same critical path as :func:`.analyze` computes once the run has
+    finished). ``poll``: seconds between looks at the directory; ``timeout``: stop after this
+    many seconds (None: when the run finishes). ValueError for a directory that does not
+    exist, a bad slice length, or a poll interval or timeout that is not positive."""
+    length = parse_duration(slice)
+    if not Path(trace_dir).is_dir():
+        raise ValueError(f"{trace_dir} is not a directory (follow waits for a trace inside an existing one)")
+    if not poll > 0 or (timeout is not None and not timeout > 0):
+        raise ValueError(f"poll and timeout must be positive numbers of seconds, got {poll!r} and {timeout!r}")
+    options: Dict[str, Any] = {"spark": spark, "master": master, "conf": conf, "poll": poll, "timeout": timeout}
+    options.update(progress=progress, views=views)
+    return Follower(Path(trace_dir), Path(out), length, options)
+
+
+def _fingerprint(trace_dir: Path) -> Tuple[Any, ...]:
+    """What changes when the writer adds a file or rewrites metadata, after whether there is
+    something to analyse (metadata and files)."""
+    try:
+        files = tuple((str(f.path), f.size) for f in part_files(trace_dir))
+        metas = tuple(sorted((str(p), p.stat().st_mtime_ns) for p in trace_dir.glob("process=*/_process.json")))
+    except (trace.TraceFormatError, OSError):
+        return (False,)
+    return (bool(files and metas), files, metas)
+
+
+def _last_final_slice(activities: "DataFrame", horizon: int, origin: int, length: int) -> int:
+    """The last slice that is final: it ends at or before ``horizon``; when everything is
+    final, the slice of the latest activity."""
+    from pyspark.sql import functions as F
+
+    if horizon < EVERYTHING:
+        return (horizon - origin) // length - 1
+    row = activities.agg(F.max(F.greatest(F.col("end") - 1, F.col("start")))).first()
+    return -1 if row is None or row[0] is None else (int(row[0]) - origin) // length
+
+
+def _rows_of(table: pa.Table, index: int) -> pa.Table:
+    import pyarrow.compute as pc
+
+    return table.filter(pc.equal(table.column("slice"), index))
+
+
+def _write_atomically(table: pa.Table, directory: Path, index: int) -> Path:
+    """``table`` as ``directory/slice-INDEX.parquet``, written under a dot name, then renamed."""
+    directory.mkdir(parents=True, exist_ok=True)
+    final = directory / f"slice-{index:06d}.parquet"
+    temporary = directory / f".{final.name}.tmp"
+    pq.write_table(table, temporary)
+    os.replace(temporary, final)
+    return final
