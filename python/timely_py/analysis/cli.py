@@ -44,6 +44,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "--kernels", choices=KERNELS, default=KERNELS[0],
         help="the per-partition kernels: rust (native, default) or python (the reference)",
     )  # fmt: skip
+    command.add_argument(
         "--follow", action="store_true",
         help="analyse a trace still being written: print each slice once it is final, stop when the run ends",
     )  # fmt: skip
