@@ -132,6 +132,27 @@ def test_bad_input_is_a_clear_error(spark, tmp_path):
         parse_duration("0ms")
 
 
+def test_slack_is_the_length_of_the_next_wait_on_the_worker(spark):
+    from timely_py.analysis.profiles import slack
+    from timely_py.analysis.schemas import CRITICAL_PATH, SLICED, spark_schema
+
+    def frame(schema, rows):
+        full = [{**{name: None for name in schema.names}, **row} for row in rows]
+        return spark.createDataFrame([tuple(r[n] for n in schema.names) for r in full], spark_schema(schema))
+
+    bounds = {"worker": 0, "slice": 0, "slice_start": 0, "slice_end": 100}
+    timeline = [("operator", 0, 10), ("waiting", 10, 13), ("operator", 13, 20), ("waiting_for_input", 20, 28)]
+    timeline.append(("operator", 28, 30))
+    rows = [dict(bounds, type=t, start=s, end=e, activity_id=i) for i, (t, s, e) in enumerate(timeline)]
+    for row in rows:
+        row["name"] = "Map" if row["type"] == "operator" else None
+    path = [{"slice": 0, "step": 0, "type": "operator", "worker": 0, "name": "Map", "activity_id": 4, "start": 28,
+             "end": 30, "duration": 2, "complete": False}]  # fmt: skip
+    (row,) = slack(frame(SLICED, rows), frame(CRITICAL_PATH, path)).collect()
+    assert (row["activities"], row["on_critical_path"]) == (3, 1)
+    assert (row["min_slack_ns"], row["median_slack_ns"]) == (3, 3)  # the runs before the waits of 3 and 8 ns
+
+
 def test_a_clock_offset_measured_wrong_gives_negative_transfers_without_breaking_the_walk(spark, tmp_path):
     # Process 1's offset is measured 600 ns too large (its measurement's error is larger than
     # that), so its times land 600 ns early on process 0's clock: the data message is received

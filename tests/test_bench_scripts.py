@@ -88,6 +88,23 @@ def test_trace_overhead_measures_a_workload_off_and_traced():
     assert float(cells[5]) > 0  # bytes per event on disk
 
 
+def test_analysis_throughput_times_both_kernels(tmp_path):
+    out = tmp_path / "throughput.json"
+    subprocess.run(
+        [sys.executable, str(ROOT / "benches" / "analysis" / "throughput.py"), "--rounds", "300", "--runs", "1",
+         "--warmup-rounds", "0", "--slice", "2ms", "--driver-memory", "1g", "--trace", str(tmp_path / "trace"),
+         "--json", str(out)],
+        check=True, timeout=600, capture_output=True,
+    )  # fmt: skip
+    figures = json.loads(out.read_text())
+    assert figures["run"]["events"] > 300 * 10 and figures["run"]["run_s"] > 0
+    assert figures["kernel_inputs"]["worker_rows"] > 0 and figures["kernel_inputs"]["slices"] >= 1
+    for kernels in ("rust", "python"):
+        (analysis,) = figures["analysis"][kernels]
+        assert analysis["total_s"] > 0 and "slices and critical paths" in analysis["stages"]
+        assert all(len(times) == 1 and times[0] > 0 for times in figures["kernels"][kernels].values())
+
+
 def test_the_bfs_experiment_writes_profiles_side_by_side(tmp_path):
     script = ROOT / "benches" / "analysis" / "experiment_bfs.py"
     done = subprocess.run(

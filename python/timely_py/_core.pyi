@@ -69,6 +69,19 @@ def route_key(key: Any, peers: int) -> int:
     numbers by Python's numeric hash, every NaN alike, None fixed). Other objects use
     Python's `hash`, stable within one process only. Unhashable keys raise `TypeError`."""
 
+def worker_activities(table: Any) -> Any:
+    """The critical-path analysis's wait-state kernel in Rust: one worker's rows
+    (`timely_py.analysis.schemas.WORKER_ROWS`) to its activities (`ACTIVITIES`), as
+    `timely_py.analysis.waits.worker_activities`. `table` is a `pyarrow.Table` or any object
+    with `__arrow_c_stream__` (read in place); returns a `pyarrow.Table`. A column of the
+    wrong type raises `TypeError`, a missing column or needed value `ValueError`."""
+
+def slice_critical_path(table: Any) -> Any:
+    """The critical-path kernel in Rust: one slice's activities (`SLICED`) to its critical
+    path (`CRITICAL_PATH`), as `timely_py.analysis.critical_path.slice_critical_path`.
+    Arguments, result and errors as `worker_activities`; activities of one worker that
+    overlap raise `ValueError`."""
+
 @final
 class Worker:
     @property

@@ -12,13 +12,17 @@
 //! transfer between processes), `stream`, `scope` and `loops` (the Python stream and scope,
 //! and nesting), `operators` (the built-in operators, one file per family), `generic` (the
 //! operators with Python logic), `handles`, `worker`, `tracing` (trace settings, callback
-//! delivery, user activities), `errors` and `args` (argument checks).
+//! delivery, user activities), `errors` and `args` (argument checks), `kernels` (the
+//! critical-path analysis's native kernels, `timely_analysis`) over `arrow_capsule` (Arrow
+//! tables to and from Python without copying).
 
 mod args;
+mod arrow_capsule;
 mod codec;
 mod errors;
 mod generic;
 mod handles;
+mod kernels;
 mod key;
 mod loops;
 mod operators;
@@ -118,6 +122,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(execute_from_args, m)?)?;
     m.add_function(wrap_pyfunction!(program_args, m)?)?;
     m.add_function(wrap_pyfunction!(key::route_key, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::worker_activities, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::slice_critical_path, m)?)?;
     m.add_class::<worker::PyWorker>()?;
     m.add_class::<tracing::PyActivity>()?;
     m.add_class::<scope::PyScope>()?;

@@ -3,7 +3,8 @@
 The pipeline of Sager's thesis (chapters 3 to 5) over the trace format of
 ``docs/trace-format.md``: clock-skew correction, activity construction, wait-state analysis,
 slicing, the critical path per slice, and profiles. It reads traces only through the format,
-never the engine; this package must not call the engine's API (``timely_py._core``) and loads
+never the engine: of ``timely_py._core`` it calls only the two native kernels
+(:mod:`.kernels`, the crate ``timely-analysis``), never the engine's API, and it loads
 PySpark only when a session is needed.
 """
 

@@ -14,6 +14,7 @@ import io
 import sys
 from typing import Callable, Dict
 
+from .kernels import KERNELS
 from .follow import SliceResult, follow
 from .pipeline import AnalysisResult, analyze
 from .session import parse_conf
@@ -40,6 +41,10 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "--no-views", action="store_true", help="write only the tables: no plots, viewer or Perfetto trace"
     )
     command.add_argument(
+        "--kernels", choices=KERNELS, default=KERNELS[0],
+        help="the per-partition kernels: rust (native, default) or python (the reference)",
+    )  # fmt: skip
+    command.add_argument(
         "--follow", action="store_true",
         help="analyse a trace still being written: print each slice once it is final, stop when the run ends",
     )  # fmt: skip
@@ -58,7 +63,7 @@ def _analyze(arguments: argparse.Namespace) -> int:
         return _follow(arguments, conf, progress)
     result = analyze(
         arguments.directory, out=arguments.out, slice=arguments.slice, master=arguments.master, conf=conf,
-        progress=progress, views=not arguments.no_views,
+        progress=progress, views=not arguments.no_views, kernels=arguments.kernels,
     )  # fmt: skip
     print(report(result))
     return 0

@@ -4,8 +4,8 @@ Spark runs per slice.
 This module owns following one slice's activities backwards from the slice's end to its
 start, and the Spark stage that runs the kernel per slice (``groupBy("slice").applyInArrow``).
 The kernel, :func:`slice_critical_path` (``pyarrow.Table`` of :data:`.schemas.SLICED` ->
-``pyarrow.Table`` of :data:`.schemas.CRITICAL_PATH`), is the plain-Python reference a native
-kernel must match. It must not change activities or decide what is waiting (that is
+``pyarrow.Table`` of :data:`.schemas.CRITICAL_PATH`), is the plain-Python reference that the
+native kernel (:mod:`.kernels`) matches. It must not change activities or decide what is waiting (that is
 :mod:`.waits`).
 
 The walk: the slice's snapshot spans from its earliest to its latest activity (within the
@@ -16,8 +16,9 @@ before ``t``: a worker activity is added (from its start, or from ``t``'s side o
 and the walk moves to its start; a gap between activities is added as ``unknown``; a wait
 is never added: the walk crosses to the sender over the communication that ended it (added
 as an edge from its send to the wait's end) and continues on the sender at the send, which
-splits the sender's activity there. Other communications are never followed (worker
-activities are preferred, thesis 5.3.1). The walk ends at the snapshot's start, so the
+splits the sender's activity there (a sender with no activity in the slice is one long
+gap). Other communications are never followed (worker activities are preferred, thesis
+5.3.1). The walk ends at the snapshot's start, so the
 path's edges tile ``[start, end]`` and its length is the snapshot's length; ``complete`` is
 false when the trace broke that (a wait without a message, a message sent after the wait it
 ended).
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import pyarrow as pa
 
+from .kernels import check_kernels, native_slice_critical_path
 from .schemas import CRITICAL_PATH, spark_schema
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,6 +57,10 @@ class _Timeline:
         if index < len(self.rows) and self.rows[index]["start"] < t:
             return self.rows[index], t
         return None, self.ends[index - 1] if index > 0 else -(1 << 62)
+
+
+#: The timeline of a sender with no activity in the slice: one long gap.
+_NOBODY = _Timeline([])
 
 
 class _Walk:
@@ -112,7 +118,7 @@ def critical_path(rows: List[Row], slice_index: int) -> List[Row]:
     walk, worker, t = _Walk(slice_index, start), _first_worker(timelines, end), end
     stalled = 0
     while worker is not None and t > start and stalled <= len(timelines):
-        row, previous_end = timelines[worker].before(t)
+        row, previous_end = timelines.get(worker, _NOBODY).before(t)
         if row is None:
             left = max(previous_end, start)
             walk.add("unknown", left, t, worker)
@@ -142,6 +148,8 @@ def slice_critical_path(table: pa.Table) -> pa.Table:
     return pa.Table.from_pylist(edges, schema=CRITICAL_PATH)
 
 
-def critical_paths(sliced: "DataFrame") -> "DataFrame":
-    """Every slice's critical path (:data:`.schemas.CRITICAL_PATH`), the kernel run once per slice."""
-    return sliced.groupBy("slice").applyInArrow(slice_critical_path, spark_schema(CRITICAL_PATH))
+def critical_paths(sliced: "DataFrame", kernels: str = "rust") -> "DataFrame":
+    """Every slice's critical path (:data:`.schemas.CRITICAL_PATH`), the kernel run once per slice,
+    native (``kernels="rust"``) or this module's reference (``"python"``)."""
+    kernel = native_slice_critical_path if check_kernels(kernels) == "rust" else slice_critical_path
+    return sliced.groupBy("slice").applyInArrow(kernel, spark_schema(CRITICAL_PATH))

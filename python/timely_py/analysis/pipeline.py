@@ -24,6 +24,7 @@ from . import activities as acts
 from .clocks import correct_clocks
 from .critical_path import critical_paths
 from .events import TraceInfo, load_events
+from .kernels import check_kernels
 from .perfetto_export import write_perfetto
 from .plots import write_plots
 from .profiles import all_profiles
@@ -78,9 +79,12 @@ def _stage(progress: Optional[Progress], name: str, started: float) -> float:
     return now
 
 
-def build_activities(spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
-    """Stages 0 to 3: events, clocks, activity construction, wait states. Returns the trace's
-    info, the communications and the activities (with operator names) as DataFrames."""
+def build_activities(
+    spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"], kernels: str = "rust"
+) -> Dict[str, Any]:
+    """Stages 0 to 3: events, clocks, activity construction, wait states (with the ``kernels``
+    of :mod:`.kernels`). Returns the trace's info, the communications and the activities
+    (with operator names) as DataFrames."""
     from pyspark.sql import functions as F
 
     raw, info = load_events(spark, trace_dir)
@@ -97,7 +101,7 @@ def build_activities(spark: "SparkSession", trace_dir: Union[str, "os.PathLike[s
     names = spark.createDataFrame(
         [(op, name) for op, (name, _) in table.items()] or [(-1, "")], "operator long, op_name string"
     )
-    activities = wait_states(worker_rows(pieces, communications)).join(F.broadcast(names), "operator", "left")
+    activities = wait_states(worker_rows(pieces, communications), kernels).join(F.broadcast(names), "operator", "left")
     activities = activities.withColumn("name", F.coalesce("name", "op_name")).drop("op_name")
     origin = events.agg(F.min("t")).first()[0]
     return {
@@ -119,6 +123,7 @@ def analyze(
     conf: Optional[Mapping[str, str]] = None,
     progress: Optional[Progress] = None,
     views: bool = True,
+    kernels: str = "rust",
 ) -> AnalysisResult:
     """Analyses the trace at ``trace_dir`` and writes its tables as Parquet under ``out``,
     and (``views``) the plots, the HTML viewer and the Perfetto trace of ``docs/critical-path.md``.
@@ -127,14 +132,19 @@ def analyze(
     use (else one is made with ``master`` and ``conf``). Tables (``docs/critical-path.md``):
     ``communications``, ``activities``, ``critical_path``, ``slices``, ``profile``,
     ``profile_type``, ``profile_operator``, ``profile_worker``, ``imbalance``, ``slack``.
-    Raises ValueError for a path that is not a readable trace or a bad slice length.
+    ``kernels`` runs the per-partition kernels natively (``"rust"``) or as the plain-Python
+    reference (``"python"``); both give the same tables.
+    Raises ValueError for a path that is not a readable trace, a bad slice length or kernels.
     """
     length = parse_duration(slice)
+    check_kernels(kernels)
     started = time.monotonic()
     session = get_session(spark, master=master, conf=conf)
     started = _stage(progress, "spark session", started)
-    built = build_activities(session, trace_dir)
-    return analyze_built(built, trace_dir, out, length, progress=progress, views=views, started=started)
+    built = build_activities(session, trace_dir, kernels)
+    return analyze_built(
+        built, trace_dir, out, length, progress=progress, views=views, started=started, kernels=kernels
+    )
 
 
 def analyze_built(
@@ -147,16 +157,18 @@ def analyze_built(
     progress: Optional[Progress] = None,
     views: bool = True,
     started: Optional[float] = None,
+    kernels: str = "rust",
 ) -> AnalysisResult:
     """What :func:`analyze` does after :func:`build_activities`: slices of ``length`` ns from
     ``origin`` (default: the trace's first event), critical paths, profiles, the tables and
-    views in ``out``. Follow mode calls it on its last batch with the origin it sliced by."""
+    views in ``out``, with the ``kernels`` of :mod:`.kernels`. Follow mode calls it on its
+    last batch with the origin it sliced by."""
     started = time.monotonic() if started is None else started
     activities = built["activities"].cache()
     activities.count()
     started = _stage(progress, "activities and waits", started)
     sliced = slice_activities(activities, length, built["origin"] if origin is None else origin).cache()
-    path = critical_paths(sliced).cache()
+    path = critical_paths(sliced, kernels).cache()
     path.count()
     started = _stage(progress, "slices and critical paths", started)
     large = {"communications": built["communications"], "activities": activities, "critical_path": path}

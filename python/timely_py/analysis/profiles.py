@@ -113,8 +113,10 @@ def slack(sliced: "DataFrame", path: "DataFrame", top: int = TOP_SLACK) -> "Data
 
     leaders = [r["contributor"] for r in overall(path).where("type NOT IN ('unknown')").limit(top).collect()]
     wait = F.col("type").isin("waiting", "waiting_for_input")
-    following = Window.partitionBy("slice", "worker").orderBy("start").rowsBetween(1, Window.unboundedFollowing)
-    next_wait = F.first(F.when(wait, F.col("end") - F.col("start")), ignorenulls=True).over(following)
+    # The first wait after each activity is the last one seen walking the worker's slice
+    # backwards: a growing frame, linear in Spark (a frame to unboundedFollowing is quadratic).
+    later = Window.partitionBy("slice", "worker").orderBy(F.desc("start")).rowsBetween(Window.unboundedPreceding, -1)
+    next_wait = F.last(F.when(wait, F.col("end") - F.col("start")), ignorenulls=True).over(later)
     activities = sliced.withColumn("slack_ns", F.coalesce(next_wait, F.lit(0)))
     activities = activities.withColumn("contributor", contributor()).where(F.col("contributor").isin(leaders))
     on_path = path.where(F.col("activity_id").isNotNull()).select("slice", "activity_id").distinct()

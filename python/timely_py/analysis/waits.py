@@ -4,8 +4,8 @@ This module owns deciding when a worker was waiting and what ended each wait, an
 Spark stage that gathers one worker's material (:data:`.schemas.WORKER_ROWS`) and runs the
 kernel on it with ``groupBy("worker").applyInArrow``. The kernel,
 :func:`worker_activities` (``pyarrow.Table -> pyarrow.Table`` of :data:`.schemas.ACTIVITIES`),
-is the plain-Python reference a native kernel must match. It must not slice time or follow
-paths across workers (that is :mod:`.critical_path`).
+is the plain-Python reference that the native kernel (:mod:`.kernels`) matches. It must not
+slice time or follow paths across workers (that is :mod:`.critical_path`).
 
 The rules (``docs/critical-path.md``, "Waiting"): *productive* are useful operator runs and
 progress tracking instants. Between two productive moments lies a *stretch*. A stretch is a
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import pyarrow as pa
 
+from .kernels import check_kernels, native_worker_activities
 from .precedence import overlay
 from .schemas import ACTIVITIES, WORKER_ROWS, spark_schema, spark_types
 
@@ -162,7 +163,10 @@ def worker_activities(table: pa.Table) -> pa.Table:
 
 
 def _inside(row: Row, spans: List[Tuple[int, int]]) -> bool:
-    return any(start <= row["start"] and row["end"] <= end for start, end in spans)
+    """Whether ``row`` lies inside one of ``spans``: the waits, in time order and disjoint, so
+    only the last one starting at or before the row can hold it."""
+    index = bisect.bisect_right(spans, (row["start"], float("inf")))
+    return index > 0 and row["end"] <= spans[index - 1][1]
 
 
 def worker_rows(pieces: Dict[str, "DataFrame"], communications: "DataFrame") -> "DataFrame":
@@ -194,6 +198,8 @@ def worker_rows(pieces: Dict[str, "DataFrame"], communications: "DataFrame") -> 
     return result
 
 
-def wait_states(rows: "DataFrame") -> "DataFrame":
-    """Every worker's activities (:data:`.schemas.ACTIVITIES`), the kernel run once per worker."""
-    return rows.groupBy("worker").applyInArrow(worker_activities, spark_schema(ACTIVITIES))
+def wait_states(rows: "DataFrame", kernels: str = "rust") -> "DataFrame":
+    """Every worker's activities (:data:`.schemas.ACTIVITIES`), the kernel run once per worker,
+    native (``kernels="rust"``) or this module's reference (``"python"``)."""
+    kernel = native_worker_activities if check_kernels(kernels) == "rust" else worker_activities
+    return rows.groupBy("worker").applyInArrow(kernel, spark_schema(ACTIVITIES))

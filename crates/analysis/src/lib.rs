@@ -1,0 +1,27 @@
+//! The critical-path analysis's two sequential per-partition kernels, in Rust over Arrow.
+//!
+//! `timely_py.analysis` (PySpark) partitions, joins and aggregates; the two algorithms that
+//! must see one partition in order run here, with the same input and output schemas and the
+//! same results as the plain-Python reference kernels they replace (`docs/critical-path.md`):
+//!
+//! * [`worker_activities`]: one worker's rows (`WORKER_ROWS`) to its activities
+//!   (`ACTIVITIES`): the wait-state analysis ([`waits`]) and user-activity precedence
+//!   ([`precedence`]);
+//! * [`slice_critical_path`]: one slice's activities (`SLICED`) to its critical path
+//!   (`CRITICAL_PATH`) ([`critical_path`]).
+//!
+//! Each takes the input's schema and its record batches (several batches are one table) and
+//! returns one record batch. Inputs are read in place; a column that is missing, of the wrong
+//! type or null where the algorithm needs a value is a [`KernelError`], never a panic.
+//! [`schemas`] holds the schemas, [`columns`] the typed access to input columns. This crate
+//! knows nothing of Python, Spark, trace files or the engine.
+
+pub mod columns;
+pub mod critical_path;
+pub mod precedence;
+pub mod schemas;
+pub mod waits;
+
+pub use columns::KernelError;
+pub use critical_path::slice_critical_path;
+pub use waits::worker_activities;

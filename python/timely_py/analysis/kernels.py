@@ -1,0 +1,38 @@
+"""Which implementation runs the analysis's two per-partition kernels: native or Python.
+
+This module owns the choice (``kernels="rust"``, the default, or ``"python"``) and the native
+kernels as the Python functions Spark ships to its workers: :func:`native_worker_activities`
+and :func:`native_slice_critical_path` call ``timely_py._core`` (the crate
+``timely-analysis``), which reads the ``pyarrow.Table`` in place through the Arrow PyCapsule
+interface and returns a ``pyarrow.Table`` over Rust's buffers, with the same schemas and
+results as the plain-Python reference kernels (:func:`.waits.worker_activities`,
+:func:`.critical_path.slice_critical_path`). A table whose columns the native kernel cannot
+read raises ``TypeError`` (wrong type) or ``ValueError`` (missing column or value). This
+module must not implement a kernel.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from .. import _core
+
+#: The implementations to choose from; the first is the default.
+KERNELS = ("rust", "python")
+
+
+def check_kernels(kernels: str) -> str:
+    """``kernels`` if it names an implementation, else ``ValueError``."""
+    if kernels not in KERNELS:
+        raise ValueError(f"kernels must be one of {', '.join(KERNELS)}, not {kernels!r}")
+    return kernels
+
+
+def native_worker_activities(table: pa.Table) -> pa.Table:
+    """The wait-state kernel in Rust: :data:`.schemas.WORKER_ROWS` to :data:`.schemas.ACTIVITIES`."""
+    return _core.worker_activities(table)
+
+
+def native_slice_critical_path(table: pa.Table) -> pa.Table:
+    """The critical-path kernel in Rust: :data:`.schemas.SLICED` to :data:`.schemas.CRITICAL_PATH`."""
+    return _core.slice_critical_path(table)
