@@ -13,7 +13,7 @@ use std::io::Write;
 
 use bytes::Bytes;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
-use parquet::column::page::{CompressedPage, Page, PageWriter};
+use parquet::column::page::{CompressedPage, Page, PageWriteSpec, PageWriter};
 use parquet::column::writer::ColumnCloseResult;
 use parquet::errors::Result;
 use parquet::file::metadata::ColumnChunkMetaData;
@@ -77,19 +77,35 @@ fn chunk(
 ) -> Result<(Bytes, ColumnCloseResult)> {
     let pages = encode(column, rows);
     let mut sink = TrackedWrite::new(Vec::new());
-    let mut writer = SerializedPageWriter::new(&mut sink);
-    let dictionary = match &pages.dictionary {
-        Some(names) => {
-            let page = Page::DictionaryPage {
-                buf: compressor.compress(names)?,
-                num_values: Kind::ALL.len() as u32,
-                encoding: Encoding::PLAIN,
-                is_sorted: false,
-            };
-            Some(writer.write_page(CompressedPage::new(page, names.len()))?)
-        }
-        None => None,
+    let written = write_pages(&pages, &mut SerializedPageWriter::new(&mut sink), compressor)?;
+    let close = ColumnCloseResult {
+        bytes_written: written.iter().map(|spec| spec.compressed_size as u64).sum(),
+        rows_written: rows as u64,
+        metadata: chunk_metadata(descriptor, pages, &written)?,
+        bloom_filter: None,
+        column_index: None,
+        offset_index: None,
     };
+    Ok((Bytes::from(sink.into_inner()?), close))
+}
+
+/// Compresses and writes the dictionary page, if any, then the data page; what was written,
+/// in that order.
+fn write_pages<W: Write + Send>(
+    pages: &Pages,
+    writer: &mut SerializedPageWriter<'_, W>,
+    compressor: &mut PageCompressor,
+) -> Result<Vec<PageWriteSpec>> {
+    let mut written = Vec::with_capacity(2);
+    if let Some(names) = &pages.dictionary {
+        let page = Page::DictionaryPage {
+            buf: compressor.compress(names)?,
+            num_values: Kind::ALL.len() as u32,
+            encoding: Encoding::PLAIN,
+            is_sorted: false,
+        };
+        written.push(writer.write_page(CompressedPage::new(page, names.len()))?);
+    }
     let page = Page::DataPage {
         buf: compressor.compress(&pages.data)?,
         num_values: pages.levels as u32,
@@ -98,33 +114,33 @@ fn chunk(
         rep_level_encoding: Encoding::RLE,
         statistics: None,
     };
-    let data = writer.write_page(CompressedPage::new(page, pages.data.len()))?;
+    written.push(writer.write_page(CompressedPage::new(page, pages.data.len()))?);
     writer.close()?;
-    let written = dictionary.iter().chain([&data]);
-    let compressed: u64 = written.clone().map(|spec| spec.compressed_size as u64).sum();
-    let uncompressed: u64 = written.map(|spec| spec.uncompressed_size as u64).sum();
+    Ok(written)
+}
+
+/// What the row group records about a column chunk of `pages`, written as `written`.
+fn chunk_metadata(
+    descriptor: ColumnDescPtr,
+    pages: Pages,
+    written: &[PageWriteSpec],
+) -> Result<ColumnChunkMetaData> {
+    let data = written.last().expect("a chunk has a data page");
+    let dictionary = pages.dictionary.as_ref().map(|_| written[0].offset as i64);
     let mut encodings = vec![Encoding::RLE, pages.encoding];
-    encodings.extend(pages.dictionary.is_some().then_some(Encoding::PLAIN));
+    encodings.extend(dictionary.map(|_| Encoding::PLAIN));
     let mut metadata = ColumnChunkMetaData::builder(descriptor)
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(ZSTD_LEVEL)?))
         .set_encodings(encodings)
         .set_num_values(pages.levels as i64)
-        .set_total_compressed_size(compressed as i64)
-        .set_total_uncompressed_size(uncompressed as i64)
+        .set_total_compressed_size(written.iter().map(|spec| spec.compressed_size as i64).sum())
+        .set_total_uncompressed_size(written.iter().map(|spec| spec.uncompressed_size as i64).sum())
         .set_data_page_offset(data.offset as i64)
-        .set_dictionary_page_offset(dictionary.map(|spec| spec.offset as i64));
+        .set_dictionary_page_offset(dictionary);
     if let Some(statistics) = pages.statistics {
         metadata = metadata.set_statistics(statistics);
     }
-    let close = ColumnCloseResult {
-        bytes_written: compressed,
-        rows_written: rows as u64,
-        metadata: metadata.build()?,
-        bloom_filter: None,
-        column_index: None,
-        offset_index: None,
-    };
-    Ok((Bytes::from(sink.into_inner()?), close))
+    metadata.build()
 }
 
 /// The pages of `column`, a column of `rows` rows.
