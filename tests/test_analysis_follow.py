@@ -95,8 +95,9 @@ def rounds_paths(spark, rounds_trace, tmp_path_factory):
     return batch_paths(analyze(rounds_trace, out=out, slice="50ms", spark=spark, views=False).out)
 
 
-def test_a_finished_trace_is_followed_to_its_end(spark, rounds_trace, rounds_paths, tmp_path):
-    follower = follow(rounds_trace, out=tmp_path / "out", slice="50ms", spark=spark, views=False)
+@pytest.mark.parametrize("kernels", ["rust", "python"])
+def test_a_finished_trace_is_followed_to_its_end(spark, rounds_trace, rounds_paths, tmp_path, kernels):
+    follower = follow(rounds_trace, out=tmp_path / "out", slice="50ms", spark=spark, views=False, kernels=kernels)
     emitted = list(follower)
     assert follower.stopped_by == "finished"
     assert [r.index for r in emitted] == sorted(rounds_paths)
@@ -161,6 +162,8 @@ def test_bad_arguments_are_errors(tmp_path):
         follow(tmp_path, out=tmp_path / "out", timeout=0)
     with pytest.raises(ValueError, match="slice"):
         follow(tmp_path, out=tmp_path / "out", slice="0s")
+    with pytest.raises(ValueError, match="kernels"):
+        follow(tmp_path, out=tmp_path / "out", kernels="java")
 
 
 def test_the_console_script_stops_on_ctrl_c(tmp_path):

@@ -75,6 +75,7 @@ def _follow(arguments: argparse.Namespace, conf: Dict[str, str], progress: Progr
     follower = follow(
         arguments.directory, out=arguments.out, slice=arguments.slice, master=arguments.master, conf=conf,
         poll=arguments.poll, timeout=arguments.timeout, progress=progress, views=not arguments.no_views,
+        kernels=arguments.kernels,
     )  # fmt: skip
     try:
         for result in follower:

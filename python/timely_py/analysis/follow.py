@@ -27,6 +27,7 @@ from .. import trace
 from ..trace.reader import part_files
 from . import profiles
 from .critical_path import critical_paths
+from .kernels import check_kernels
 from .horizon import EVERYTHING, run_finished, stable_horizon
 from .pipeline import AnalysisResult, Contributor, Progress, analyze_built, build_activities, contributors
 from .session import get_session
@@ -100,7 +101,7 @@ class Follower:
         """One micro-batch: everything written so far, analysed; the slices that became final."""
         started = time.monotonic()
         try:
-            built = build_activities(session, self.trace_dir)
+            built = build_activities(session, self.trace_dir, self.options["kernels"])
         except trace.TraceFormatError as error:  # a process has not written its metadata yet
             self._progress(f"follow batch: not a whole trace yet ({error})", started)
             return
@@ -117,7 +118,7 @@ class Follower:
         if finished:  # the last batch: the whole run's tables, from the activities cached above
             self.final = analyze_built(
                 built, self.trace_dir, self.out, self.length, origin=self._origin,
-                progress=self.options["progress"], views=self.options["views"],
+                progress=self.options["progress"], views=self.options["views"], kernels=self.options["kernels"],
             )  # fmt: skip
             self.stopped_by = "finished"
         else:
@@ -129,7 +130,7 @@ class Follower:
 
         sliced = slice_activities(activities, self.length, self._origin)  # type: ignore[arg-type]
         sliced = sliced.where(F.col("slice").between(self._next, last)).cache()
-        path = critical_paths(sliced).cache()
+        path = critical_paths(sliced, self.options["kernels"]).cache()
         imbalances = profiles.imbalance(sliced, path, workers)
         tables = {
             "critical_path": path.toArrow(),
@@ -169,19 +170,22 @@ def follow(
     timeout: Optional[float] = None,
     progress: Optional[Progress] = None,
     views: bool = True,
+    kernels: str = "rust",
 ) -> Follower:
     """Follows the trace being written at ``trace_dir``: iterate the result for each slice as
     it becomes final (the same critical path as :func:`.analyze` computes once the run has
     finished). ``poll``: seconds between looks at the directory; ``timeout``: stop after this
-    many seconds (None: when the run finishes). ValueError for a directory that does not
-    exist, a bad slice length, or a poll interval or timeout that is not positive."""
+    many seconds (None: when the run finishes); ``kernels`` as for :func:`.analyze`. ValueError
+    for a directory that does not exist, a bad slice length or kernels, or a poll interval or
+    timeout that is not positive."""
     length = parse_duration(slice)
+    check_kernels(kernels)
     if not Path(trace_dir).is_dir():
         raise ValueError(f"{trace_dir} is not a directory (follow waits for a trace inside an existing one)")
     if not poll > 0 or (timeout is not None and not timeout > 0):
         raise ValueError(f"poll and timeout must be positive numbers of seconds, got {poll!r} and {timeout!r}")
     options: Dict[str, Any] = {"spark": spark, "master": master, "conf": conf, "poll": poll, "timeout": timeout}
-    options.update(progress=progress, views=views)
+    options.update(progress=progress, views=views, kernels=kernels)
     return Follower(Path(trace_dir), Path(out), length, options)
 
 
