@@ -37,7 +37,7 @@ fn cluster(process: usize, processes: usize, threads: usize, addresses: &[String
 fn exchange(mut allocator: Allocator) -> (usize, [BTreeMap<usize, Vec<usize>>; 2]) {
     let (index, peers) = (allocator.index(), allocator.peers());
     let (mut pushers, mut puller) = allocator.allocate::<(usize, usize)>(POINT);
-    let (mut broadcast, mut broadcasts) = allocator.broadcast::<(usize, String)>(BROADCAST);
+    let (mut broadcast, mut broadcasts, _) = allocator.broadcast::<(usize, String)>(BROADCAST);
     assert_eq!(pushers.len(), peers);
     for seq in 0..MESSAGES {
         for pusher in pushers.iter_mut() {

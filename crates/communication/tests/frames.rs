@@ -201,7 +201,7 @@ fn exchange(mut allocator: Allocator) -> usize {
     const MESSAGES: usize = 40;
     let (index, peers) = (allocator.index(), allocator.peers());
     let (mut pushers, mut puller) = allocator.allocate::<(usize, usize)>(POINT as usize);
-    let (mut broadcast, mut broadcasts) = allocator.broadcast::<(usize, usize)>(BROADCAST as usize);
+    let (mut broadcast, mut broadcasts, _) = allocator.broadcast::<(usize, usize)>(BROADCAST as usize);
     for seq in 0..MESSAGES {
         pushers.iter_mut().for_each(|pusher| pusher.send((index, seq)));
         broadcast.send((index, seq));

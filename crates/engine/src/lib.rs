@@ -32,6 +32,7 @@ pub mod execute;
 pub mod logging;
 pub mod order;
 pub mod progress;
+pub mod rescale;
 pub mod scheduling;
 pub mod trace;
 pub mod worker;

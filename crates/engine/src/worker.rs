@@ -13,6 +13,7 @@
 use crate::dataflow::Scope;
 use crate::logging::{self, Event, EventClasses, Flush, Logger, Timestamped, Wake};
 use crate::progress::{Refines, Subgraph, Timestamp};
+use crate::rescale::{self, client, Rescaling};
 use crate::scheduling::{drain_sorted, Activator, ActiveSet};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
@@ -21,6 +22,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use timely_communication::Allocator;
+
+/// How long a joining worker parks at most between checks of its bootstrap.
+const BOOTSTRAP_WAIT: Duration = Duration::from_millis(20);
 
 /// How long a parked worker sleeps at most before checking its `StopSignal`.
 const STOP_CHECK: Duration = Duration::from_millis(100);
@@ -84,6 +88,7 @@ pub struct WorkerState {
     active_dataflows: ActiveSet,
     dataflows: RefCell<Vec<Option<Box<dyn Dataflow>>>>,
     logger: RefCell<Option<Logger>>,
+    rescaling: Rescaling,
 }
 
 impl WorkerState {
@@ -126,14 +131,30 @@ impl WorkerState {
         self.logger.borrow().clone()
     }
 
+    /// The worker's part in joins of new processes.
+    pub fn rescaling(&self) -> &Rescaling {
+        &self.rescaling
+    }
+
+    /// Per dataflow slot, whether it holds a dataflow that has not completed.
+    pub(crate) fn dataflow_slots(&self) -> Vec<bool> {
+        self.dataflows.borrow().iter().map(Option::is_some).collect()
+    }
+
     fn new_dataflow_slot(&self) -> (usize, Activator) {
         let mut dataflows = self.dataflows.borrow_mut();
         dataflows.push(None);
         let index = dataflows.len() - 1;
+        drop(dataflows);
+        self.rescaling.dataflow_started(index, self.peers());
         (index, Activator::new(vec![(self.active_dataflows.clone(), index)]))
     }
 
     fn install_dataflow(&self, index: usize, dataflow: Box<dyn Dataflow>) {
+        if self.rescaling.completed_before_join(index) {
+            // The server finished this dataflow before this worker joined: nothing to run.
+            return;
+        }
         self.dataflows.borrow_mut()[index] = Some(dataflow);
         self.active_dataflows.borrow_mut().push(index);
     }
@@ -150,8 +171,12 @@ pub struct Worker {
 
 impl Worker {
     /// A worker communicating through `allocator`.
-    pub fn new(allocator: Allocator) -> Self {
+    ///
+    /// On a worker of a process that joins a running cluster, this waits for the welcome of
+    /// its bootstrap server (see [`Worker::bootstrap`]).
+    pub fn new(mut allocator: Allocator) -> Self {
         let index = allocator.index();
+        let rescaling = Rescaling::new(&mut allocator);
         let state = WorkerState {
             allocator: RefCell::new(allocator),
             index,
@@ -161,8 +186,25 @@ impl Worker {
             active_dataflows: Default::default(),
             dataflows: RefCell::new(Vec::new()),
             logger: RefCell::new(None),
+            rescaling,
         };
+        client::await_welcome(&state);
         Worker { state: Rc::new(state), scheduled: Vec::new(), stop: None, worked: false }
+    }
+
+    /// On a worker of a process that joined a running cluster (`--join`), completes the
+    /// bootstrap of its progress state from the server and returns true; returns false on
+    /// every other worker. Call it after building every dataflow, as every worker builds them;
+    /// a joining worker then only steps (its operators run once the state is complete).
+    pub fn bootstrap(&mut self) -> bool {
+        let Some(server) = client::pending(&self.state) else {
+            return self.state.rescaling.is_joining();
+        };
+        while !client::advance(&self.state, server) {
+            self.step_or_park(Some(BOOTSTRAP_WAIT));
+        }
+        self.state.allocator.borrow_mut().release();
+        true
     }
 
     /// This worker's index among all workers.
@@ -316,6 +358,9 @@ impl Worker {
             std::panic::resume_unwind(Box::new(ClusterFailure(failure)));
         }
         allocator.receive();
+        drop(allocator);
+        rescale::handle(&self.state);
+        let allocator = self.state.allocator.borrow();
         let activators = self.state.channel_activators.borrow();
         let mut arrivals = Arrivals::default();
         for channel in allocator.events().borrow_mut().drain(..) {

@@ -24,8 +24,9 @@ use std::time::Duration;
 
 use crate::queue::ThreadQueue;
 
+use super::joined::{Backfills, JoinedPushers};
 use super::process::{ProcessAllocator, ProcessBuilder};
-use super::{ChannelEndpoints, ChannelRecord, Events};
+use super::{ChannelEndpoints, ChannelRecord, Events, FanOut};
 use crate::networking::{
     Delivery, MessageHeader, NetworkHealth, Payload, ProcessSender, Transport, WorkerEndpoints,
 };
@@ -130,6 +131,9 @@ impl ClusterBuilder {
             senders,
             receiver: self.endpoints.receiver,
             inboxes: HashMap::new(),
+            backfills: Backfills::default(),
+            joined: Vec::new(),
+            join_server: None,
             network: self.network,
         }
     }
@@ -150,6 +154,12 @@ pub struct ClusterAllocator {
     /// Per channel, what arrived from other processes (created on first use, so that a
     /// message arriving before this worker allocates its channel waits there).
     inboxes: HashMap<usize, Inbox>,
+    /// How to give every channel allocated so far pushers to the workers of a joined process.
+    backfills: Backfills<Rc<RefCell<ProcessSender>>>,
+    /// The workers of processes that joined, not yet taken by [`ClusterAllocator::take_joins`].
+    joined: Vec<std::ops::Range<usize>>,
+    /// On a worker of a joining process, its bootstrap server.
+    join_server: Option<usize>,
     /// Declared last: dropped after `senders`, which flush when dropped.
     network: Network,
 }
@@ -165,37 +175,72 @@ impl ClusterAllocator {
         self.processes * self.threads
     }
 
-    /// Allocates channel `identifier`: one pusher per worker of the cluster and this worker's puller.
-    pub fn allocate<T: Exchangeable>(&mut self, identifier: usize) -> ChannelEndpoints<T> {
+    /// Allocates channel `identifier`: one pusher per worker of the cluster and this worker's
+    /// puller, and the pushers to workers that join later.
+    pub fn allocate<T: Exchangeable>(&mut self, identifier: usize) -> (ChannelEndpoints<T>, JoinedPushers<T>) {
         let (local_pushers, local_puller) = self.local.allocate::<T>(identifier);
         let mut local_pushers = local_pushers.into_iter();
+        let index = self.index;
         let pushers = (0..self.peers())
             .map(|target| match self.remote_sender(target / self.threads) {
                 None => local_pushers.next().expect("a pusher per local worker"),
-                Some(sender) => {
-                    Box::new(NetworkPusher::new(sender, identifier, self.index, target..target + 1))
-                        as Box<dyn Push<T>>
-                }
+                Some(sender) => Box::new(NetworkPusher::new(sender, identifier, index, target..target + 1)),
             })
             .collect();
-        (pushers, self.puller(identifier, local_puller))
+        let joined = JoinedPushers::default();
+        self.backfills.register(&joined, true, move |sender, targets| {
+            Box::new(NetworkPusher::<T>::new(Rc::clone(sender), identifier, index, targets))
+        });
+        ((pushers, self.puller(identifier, local_puller)), joined)
     }
 
     /// Allocates channel `identifier` for broadcasts: the pusher gives every worker of the
-    /// cluster each element, encoding it once per remote process.
+    /// cluster each element, encoding it once per remote process; processes that join later
+    /// get a pusher each through the returned [`JoinedPushers`].
     pub fn broadcast<T: Exchangeable + Clone>(
         &mut self,
         identifier: usize,
-    ) -> (Box<dyn Push<T>>, Box<dyn Pull<T>>) {
+    ) -> (FanOut<T>, Box<dyn Pull<T>>, JoinedPushers<T>) {
         let (local_pushers, local_puller) = self.local.allocate::<T>(identifier);
         let mut pushers = local_pushers;
+        let index = self.index;
         for process in 0..self.processes {
             if let Some(sender) = self.remote_sender(process) {
                 let workers = process * self.threads..(process + 1) * self.threads;
-                pushers.push(Box::new(NetworkPusher::new(sender, identifier, self.index, workers)));
+                pushers.push(Box::new(NetworkPusher::new(sender, identifier, index, workers)));
             }
         }
-        (Box::new(super::FanOut::new(pushers)), self.puller(identifier, local_puller))
+        let joined = JoinedPushers::default();
+        self.backfills.register(&joined, false, move |sender, workers| {
+            Box::new(NetworkPusher::<T>::new(Rc::clone(sender), identifier, index, workers))
+        });
+        (FanOut::new(pushers), self.puller(identifier, local_puller), joined)
+    }
+
+    /// Admits process `process`, reached through `sender`: every channel allocated so far is
+    /// back-filled with pushers to its workers, and `peers` counts them.
+    ///
+    /// # Panics
+    ///
+    /// If `process` is not the next process index: processes join one at a time, in order.
+    fn admit(&mut self, process: usize, sender: ProcessSender) {
+        assert_eq!(process, self.processes, "process {process} joined, but process {} was expected", self.processes);
+        let sender = Rc::new(RefCell::new(sender));
+        let workers = process * self.threads..(process + 1) * self.threads;
+        self.backfills.run(&sender, workers.clone());
+        self.senders.push(Some(sender));
+        self.processes += 1;
+        self.joined.push(workers);
+    }
+
+    /// The workers of processes admitted since the last call, one range per process.
+    pub fn take_joins(&mut self) -> Vec<std::ops::Range<usize>> {
+        std::mem::take(&mut self.joined)
+    }
+
+    /// On a worker of a joining process, its bootstrap server; `None` otherwise.
+    pub fn join_server(&self) -> Option<usize> {
+        self.join_server
     }
 
     fn remote_sender(&self, process: usize) -> Option<Rc<RefCell<ProcessSender>>> {

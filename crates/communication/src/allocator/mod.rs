@@ -10,6 +10,7 @@
 //! a channel.
 
 pub mod cluster;
+pub mod joined;
 pub mod process;
 pub mod thread;
 
@@ -20,6 +21,7 @@ use std::time::Duration;
 use crate::{Exchangeable, Pull, Push};
 use cluster::{ClusterAllocator, ClusterBuilder};
 use process::{ProcessAllocator, ProcessBuilder};
+use joined::JoinedPushers;
 use thread::{ThreadAllocator, ThreadBuilder};
 
 /// What allocating a channel gives a worker: one pusher per worker (index `i` sends to worker `i`)
@@ -128,15 +130,25 @@ impl Allocator {
     ///
     /// Returns one pusher per worker (index `i` sends to worker `i`) and this worker's puller.
     /// Elements pushed by worker `a` to worker `b` arrive at `b` in FIFO order per sender.
+    /// Workers that join later are not reached; see [`Allocator::allocate_joinable`].
     ///
     /// # Panics
     ///
     /// If another worker allocated `identifier` with a different element type, or this worker
     /// allocated it before.
     pub fn allocate<T: Exchangeable>(&mut self, identifier: usize) -> ChannelEndpoints<T> {
+        self.allocate_joinable(identifier).0
+    }
+
+    /// Like [`Allocator::allocate`], with the pushers to workers that join later: after a
+    /// join, the returned [`JoinedPushers`] yield one pusher per new worker, in index order.
+    pub fn allocate_joinable<T: Exchangeable>(
+        &mut self,
+        identifier: usize,
+    ) -> (ChannelEndpoints<T>, JoinedPushers<T>) {
         match self {
-            Allocator::Thread(allocator) => allocator.allocate(identifier),
-            Allocator::Process(allocator) => allocator.allocate(identifier),
+            Allocator::Thread(allocator) => (allocator.allocate(identifier), JoinedPushers::default()),
+            Allocator::Process(allocator) => (allocator.allocate(identifier), JoinedPushers::default()),
             Allocator::Cluster(allocator) => allocator.allocate(identifier),
         }
     }
@@ -145,17 +157,38 @@ impl Allocator {
     /// (this one included) each element, and this worker's puller.
     ///
     /// In a cluster an element is encoded and sent once per remote process, not once per
-    /// remote worker.
+    /// remote worker. After a join, the returned [`JoinedPushers`] yield one pusher per joined
+    /// process (reaching all its workers), to add to the [`FanOut`].
     pub fn broadcast<T: Exchangeable + Clone>(
         &mut self,
         identifier: usize,
-    ) -> (Box<dyn Push<T>>, Box<dyn Pull<T>>) {
+    ) -> (FanOut<T>, Box<dyn Pull<T>>, JoinedPushers<T>) {
         match self {
             Allocator::Cluster(allocator) => allocator.broadcast(identifier),
             _ => {
-                let (pushers, puller) = self.allocate(identifier);
-                (Box::new(FanOut::new(pushers)), puller)
+                let ((pushers, puller), joined) = self.allocate_joinable(identifier);
+                (FanOut::new(pushers), puller, joined)
             }
+        }
+    }
+
+    /// The workers that joined since the last call, one range of global indices per joined
+    /// process, in join order. Every channel allocated before was back-filled when the
+    /// allocator learned of the join (in [`Allocator::receive`]) and [`Allocator::peers`]
+    /// counts the new workers.
+    pub fn take_joins(&mut self) -> Vec<std::ops::Range<usize>> {
+        match self {
+            Allocator::Cluster(allocator) => allocator.take_joins(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// On a worker of a process that joined a running cluster, the worker serving as its
+    /// bootstrap server (`--join W`); `None` on every other worker.
+    pub fn join_server(&self) -> Option<usize> {
+        match self {
+            Allocator::Cluster(allocator) => allocator.join_server(),
+            _ => None,
         }
     }
 

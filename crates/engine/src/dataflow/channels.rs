@@ -18,7 +18,7 @@ use serde::Serialize;
 use std::cell::RefCell;
 use std::rc::Rc;
 use timely_communication::exchangeable::{bincode_decode, bincode_decode_extend, bincode_encode};
-use timely_communication::{Exchangeable, FanOut, Pull, Push, SharedQueue};
+use timely_communication::{Exchangeable, FanOut, JoinedPushers, Pull, Push, SharedQueue};
 
 /// Records that can flow on a pipeline edge.
 pub trait Data: Clone + 'static {}
@@ -264,14 +264,17 @@ impl<T: Timestamp, D: ExchangeData, F: Fn(&D) -> u64 + 'static> Pact<T, D> for E
         identifier: usize,
         activator: Activator,
     ) -> (MessagePusher<T, D>, MessagePuller<T, D>) {
-        let (pushers, puller) = worker_endpoints(scope, identifier, activator);
+        let (pushers, puller, joined) = worker_endpoints(scope, identifier, activator);
         let buffers = (0..pushers.len()).map(|_| Vec::new()).collect();
-        (Box::new(ExchangePusher { pushers, buffers, hash: self.hash }), puller)
+        let logging = (identifier, scope.index(), scope.logger());
+        (Box::new(ExchangePusher { pushers, buffers, hash: self.hash, joined, logging }), puller)
     }
 }
 
-/// A logging pusher per worker and this worker's logging puller, of one channel.
-type Endpoints<T, D> = (Vec<LogPusher<MessagePusher<T, D>>>, MessagePuller<T, D>);
+/// A logging pusher per worker, this worker's logging puller, and the pushers to workers
+/// that join later, of one channel.
+type Endpoints<T, D> =
+    (Vec<LogPusher<MessagePusher<T, D>>>, MessagePuller<T, D>, JoinedPushers<Message<T, D>>);
 
 /// Allocates channel `identifier` for an exchanging edge into an operator activated by
 /// `activator`: a logging pusher per worker and this worker's logging puller.
@@ -281,7 +284,7 @@ fn worker_endpoints<T: Timestamp, D: ExchangeData>(
     activator: Activator,
 ) -> Endpoints<T, D> {
     let worker = scope.worker();
-    let (pushers, puller) = worker.allocator().allocate::<Message<T, D>>(identifier);
+    let ((pushers, puller), joined) = worker.allocator().allocate_joinable::<Message<T, D>>(identifier);
     worker.activate_on_channel(identifier, activator);
     let index = scope.index();
     let logger = scope.logger();
@@ -290,17 +293,38 @@ fn worker_endpoints<T: Timestamp, D: ExchangeData>(
         .enumerate()
         .map(|(target, p)| LogPusher::new(p, identifier, index, target, logger.clone()))
         .collect();
-    (pushers, Box::new(LogPuller::new(puller, identifier, index, logger)))
+    (pushers, Box::new(LogPuller::new(puller, identifier, index, logger)), joined)
 }
 
+/// Routes records to worker `hash(record) % peers`, where `peers` grows when workers join
+/// (so after a join some keys move to the new workers).
 struct ExchangePusher<T, D, F> {
     pushers: Vec<LogPusher<MessagePusher<T, D>>>,
     buffers: Vec<Vec<D>>,
     hash: F,
+    joined: JoinedPushers<Message<T, D>>,
+    /// Channel, this worker and the logger, for the pushers of joined workers.
+    logging: (usize, usize, Option<Logger>),
+}
+
+impl<T, D, F> ExchangePusher<T, D, F> {
+    /// Adds the pushers of workers that joined since the last push.
+    #[inline]
+    fn add_joined(&mut self) {
+        if let Some(joined) = self.joined.take() {
+            let (channel, source, logger) = &self.logging;
+            for (target, pusher) in joined {
+                debug_assert_eq!(target, self.pushers.len(), "joined workers arrive in index order");
+                self.pushers.push(LogPusher::new(pusher, *channel, *source, target, logger.clone()));
+                self.buffers.push(Vec::new());
+            }
+        }
+    }
 }
 
 impl<T: Clone, D, F: Fn(&D) -> u64> Push<Message<T, D>> for ExchangePusher<T, D, F> {
     fn push(&mut self, element: &mut Option<Message<T, D>>) {
+        self.add_joined();
         let peers = self.pushers.len() as u64;
         if peers == 1 {
             return self.pushers[0].push(element);

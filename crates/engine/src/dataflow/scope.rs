@@ -9,7 +9,7 @@
 //! operators themselves live in `dataflow::operators`.
 
 use crate::logging::{self, Event, Logger};
-use crate::progress::{Operate, Progcaster, Refines, Source, SubgraphBuilder, Target, Timestamp};
+use crate::progress::{Operate, Progcaster, Refines, ScopeLedger, Source, SubgraphBuilder, Target, Timestamp};
 use crate::scheduling::Activator;
 use crate::worker::WorkerState;
 use std::cell::RefCell;
@@ -90,7 +90,10 @@ impl<T: Timestamp> Scope<T> {
         worker.activate_on_progress(channel, activator.clone());
         let logger = worker.logger();
         logging::log(&logger, || Event::ProgressChannel { id: channel, scope_address: address.clone() });
-        Progcaster::new(&mut worker.allocator(), channel, address, logger)
+        let progcaster = Progcaster::new(&mut worker.allocator(), channel, address.clone(), logger);
+        let ledger: Rc<dyn ScopeLedger> = progcaster.ledger().clone();
+        worker.rescaling().register_scope(channel, &address, ledger, activator.clone());
+        progcaster
     }
 
     /// The scope's name.

@@ -4,22 +4,26 @@
 //! `((location, time), delta)`, each stamped with the sender's index and a per-sender
 //! sequence number. Receivers accept batches in any order across senders; a missing or
 //! repeated sequence number from one sender is a protocol error and is reported, never
-//! ignored. The progcaster keeps the compacted accumulation of every batch it received
+//! ignored. Its [`Ledger`] keeps the compacted accumulation of every batch it received
 //! (its own included) and the next expected sequence number per sender: the progress
-//! state a joining worker is bootstrapped from.
+//! state a joining worker is bootstrapped from. Workers that join are added to the broadcast
+//! at the next send.
 //!
 //! This module owns the wire shape of progress batches and their bookkeeping; it does not
 //! interpret the updates (that is the tracker's job).
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use super::change_batch::ChangeBatch;
+use super::ledger::{Ledger, Released};
 use super::location::Location;
 use super::timestamp::Timestamp;
 use crate::logging::{self, Event, Logger};
 use timely_communication::exchangeable::{bincode_decode, bincode_decode_extend, bincode_encode};
 use timely_communication::Exchangeable;
-use timely_communication::{Allocator, Pull, Push};
+use timely_communication::{Allocator, FanOut, JoinedPushers, Pull, Push};
 
 /// One atomic batch of progress updates from one worker.
 #[derive(Debug, PartialEq, Eq)]
@@ -70,30 +74,22 @@ impl<T: Clone> Clone for ProgressBatch<T> {
     }
 }
 
-/// The progress state a joining worker needs: the accumulation of all batches received and,
-/// per sender, the sequence number of the next batch not included.
-#[derive(Clone, Debug)]
-pub struct ProgressState<T: Timestamp> {
-    /// Accumulated updates.
-    pub accumulated: Vec<((Location, T), i64)>,
-    /// Per sender: the next sequence number not included.
-    pub next_sequence: Vec<u64>,
-}
-
 /// Broadcasts and receives progress batches for one scope.
 pub struct Progcaster<T: Timestamp> {
     /// Gives every worker (this one included) each batch; once per process across processes.
-    pusher: Box<dyn Push<ProgressBatch<T>>>,
+    pusher: FanOut<ProgressBatch<T>>,
+    /// Pushers to processes that joined, added to `pusher` at the next send.
+    joined: JoinedPushers<ProgressBatch<T>>,
     puller: Box<dyn Pull<ProgressBatch<T>>>,
     worker: usize,
     channel: usize,
-    next_send: u64,
-    next_receive: Vec<u64>,
-    accumulated: ChangeBatch<(Location, T)>,
+    ledger: Rc<RefCell<Ledger<T>>>,
     address: Arc<[usize]>,
     logger: Option<Logger>,
     /// An emptied update buffer given back by the channel, for the next batch.
     spare: Vec<((Location, T), i64)>,
+    /// Batches the ledger released when a joining worker's bootstrap completed.
+    released: Vec<Released<T>>,
 }
 
 impl<T: Timestamp> Progcaster<T> {
@@ -104,18 +100,18 @@ impl<T: Timestamp> Progcaster<T> {
         address: Vec<usize>,
         logger: Option<Logger>,
     ) -> Self {
-        let (pusher, puller) = allocator.broadcast::<ProgressBatch<T>>(channel);
+        let (pusher, puller, joined) = allocator.broadcast::<ProgressBatch<T>>(channel);
         Progcaster {
             pusher,
+            joined,
             puller,
             worker: allocator.index(),
             channel,
-            next_send: 0,
-            next_receive: vec![0; allocator.peers()],
-            accumulated: ChangeBatch::new(),
+            ledger: Rc::new(RefCell::new(Ledger::new(allocator.peers()))),
             address: address.into(),
             logger,
             spare: Vec::new(),
+            released: Vec::new(),
         }
     }
 
@@ -124,15 +120,30 @@ impl<T: Timestamp> Progcaster<T> {
         self.channel
     }
 
-    /// Sends the updates in `changes` to every worker as one batch, leaving it empty.
+    /// The ledger, shared with the worker's rescaling code.
+    pub fn ledger(&self) -> &Rc<RefCell<Ledger<T>>> {
+        &self.ledger
+    }
+
+    /// True once this scope's operators may run (always, except on a worker that is joining).
+    pub fn ready(&self) -> bool {
+        self.ledger.borrow().ready()
+    }
+
+    /// Sends the updates in `changes` (and any capability announcements for joining workers)
+    /// to every worker as one batch, leaving `changes` empty.
     pub fn send(&mut self, changes: &mut ChangeBatch<(Location, T)>) {
-        if changes.is_empty() {
+        if let Some(joined) = self.joined.take() {
+            joined.into_iter().for_each(|(_, pusher)| self.pusher.add(pusher));
+        }
+        let mut ledger = self.ledger.borrow_mut();
+        if changes.is_empty() && !ledger.has_announcements() {
             return;
         }
         let mut updates = std::mem::take(&mut self.spare);
         updates.extend(changes.drain());
-        let sequence = self.next_send;
-        self.next_send += 1;
+        let sequence = ledger.next_batch(&mut updates);
+        drop(ledger);
         logging::log(&self.logger, || Event::Progress {
             send: true,
             source: self.worker,
@@ -150,39 +161,37 @@ impl<T: Timestamp> Progcaster<T> {
         }
     }
 
-    /// Moves the updates of every received batch into `changes`.
+    /// Moves the updates of every received batch into `changes` (on a joining worker, only
+    /// once its bootstrap is complete: until then batches are held back).
     ///
     /// Panics with a protocol error if a sender's batches arrive out of sequence.
     pub fn recv(&mut self, changes: &mut ChangeBatch<(Location, T)>) {
+        let mut ledger = self.ledger.borrow_mut();
         while let Some(mut batch) = self.puller.recv() {
-            let expected = self.next_receive.get(batch.source).copied();
-            if expected != Some(batch.sequence) {
-                panic!(
-                    "progress protocol error in scope {:?}: worker {} expected batch {:?} from worker {} but received batch {}",
-                    self.address, self.worker, expected, batch.source, batch.sequence
-                );
+            if ledger.admit(batch.source, batch.sequence, &batch.updates) {
+                self.log_received(batch.source, batch.sequence, batch.updates.len());
+                changes.extend(batch.updates.drain(..));
             }
-            self.next_receive[batch.source] += 1;
-            logging::log(&self.logger, || Event::Progress {
-                send: false,
-                source: batch.source,
-                channel: self.channel,
-                sequence: batch.sequence,
-                address: self.address.clone(),
-                updates: batch.updates.len(),
-            });
-            self.accumulated.extend(batch.updates.iter().cloned());
-            changes.extend(batch.updates.drain(..));
             self.puller.recycle(batch);
+        }
+        ledger.try_finish_joining(&mut self.released);
+        drop(ledger);
+        for (origin, updates) in std::mem::take(&mut self.released) {
+            if let Some((source, sequence)) = origin {
+                self.log_received(source, sequence, updates.len());
+            }
+            changes.extend(updates);
         }
     }
 
-    /// The compacted accumulation of all received batches and the next expected sequence
-    /// number per sender.
-    pub fn state(&mut self) -> ProgressState<T> {
-        ProgressState {
-            accumulated: self.accumulated.iter().cloned().collect(),
-            next_sequence: self.next_receive.clone(),
-        }
+    fn log_received(&self, source: usize, sequence: u64, updates: usize) {
+        logging::log(&self.logger, || Event::Progress {
+            send: false,
+            source,
+            channel: self.channel,
+            sequence,
+            address: self.address.clone(),
+            updates,
+        });
     }
 }

@@ -18,9 +18,11 @@ pub use change_batch::ChangeBatch;
 pub use location::{Location, Port, Source, Target};
 pub use timestamp::{PathSummary, Refines, Timestamp};
 pub mod broadcast;
+pub mod ledger;
 pub mod operate;
 pub mod subgraph;
 
-pub use broadcast::{Progcaster, ProgressBatch, ProgressState};
+pub use broadcast::{Progcaster, ProgressBatch};
+pub use ledger::{Ledger, ScopeLedger};
 pub use operate::{Operate, SharedProgress};
 pub use subgraph::{Subgraph, SubgraphBuilder};

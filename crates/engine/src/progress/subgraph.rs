@@ -448,6 +448,10 @@ impl<TOuter: Timestamp, TInner: Timestamp + Refines<TOuter>> Operate<TOuter> for
         self.accept_frontier();
         self.harvest_inputs();
         self.progcaster.recv(&mut self.final_batch);
+        if !self.progcaster.ready() {
+            // A joining worker whose progress state is not complete yet runs nothing.
+            return true;
+        }
         self.propagate();
         self.schedule_children();
         self.progcaster.send(&mut self.local_batch);

@@ -11,7 +11,11 @@ use super::capability::{Capability, CapabilityChanges, CapabilityError, Capabili
 use crate::dataflow::channels::{Data, Message, MessagePuller, Pact, Tee};
 use crate::dataflow::{Scope, Stream};
 use crate::progress::reachability::Summary;
-use crate::progress::{Antichain, MutableAntichain, Operate, SharedProgress, Source, Target, Timestamp};
+use crate::progress::{
+    Antichain, ChangeBatch, MutableAntichain, Operate, SharedProgress, Source, Target, Timestamp,
+};
+use crate::rescale::{HeldTimes, Initial};
+use timely_communication::exchangeable::{bincode_decode, bincode_encode};
 use crate::scheduling::Activator;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -46,6 +50,31 @@ pub struct OperatorBuilder<T: Timestamp> {
     outputs: usize,
     flushes: Vec<Box<dyn FnMut()>>,
     notify: bool,
+    initial: InitialCapabilities<T>,
+}
+
+/// The initial capabilities of an operator: how many workers' the tracker counts, and the
+/// time of this worker's own (`None`: it starts without one).
+struct InitialCapabilities<T> {
+    counted: i64,
+    own: Option<T>,
+}
+
+impl<T: Timestamp> InitialCapabilities<T> {
+    /// Asks the worker's rescaling state (which differs on a worker that joined).
+    fn of(scope: &Scope<T>, address: &[usize]) -> Self {
+        match scope.worker().rescaling().initial(address) {
+            Initial::Ordinary => InitialCapabilities { counted: scope.peers() as i64, own: Some(T::minimum()) },
+            Initial::Joining { counted, times } => {
+                let own = times.map(|bytes| {
+                    let times: Vec<T> = bincode_decode(&bytes)
+                        .unwrap_or_else(|error| panic!("bootstrap: capability times of operator {address:?}: {error}"));
+                    times.into_iter().next().expect("announced times are not empty")
+                });
+                InitialCapabilities { counted: counted as i64, own }
+            }
+        }
+    }
 }
 
 impl<T: Timestamp> OperatorBuilder<T> {
@@ -61,7 +90,9 @@ impl<T: Timestamp> OperatorBuilder<T> {
             worker: scope.index(),
             peers: scope.peers(),
         };
+        let initial = InitialCapabilities::of(scope, &info.address);
         OperatorBuilder {
+            initial,
             scope: scope.clone(),
             name: name.to_owned(),
             info,
@@ -166,7 +197,11 @@ impl<T: Timestamp> OperatorBuilder<T> {
         B: FnOnce(Capability<T>) -> L,
         L: FnMut(&[MutableAntichain<T>]) -> bool + 'static,
     {
-        let logic = constructor(Capability::counted(T::minimum(), self.changes.clone()));
+        let capability = match &self.initial.own {
+            Some(time) => Capability::counted(time.clone(), self.changes.clone()),
+            None => Capability::detached(T::minimum()),
+        };
+        let logic = constructor(capability);
         self.install(logic);
     }
 
@@ -176,7 +211,9 @@ impl<T: Timestamp> OperatorBuilder<T> {
     where
         L: FnMut(&[MutableAntichain<T>]) -> bool + 'static,
     {
-        self.changes.borrow_mut().update(T::minimum(), -1);
+        if let Some(time) = &self.initial.own {
+            self.changes.borrow_mut().update(time.clone(), -1);
+        }
         self.install(logic);
     }
 
@@ -184,14 +221,19 @@ impl<T: Timestamp> OperatorBuilder<T> {
     where
         L: FnMut(&[MutableAntichain<T>]) -> bool + 'static,
     {
-        let peers = self.info.peers as i64;
         {
             // Initial capabilities, one per worker, at every output.
             let mut shared = self.shared.borrow_mut();
             for internal in shared.internals.iter_mut() {
-                internal.update(T::minimum(), peers);
+                internal.update(T::minimum(), self.initial.counted);
             }
         }
+        let held = Rc::new(HeldCapabilities(RefCell::new(ChangeBatch::new())));
+        if let Some(time) = &self.initial.own {
+            held.0.borrow_mut().update(time.clone(), 1);
+        }
+        let rescaling = self.scope.worker().rescaling();
+        rescaling.register_operator(&self.info.address, self.outputs, held.clone());
         let inputs = self.summary.len();
         let operator = GenericOperator {
             name: self.name,
@@ -204,6 +246,7 @@ impl<T: Timestamp> OperatorBuilder<T> {
             logic,
             flushes: self.flushes,
             notify: self.notify,
+            held,
         };
         self.scope.add_operator(self.info.index, Box::new(operator));
     }
@@ -220,6 +263,24 @@ struct GenericOperator<T: Timestamp, L> {
     logic: L,
     flushes: Vec<Box<dyn FnMut()>>,
     notify: bool,
+    /// The capabilities this instance holds (for handing capabilities to joining workers).
+    held: Rc<HeldCapabilities<T>>,
+}
+
+/// The capabilities one operator instance holds: its own initial one plus its changes.
+struct HeldCapabilities<T: Timestamp>(RefCell<ChangeBatch<T>>);
+
+impl<T: Timestamp> HeldTimes for HeldCapabilities<T> {
+    fn encoded(&self) -> Option<Vec<u8>> {
+        let mut held = self.0.borrow_mut();
+        let times = Antichain::from_iter(held.iter().filter(|(_, count)| *count > 0).map(|(time, _)| time.clone()));
+        if times.is_empty() {
+            return None;
+        }
+        let mut out = Vec::new();
+        bincode_encode(times.elements(), &mut out);
+        Some(out)
+    }
 }
 
 impl<T: Timestamp, L: FnMut(&[MutableAntichain<T>]) -> bool> GenericOperator<T, L> {
@@ -230,7 +291,9 @@ impl<T: Timestamp, L: FnMut(&[MutableAntichain<T>]) -> bool> GenericOperator<T, 
             return;
         }
         let mut shared = self.shared.borrow_mut();
+        let mut held = self.held.0.borrow_mut();
         for (time, delta) in changes.drain() {
+            held.update(time.clone(), delta);
             for internal in shared.internals.iter_mut() {
                 internal.update(time.clone(), delta);
             }

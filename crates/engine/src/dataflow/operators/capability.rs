@@ -87,6 +87,13 @@ impl<T: Timestamp> Capability<T> {
         Capability { time, changes }
     }
 
+    /// A capability an operator on a joining worker starts with when its bootstrap server
+    /// held none: it belongs to no operator, so sending or requesting notifications with it
+    /// fails with [`CapabilityError::WrongOperator`]; dropping it changes nothing.
+    pub(crate) fn detached(time: T) -> Self {
+        Capability { time, changes: Rc::new(RefCell::new(ChangeBatch::new())) }
+    }
+
     /// The time this capability is for.
     #[inline]
     pub fn time(&self) -> &T {

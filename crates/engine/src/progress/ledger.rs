@@ -1,0 +1,335 @@
+//! The progress ledger of one scope: what a worker has sent and received on its progress
+//! channel, kept so that workers that join can be bootstrapped (`docs/rescaling.md`).
+//!
+//! The [`Ledger`] holds the compacted accumulation of every batch received and the next
+//! sequence number per sender (the *progress state*), the next sequence number this worker
+//! sends, and two roles in the bootstrap protocol:
+//! - as a bootstrap server, it records the batches received after a snapshot, to answer range
+//!   requests, and it carries capability announcements into the next batch sent;
+//! - on a joining worker, it holds back every batch until the state, the ranges and the first
+//!   direct sequence numbers are all known, then releases them in per-sender order, dropping
+//!   what the state already contains.
+//!
+//! The progcaster ([`super::broadcast`]) moves batches; the worker's rescaling code reaches the
+//! ledger through the type-erased [`ScopeLedger`]. This module does not send or receive
+//! anything itself.
+
+use std::collections::VecDeque;
+
+use super::change_batch::ChangeBatch;
+use super::location::Location;
+use super::timestamp::Timestamp;
+use timely_communication::exchangeable::{bincode_decode, bincode_encode};
+
+/// Updates of one progress batch.
+pub type Updates<T> = Vec<((Location, T), i64)>;
+
+/// Updates released to the tracker: from a batch (its sender and sequence number), or from a
+/// progress state (`None`).
+pub type Released<T> = (Option<(usize, u64)>, Updates<T>);
+
+/// The progress state a joining worker starts from, as the server encodes it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct State<T> {
+    accumulated: Updates<T>,
+    next_receive: Vec<u64>,
+}
+
+/// Bookkeeping of one scope's progress channel on one worker.
+pub struct Ledger<T: Timestamp> {
+    next_send: u64,
+    next_receive: Vec<u64>,
+    accumulated: ChangeBatch<(Location, T)>,
+    /// Per sender: the sequence number of the first recorded batch and the batches since.
+    recording: Option<Vec<(u64, Vec<Updates<T>>)>>,
+    /// Updates to add to the next batch this worker sends.
+    announce: Updates<T>,
+    /// On a joining worker, until the bootstrap of this scope is complete.
+    joining: Option<Joining<T>>,
+    /// On a joining worker: the server and the sequence number of its batch that carries the
+    /// capability announcement; operators wait until it is applied.
+    awaited: Option<(usize, u64)>,
+}
+
+impl<T> Joining<T> {
+    /// The ranges still missing between the state and the direct batches, `(sender, start,
+    /// end)`, once both are known.
+    fn missing(&self) -> Option<Vec<(usize, u64, u64)>> {
+        let (_, next) = self.state.as_ref()?;
+        let mut ranges = Vec::new();
+        for (sender, first) in self.direct_from.iter().enumerate() {
+            let first = (*first)?;
+            let known = next.get(sender).copied().unwrap_or(0);
+            if known < first {
+                ranges.push((sender, known, first));
+            }
+        }
+        Some(ranges)
+    }
+
+    fn is_complete(&self) -> bool {
+        self.missing().is_some_and(|missing| missing.len() == self.ranges.len())
+    }
+}
+
+/// What a joining worker gathers before it applies anything.
+struct Joining<T> {
+    /// Accumulated updates and next sequence per sender, from the welcome.
+    state: Option<(Updates<T>, Vec<u64>)>,
+    /// Per existing worker: the first sequence number it sends this worker directly.
+    direct_from: Vec<Option<u64>>,
+    /// Ranges received from the server: sender, first sequence number, batches.
+    ranges: Vec<(usize, u64, Vec<Updates<T>>)>,
+    /// Batches received directly, held back.
+    held: Vec<VecDeque<(u64, Updates<T>)>>,
+}
+
+impl<T: Timestamp> Default for Ledger<T> {
+    fn default() -> Self {
+        Ledger {
+            next_send: 0,
+            next_receive: Vec::new(),
+            accumulated: ChangeBatch::new(),
+            recording: None,
+            announce: Vec::new(),
+            joining: None,
+            awaited: None,
+        }
+    }
+}
+
+impl<T: Timestamp> Ledger<T> {
+    /// A ledger for a scope of `peers` workers.
+    pub fn new(peers: usize) -> Self {
+        Ledger { next_receive: vec![0; peers], ..Default::default() }
+    }
+
+    /// Takes the sequence number for the next batch sent and adds the pending announcements
+    /// to its updates.
+    pub fn next_batch(&mut self, updates: &mut Updates<T>) -> u64 {
+        updates.append(&mut self.announce);
+        self.next_send += 1;
+        self.next_send - 1
+    }
+
+    /// True when announcements wait to be sent.
+    pub fn has_announcements(&self) -> bool {
+        !self.announce.is_empty()
+    }
+
+    /// Takes in a batch from `source`: returns true when the caller applies its updates now,
+    /// false when they are held back (on a joining worker, copied until it is bootstrapped).
+    ///
+    /// # Panics
+    ///
+    /// With a protocol error when a sender's batches arrive out of sequence.
+    pub fn admit(&mut self, source: usize, sequence: u64, updates: &Updates<T>) -> bool {
+        self.grow(source + 1);
+        if let Some(joining) = self.joining.as_mut() {
+            joining.held[source].push_back((sequence, updates.clone()));
+            return false;
+        }
+        self.account(source, sequence, updates);
+        true
+    }
+
+    /// Checks the sequence number and adds `updates` to the state (and to the recording).
+    fn account(&mut self, source: usize, sequence: u64, updates: &Updates<T>) {
+        let expected = self.next_receive[source];
+        assert_eq!(
+            sequence, expected,
+            "progress protocol error: expected batch {expected} from worker {source} but received batch {sequence}"
+        );
+        self.next_receive[source] += 1;
+        self.accumulated.extend(updates.iter().cloned());
+        if let Some((_, batches)) = self.recording.as_mut().and_then(|recording| recording.get_mut(source)) {
+            batches.push(updates.clone());
+        }
+    }
+
+    fn accept(&mut self, source: usize, sequence: u64, updates: Updates<T>, ready: &mut Vec<Released<T>>) {
+        self.account(source, sequence, &updates);
+        ready.push((Some((source, sequence)), updates));
+    }
+
+    /// On a joining worker whose state, direct starts and ranges are all in: applies the state,
+    /// then each sender's ranges and held batches in sequence, dropping batches the state or a
+    /// range already contains, and leaves the joining mode.
+    pub fn try_finish_joining(&mut self, ready: &mut Vec<Released<T>>) {
+        if !self.joining.as_ref().is_some_and(Joining::is_complete) {
+            return;
+        }
+        let Some(joining) = self.joining.take() else { return };
+        let Some((accumulated, next)) = joining.state else { return };
+        self.grow(next.len());
+        self.next_receive[..next.len()].copy_from_slice(&next);
+        self.accumulated.extend(accumulated.iter().cloned());
+        ready.push((None, accumulated));
+        let mut ranges = joining.ranges;
+        ranges.sort_by_key(|(sender, start, _)| (*sender, *start));
+        for (sender, start, batches) in ranges {
+            for (offset, updates) in batches.into_iter().enumerate() {
+                self.accept(sender, start + offset as u64, updates, ready);
+            }
+        }
+        for (sender, held) in joining.held.into_iter().enumerate() {
+            for (sequence, updates) in held {
+                if sequence >= self.next_receive[sender] {
+                    self.accept(sender, sequence, updates, ready);
+                }
+            }
+        }
+    }
+
+    /// Makes room for senders up to `peers`.
+    pub fn grow(&mut self, peers: usize) {
+        if self.next_receive.len() < peers {
+            self.next_receive.resize(peers, 0);
+            if let Some(joining) = self.joining.as_mut() {
+                joining.held.resize_with(peers, VecDeque::new);
+            }
+            if let Some(recording) = self.recording.as_mut() {
+                recording.resize_with(peers, || (0, Vec::new()));
+            }
+        }
+    }
+
+    /// True once operators of this scope may run: not bootstrapping, and the server's
+    /// announcement (if any) applied.
+    pub fn ready(&self) -> bool {
+        self.joining.is_none() && self.awaited.is_none_or(|(server, seq)| self.next_receive[server] > seq)
+    }
+}
+
+/// What the rescaling code of a worker does with a scope's ledger, whatever its timestamp.
+pub trait ScopeLedger {
+    /// The sequence number of the next batch this worker sends.
+    fn next_send(&self) -> u64;
+    /// Makes room for senders up to `peers` (workers joined).
+    fn grow(&self, peers: usize);
+    /// Starts recording (if not already) and returns the encoded progress state.
+    fn snapshot(&self) -> Vec<u8>;
+    /// Adds `+count` for each `(operator, outputs, times)` (times encoded as `Vec<T>`, only
+    /// the first is announced) to the next batch sent; returns its sequence number.
+    fn announce(&self, operators: &[(usize, usize, Vec<u8>)], count: i64) -> Result<u64, String>;
+    /// The recorded batches `[start, end)` of `sender`, encoded, or `None` while some are
+    /// still to come.
+    fn range(&self, sender: usize, start: u64, end: u64) -> Result<Option<Vec<u8>>, String>;
+    /// Stops recording (no joiner needs ranges any more).
+    fn stop_recording(&self);
+    /// On a joining worker: from now on, hold back batches until bootstrapped.
+    fn start_joining(&self, existing: usize);
+    /// On a joining worker: the server's state and, if it announced capabilities, the
+    /// sequence number of the batch that carries them.
+    fn install_state(&self, state: &[u8], server: usize, announced: Option<u64>) -> Result<(), String>;
+    /// On a joining worker: existing worker `sender` sends directly from `first` on.
+    fn direct_from(&self, sender: usize, first: u64);
+    /// On a joining worker: the ranges still to request, `(sender, start, end)`, once the
+    /// state and every direct start are known.
+    fn missing_ranges(&self) -> Option<Vec<(usize, u64, u64)>>;
+    /// On a joining worker: a range from the server.
+    fn install_range(&self, sender: usize, start: u64, batches: &[u8]) -> Result<(), String>;
+    /// On a joining worker: true once every requested range arrived.
+    fn has_all_ranges(&self) -> bool;
+}
+
+impl<T: Timestamp> ScopeLedger for std::cell::RefCell<Ledger<T>> {
+    fn next_send(&self) -> u64 {
+        self.borrow().next_send
+    }
+
+    fn grow(&self, peers: usize) {
+        self.borrow_mut().grow(peers);
+    }
+
+    fn snapshot(&self) -> Vec<u8> {
+        let mut ledger = self.borrow_mut();
+        let next_receive = ledger.next_receive.clone();
+        ledger
+            .recording
+            .get_or_insert_with(|| next_receive.iter().map(|&next| (next, Vec::new())).collect());
+        let state = State { accumulated: ledger.accumulated.iter().cloned().collect(), next_receive };
+        let mut out = Vec::new();
+        bincode_encode(&state, &mut out);
+        out
+    }
+
+    fn announce(&self, operators: &[(usize, usize, Vec<u8>)], count: i64) -> Result<u64, String> {
+        let mut ledger = self.borrow_mut();
+        for (operator, outputs, times) in operators {
+            let times: Vec<T> = bincode_decode(times)?;
+            if let Some(time) = times.first() {
+                for output in 0..*outputs {
+                    ledger.announce.push(((Location::source(*operator, output), time.clone()), count));
+                }
+            }
+        }
+        Ok(ledger.next_send)
+    }
+
+    fn range(&self, sender: usize, start: u64, end: u64) -> Result<Option<Vec<u8>>, String> {
+        let ledger = self.borrow();
+        let Some((first, batches)) = ledger.recording.as_ref().and_then(|r| r.get(sender)) else {
+            return Err(format!("no batches of worker {sender} are recorded"));
+        };
+        if start < *first || end < start {
+            return Err(format!("range [{start}, {end}) of worker {sender} is not recorded (recording starts at {first})"));
+        }
+        if end > first + batches.len() as u64 {
+            return Ok(None);
+        }
+        let slice = &batches[(start - first) as usize..(end - first) as usize];
+        let mut out = Vec::new();
+        bincode_encode(slice, &mut out);
+        Ok(Some(out))
+    }
+
+    fn stop_recording(&self) {
+        self.borrow_mut().recording = None;
+    }
+
+    fn start_joining(&self, existing: usize) {
+        let mut ledger = self.borrow_mut();
+        let peers = ledger.next_receive.len();
+        ledger.joining = Some(Joining {
+            state: None,
+            direct_from: vec![None; existing],
+            ranges: Vec::new(),
+            held: (0..peers).map(|_| VecDeque::new()).collect(),
+        });
+    }
+
+    fn install_state(&self, state: &[u8], server: usize, announced: Option<u64>) -> Result<(), String> {
+        let state: State<T> = bincode_decode(state)?;
+        let mut ledger = self.borrow_mut();
+        ledger.grow(state.next_receive.len());
+        ledger.awaited = announced.map(|seq| (server, seq));
+        let joining = ledger.joining.as_mut().ok_or("a progress state for a worker that is not joining")?;
+        joining.state = Some((state.accumulated, state.next_receive));
+        Ok(())
+    }
+
+    fn direct_from(&self, sender: usize, first: u64) {
+        if let Some(joining) = self.borrow_mut().joining.as_mut() {
+            if let Some(slot) = joining.direct_from.get_mut(sender) {
+                *slot = Some(first);
+            }
+        }
+    }
+
+    fn missing_ranges(&self) -> Option<Vec<(usize, u64, u64)>> {
+        self.borrow().joining.as_ref()?.missing()
+    }
+
+    fn install_range(&self, sender: usize, start: u64, batches: &[u8]) -> Result<(), String> {
+        let batches: Vec<Updates<T>> = bincode_decode(batches)?;
+        let mut ledger = self.borrow_mut();
+        let joining = ledger.joining.as_mut().ok_or("a progress range for a worker that is not joining")?;
+        joining.ranges.push((sender, start, batches));
+        Ok(())
+    }
+
+    fn has_all_ranges(&self) -> bool {
+        self.borrow().joining.as_ref().is_none_or(Joining::is_complete)
+    }
+}

@@ -1,0 +1,216 @@
+//! The joining worker's side of the bootstrap protocol.
+//!
+//! Before the user's code builds dataflows, a joining worker asks its server for a welcome and
+//! waits for it ([`await_welcome`]); while dataflows are built, each scope of a dataflow the
+//! server built before the join enters the joining mode of its ledger with the server's state
+//! and the `Next` messages of the existing workers; [`bootstrap`] then requests the missing
+//! ranges ([`advance`], while the worker steps: its operators wait for the ledgers) and tells
+//! the server it is done. This module must not run operators.
+
+use std::collections::HashSet;
+use std::rc::{Rc, Weak};
+use std::time::Duration;
+
+use super::messages::{BootstrapMessage, Welcome};
+use super::{Initial, Rescaling};
+use crate::progress::ScopeLedger;
+use crate::worker::{ClusterFailure, WorkerState};
+
+
+/// How long a joining worker parks at most between checks while it waits.
+const WAIT: Duration = Duration::from_millis(50);
+
+/// The state of a worker of a joining process.
+pub(crate) struct Joiner {
+    server: usize,
+    welcome: Option<Welcome>,
+    /// `Next` messages received: sender and `(channel, first direct sequence)` per scope.
+    next: Vec<(usize, Vec<(usize, u64)>)>,
+    /// The ledgers of scopes being bootstrapped, by progress channel.
+    joining: Vec<(usize, Weak<dyn ScopeLedger>)>,
+    /// Range requests sent: `(channel, sender)`.
+    requested: HashSet<(usize, usize)>,
+    /// Set once `bootstrap` finished.
+    finished: bool,
+}
+
+impl Joiner {
+    pub(crate) fn new(server: usize) -> Self {
+        Joiner {
+            server,
+            welcome: None,
+            next: Vec::new(),
+            joining: Vec::new(),
+            requested: HashSet::new(),
+            finished: false,
+        }
+    }
+
+    fn welcome(&self) -> &Welcome {
+        self.welcome.as_ref().expect("a joining worker builds dataflows only after its welcome")
+    }
+
+    /// The number of workers dataflow `index` was built for on the server, if it was built
+    /// there before the join and still runs.
+    pub(crate) fn dataflow_peers(&self, index: usize) -> Option<usize> {
+        self.welcome().dataflows.get(index).copied().flatten().map(|peers| peers as usize)
+    }
+
+    pub(crate) fn completed_on_server(&self, index: usize) -> bool {
+        self.welcome().dataflows.get(index) == Some(&None)
+    }
+
+    pub(crate) fn initial(&self, address: &[usize]) -> Initial {
+        match self.dataflow_peers(address[0]) {
+            Some(counted) => {
+                let times = self.welcome().operators.iter().find(|(a, _)| a == address).map(|(_, t)| t.clone());
+                Initial::Joining { counted, times }
+            }
+            None => Initial::Ordinary,
+        }
+    }
+
+    /// A scope was built: if the server built it before the join, its ledger starts joining.
+    pub(crate) fn scope_built(&mut self, channel: usize, address: &[usize], ledger: &Rc<dyn ScopeLedger>) {
+        if self.dataflow_peers(address[0]).is_none() {
+            return;
+        }
+        let welcome = self.welcome();
+        let Some(scope) = welcome.scopes.iter().find(|scope| scope.channel == channel) else {
+            panic!(
+                "bootstrap: the server has no scope with progress channel {channel} (scope {address:?}); \
+                 every worker must build the same dataflows in the same order"
+            );
+        };
+        ledger.start_joining(welcome.existing);
+        ledger
+            .install_state(&scope.state, self.server, scope.announced)
+            .unwrap_or_else(|error| panic!("bootstrap: the server's state of scope {address:?}: {error}"));
+        for (from, scopes) in &self.next {
+            for &(_, first) in scopes.iter().filter(|(c, _)| *c == channel) {
+                ledger.direct_from(*from, first);
+            }
+        }
+        self.joining.push((channel, Rc::downgrade(ledger)));
+    }
+
+    fn ledger(&self, channel: usize) -> Option<Rc<dyn ScopeLedger>> {
+        self.joining.iter().find(|(c, _)| *c == channel).and_then(|(_, ledger)| ledger.upgrade())
+    }
+}
+
+/// Takes a message for the joining side.
+pub(crate) fn receive(rescaling: &Rescaling, message: BootstrapMessage) {
+    let mut client = rescaling.client.borrow_mut();
+    let Some(joiner) = client.as_mut() else {
+        panic!("bootstrap: a worker that is not joining received {message:?}");
+    };
+    match message {
+        BootstrapMessage::Welcome(welcome) => joiner.welcome = Some(welcome),
+        BootstrapMessage::Next { from, scopes } => {
+            for &(channel, first) in &scopes {
+                if let Some(ledger) = joiner.ledger(channel) {
+                    ledger.direct_from(from, first);
+                }
+            }
+            joiner.next.push((from, scopes));
+        }
+        BootstrapMessage::Batches { channel, sender, start, batches } => {
+            let Some(ledger) = joiner.ledger(channel) else {
+                panic!("bootstrap: batches for progress channel {channel}, which is not being bootstrapped");
+            };
+            ledger
+                .install_range(sender, start, &batches)
+                .unwrap_or_else(|error| panic!("bootstrap: batches of channel {channel}: {error}"));
+        }
+        other => panic!("bootstrap: a joining worker received {other:?}"),
+    }
+}
+
+/// Moves the network on and waits a little; unwinds if the cluster failed.
+fn wait(state: &WorkerState) {
+    state.allocator().release();
+    if let Some(failure) = state.allocator().failure() {
+        std::panic::resume_unwind(Box::new(ClusterFailure(failure)));
+    }
+    state.allocator().await_events(Some(WAIT));
+    state.allocator().receive();
+    super::handle(state);
+}
+
+/// On a joining worker: asks the server for its welcome and waits for it.
+pub(crate) fn await_welcome(state: &WorkerState) {
+    let rescaling = state.rescaling();
+    let Some(server) = rescaling.client.borrow().as_ref().map(|joiner| joiner.server) else { return };
+    rescaling.send(server, BootstrapMessage::Hello { from: state.index() });
+    while rescaling.client.borrow().as_ref().is_some_and(|joiner| joiner.welcome.is_none()) {
+        wait(state);
+    }
+}
+
+/// On a joining worker that has not finished its bootstrap: its server. Checks that every
+/// dataflow the server runs was built here.
+pub(crate) fn pending(state: &WorkerState) -> Option<usize> {
+    let server = match state.rescaling().client.borrow().as_ref() {
+        Some(joiner) if !joiner.finished => joiner.server,
+        _ => return None,
+    };
+    check_dataflows(state);
+    Some(server)
+}
+
+/// Sends the range requests that became known; once every scope has all its ranges, tells
+/// the server, activates the bootstrapped scopes and returns true.
+pub(crate) fn advance(state: &WorkerState, server: usize) -> bool {
+    let rescaling = state.rescaling();
+    if !request_ranges(rescaling, server, state.index()) {
+        return false;
+    }
+    rescaling.send(server, BootstrapMessage::Done { from: state.index() });
+    let mut client = rescaling.client.borrow_mut();
+    let joiner = client.as_mut().expect("a joining worker");
+    joiner.finished = true;
+    for (channel, _, _, activator) in rescaling.live_scopes() {
+        if joiner.joining.iter().any(|(c, _)| *c == channel) {
+            activator.activate();
+        }
+    }
+    true
+}
+
+/// Sends the range requests that became known; true once every scope has all its ranges.
+fn request_ranges(rescaling: &Rescaling, server: usize, me: usize) -> bool {
+    let mut requests = Vec::new();
+    let mut complete = true;
+    {
+        let mut client = rescaling.client.borrow_mut();
+        let joiner = client.as_mut().expect("a joining worker");
+        for (channel, ledger) in &joiner.joining {
+            let Some(ledger) = ledger.upgrade() else { continue };
+            complete &= ledger.has_all_ranges();
+            for (sender, start, end) in ledger.missing_ranges().unwrap_or_default() {
+                if joiner.requested.insert((*channel, sender)) {
+                    requests.push((*channel, sender, start, end));
+                }
+            }
+        }
+    }
+    for (channel, sender, start, end) in requests {
+        rescaling.send(server, BootstrapMessage::Range { from: me, channel, sender, start, end });
+    }
+    complete
+}
+
+/// Every dataflow the server runs must have been built here before `bootstrap`.
+fn check_dataflows(state: &WorkerState) {
+    let rescaling = state.rescaling();
+    let client = rescaling.client.borrow();
+    let expected = client.as_ref().map_or(0, |joiner| joiner.welcome().dataflows.len());
+    let built = rescaling.dataflow_peers.borrow().len();
+    if built < expected {
+        panic!(
+            "bootstrap: the server runs {expected} dataflows but this worker built {built}; \
+             build every dataflow before calling bootstrap()"
+        );
+    }
+}

@@ -1,0 +1,196 @@
+//! Rescaling: workers of processes that join a running cluster (`docs/rescaling.md`).
+//!
+//! This module owns a worker's part in joins: the registry of what a join must reach (every
+//! scope's progress [`ScopeLedger`], every operator's held capabilities, the number of workers
+//! each dataflow was built for), the bootstrap channel, and the dispatch of bootstrap messages
+//! at the start of each step. The server side of the protocol is in [`server`], the joining
+//! side in [`client`]; the messages in [`messages`].
+//!
+//! It must not schedule operators or touch records: joined pushers of data channels are taken
+//! by the channels themselves, and a joining worker's scopes hold their operators back until
+//! their ledger is ready.
+
+pub mod client;
+pub mod messages;
+pub mod server;
+
+use std::cell::RefCell;
+use std::rc::{Rc, Weak};
+
+use crate::progress::ScopeLedger;
+use crate::scheduling::Activator;
+use crate::worker::WorkerState;
+use messages::{BootstrapMessage, BOOTSTRAP_CHANNEL};
+use timely_communication::{Allocator, JoinedPushers, Pull, Push};
+
+/// The times at which an operator instance holds capabilities, encoded as `Vec<T>` (its
+/// minimal times first).
+pub trait HeldTimes {
+    /// The encoded times, or `None` when it holds none.
+    fn encoded(&self) -> Option<Vec<u8>>;
+}
+
+/// A scope's entry in the registry.
+struct ScopeEntry {
+    channel: usize,
+    address: Vec<usize>,
+    ledger: Weak<dyn ScopeLedger>,
+    activator: Activator,
+}
+
+/// An operator's entry in the registry.
+struct OperatorEntry {
+    address: Vec<usize>,
+    outputs: usize,
+    held: Weak<dyn HeldTimes>,
+}
+
+/// The initial capabilities of an operator being built.
+pub enum Initial {
+    /// Every worker holds one at the minimal time (the ordinary case).
+    Ordinary,
+    /// On a joining worker, in a dataflow built before the join: `counted` workers hold the
+    /// implicit initial capabilities, and this worker's instance starts with a capability at
+    /// the first of `times` (encoded `Vec<T>`), or without one when `times` is `None`.
+    Joining {
+        /// The workers the dataflow was built for.
+        counted: usize,
+        /// The times announced for this operator.
+        times: Option<Vec<u8>>,
+    },
+}
+
+/// A worker's rescaling state; lives in the worker's shared state.
+pub struct Rescaling {
+    pushers: RefCell<Vec<Box<dyn Push<BootstrapMessage>>>>,
+    joined: JoinedPushers<BootstrapMessage>,
+    puller: RefCell<Box<dyn Pull<BootstrapMessage>>>,
+    scopes: RefCell<Vec<ScopeEntry>>,
+    operators: RefCell<Vec<OperatorEntry>>,
+    /// Per dataflow index: the number of workers it was built for.
+    dataflow_peers: RefCell<Vec<usize>>,
+    server: RefCell<server::ServerState>,
+    client: RefCell<Option<client::Joiner>>,
+}
+
+impl Rescaling {
+    /// Allocates the bootstrap channel.
+    pub(crate) fn new(allocator: &mut Allocator) -> Self {
+        let ((pushers, puller), joined) = allocator.allocate_joinable::<BootstrapMessage>(BOOTSTRAP_CHANNEL);
+        let client = allocator.join_server().map(client::Joiner::new);
+        Rescaling {
+            pushers: RefCell::new(pushers),
+            joined,
+            puller: RefCell::new(puller),
+            scopes: RefCell::default(),
+            operators: RefCell::default(),
+            dataflow_peers: RefCell::default(),
+            server: RefCell::default(),
+            client: RefCell::new(client),
+        }
+    }
+
+    /// Sends `message` to worker `target` (flushed when the worker releases its allocator).
+    fn send(&self, target: usize, message: BootstrapMessage) {
+        let mut pushers = self.pushers.borrow_mut();
+        if let Some(joined) = self.joined.take() {
+            pushers.extend(joined.into_iter().map(|(_, pusher)| pusher));
+        }
+        match pushers.get_mut(target) {
+            Some(pusher) => {
+                pusher.send(message);
+                pusher.done();
+            }
+            None => panic!("bootstrap: no connection to worker {target} (the cluster has {} workers)", pushers.len()),
+        }
+    }
+
+    /// The live scopes' ledgers, with their entries' channel, address and activator.
+    fn live_scopes(&self) -> Vec<(usize, Vec<usize>, Rc<dyn ScopeLedger>, Activator)> {
+        let mut scopes = self.scopes.borrow_mut();
+        scopes.retain(|entry| entry.ledger.strong_count() > 0);
+        scopes
+            .iter()
+            .filter_map(|e| e.ledger.upgrade().map(|l| (e.channel, e.address.clone(), l, e.activator.clone())))
+            .collect()
+    }
+
+    /// Records a scope's ledger; on a joining worker, a scope of a dataflow built before the
+    /// join starts its bootstrap.
+    pub(crate) fn register_scope(
+        &self,
+        channel: usize,
+        address: &[usize],
+        ledger: Rc<dyn ScopeLedger>,
+        activator: Activator,
+    ) {
+        if let Some(joiner) = self.client.borrow_mut().as_mut() {
+            joiner.scope_built(channel, address, &ledger);
+        }
+        let entry = ScopeEntry { channel, address: address.to_vec(), ledger: Rc::downgrade(&ledger), activator };
+        self.scopes.borrow_mut().push(entry);
+    }
+
+    /// Records the capabilities an operator instance holds.
+    pub(crate) fn register_operator(&self, address: &[usize], outputs: usize, held: Rc<dyn HeldTimes>) {
+        let entry = OperatorEntry { address: address.to_vec(), outputs, held: Rc::downgrade(&held) };
+        self.operators.borrow_mut().push(entry);
+    }
+
+    /// Records that dataflow `index` is being built on `peers` workers; returns the number of
+    /// workers its implicit initial capabilities count (on a joining worker, those of the
+    /// server for a dataflow it built before the join).
+    pub(crate) fn dataflow_started(&self, index: usize, peers: usize) -> usize {
+        let counted = self
+            .client
+            .borrow()
+            .as_ref()
+            .and_then(|joiner| joiner.dataflow_peers(index))
+            .unwrap_or(peers);
+        let mut all = self.dataflow_peers.borrow_mut();
+        all.resize(index + 1, 0);
+        all[index] = counted;
+        counted
+    }
+
+    /// True when dataflow `index` completed on the server before this worker joined: it is
+    /// dropped instead of installed.
+    pub(crate) fn completed_before_join(&self, index: usize) -> bool {
+        self.client.borrow().as_ref().is_some_and(|joiner| joiner.completed_on_server(index))
+    }
+
+    /// The initial capabilities of the operator at `address`.
+    pub fn initial(&self, address: &[usize]) -> Initial {
+        match self.client.borrow().as_ref() {
+            Some(joiner) => joiner.initial(address),
+            None => Initial::Ordinary,
+        }
+    }
+
+    /// True on a worker of a process that joined a running cluster.
+    pub fn is_joining(&self) -> bool {
+        self.client.borrow().is_some()
+    }
+}
+
+/// Handles joins and bootstrap messages; called at the start of every step.
+pub(crate) fn handle(state: &WorkerState) {
+    let rescaling = state.rescaling();
+    let joins = state.allocator().take_joins();
+    for workers in joins {
+        server::admit(state, workers);
+    }
+    loop {
+        let message = rescaling.puller.borrow_mut().recv();
+        let Some(message) = message else { break };
+        match message {
+            BootstrapMessage::Hello { from } => rescaling.server.borrow_mut().hellos.push(from),
+            BootstrapMessage::Range { from, channel, sender, start, end } => {
+                rescaling.server.borrow_mut().ranges.push((from, channel, sender, start, end))
+            }
+            BootstrapMessage::Done { from } => server::done(rescaling, from),
+            other => client::receive(rescaling, other),
+        }
+    }
+    server::serve(state);
+}

@@ -1,0 +1,146 @@
+//! The bootstrap server's side: admitting joined workers and answering their requests.
+//!
+//! Every existing worker admits joined workers (grows its ledgers, sends each new worker its
+//! `Next` message); the worker a joiner names as its server also welcomes it (snapshot of every
+//! scope's progress state, announcement of the capabilities it hands over) and answers its
+//! range requests as soon as it has the batches, at the start of its steps, while it keeps
+//! running its own dataflows. This module must not block.
+
+use std::collections::{BTreeMap, HashSet};
+use std::ops::Range;
+
+use super::messages::{BootstrapMessage, ScopeWelcome, Welcome};
+use super::Rescaling;
+use crate::worker::WorkerState;
+
+/// What the server side keeps between steps.
+#[derive(Default)]
+pub(crate) struct ServerState {
+    /// Joining workers that asked for a welcome.
+    pub(crate) hellos: Vec<usize>,
+    /// Range requests not yet answered: `(from, channel, sender, start, end)`.
+    pub(crate) ranges: Vec<(usize, usize, usize, u64, u64)>,
+    /// The workers of every process admitted so far.
+    joined: Vec<Range<usize>>,
+    /// Joining workers welcomed and not yet done.
+    active: HashSet<usize>,
+}
+
+/// Admits the new `workers`: their progress batches are expected, and each gets this
+/// worker's `Next` message.
+pub(crate) fn admit(state: &WorkerState, workers: Range<usize>) {
+    let rescaling = state.rescaling();
+    let peers = state.peers();
+    let scopes = rescaling.live_scopes();
+    for (_, _, ledger, _) in &scopes {
+        ledger.grow(peers);
+    }
+    let next: Vec<(usize, u64)> = scopes.iter().map(|(channel, _, ledger, _)| (*channel, ledger.next_send())).collect();
+    for worker in workers.clone() {
+        rescaling.send(worker, BootstrapMessage::Next { from: state.index(), scopes: next.clone() });
+    }
+    rescaling.server.borrow_mut().joined.push(workers);
+}
+
+/// Welcomes admitted joiners and answers range requests whose batches have arrived.
+pub(crate) fn serve(state: &WorkerState) {
+    let rescaling = state.rescaling();
+    let (hellos, ranges) = {
+        let server = rescaling.server.borrow();
+        (server.hellos.is_empty(), server.ranges.is_empty())
+    };
+    if !hellos {
+        let peers = state.peers();
+        let waiting = std::mem::take(&mut rescaling.server.borrow_mut().hellos);
+        let (now, later): (Vec<usize>, Vec<usize>) = waiting.into_iter().partition(|&from| from < peers);
+        rescaling.server.borrow_mut().hellos = later;
+        now.into_iter().for_each(|from| welcome(state, from));
+    }
+    if !ranges {
+        answer_ranges(rescaling);
+    }
+}
+
+/// Sends joining worker `to` its welcome and announces its capabilities.
+fn welcome(state: &WorkerState, to: usize) {
+    let rescaling = state.rescaling();
+    let existing = {
+        let server = rescaling.server.borrow();
+        let Some(process) = server.joined.iter().find(|workers| workers.contains(&to)) else {
+            panic!("bootstrap: worker {to} asked for a welcome but did not join");
+        };
+        process.start
+    };
+    let operators = held_capabilities(rescaling);
+    let mut by_scope: BTreeMap<Vec<usize>, Vec<(usize, usize, Vec<u8>)>> = BTreeMap::new();
+    for (address, outputs, times) in &operators {
+        let (operator, scope) = address.split_last().expect("an operator address is not empty");
+        by_scope.entry(scope.to_vec()).or_default().push((*operator, *outputs, times.clone()));
+    }
+    let mut scopes = Vec::new();
+    for (channel, address, ledger, activator) in rescaling.live_scopes() {
+        let announced = match by_scope.get(&address) {
+            Some(held) => {
+                let sequence = ledger.announce(held, 1).unwrap_or_else(|e| panic!("bootstrap: {e}"));
+                activator.activate();
+                Some(sequence)
+            }
+            None => None,
+        };
+        scopes.push(ScopeWelcome { channel, state: ledger.snapshot(), announced });
+    }
+    let dataflows = {
+        let built = state.dataflow_slots();
+        let peers = rescaling.dataflow_peers.borrow();
+        peers.iter().zip(built).map(|(&peers, alive)| alive.then_some(peers as u64)).collect()
+    };
+    let operators = operators.into_iter().map(|(address, _, times)| (address, times)).collect();
+    let welcome = Welcome { existing, dataflows, operators, scopes };
+    rescaling.send(to, BootstrapMessage::Welcome(welcome));
+    rescaling.server.borrow_mut().active.insert(to);
+}
+
+/// `(address, outputs, times)` of every live operator instance that holds capabilities.
+fn held_capabilities(rescaling: &Rescaling) -> Vec<(Vec<usize>, usize, Vec<u8>)> {
+    let mut operators = rescaling.operators.borrow_mut();
+    operators.retain(|entry| entry.held.strong_count() > 0);
+    operators
+        .iter()
+        .filter_map(|entry| {
+            let times = entry.held.upgrade()?.encoded()?;
+            Some((entry.address.clone(), entry.outputs, times))
+        })
+        .collect()
+}
+
+/// Answers the range requests whose batches this worker has received.
+fn answer_ranges(rescaling: &Rescaling) {
+    let requests = std::mem::take(&mut rescaling.server.borrow_mut().ranges);
+    let scopes = rescaling.live_scopes();
+    let mut later = Vec::new();
+    for request @ (from, channel, sender, start, end) in requests {
+        let Some((_, _, ledger, _)) = scopes.iter().find(|scope| scope.0 == channel) else {
+            panic!("bootstrap: worker {from} asked for progress channel {channel}, which this worker does not have");
+        };
+        match ledger.range(sender, start, end) {
+            Ok(Some(batches)) => {
+                rescaling.send(from, BootstrapMessage::Batches { channel, sender, start, batches });
+            }
+            Ok(None) => later.push(request),
+            Err(error) => panic!("bootstrap: worker {from} asked for channel {channel}: {error}"),
+        }
+    }
+    rescaling.server.borrow_mut().ranges.extend(later);
+}
+
+/// Joining worker `from` has every range; recording stops when no joiner needs it.
+pub(crate) fn done(rescaling: &Rescaling, from: usize) {
+    let mut server = rescaling.server.borrow_mut();
+    server.active.remove(&from);
+    if server.active.is_empty() {
+        drop(server);
+        for (_, _, ledger, _) in rescaling.live_scopes() {
+            ledger.stop_recording();
+        }
+    }
+}
