@@ -1,7 +1,7 @@
 //! Starting workers: configuration from command-line arguments, worker threads, and their results.
 //!
 //! This module owns [`Config`] (how many workers and processes, parsed from `-w`, `-n`, `-p`,
-//! `-h`; the peer timeout from `--peer-timeout` or the environment; `--insecure`; the cluster's
+//! `-h`, and `--join W --nn N` for a process that joins a running cluster; the peer timeout from `--peer-timeout` or the environment; `--insecure`; the cluster's
 //! id and secret and the clock interval from the environment), the refusal to run a cluster reachable from other
 //! machines without a secret (before any socket is opened),
 //! [`initialize`] and [`initialize_from`], which spawn one named thread per worker and hand it
@@ -18,8 +18,8 @@ use crate::allocator::cluster::{ClusterBuilder, Network};
 use crate::allocator::process::ProcessBuilder;
 use crate::allocator::thread::ThreadBuilder;
 use crate::networking::{
-    default_addresses, establish, protection, read_hostfile, ClockSync, ClusterIdentity, FrameObserver,
-    Liveness, NetworkError, Protection, Transport,
+    default_addresses, establish_as, protection, read_hostfile, ClockSync, ClusterIdentity, Connections,
+    Entry, FrameObserver, Liveness, NetworkError, Protection, Transport,
 };
 use crate::{Allocator, AllocatorBuilder};
 
@@ -42,8 +42,14 @@ pub struct ClusterConfig {
     pub threads: usize,
     /// This process's index, `0..processes`.
     pub process: usize,
-    /// The number of processes.
+    /// The number of processes (for a process that joins, the number after it joined).
     pub processes: usize,
+    /// The number of processes the cluster was started with (`-n`); equal to `processes` for
+    /// an initial process.
+    pub initial_processes: usize,
+    /// For a process that joins a running cluster (`--join W`), the worker `W` that serves its
+    /// bootstrap; `None` for an initial process.
+    pub join: Option<usize>,
     /// `host:port` where each process listens, by process index.
     pub addresses: Vec<String>,
     /// The cluster's id and secret; processes with different ones refuse each other.
@@ -86,6 +92,8 @@ struct Options {
     process: Given,
     hostfile: Given,
     peer_timeout: Given,
+    join: Given,
+    after_join: Given,
     insecure: bool,
 }
 
@@ -98,6 +106,8 @@ impl Options {
             "-p" | "--process" => Some(&mut self.process),
             "-h" | "--hostfile" => Some(&mut self.hostfile),
             "--peer-timeout" => Some(&mut self.peer_timeout),
+            "--join" => Some(&mut self.join),
+            "--nn" => Some(&mut self.after_join),
             _ => None,
         }
     }
@@ -136,7 +146,11 @@ impl Options {
 
     fn into_config(self) -> Result<Config, String> {
         let workers = count(&self.workers)?;
-        let processes = count(&self.processes)?;
+        let initial = count(&self.processes)?;
+        let processes = match &self.after_join {
+            Some(_) => count(&self.after_join)?,
+            None => initial,
+        };
         let process = match &self.process {
             None => 0,
             Some((name, value)) => {
@@ -151,6 +165,7 @@ impl Options {
                 process
             }
         };
+        let join = self.join_server(initial, process, workers)?;
         if processes == 1 {
             return Ok(if workers == 1 { Config::Thread } else { Config::Process(workers) });
         }
@@ -162,6 +177,8 @@ impl Options {
             threads: workers,
             process,
             processes,
+            initial_processes: initial,
+            join,
             addresses,
             identity: identity_from_environment()?,
             connect_timeout: CONNECT_TIMEOUT,
@@ -170,6 +187,58 @@ impl Options {
             clock: clock_from_environment()?,
             frames: None,
         }))
+    }
+
+    /// The bootstrap server of a joining process (`--join W`, checked against `--nn N`, the
+    /// initial count `initial`, this process's index and `workers` per process).
+    fn join_server(&self, initial: usize, process: usize, workers: usize) -> Result<Option<usize>, String> {
+        let (join, after) = match (&self.join, &self.after_join) {
+            (None, None) => return Ok(None),
+            (Some(join), Some((_, after))) => (join, after),
+            (None, Some((name, _))) => {
+                return Err(format!(
+                    "option {name} (the number of processes after a join) needs --join W, the \
+                     worker that serves the joiner's bootstrap"
+                ))
+            }
+            (Some((name, _)), None) => {
+                return Err(format!(
+                    "option {name} needs --nn N, the number of processes after the join (-p + 1)"
+                ))
+            }
+        };
+        let (name, value) = join;
+        let server = value
+            .parse::<usize>()
+            .map_err(|_| format!("option {name}: expected a worker index, found {value:?}"))?;
+        let after: usize =
+            after.parse().map_err(|_| format!("option --nn: expected a number, found {after:?}"))?;
+        if initial == 1 {
+            return Err("a process started alone (-n 1) runs without a network, so no process can join it; \
+                        start the initial processes with -n 2 or more"
+                .into());
+        }
+        if after <= initial {
+            return Err(format!(
+                "option --nn: {after} processes after the join must be more than the {initial} initial \
+                 processes (-n)"
+            ));
+        }
+        if after != process + 1 {
+            return Err(format!(
+                "option --nn: a joining process is the last of the cluster, so with -p {process} the cluster \
+                 has {} processes after the join, not {after} (one process joins at a time)",
+                process + 1
+            ));
+        }
+        if server >= process * workers {
+            return Err(format!(
+                "option {name}: worker {server} is not a worker of a running process (with -p {process} and \
+                 -w {workers} those are workers 0 to {})",
+                process * workers - 1
+            ));
+        }
+        Ok(Some(server))
     }
 
     /// The peer timeout from `--peer-timeout`, else `TIMELY_PEER_TIMEOUT`, else the default.
@@ -248,7 +317,11 @@ impl Config {
     /// process (default `localhost:2101+i`), `--peer-timeout SECONDS` how long another process
     /// may stay silent before it counts as lost (default `TIMELY_PEER_TIMEOUT`, else 10), and
     /// `--insecure` (or `TIMELY_INSECURE=1`) to run without a secret on addresses that are not
-    /// loopback. Values may be attached: `-w4`, `--workers=4`.
+    /// loopback, and, for a process that joins a running cluster, `--join W` (the worker that
+    /// serves its bootstrap, a worker of a process below `-p`) with `--nn N` (the number of
+    /// processes after the join, which must be `-p + 1` and more than `-n`, the number the
+    /// cluster was started with; the hostfile must list at least `N` addresses). Values may be
+    /// attached: `-w4`, `--workers=4`, `--join=0`.
     ///
     /// Returns the config (`Thread` for one worker, `Process(N)` for N threads of one process,
     /// `Cluster` for more than one process, whose id and secret come from the environment
@@ -258,7 +331,9 @@ impl Config {
     ///
     /// # Errors
     ///
-    /// A missing or malformed value, a count of zero, `-p` outside `0..n`, an unreadable or
+    /// A missing or malformed value, a count of zero, `-p` outside `0..n` (`0..N` when
+    /// joining), `--join` without `--nn` or the reverse, `N` other than `-p + 1` or not above
+    /// `-n`, `-n 1` with `--join`, `W` not a worker of a process below `-p`, an unreadable or
     /// malformed hostfile, a malformed cluster id, peer timeout or `TIMELY_INSECURE`.
     pub fn from_args<I: IntoIterator<Item = String>>(args: I) -> Result<(Config, Vec<String>), String> {
         let mut options = Options::default();
@@ -287,12 +362,15 @@ impl Config {
     }
 }
 
-/// Connects this process to the others and makes its workers' builders.
+/// Connects this process to the others (as an initial process, or as a joiner when `join` is
+/// set), starts its join acceptor, and makes its workers' builders.
 fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, NetworkError> {
     let ClusterConfig {
         threads,
         process,
         processes,
+        initial_processes: _,
+        join,
         addresses,
         identity,
         connect_timeout,
@@ -309,10 +387,16 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
     }
     let addresses = &addresses[..processes];
     warn_if_unprotected(&protection(!identity.secret.is_empty(), insecure, addresses)?);
-    let streams = establish(process, addresses, threads, &identity, connect_timeout)?;
+    let entry = if join.is_some() { Entry::Join } else { Entry::Setup };
+    let Connections { streams, listener } =
+        establish_as(entry, process, addresses, threads, &identity, connect_timeout)?;
     let locals = ProcessBuilder::new_vector(threads);
     let wake = locals[0].waker();
-    let (transport, endpoints) = Transport::start(process, threads, streams, liveness, clock, frames, wake)?;
+    let (mut transport, endpoints) =
+        Transport::start(process, threads, streams, liveness, clock, frames, wake)?;
+    if let Some(listener) = listener {
+        transport.accept_joins(listener, identity)?;
+    }
     let network = Network::new(transport);
     Ok(locals
         .into_iter()
@@ -324,6 +408,7 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
                 network.clone(),
                 processes,
                 threads,
+                join,
             ))
         })
         .collect())

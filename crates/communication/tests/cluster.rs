@@ -22,6 +22,8 @@ fn cluster(process: usize, processes: usize, threads: usize, addresses: &[String
         threads,
         process,
         processes,
+        initial_processes: processes,
+        join: None,
         addresses: addresses.to_vec(),
         identity: ClusterIdentity { cluster_id: 7, secret: b"test secret".to_vec() },
         connect_timeout: Duration::from_secs(20),

@@ -34,6 +34,8 @@ where
                 threads,
                 process,
                 processes,
+                initial_processes: processes,
+                join: None,
                 addresses: addresses.clone(),
                 identity: ClusterIdentity { cluster_id: 11, secret: b"engine test".to_vec() },
                 connect_timeout: Duration::from_secs(20),

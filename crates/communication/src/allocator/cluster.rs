@@ -28,7 +28,7 @@ use super::joined::{Backfills, JoinedPushers};
 use super::process::{ProcessAllocator, ProcessBuilder};
 use super::{ChannelEndpoints, ChannelRecord, Events, FanOut};
 use crate::networking::{
-    Delivery, MessageHeader, NetworkHealth, Payload, ProcessSender, Transport, WorkerEndpoints,
+    Delivery, JoinedProcess, MessageHeader, NetworkHealth, Payload, ProcessSender, Transport, WorkerEndpoints,
 };
 use crate::{Exchangeable, Pull, Push};
 
@@ -95,19 +95,22 @@ pub struct ClusterBuilder {
     network: Network,
     processes: usize,
     threads: usize,
+    join: Option<usize>,
 }
 
 impl ClusterBuilder {
     /// The builder of a worker in a cluster of `processes` processes with `threads` workers
-    /// each, whose network endpoints are `endpoints`.
+    /// each, whose network endpoints are `endpoints`; `join` is the bootstrap server's worker
+    /// when this process joins a running cluster.
     pub(crate) fn new(
         local: ProcessBuilder,
         endpoints: WorkerEndpoints,
         network: Network,
         processes: usize,
         threads: usize,
+        join: Option<usize>,
     ) -> Self {
-        ClusterBuilder { local, endpoints, network, processes, threads }
+        ClusterBuilder { local, endpoints, network, processes, threads, join }
     }
 
     /// The global index of the worker this builder is for.
@@ -130,6 +133,8 @@ impl ClusterBuilder {
             threads: self.threads,
             senders,
             receiver: self.endpoints.receiver,
+            joins: self.endpoints.joins,
+            join_server: self.join,
             inboxes: HashMap::new(),
             backfills: Backfills::default(),
             joined: Vec::new(),
@@ -151,6 +156,10 @@ pub struct ClusterAllocator {
     /// The connection buffer to each process, shared by all channels (`None` for this process).
     senders: Vec<Option<Rc<RefCell<ProcessSender>>>>,
     receiver: ThreadQueue<Delivery>,
+    /// Processes that joined, one message each, in join order.
+    joins: crossbeam_channel::Receiver<JoinedProcess>,
+    /// The bootstrap server's worker, when this process joined a running cluster.
+    join_server: Option<usize>,
     /// Per channel, what arrived from other processes (created on first use, so that a
     /// message arriving before this worker allocates its channel waits there).
     inboxes: HashMap<usize, Inbox>,
@@ -168,6 +177,18 @@ impl ClusterAllocator {
     /// This worker's global index.
     pub fn index(&self) -> usize {
         self.index
+    }
+
+    /// The worker that serves this process's bootstrap, when it joined a running cluster
+    /// (`--join W`); `None` for an initial process.
+    pub fn join_server(&self) -> Option<usize> {
+        self.join_server
+    }
+
+    /// The processes that joined since the last call, in join order, each with this worker's
+    /// sender to it (never blocks).
+    pub fn take_joined(&mut self) -> Vec<JoinedProcess> {
+        self.joins.try_iter().collect()
     }
 
     /// The number of workers in the cluster.
@@ -276,9 +297,13 @@ impl ClusterAllocator {
         self.local.events()
     }
 
-    /// Whether events are pending, the network delivered something, or it failed.
+    /// Whether events are pending, the network delivered something, a process joined, or the
+    /// network failed.
     pub fn has_pending(&self) -> bool {
-        self.local.has_pending() || !self.receiver.is_empty() || !self.network.health().is_healthy()
+        self.local.has_pending()
+            || !self.receiver.is_empty()
+            || !self.joins.is_empty()
+            || !self.network.health().is_healthy()
     }
 
     /// Why the cluster cannot go on: the first network failure, if any.

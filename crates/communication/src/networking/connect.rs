@@ -1,18 +1,24 @@
 //! Connection setup: one authenticated TCP connection between every pair of processes.
 //!
-//! This module owns [`establish`]: process `p` listens on its address, dials every lower
-//! process (retrying until the deadline, since processes start in any order) and accepts every
-//! higher one, running the [`super::handshake`] on each connection. It must not move messages
-//! (that is [`super::transport`]'s job) and must not let a stranger on the port stop setup:
-//! connections that fail the handshake with garbage, a wrong secret or a silence are logged to
-//! stderr and dropped, while a timely_py peer that is configured differently (version, cluster
-//! id, process or thread count) ends setup with that error on both sides.
+//! This module owns [`establish`] and [`establish_as`]: process `p` listens on its address,
+//! dials every lower process (retrying until the deadline, since processes start in any order)
+//! and, during setup, accepts every higher one, running the [`super::handshake`] on each
+//! connection. It must not move messages (that is [`super::transport`]'s job) and must not let
+//! a stranger on the port stop setup: connections that fail the handshake with garbage, a wrong
+//! secret, a silence or a join hello are logged and dropped, while a timely_py peer that is
+//! configured differently (version, cluster id, process or thread count) ends setup with that
+//! error on both sides.
+//!
+//! A process joining a running cluster ([`Entry::Join`]) is the highest process: it listens
+//! (so that its own join acceptor can admit the next joiner once it runs) but accepts nobody
+//! during setup, and dials every member in join mode; a member's refusal (still setting up, a
+//! count that does not match, its verdict) ends the join at once, since retrying cannot help.
 //!
 //! Setup uses std threads and blocking sockets: one thread per dialed peer, one acceptor thread
 //! that polls a non-blocking listener, and one short-lived thread per accepted handshake (at
-//! most [`MAX_PENDING_HANDSHAKES`] at once), so a silent client delays nobody. This is a
-//! handful of threads for a few seconds; tokio would add a runtime dependency to the bottom
-//! crate without making setup simpler or faster.
+//! most [`MAX_PENDING_HANDSHAKES`] at once; see [`super::accept`]), so a silent client delays
+//! nobody. This is a handful of threads for a few seconds; tokio would add a runtime dependency
+//! to the bottom crate without making setup simpler or faster.
 
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -22,26 +28,41 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 
-use super::handshake::{handshake, ClusterIdentity, LocalProcess, HANDSHAKE_TIMEOUT};
+pub use super::accept::MAX_PENDING_HANDSHAKES;
+use super::accept::{accept_loop, configure, listen, spawn_named, Door};
+use super::handshake::{handshake, read_verdict, ClusterIdentity, LocalProcess, Role, HANDSHAKE_TIMEOUT};
 use super::NetworkError;
 
-/// The most handshakes of accepted connections that run at once; further connections are
-/// dropped until one finishes.
-pub const MAX_PENDING_HANDSHAKES: usize = 16;
-
-/// How often the acceptor polls its listener.
-const ACCEPT_POLL: Duration = Duration::from_millis(5);
 /// The first and the longest pause between two attempts to dial a peer.
 const FIRST_BACKOFF: Duration = Duration::from_millis(10);
 const MAX_BACKOFF: Duration = Duration::from_millis(250);
 /// The longest a single TCP connect may take before the dialer tries again.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// Connects process `process` of the cluster listed in `addresses` to every other process.
+/// How a process enters its cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entry {
+    /// As one of the initial processes, which connect to each other.
+    Setup,
+    /// As the next process of a running cluster (`--join`): the highest index of `addresses`.
+    Join,
+}
+
+/// A process's connections after setup, and the listener its join acceptor goes on with.
+pub struct Connections {
+    /// Index `q` holds the stream to process `q`; `None` at this process.
+    pub streams: Vec<Option<TcpStream>>,
+    /// Still bound to this process's address (`None` for a cluster of one process).
+    pub listener: Option<TcpListener>,
+}
+
+/// Connects process `process` of the cluster listed in `addresses` to every other process, as
+/// one of the initial processes.
 ///
 /// Every process runs `threads` worker threads and uses the same `identity`. Returns one entry
 /// per process: index `q` holds the stream to process `q` (with `TCP_NODELAY` set, blocking,
-/// without timeouts, positioned after the handshake), and `None` at `process`.
+/// without timeouts, positioned after the handshake), and `None` at `process`. The listener is
+/// closed before this returns; [`establish_as`] keeps it.
 ///
 /// # Errors
 ///
@@ -55,14 +76,36 @@ pub fn establish(
     identity: &ClusterIdentity,
     deadline: Duration,
 ) -> Result<Vec<Option<TcpStream>>, NetworkError> {
-    check_arguments(process, addresses, threads)?;
+    establish_as(Entry::Setup, process, addresses, threads, identity, deadline).map(|done| done.streams)
+}
+
+/// Connects process `process` to every other process of `addresses` as [`establish`] does, and
+/// returns the listener too. With [`Entry::Join`], `process` must be the last of `addresses`
+/// (the cluster's size after the join) and every member must have as many processes as
+/// `process`.
+///
+/// # Errors
+///
+/// Those of [`establish`]; for a join, also the members' refusals:
+/// [`NetworkError::ClusterStillSettingUp`], [`NetworkError::JoinCountMismatch`],
+/// [`NetworkError::JoinRefused`] (each wrapped with the member's address).
+pub fn establish_as(
+    entry: Entry,
+    process: usize,
+    addresses: &[String],
+    threads: usize,
+    identity: &ClusterIdentity,
+    deadline: Duration,
+) -> Result<Connections, NetworkError> {
+    check_arguments(entry, process, addresses, threads)?;
     if addresses.len() == 1 {
-        return Ok(vec![None]);
+        return Ok(Connections { streams: vec![None], listener: None });
     }
     let listener = listen(&addresses[process])?;
     let (events, arrivals) = crossbeam_channel::unbounded();
+    let role = if entry == Entry::Join { Role::Joining } else { Role::Setup };
     let setup = Arc::new(Setup {
-        local: LocalProcess { process, processes: addresses.len(), threads },
+        local: LocalProcess { process, processes: addresses.len(), threads, role },
         identity: identity.clone(),
         end: Instant::now() + deadline,
         stop: AtomicBool::new(false),
@@ -70,10 +113,19 @@ pub fn establish(
         last_problem: Mutex::new(None),
         events,
     });
-    let acceptor = spawn_named("timely:accept".into(), {
-        let setup = Arc::clone(&setup);
-        move || accept_loop(&listener, &setup)
-    })?;
+    // A joiner is the highest process: nobody is to be accepted during its setup, and a next
+    // joiner waits in the listener's backlog for the join acceptor.
+    let (acceptor, mut listener) = match entry {
+        Entry::Setup => {
+            let setup = Arc::clone(&setup);
+            let accept = move || {
+                accept_loop(&listener, &setup);
+                listener
+            };
+            (Some(spawn_named("timely:accept".into(), accept)?), None)
+        }
+        Entry::Join => (None, Some(listener)),
+    };
     let dialers = spawn_dialers(&setup, addresses);
     let result = dialers.and_then(|dialers| {
         let result = collect(&setup, &arrivals, addresses, deadline);
@@ -83,15 +135,34 @@ pub fn establish(
         }
         result
     });
-    // The acceptor ends within one poll and closes the listener, so the port is free when this
-    // returns; a dialer still in a handshake after a failure ends by itself.
+    // The acceptor ends within one poll and hands the listener back; a dialer still in a
+    // handshake after a failure ends by itself.
     setup.stop.store(true, Ordering::SeqCst);
-    drop(acceptor.join());
-    result
+    if let Some(acceptor) = acceptor {
+        listener = acceptor.join().ok();
+    }
+    let streams = result?;
+    let listener = listener.ok_or_else(|| NetworkError::Io {
+        context: format!("the listener on {}", addresses[process]),
+        reason: "its accept thread panicked".into(),
+    })?;
+    Ok(Connections { streams, listener: Some(listener) })
 }
 
 /// Rejects arguments no cluster can have.
-fn check_arguments(process: usize, addresses: &[String], threads: usize) -> Result<(), NetworkError> {
+fn check_arguments(
+    entry: Entry,
+    process: usize,
+    addresses: &[String],
+    threads: usize,
+) -> Result<(), NetworkError> {
+    if entry == Entry::Join && (process == 0 || process + 1 != addresses.len()) {
+        return Err(NetworkError::InvalidArguments(format!(
+            "a joining process must be the last of the addresses and not the first; it is process \
+             {process} of {}",
+            addresses.len()
+        )));
+    }
     if process >= addresses.len() {
         return Err(NetworkError::InvalidArguments(format!(
             "process index {process} is not below the number of addresses ({})",
@@ -102,18 +173,6 @@ fn check_arguments(process: usize, addresses: &[String], threads: usize) -> Resu
         return Err(NetworkError::InvalidArguments("a process needs at least one worker thread".into()));
     }
     Ok(())
-}
-
-/// Listens on `address`, naming it in the error.
-fn listen(address: &str) -> Result<TcpListener, NetworkError> {
-    let listener = TcpListener::bind(address).map_err(|error| match error.kind() {
-        std::io::ErrorKind::AddrInUse => NetworkError::AddressInUse { address: address.to_string() },
-        _ => NetworkError::Bind { address: address.to_string(), reason: error.to_string() },
-    })?;
-    listener
-        .set_nonblocking(true)
-        .map_err(|error| NetworkError::io(format!("cannot poll the listener on {address}"), &error))?;
-    Ok(listener)
 }
 
 /// What the helper threads report to [`establish`].
@@ -219,13 +278,6 @@ fn spawn_dialers(setup: &Arc<Setup>, addresses: &[String]) -> Result<Vec<JoinHan
         .collect()
 }
 
-fn spawn_named(name: String, body: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, NetworkError> {
-    std::thread::Builder::new()
-        .name(name.clone())
-        .spawn(body)
-        .map_err(|error| NetworkError::io(format!("cannot spawn thread {name}"), &error))
-}
-
 /// Why one attempt to dial a peer failed.
 enum Attempt {
     /// Worth trying again (the peer may not be up yet); the message is kept as the last problem.
@@ -283,47 +335,28 @@ fn greet(q: usize, address: &str, mut stream: TcpStream, setup: &Setup) -> Resul
         let error = NetworkError::UnexpectedProcess { found: peer as u64, expected: format!("process {q}") };
         return Err(Attempt::Fatal(error.at(address)));
     }
+    if setup.local.role == Role::Joining {
+        // Past the hellos the member may have admitted this joiner: trying again cannot help.
+        read_verdict(&mut stream, HANDSHAKE_TIMEOUT).map_err(|error| Attempt::Fatal(error.at(address)))?;
+    }
     Ok(stream)
 }
 
-/// Sets the socket options every connection uses.
-fn configure(stream: &TcpStream) -> Result<(), NetworkError> {
-    stream.set_nonblocking(false).and_then(|()| stream.set_nodelay(true)).map_err(|error| {
-        NetworkError::HandshakeIo { reason: format!("cannot configure the socket: {error}") }
-    })
-}
-
-/// Accepts connections until setup stops, handing each to its own handshake thread.
-fn accept_loop(listener: &TcpListener, setup: &Arc<Setup>) {
-    while !setup.stopped() {
-        match listener.accept() {
-            Ok((stream, peer)) => admit(stream, peer, setup),
-            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(ACCEPT_POLL);
-            }
-            Err(error) => {
-                setup.note(format!("accepting a connection failed: {error}"));
-                std::thread::sleep(ACCEPT_POLL);
-            }
-        }
+impl Door for Setup {
+    fn stopped(&self) -> bool {
+        Setup::stopped(self)
     }
-}
 
-/// Starts the handshake of an accepted connection, unless too many are in progress.
-fn admit(stream: TcpStream, peer: SocketAddr, setup: &Arc<Setup>) {
-    if setup.pending.fetch_add(1, Ordering::SeqCst) >= MAX_PENDING_HANDSHAKES {
-        setup.pending.fetch_sub(1, Ordering::SeqCst);
-        let reason = format!("more than {MAX_PENDING_HANDSHAKES} handshakes in progress");
-        return setup.reject(NetworkError::HandshakeIo { reason }.at(peer));
+    fn pending(&self) -> &AtomicUsize {
+        &self.pending
     }
-    let shared = Arc::clone(setup);
-    let spawned = spawn_named("timely:handshake".into(), move || {
-        welcome(stream, peer, &shared);
-        shared.pending.fetch_sub(1, Ordering::SeqCst);
-    });
-    if let Err(error) = spawned {
-        setup.pending.fetch_sub(1, Ordering::SeqCst);
-        setup.reject(error.at(peer));
+
+    fn reject(&self, error: NetworkError) {
+        Setup::reject(self, error);
+    }
+
+    fn greet(&self, stream: TcpStream, peer: SocketAddr) {
+        welcome(stream, peer, self);
     }
 }
 

@@ -100,6 +100,27 @@ pub enum NetworkError {
     },
     /// The other end does not know the cluster secret (or this process does not).
     AuthenticationFailed,
+    /// This process is setting the cluster up, and the other end is in join mode: a joiner that
+    /// came too early, or a running cluster this process wrongly tries to start with.
+    JoinDuringSetup,
+    /// This process tries to join, but the member it dialed is still setting the cluster up.
+    ClusterStillSettingUp,
+    /// This process admits joiners, and the other end starts as an initial process.
+    ClusterAlreadyRunning,
+    /// A joiner's index or process count does not follow the cluster's current size.
+    JoinCountMismatch {
+        /// How many processes the member has now.
+        members: u64,
+        /// The joiner's process index (`-p`).
+        joiner: u64,
+        /// The joiner's process count after the join (`--nn`).
+        after: u64,
+    },
+    /// The member passed the handshake, then refused to admit this joiner.
+    JoinRefused {
+        /// Why, as the member said.
+        reason: String,
+    },
     /// A handshake did not complete: the peer went silent, closed, or the connection failed.
     HandshakeIo {
         /// What happened.
@@ -248,6 +269,31 @@ impl fmt::Display for NetworkError {
                 "authentication failed: the peer does not prove knowledge of the cluster secret; \
                  give every process the same secret"
             ),
+            NetworkError::JoinDuringSetup => write!(
+                f,
+                "the peer is in join mode while this process is still setting the cluster up: a \
+                 process can join only once every initial process is connected (start it later), \
+                 and a process cannot start as an initial process of a cluster that already runs \
+                 (add it with --join W --nn N)"
+            ),
+            NetworkError::ClusterStillSettingUp => write!(
+                f,
+                "cannot join: the cluster is still being set up (this member is still waiting for \
+                 its initial processes); start the joining process once the cluster runs"
+            ),
+            NetworkError::ClusterAlreadyRunning => write!(
+                f,
+                "the peer starts as an initial process, but this cluster is already running; add \
+                 a process to it with --join W --nn N"
+            ),
+            NetworkError::JoinCountMismatch { members, joiner, after } => write!(
+                f,
+                "the cluster has {members} processes, so the next process to join must be -p \
+                 {members} --nn {}, but the joiner is -p {joiner} --nn {after} (one process joins \
+                 at a time)",
+                members.saturating_add(1)
+            ),
+            NetworkError::JoinRefused { reason } => write!(f, "the member refused the join: {reason}"),
             NetworkError::HandshakeIo { reason } => write!(f, "handshake failed: {reason}"),
             NetworkError::Peer { address, error } => write!(f, "peer {address}: {error}"),
             NetworkError::MissingPeers { missing, waited, last_problem } => {

@@ -9,16 +9,33 @@
 //!
 //! 1. Both sides send a hello at once, without waiting for the other: the magic `TIMELYPY`
 //!    (8 bytes), the protocol version (`u32`), the length of the rest of the hello (`u32`, 64 in
-//!    versions 1 and 2), then the cluster id, the sender's process index, the number of processes, the
-//!    worker threads per process (four `u64`s) and a random 32-byte nonce. The magic and the
+//!    versions 1 to 3, 72 in version 4), then the cluster id, the sender's process index, the
+//!    number of processes, the worker threads per process, the mode (five `u64`s: 0 to set a
+//!    cluster up, 1 to join a running one) and a random 32-byte nonce. The magic and the
 //!    version stay at offsets 0 and 8 in every future version, so a mismatch can be reported.
-//! 2. Each side checks the other's hello (magic, version, cluster id, process count, process
-//!    index, threads). Because the hellos are symmetric, a mismatch is seen by both sides.
+//! 2. Each side checks the other's hello (magic, version, cluster id, mode, process count,
+//!    process index, threads). Because the hellos are symmetric, a mismatch is seen by both sides.
 //! 3. Both sides send a proof, HMAC-SHA256 keyed by the cluster secret over a fixed label, the
 //!    cluster id, the sender's nonce, the receiver's nonce, the sender's index and the receiver's
 //!    index, and check the other's proof in constant time. The sender's values come first, so a
 //!    proof cannot be reflected back to its author, and a peer echoing our own nonce or index is
 //!    refused.
+//! 4. In join mode only, the member then sends one byte, its [`Verdict`]: whether it admitted
+//!    the joiner. The hellos already refuse what either side can see (a member still setting
+//!    up, a joiner that is not next); the verdict covers what only the member knows at the moment
+//!    of admission (another joiner came first, it is shutting down), so that every refusal
+//!    reaches the joiner as an error rather than as a connection that later closes.
+//!
+//! # Modes and roles
+//!
+//! During setup ([`Role::Setup`]) both sides announce the same process count, and each checks
+//! that the other's index is a different one below it. In join mode a joiner `p`
+//! ([`Role::Joining`]) announces `p + 1` processes and each member it dials
+//! ([`Role::Admitting`]) announces its current count `C`; both check that `p == C`. A hello of
+//! the other mode is refused on both sides with an error naming the situation
+//! ([`NetworkError::ClusterStillSettingUp`] for the joiner of a cluster not yet running,
+//! [`NetworkError::JoinDuringSetup`] for the process setting up,
+//! [`NetworkError::ClusterAlreadyRunning`] for a member).
 //!
 //! The secret keeps out processes that do not know it; it does not encrypt or authenticate the
 //! bytes that follow the handshake, so it is no defence against an attacker who can rewrite
@@ -36,8 +53,9 @@ use super::NetworkError;
 
 /// The version of the wire protocol (handshake and framing) this build speaks. Version 2 added
 /// the heartbeat frame, which a version 1 receiver would take for data; version 3 added the
-/// clock probe and reply frames, which a version 2 receiver rejects as unknown control frames.
-pub const PROTOCOL_VERSION: u32 = 3;
+/// clock probe and reply frames, which a version 2 receiver rejects as unknown control frames;
+/// version 4 added the mode to the hello and the join verdict.
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// The first bytes every timely_py process sends on a new connection.
 pub const MAGIC: [u8; 8] = *b"TIMELYPY";
@@ -47,8 +65,11 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Magic, version and body length.
 const PREFIX_BYTES: usize = 16;
-/// Cluster id, process, processes, threads and nonce.
-const BODY_BYTES: usize = 4 * 8 + NONCE_BYTES;
+/// Cluster id, process, processes, threads, mode and nonce.
+const BODY_BYTES: usize = 5 * 8 + NONCE_BYTES;
+/// The mode word of a hello that sets a cluster up, and of one that joins a running cluster.
+const SETUP_MODE: u64 = 0;
+const JOIN_MODE: u64 = 1;
 const NONCE_BYTES: usize = 32;
 const PROOF_BYTES: usize = 32;
 /// Separates handshake proofs from any other use of the same secret.
@@ -78,10 +99,101 @@ impl std::fmt::Debug for ClusterIdentity {
 pub struct LocalProcess {
     /// This process's index.
     pub process: usize,
-    /// The number of processes in the cluster.
+    /// The number of processes in the cluster (for a member admitting a joiner, its count
+    /// before the join; for the joiner, the count after it).
     pub processes: usize,
     /// Worker threads per process.
     pub threads: usize,
+    /// Why this process opens the connection.
+    pub role: Role,
+}
+
+/// What a process does with a connection, which decides the mode of its hello and what it
+/// expects of the peer's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Setting the cluster up with the other initial processes (setup mode).
+    Setup,
+    /// Joining a running cluster as its process `processes - 1` (join mode).
+    Joining,
+    /// Admitting the next joiner into the running cluster of `processes` processes (join mode).
+    Admitting,
+}
+
+/// The member's answer to a joiner after a successful join handshake.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The joiner is a member: the connection is a peer link from the next byte on.
+    Admitted,
+    /// Another process joined first, so the joiner's index is no longer the next one.
+    Superseded,
+    /// The member is shutting down and admits nobody.
+    Closing,
+    /// The member could not start the connection's threads.
+    Failed,
+}
+
+impl Verdict {
+    fn code(self) -> u8 {
+        match self {
+            Verdict::Admitted => 0,
+            Verdict::Superseded => 1,
+            Verdict::Closing => 2,
+            Verdict::Failed => 3,
+        }
+    }
+
+    fn from_code(code: u8) -> Option<Verdict> {
+        [Verdict::Admitted, Verdict::Superseded, Verdict::Closing, Verdict::Failed]
+            .into_iter()
+            .find(|verdict| verdict.code() == code)
+    }
+
+    /// Why the join was refused, in words (empty for an admission).
+    pub fn reason(self) -> &'static str {
+        match self {
+            Verdict::Admitted => "",
+            Verdict::Superseded => "another process joined first; start this one as the next index",
+            Verdict::Closing => "the member is shutting down",
+            Verdict::Failed => "the member could not start the connection's threads",
+        }
+    }
+}
+
+/// Sends the member's verdict on a join (the last record of a join handshake).
+///
+/// # Errors
+///
+/// [`NetworkError::HandshakeIo`] when the joiner does not take the byte within `timeout`.
+pub fn write_verdict(
+    stream: &mut TcpStream,
+    verdict: Verdict,
+    timeout: Duration,
+) -> Result<(), NetworkError> {
+    stream
+        .set_write_timeout(Some(timeout.max(Duration::from_millis(1))))
+        .map_err(|error| io_failure(&error))?;
+    write_record(stream, &[verdict.code()])?;
+    stream.set_write_timeout(None).map_err(|error| io_failure(&error))
+}
+
+/// Reads the member's verdict on this joiner, within `timeout`.
+///
+/// # Errors
+///
+/// [`NetworkError::JoinRefused`] with the member's reason, [`NetworkError::NotAPeer`] for a
+/// byte that is no verdict, [`NetworkError::HandshakeIo`] when none arrives in time.
+pub fn read_verdict(stream: &mut TcpStream, timeout: Duration) -> Result<(), NetworkError> {
+    let mut code = [0u8; 1];
+    read_before(stream, &mut code, Instant::now() + timeout)?;
+    stream.set_read_timeout(None).map_err(|error| io_failure(&error))?;
+    match Verdict::from_code(code[0]) {
+        Some(Verdict::Admitted) => Ok(()),
+        Some(refusal) => Err(NetworkError::JoinRefused { reason: refusal.reason().into() }),
+        None => Err(NetworkError::NotAPeer {
+            detail: format!("it sent {} where a join verdict belongs", code[0]),
+        }),
+    }
 }
 
 /// What one side announces about itself.
@@ -91,6 +203,7 @@ struct Hello {
     process: u64,
     processes: u64,
     threads: u64,
+    mode: u64,
     nonce: [u8; NONCE_BYTES],
 }
 
@@ -117,7 +230,7 @@ pub fn handshake(
         .map_err(|error| io_failure(&error))?;
     write_record(stream, &ours.encode())?;
     let theirs = read_hello(stream, deadline)?;
-    theirs.check_against(&ours)?;
+    theirs.check_against(&ours, local.role)?;
     write_record(stream, &proof(identity, &ours, &theirs)?)?;
     let mut received = [0u8; PROOF_BYTES];
     read_before(stream, &mut received, deadline)?;
@@ -143,6 +256,7 @@ impl Hello {
             process: local.process as u64,
             processes: local.processes as u64,
             threads: local.threads as u64,
+            mode: if local.role == Role::Setup { SETUP_MODE } else { JOIN_MODE },
             nonce,
         })
     }
@@ -153,35 +267,63 @@ impl Hello {
         bytes[..8].copy_from_slice(&MAGIC);
         bytes[8..12].copy_from_slice(&PROTOCOL_VERSION.to_le_bytes());
         bytes[12..16].copy_from_slice(&(BODY_BYTES as u32).to_le_bytes());
-        let words = [self.cluster_id, self.process, self.processes, self.threads];
-        for (chunk, word) in bytes[16..48].chunks_exact_mut(8).zip(words) {
+        let words = [self.cluster_id, self.process, self.processes, self.threads, self.mode];
+        for (chunk, word) in bytes[16..56].chunks_exact_mut(8).zip(words) {
             chunk.copy_from_slice(&word.to_le_bytes());
         }
-        bytes[48..].copy_from_slice(&self.nonce);
+        bytes[56..].copy_from_slice(&self.nonce);
         bytes
     }
 
     /// Reads the body that follows a valid prefix.
     fn decode_body(body: &[u8; BODY_BYTES]) -> Hello {
         let mut nonce = [0u8; NONCE_BYTES];
-        nonce.copy_from_slice(&body[32..]);
-        let [cluster_id, process, processes, threads] = read_words(body);
-        Hello { cluster_id, process, processes, threads, nonce }
+        nonce.copy_from_slice(&body[40..]);
+        let [cluster_id, process, processes, threads, mode] = read_words(body);
+        Hello { cluster_id, process, processes, threads, mode, nonce }
     }
 
-    /// Checks the peer's hello (`self`) against ours, in the order a user fixes them.
-    fn check_against(&self, ours: &Hello) -> Result<(), NetworkError> {
+    /// Checks the peer's hello (`self`) against ours, sent in `role`, in the order a user
+    /// fixes them.
+    fn check_against(&self, ours: &Hello, role: Role) -> Result<(), NetworkError> {
         if self.cluster_id != ours.cluster_id {
             return Err(NetworkError::ClusterMismatch { ours: ours.cluster_id, theirs: self.cluster_id });
         }
+        self.check_mode(role)?;
+        match role {
+            Role::Setup => self.check_setup(ours)?,
+            Role::Joining => self.check_member(ours)?,
+            Role::Admitting => self.check_joiner(ours)?,
+        }
+        if self.threads != ours.threads {
+            return Err(NetworkError::ThreadsMismatch { ours: ours.threads, theirs: self.threads });
+        }
+        if self.nonce == ours.nonce {
+            return Err(NetworkError::AuthenticationFailed);
+        }
+        Ok(())
+    }
+
+    /// Refuses a hello of the other mode, or of no mode at all.
+    fn check_mode(&self, role: Role) -> Result<(), NetworkError> {
+        match (self.mode, role) {
+            (SETUP_MODE, Role::Setup) | (JOIN_MODE, Role::Joining | Role::Admitting) => Ok(()),
+            (JOIN_MODE, Role::Setup) => Err(NetworkError::JoinDuringSetup),
+            (SETUP_MODE, Role::Joining) => Err(NetworkError::ClusterStillSettingUp),
+            (SETUP_MODE, Role::Admitting) => Err(NetworkError::ClusterAlreadyRunning),
+            (mode, _) => {
+                Err(NetworkError::NotAPeer { detail: format!("its hello has the unknown mode {mode}") })
+            }
+        }
+    }
+
+    /// During setup: the same count, and another index within it.
+    fn check_setup(&self, ours: &Hello) -> Result<(), NetworkError> {
         if self.processes != ours.processes {
             return Err(NetworkError::ProcessesMismatch { ours: ours.processes, theirs: self.processes });
         }
         if self.process >= ours.processes {
             return Err(NetworkError::ProcessOutOfRange { index: self.process, processes: ours.processes });
-        }
-        if self.threads != ours.threads {
-            return Err(NetworkError::ThreadsMismatch { ours: ours.threads, theirs: self.threads });
         }
         if self.process == ours.process {
             return Err(NetworkError::UnexpectedProcess {
@@ -189,11 +331,42 @@ impl Hello {
                 expected: format!("a process other than {}", ours.process),
             });
         }
-        if self.nonce == ours.nonce {
-            return Err(NetworkError::AuthenticationFailed);
+        Ok(())
+    }
+
+    /// On the joiner: the member has as many processes as the joiner's index, and is one of them.
+    fn check_member(&self, ours: &Hello) -> Result<(), NetworkError> {
+        if self.processes != ours.process {
+            let (members, joiner, after) = (self.processes, ours.process, ours.processes);
+            return Err(NetworkError::JoinCountMismatch { members, joiner, after });
+        }
+        if self.process >= ours.process {
+            return Err(NetworkError::UnexpectedProcess {
+                found: self.process,
+                expected: format!("a member below {}", ours.process),
+            });
         }
         Ok(())
     }
+
+    /// On a member: the joiner is the next process, and counts itself.
+    fn check_joiner(&self, ours: &Hello) -> Result<(), NetworkError> {
+        if self.process != ours.processes || self.processes != ours.processes.saturating_add(1) {
+            let (members, joiner, after) = (ours.processes, self.process, self.processes);
+            return Err(NetworkError::JoinCountMismatch { members, joiner, after });
+        }
+        Ok(())
+    }
+}
+
+/// The bytes of a hello `local` would send in cluster `cluster_id` (with a fresh nonce), for
+/// tools that exercise an acceptor with real and damaged hellos.
+///
+/// # Errors
+///
+/// No random nonce can be drawn.
+pub(crate) fn hello_bytes(local: &LocalProcess, cluster_id: u64) -> Result<Vec<u8>, NetworkError> {
+    Ok(Hello::new(local, cluster_id)?.encode().to_vec())
 }
 
 /// Reads and checks the peer's prefix, then reads its body.
@@ -315,7 +488,7 @@ mod tests {
     }
 
     fn local(process: usize) -> LocalProcess {
-        LocalProcess { process, processes: 3, threads: 2 }
+        LocalProcess { process, processes: 3, threads: 2, role: Role::Setup }
     }
 
     /// Runs both sides of a handshake; the second side's settings are `(local, identity)`.
@@ -384,6 +557,92 @@ mod tests {
             let error = handshake(&mut a, &local(0), &ClusterIdentity::default(), SHORT);
             assert!(matches!(error, Err(NetworkError::NotAPeer { .. })), "{error:?}");
         }
+    }
+
+    fn joining(process: usize) -> LocalProcess {
+        LocalProcess { process, processes: process + 1, threads: 2, role: Role::Joining }
+    }
+
+    fn admitting(process: usize, members: usize) -> LocalProcess {
+        LocalProcess { process, processes: members, threads: 2, role: Role::Admitting }
+    }
+
+    #[test]
+    fn a_joiner_and_a_member_of_the_right_size_learn_each_others_index() {
+        let id = identity(7, b"s3cret");
+        assert_eq!(both((joining(3), id.clone()), (admitting(1, 3), id)), (Ok(1), Ok(3)));
+    }
+
+    #[test]
+    fn a_joiner_that_is_not_next_is_refused_on_both_sides() {
+        let id = identity(7, b"");
+        let (a, b) = both((joining(4), id.clone()), (admitting(0, 3), id));
+        let expected = NetworkError::JoinCountMismatch { members: 3, joiner: 4, after: 5 };
+        assert_eq!((a, b), (Err(expected.clone()), Err(expected)));
+        let text = NetworkError::JoinCountMismatch { members: 3, joiner: 4, after: 5 }.to_string();
+        assert!(text.contains("must be -p 3 --nn 4"), "{text}");
+    }
+
+    #[test]
+    fn the_modes_refuse_each_other_with_the_situation_named() {
+        let id = identity(0, b"");
+        let (joiner, setup) = both((joining(2), id.clone()), (local(0), id.clone()));
+        assert_eq!(
+            (joiner, setup),
+            (Err(NetworkError::ClusterStillSettingUp), Err(NetworkError::JoinDuringSetup))
+        );
+        let (late, member) = both((local(1), id.clone()), (admitting(0, 2), id));
+        assert_eq!(
+            (late, member),
+            (Err(NetworkError::JoinDuringSetup), Err(NetworkError::ClusterAlreadyRunning))
+        );
+        assert!(NetworkError::ClusterStillSettingUp.to_string().contains("still being set up"));
+    }
+
+    #[test]
+    fn a_join_with_a_wrong_secret_fails_on_both_sides() {
+        let (a, b) = both((joining(2), identity(0, b"one")), (admitting(0, 2), identity(0, b"two")));
+        assert_eq!(
+            (a, b),
+            (Err(NetworkError::AuthenticationFailed), Err(NetworkError::AuthenticationFailed))
+        );
+    }
+
+    #[test]
+    fn verdicts_travel_and_refusals_carry_their_reason() {
+        for (verdict, expected) in [
+            (Verdict::Admitted, Ok(())),
+            (
+                Verdict::Superseded,
+                Err(NetworkError::JoinRefused { reason: Verdict::Superseded.reason().into() }),
+            ),
+            (
+                Verdict::Closing,
+                Err(NetworkError::JoinRefused { reason: "the member is shutting down".into() }),
+            ),
+        ] {
+            let (mut a, mut b) = pair();
+            write_verdict(&mut a, verdict, SHORT).expect("write the verdict");
+            assert_eq!(read_verdict(&mut b, SHORT), expected);
+        }
+        let (mut a, mut b) = pair();
+        a.write_all(&[9]).expect("write junk");
+        assert!(matches!(read_verdict(&mut b, SHORT), Err(NetworkError::NotAPeer { .. })));
+        let (_a, mut b) = pair();
+        assert!(matches!(read_verdict(&mut b, SHORT), Err(NetworkError::HandshakeIo { .. })));
+    }
+
+    #[test]
+    fn an_unknown_mode_is_not_a_peer() {
+        let (mut a, mut b) = pair();
+        let mut hello = hello_bytes(&local(1), 0).expect("a hello");
+        hello[48] = 7;
+        b.write_all(&hello).expect("write the hello");
+        let error = handshake(&mut a, &local(0), &ClusterIdentity::default(), SHORT);
+        assert!(
+            matches!(error, Err(NetworkError::NotAPeer { ref detail }) if detail.contains("mode 7")),
+            "{error:?}"
+        );
     }
 
     #[test]

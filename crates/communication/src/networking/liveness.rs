@@ -16,6 +16,7 @@
 //! peer is declared lost within the timeout plus that interval.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 /// The peer timeout when none is given.
@@ -101,32 +102,44 @@ pub(crate) struct Silences {
     liveness: Liveness,
     epoch: Instant,
     /// Per process, when a byte last arrived from it (nanoseconds since `epoch`); `None` for
-    /// this process.
-    last_heard: Vec<Option<AtomicU64>>,
+    /// this process. Grows when a process joins (a write lock taken once per join; every other
+    /// access reads).
+    last_heard: RwLock<Vec<Option<AtomicU64>>>,
 }
 
 impl Silences {
     /// Starts counting from now for every process but `own` of `processes`.
     pub(crate) fn new(liveness: Liveness, processes: usize, own: usize) -> Silences {
         let last_heard = (0..processes).map(|process| (process != own).then(|| AtomicU64::new(0))).collect();
-        Silences { liveness, epoch: Instant::now(), last_heard }
+        Silences { liveness, epoch: Instant::now(), last_heard: RwLock::new(last_heard) }
+    }
+
+    /// Starts counting for a process that joined, as heard from now; returns its index.
+    pub(crate) fn add(&self) -> usize {
+        let mut last_heard = self.last_heard.write().unwrap_or_else(PoisonError::into_inner);
+        last_heard.push(Some(AtomicU64::new(self.epoch.elapsed().as_nanos() as u64)));
+        last_heard.len() - 1
     }
 
     /// Records that bytes arrived from `process`.
     pub(crate) fn heard(&self, process: usize) {
-        if let Some(Some(clock)) = self.last_heard.get(process) {
+        if let Some(Some(clock)) = self.clocks().get(process) {
             clock.store(self.epoch.elapsed().as_nanos() as u64, Ordering::Relaxed);
         }
     }
 
     /// The number of processes of the cluster.
     pub(crate) fn processes(&self) -> usize {
-        self.last_heard.len()
+        self.clocks().len()
+    }
+
+    fn clocks(&self) -> std::sync::RwLockReadGuard<'_, Vec<Option<AtomicU64>>> {
+        self.last_heard.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// How long `process` has been silent (zero for this process).
     fn silence(&self, process: usize) -> Duration {
-        match self.last_heard.get(process) {
+        match self.clocks().get(process) {
             Some(Some(clock)) => {
                 self.epoch.elapsed().saturating_sub(Duration::from_nanos(clock.load(Ordering::Relaxed)))
             }
@@ -161,7 +174,7 @@ impl Silences {
     /// is never that silent, since it writes a heartbeat every quarter of the timeout.
     pub(crate) fn overdue(&self, ended: usize) -> Option<(usize, String)> {
         let threshold = self.liveness.timeout.saturating_sub(self.liveness.check_interval());
-        let (process, silent) = (0..self.last_heard.len())
+        let (process, silent) = (0..self.processes())
             .filter(|&process| process != ended)
             .map(|process| (process, self.silence(process)))
             .max_by_key(|&(_, silent)| silent)?;
@@ -227,5 +240,10 @@ mod tests {
         silences.heard(1);
         assert_eq!(silences.check(1), Ok(()));
         assert_eq!(silences.overdue(2), None);
+        // A process that joins is counted from when it joined.
+        assert_eq!((silences.add(), silences.processes()), (3, 4));
+        assert_eq!(silences.check(3), Ok(()));
+        std::thread::sleep(Duration::from_millis(90));
+        assert!(silences.check(3).is_err());
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! This module owns everything between the sockets of two processes: where each process
 //! listens ([`hostfile`]), how connections are opened and authenticated ([`connect`],
-//! [`handshake`]), how bytes are cut into messages ([`framing`]), the threads that move them
+//! [`accept`], [`handshake`]), how processes join a running cluster ([`acceptor`]), how bytes are cut into messages ([`framing`]), the threads that move them
 //! ([`transport`]), when a silent peer counts as lost ([`liveness`]), how clocks are measured
 //! against process 0's ([`clock_sync`]), whom the network threads tell of the data frames they
 //! move ([`observe`]), whether a cluster may run
@@ -36,6 +36,8 @@
 //! # Ok::<(), timely_communication::networking::NetworkError>(())
 //! ```
 
+pub mod accept;
+pub mod acceptor;
 pub mod clock_sync;
 pub mod connect;
 pub mod error;
@@ -49,16 +51,18 @@ pub mod observe;
 pub mod transport;
 
 pub use clock_sync::{ClockSync, DEFAULT_CLOCK_INTERVAL};
-pub use connect::establish;
+pub use connect::{establish, establish_as, Connections, Entry};
 pub use error::NetworkError;
 pub use exposure::{protection, Protection};
 pub use framing::{
     MessageHeader, CLOCK_PROBE_CHANNEL, CLOCK_REPLY_CHANNEL, FIRST_CONTROL_CHANNEL, GOODBYE_CHANNEL,
     HEADER_BYTES, HEARTBEAT_CHANNEL, MAX_MESSAGE_BYTES,
 };
-pub use handshake::{ClusterIdentity, PROTOCOL_VERSION};
+pub use handshake::{ClusterIdentity, Verdict, PROTOCOL_VERSION};
 pub use health::NetworkHealth;
 pub use hostfile::{default_addresses, parse_hostfile, read_hostfile};
 pub use liveness::{Liveness, DEFAULT_PEER_TIMEOUT};
 pub use observe::{FrameDirection, FrameObserver};
-pub use transport::{Delivery, Payload, ProcessSender, ReceiveStats, Transport, WakeFn, WorkerEndpoints};
+pub use transport::{
+    Delivery, JoinedProcess, Payload, ProcessSender, ReceiveStats, Transport, WakeFn, WorkerEndpoints,
+};

@@ -1,0 +1,97 @@
+//! Accepting connections on a listener, one handshake thread per connection.
+//!
+//! This module owns what setup ([`super::connect`]) and the join acceptor
+//! ([`super::acceptor`]) share: listening on an address, the loop that polls a non-blocking
+//! listener until its owner stops it, the limit of [`MAX_PENDING_HANDSHAKES`] handshakes at once
+//! (a connection beyond it is dropped, so a flood of silent clients delays nobody for longer
+//! than one handshake timeout), the socket options of every connection, and naming threads. It
+//! must not run or judge handshakes: a [`Door`] does that with each accepted stream.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::NetworkError;
+
+/// The most handshakes of accepted connections that run at once; further connections are
+/// dropped until one finishes.
+pub const MAX_PENDING_HANDSHAKES: usize = 16;
+
+/// How often an accept loop polls its listener when nobody is connecting.
+const ACCEPT_POLL: Duration = Duration::from_millis(5);
+
+/// What an accept loop serves: it decides when to stop and what to do with a connection.
+pub(crate) trait Door: Send + Sync + 'static {
+    /// Whether the loop should end (the listener is then dropped, which frees the port).
+    fn stopped(&self) -> bool;
+    /// The count of handshakes in progress, kept by the loop.
+    fn pending(&self) -> &AtomicUsize;
+    /// A connection was dropped or failed its handshake.
+    fn reject(&self, error: NetworkError);
+    /// Runs the handshake of an accepted connection (on its own thread).
+    fn greet(&self, stream: TcpStream, peer: SocketAddr);
+}
+
+/// Listens on `address`, non-blocking, naming the address in the error.
+pub(crate) fn listen(address: &str) -> Result<TcpListener, NetworkError> {
+    let listener = TcpListener::bind(address).map_err(|error| match error.kind() {
+        std::io::ErrorKind::AddrInUse => NetworkError::AddressInUse { address: address.to_string() },
+        _ => NetworkError::Bind { address: address.to_string(), reason: error.to_string() },
+    })?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|error| NetworkError::io(format!("cannot poll the listener on {address}"), &error))?;
+    Ok(listener)
+}
+
+/// Accepts connections until `door` stops, handing each to its own handshake thread.
+pub(crate) fn accept_loop<D: Door>(listener: &TcpListener, door: &Arc<D>) {
+    while !door.stopped() {
+        match listener.accept() {
+            Ok((stream, peer)) => admit(stream, peer, door),
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(ACCEPT_POLL),
+            Err(error) => {
+                door.reject(NetworkError::io("accepting a connection failed", &error));
+                std::thread::sleep(ACCEPT_POLL);
+            }
+        }
+    }
+}
+
+/// Starts the handshake of an accepted connection, unless too many are in progress.
+fn admit<D: Door>(stream: TcpStream, peer: SocketAddr, door: &Arc<D>) {
+    if door.pending().fetch_add(1, Ordering::SeqCst) >= MAX_PENDING_HANDSHAKES {
+        door.pending().fetch_sub(1, Ordering::SeqCst);
+        let reason = format!("more than {MAX_PENDING_HANDSHAKES} handshakes in progress");
+        return door.reject(NetworkError::HandshakeIo { reason }.at(peer));
+    }
+    let shared = Arc::clone(door);
+    let spawned = spawn_named("timely:handshake".into(), move || {
+        shared.greet(stream, peer);
+        shared.pending().fetch_sub(1, Ordering::SeqCst);
+    });
+    if let Err(error) = spawned {
+        door.pending().fetch_sub(1, Ordering::SeqCst);
+        door.reject(error.at(peer));
+    }
+}
+
+/// Spawns a thread named `name`.
+pub(crate) fn spawn_named<T: Send + 'static>(
+    name: String,
+    body: impl FnOnce() -> T + Send + 'static,
+) -> Result<JoinHandle<T>, NetworkError> {
+    std::thread::Builder::new()
+        .name(name.clone())
+        .spawn(body)
+        .map_err(|error| NetworkError::io(format!("cannot spawn thread {name}"), &error))
+}
+
+/// Sets the socket options every connection uses.
+pub(crate) fn configure(stream: &TcpStream) -> Result<(), NetworkError> {
+    stream.set_nonblocking(false).and_then(|()| stream.set_nodelay(true)).map_err(|error| {
+        NetworkError::HandshakeIo { reason: format!("cannot configure the socket: {error}") }
+    })
+}
