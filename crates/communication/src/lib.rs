@@ -21,8 +21,8 @@ pub mod initialize;
 pub mod networking;
 pub mod queue;
 
-pub use allocator::thread::{LocalQueue, SharedQueue};
 pub use allocator::joined::JoinedPushers;
+pub use allocator::thread::{LocalQueue, SharedQueue};
 pub use allocator::{Allocator, AllocatorBuilder, ChannelEndpoints, ChannelRecord, FanOut};
 pub use exchangeable::Exchangeable;
 pub use initialize::{initialize, initialize_from, Config, WorkerGuards};

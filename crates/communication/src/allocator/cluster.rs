@@ -138,7 +138,6 @@ impl ClusterBuilder {
             inboxes: HashMap::new(),
             backfills: Backfills::default(),
             joined: Vec::new(),
-            join_server: None,
             network: self.network,
         }
     }
@@ -167,8 +166,6 @@ pub struct ClusterAllocator {
     backfills: Backfills<Rc<RefCell<ProcessSender>>>,
     /// The workers of processes that joined, not yet taken by [`ClusterAllocator::take_joins`].
     joined: Vec<std::ops::Range<usize>>,
-    /// On a worker of a joining process, its bootstrap server.
-    join_server: Option<usize>,
     /// Declared last: dropped after `senders`, which flush when dropped.
     network: Network,
 }
@@ -187,7 +184,7 @@ impl ClusterAllocator {
 
     /// The processes that joined since the last call, in join order, each with this worker's
     /// sender to it (never blocks).
-    pub fn take_joined(&mut self) -> Vec<JoinedProcess> {
+    fn take_joined(&mut self) -> Vec<JoinedProcess> {
         self.joins.try_iter().collect()
     }
 
@@ -198,7 +195,10 @@ impl ClusterAllocator {
 
     /// Allocates channel `identifier`: one pusher per worker of the cluster and this worker's
     /// puller, and the pushers to workers that join later.
-    pub fn allocate<T: Exchangeable>(&mut self, identifier: usize) -> (ChannelEndpoints<T>, JoinedPushers<T>) {
+    pub fn allocate<T: Exchangeable>(
+        &mut self,
+        identifier: usize,
+    ) -> (ChannelEndpoints<T>, JoinedPushers<T>) {
         let (local_pushers, local_puller) = self.local.allocate::<T>(identifier);
         let mut local_pushers = local_pushers.into_iter();
         let index = self.index;
@@ -245,7 +245,11 @@ impl ClusterAllocator {
     ///
     /// If `process` is not the next process index: processes join one at a time, in order.
     fn admit(&mut self, process: usize, sender: ProcessSender) {
-        assert_eq!(process, self.processes, "process {process} joined, but process {} was expected", self.processes);
+        assert_eq!(
+            process, self.processes,
+            "process {process} joined, but process {} was expected",
+            self.processes
+        );
         let sender = Rc::new(RefCell::new(sender));
         let workers = process * self.threads..(process + 1) * self.threads;
         self.backfills.run(&sender, workers.clone());
@@ -259,11 +263,6 @@ impl ClusterAllocator {
         std::mem::take(&mut self.joined)
     }
 
-    /// On a worker of a joining process, its bootstrap server; `None` otherwise.
-    pub fn join_server(&self) -> Option<usize> {
-        self.join_server
-    }
-
     fn remote_sender(&self, process: usize) -> Option<Rc<RefCell<ProcessSender>>> {
         self.senders[process].clone()
     }
@@ -275,6 +274,9 @@ impl ClusterAllocator {
 
     /// Moves notices of arrived data, from this process and from others, into the events.
     pub fn receive(&mut self) {
+        for joined in self.take_joined() {
+            self.admit(joined.process, joined.sender);
+        }
         self.local.receive();
         let mut events = self.local.events().borrow_mut();
         for (header, payload) in self.receiver.try_iter() {

@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use crate::{Exchangeable, Pull, Push};
 use cluster::{ClusterAllocator, ClusterBuilder};
-use process::{ProcessAllocator, ProcessBuilder};
 use joined::JoinedPushers;
+use process::{ProcessAllocator, ProcessBuilder};
 use thread::{ThreadAllocator, ThreadBuilder};
 
 /// What allocating a channel gives a worker: one pusher per worker (index `i` sends to worker `i`)

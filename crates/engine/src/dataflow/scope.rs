@@ -9,7 +9,9 @@
 //! operators themselves live in `dataflow::operators`.
 
 use crate::logging::{self, Event, Logger};
-use crate::progress::{Operate, Progcaster, Refines, ScopeLedger, Source, SubgraphBuilder, Target, Timestamp};
+use crate::progress::{
+    Operate, Progcaster, Refines, ScopeLedger, Source, SubgraphBuilder, Target, Timestamp,
+};
 use crate::scheduling::Activator;
 use crate::worker::WorkerState;
 use std::cell::RefCell;

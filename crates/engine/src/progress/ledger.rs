@@ -245,9 +245,7 @@ impl<T: Timestamp> ScopeLedger for std::cell::RefCell<Ledger<T>> {
     fn snapshot(&self) -> Vec<u8> {
         let mut ledger = self.borrow_mut();
         let next_receive = ledger.next_receive.clone();
-        ledger
-            .recording
-            .get_or_insert_with(|| next_receive.iter().map(|&next| (next, Vec::new())).collect());
+        ledger.recording.get_or_insert_with(|| next_receive.iter().map(|&next| (next, Vec::new())).collect());
         let state = State { accumulated: ledger.accumulated.iter().cloned().collect(), next_receive };
         let mut out = Vec::new();
         bincode_encode(&state, &mut out);
@@ -273,7 +271,9 @@ impl<T: Timestamp> ScopeLedger for std::cell::RefCell<Ledger<T>> {
             return Err(format!("no batches of worker {sender} are recorded"));
         };
         if start < *first || end < start {
-            return Err(format!("range [{start}, {end}) of worker {sender} is not recorded (recording starts at {first})"));
+            return Err(format!(
+                "range [{start}, {end}) of worker {sender} is not recorded (recording starts at {first})"
+            ));
         }
         if end > first + batches.len() as u64 {
             return Ok(None);

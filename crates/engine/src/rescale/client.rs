@@ -16,7 +16,6 @@ use super::{Initial, Rescaling};
 use crate::progress::ScopeLedger;
 use crate::worker::{ClusterFailure, WorkerState};
 
-
 /// How long a joining worker parks at most between checks while it waits.
 const WAIT: Duration = Duration::from_millis(50);
 
@@ -63,7 +62,8 @@ impl Joiner {
     pub(crate) fn initial(&self, address: &[usize]) -> Initial {
         match self.dataflow_peers(address[0]) {
             Some(counted) => {
-                let times = self.welcome().operators.iter().find(|(a, _)| a == address).map(|(_, t)| t.clone());
+                let times =
+                    self.welcome().operators.iter().find(|(a, _)| a == address).map(|(_, t)| t.clone());
                 Initial::Joining { counted, times }
             }
             None => Initial::Ordinary,

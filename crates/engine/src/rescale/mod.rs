@@ -101,7 +101,10 @@ impl Rescaling {
                 pusher.send(message);
                 pusher.done();
             }
-            None => panic!("bootstrap: no connection to worker {target} (the cluster has {} workers)", pushers.len()),
+            None => panic!(
+                "bootstrap: no connection to worker {target} (the cluster has {} workers)",
+                pushers.len()
+            ),
         }
     }
 
@@ -111,7 +114,9 @@ impl Rescaling {
         scopes.retain(|entry| entry.ledger.strong_count() > 0);
         scopes
             .iter()
-            .filter_map(|e| e.ledger.upgrade().map(|l| (e.channel, e.address.clone(), l, e.activator.clone())))
+            .filter_map(|e| {
+                e.ledger.upgrade().map(|l| (e.channel, e.address.clone(), l, e.activator.clone()))
+            })
             .collect()
     }
 
@@ -127,7 +132,8 @@ impl Rescaling {
         if let Some(joiner) = self.client.borrow_mut().as_mut() {
             joiner.scope_built(channel, address, &ledger);
         }
-        let entry = ScopeEntry { channel, address: address.to_vec(), ledger: Rc::downgrade(&ledger), activator };
+        let entry =
+            ScopeEntry { channel, address: address.to_vec(), ledger: Rc::downgrade(&ledger), activator };
         self.scopes.borrow_mut().push(entry);
     }
 
@@ -141,12 +147,8 @@ impl Rescaling {
     /// workers its implicit initial capabilities count (on a joining worker, those of the
     /// server for a dataflow it built before the join).
     pub(crate) fn dataflow_started(&self, index: usize, peers: usize) -> usize {
-        let counted = self
-            .client
-            .borrow()
-            .as_ref()
-            .and_then(|joiner| joiner.dataflow_peers(index))
-            .unwrap_or(peers);
+        let counted =
+            self.client.borrow().as_ref().and_then(|joiner| joiner.dataflow_peers(index)).unwrap_or(peers);
         let mut all = self.dataflow_peers.borrow_mut();
         all.resize(index + 1, 0);
         all[index] = counted;

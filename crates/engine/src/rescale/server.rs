@@ -35,7 +35,8 @@ pub(crate) fn admit(state: &WorkerState, workers: Range<usize>) {
     for (_, _, ledger, _) in &scopes {
         ledger.grow(peers);
     }
-    let next: Vec<(usize, u64)> = scopes.iter().map(|(channel, _, ledger, _)| (*channel, ledger.next_send())).collect();
+    let next: Vec<(usize, u64)> =
+        scopes.iter().map(|(channel, _, ledger, _)| (*channel, ledger.next_send())).collect();
     for worker in workers.clone() {
         rescaling.send(worker, BootstrapMessage::Next { from: state.index(), scopes: next.clone() });
     }

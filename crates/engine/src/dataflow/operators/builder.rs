@@ -15,10 +15,10 @@ use crate::progress::{
     Antichain, ChangeBatch, MutableAntichain, Operate, SharedProgress, Source, Target, Timestamp,
 };
 use crate::rescale::{HeldTimes, Initial};
-use timely_communication::exchangeable::{bincode_decode, bincode_encode};
 use crate::scheduling::Activator;
 use std::cell::RefCell;
 use std::rc::Rc;
+use timely_communication::exchangeable::{bincode_decode, bincode_encode};
 use timely_communication::Push;
 
 /// Records per message before an output port sends what it buffered.
@@ -64,11 +64,14 @@ impl<T: Timestamp> InitialCapabilities<T> {
     /// Asks the worker's rescaling state (which differs on a worker that joined).
     fn of(scope: &Scope<T>, address: &[usize]) -> Self {
         match scope.worker().rescaling().initial(address) {
-            Initial::Ordinary => InitialCapabilities { counted: scope.peers() as i64, own: Some(T::minimum()) },
+            Initial::Ordinary => {
+                InitialCapabilities { counted: scope.peers() as i64, own: Some(T::minimum()) }
+            }
             Initial::Joining { counted, times } => {
                 let own = times.map(|bytes| {
-                    let times: Vec<T> = bincode_decode(&bytes)
-                        .unwrap_or_else(|error| panic!("bootstrap: capability times of operator {address:?}: {error}"));
+                    let times: Vec<T> = bincode_decode(&bytes).unwrap_or_else(|error| {
+                        panic!("bootstrap: capability times of operator {address:?}: {error}")
+                    });
                     times.into_iter().next().expect("announced times are not empty")
                 });
                 InitialCapabilities { counted: counted as i64, own }
@@ -273,7 +276,8 @@ struct HeldCapabilities<T: Timestamp>(RefCell<ChangeBatch<T>>);
 impl<T: Timestamp> HeldTimes for HeldCapabilities<T> {
     fn encoded(&self) -> Option<Vec<u8>> {
         let mut held = self.0.borrow_mut();
-        let times = Antichain::from_iter(held.iter().filter(|(_, count)| *count > 0).map(|(time, _)| time.clone()));
+        let times =
+            Antichain::from_iter(held.iter().filter(|(_, count)| *count > 0).map(|(time, _)| time.clone()));
         if times.is_empty() {
             return None;
         }

@@ -94,6 +94,12 @@ impl<T: Timestamp> Capability<T> {
         Capability { time, changes: Rc::new(RefCell::new(ChangeBatch::new())) }
     }
 
+    /// True for a capability that belongs to no operator ([`Capability::detached`]): nothing
+    /// else shares its change batch.
+    pub(crate) fn is_detached(&self) -> bool {
+        Rc::strong_count(&self.changes) == 1
+    }
+
     /// The time this capability is for.
     #[inline]
     pub fn time(&self) -> &T {

@@ -173,9 +173,16 @@ impl<T: Timestamp, D: Data> InputHandle<T, D> {
         }
     }
 
+    /// Attaches an input operator. On a worker that joined a running cluster the operator may
+    /// start later than the handle's time (the handle moves up to it), or without a
+    /// capability (the input is closed: its bootstrap server had closed it).
     fn attach(&mut self, mut output: OutputPort<T, D>, mut capability: Capability<T>, activator: Activator) {
-        if self.closed {
+        if self.closed || capability.is_detached() {
             return;
+        }
+        if self.now.less_equal(capability.time()) && *capability.time() != self.now {
+            let later = capability.time().clone();
+            self.try_advance_to(later).expect("the handle is open and the time advances");
         }
         capability.downgrade(&self.now);
         output.flush();
