@@ -47,15 +47,17 @@ fn await_peers(worker: &mut Worker, peers: usize) {
     }
 }
 
-/// The seed's section 4.1.1: records go to `x mod 2` before the join, to `x mod 3` after it;
-/// the joined worker sees its share, and every record is seen exactly once.
-#[test]
-fn a_third_process_joins_a_running_hello() {
-    let addresses = common::free_addresses(3);
+/// Runs the hello dataflow (input -> exchange -> inspect -> probe) for `rounds` rounds on
+/// `initial` processes of `threads` workers, where process `initial + k` joins after round
+/// `joins[k]` (served by worker `k`); returns which worker saw each record.
+fn hello_with_joins(initial: usize, threads: usize, rounds: u64, joins: &[u64]) -> Vec<(usize, u64)> {
+    let processes = initial + joins.len();
+    let addresses = common::free_addresses(processes);
     let seen: Arc<Mutex<Vec<(usize, u64)>>> = Arc::default();
-    let halfway = Arc::new(AtomicUsize::new(0));
+    let reached = Arc::new(AtomicUsize::new(0));
+    let joins = Arc::new(joins.to_vec());
     let program = {
-        let (seen, halfway) = (seen.clone(), halfway.clone());
+        let (seen, reached, joins) = (seen.clone(), reached.clone(), joins.clone());
         move |worker: &mut Worker| {
             let index = worker.index();
             let mut input = InputHandle::new();
@@ -71,38 +73,67 @@ fn a_third_process_joins_a_running_hello() {
             if worker.bootstrap() {
                 return;
             }
-            for round in 0..10u64 {
+            for round in 0..rounds {
                 if index == 0 {
                     input.send(round);
                 }
                 input.advance_to(round + 1);
                 worker.step_while(|| probe.less_than(input.time()));
-                if round == 4 {
-                    halfway.fetch_add(1, Ordering::SeqCst);
-                    await_peers(worker, 3);
+                if let Some(k) = joins.iter().position(|&after| after == round) {
+                    reached.fetch_add(1, Ordering::SeqCst);
+                    await_peers(worker, (initial + k + 1) * threads);
                 }
             }
         }
     };
-    let runs: Vec<_> = (0..2)
+    let mut runs: Vec<_> = (0..initial)
         .map(|process| {
-            let (config, program) = (config(&addresses, process, 2, 1, None), program.clone());
+            let (config, program) = (config(&addresses, process, initial, threads, None), program.clone());
             std::thread::spawn(move || timely_engine::execute(config, program))
         })
         .collect();
-    while halfway.load(Ordering::SeqCst) < 2 {
-        std::thread::sleep(Duration::from_millis(5));
+    for k in 0..joins.len() {
+        // Every initial worker (joined ones only bootstrap and step) waits at the join's round.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while reached.load(Ordering::SeqCst) < initial * threads * (k + 1) {
+            assert!(Instant::now() < deadline, "the cluster did not reach join {k}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let config = config(&addresses, initial + k, initial, threads, Some(k));
+        let program = program.clone();
+        runs.push(std::thread::spawn(move || timely_engine::execute(config, program)));
     }
-    let joiner = {
-        let config = config(&addresses, 2, 2, 1, Some(0));
-        std::thread::spawn(move || timely_engine::execute(config, program))
-    };
-    for run in runs.into_iter().chain([joiner]) {
+    for run in runs {
         run.join().expect("process thread").expect("process run");
     }
     let mut seen = seen.lock().unwrap().clone();
     seen.sort_by_key(|&(_, x)| x);
-    let expected: Vec<(usize, u64)> =
-        (0..10u64).map(|x| (if x < 5 { x % 2 } else { x % 3 } as usize, x)).collect();
+    seen
+}
+
+/// The worker that must see record `x`: `x mod peers`, with the peers after the joins whose
+/// round came before `x` was sent.
+fn owner(x: u64, initial: usize, threads: usize, joins: &[u64]) -> usize {
+    let processes = initial + joins.iter().filter(|&&after| after < x).count();
+    (x % (processes * threads) as u64) as usize
+}
+
+/// The seed's section 4.1.1: records go to `x mod 2` before the join, to `x mod 3` after it;
+/// the joined worker sees its share, and every record is seen exactly once.
+#[test]
+fn a_third_process_joins_a_running_hello() {
+    let seen = hello_with_joins(2, 1, 10, &[4]);
+    let expected: Vec<(usize, u64)> = (0..10u64).map(|x| (owner(x, 2, 1, &[4]), x)).collect();
+    assert_eq!(seen, expected);
+    assert!(seen.iter().any(|&(worker, _)| worker == 2), "the joined worker saw nothing");
+}
+
+/// 2x2 workers, then two joins of 2 workers each (2 -> 3 -> 4 processes), served by
+/// different workers.
+#[test]
+fn successive_joins_of_processes_with_two_workers() {
+    let joins = [3, 7];
+    let seen = hello_with_joins(2, 2, 12, &joins);
+    let expected: Vec<(usize, u64)> = (0..12u64).map(|x| (owner(x, 2, 2, &joins), x)).collect();
     assert_eq!(seen, expected);
 }
