@@ -332,9 +332,9 @@ impl Worker {
         self.state.allocator.borrow().fail();
     }
 
-    /// True while some dataflow is incomplete.
+    /// True while some dataflow is incomplete, or a worker that joined still needs this one.
     pub fn has_dataflows(&self) -> bool {
-        self.state.dataflows.borrow().iter().any(|d| d.is_some())
+        self.state.dataflows.borrow().iter().any(|d| d.is_some()) || self.state.rescaling.is_busy()
     }
 
     /// Drops every dataflow, complete or not (when a run is abandoned).

@@ -98,6 +98,8 @@ impl AllocatorBuilder {
 /// Creates channel endpoints for one worker and tells it which channels received data.
 ///
 /// An allocator lives on its worker's thread and is not `Send`.
+// One allocator per worker thread: the size of the cluster variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Allocator {
     /// The only worker.
     Thread(ThreadAllocator),

@@ -49,6 +49,9 @@ pub struct Ledger<T: Timestamp> {
     /// On a joining worker: the server and the sequence number of its batch that carries the
     /// capability announcement; operators wait until it is applied.
     awaited: Option<(usize, u64)>,
+    /// On a joined worker, per sender whose direct batches started before its state ended:
+    /// those batches `[first direct, state's next)`, already applied, to drop when they arrive.
+    overlap: Vec<Option<(u64, u64)>>,
 }
 
 impl<T> Joining<T> {
@@ -94,6 +97,7 @@ impl<T: Timestamp> Default for Ledger<T> {
             announce: Vec::new(),
             joining: None,
             awaited: None,
+            overlap: Vec::new(),
         }
     }
 }
@@ -129,6 +133,11 @@ impl<T: Timestamp> Ledger<T> {
             joining.held[source].push_back((sequence, updates.clone()));
             return false;
         }
+        if let Some(Some((first, end))) = self.overlap.get(source) {
+            if (*first..*end).contains(&sequence) {
+                return false;
+            }
+        }
         self.account(source, sequence, updates);
         true
     }
@@ -161,6 +170,9 @@ impl<T: Timestamp> Ledger<T> {
         }
         let Some(joining) = self.joining.take() else { return };
         let Some((accumulated, next)) = joining.state else { return };
+        self.overlap = (joining.direct_from.iter().zip(&next))
+            .map(|(first, &end)| first.filter(|&first| first < end).map(|first| (first, end)))
+            .collect();
         self.grow(next.len());
         self.next_receive[..next.len()].copy_from_slice(&next);
         self.accumulated.extend(accumulated.iter().cloned());

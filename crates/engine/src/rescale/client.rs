@@ -166,9 +166,12 @@ pub(crate) fn advance(state: &WorkerState, server: usize) -> bool {
     if !request_ranges(rescaling, server, state.index()) {
         return false;
     }
-    rescaling.send(server, BootstrapMessage::Done { from: state.index() });
     let mut client = rescaling.client.borrow_mut();
     let joiner = client.as_mut().expect("a joining worker");
+    // Every existing worker waits for this before it may end its run.
+    for worker in 0..joiner.welcome().existing {
+        rescaling.send(worker, BootstrapMessage::Done { from: state.index() });
+    }
     joiner.finished = true;
     for (channel, _, _, activator) in rescaling.live_scopes() {
         if joiner.joining.iter().any(|(c, _)| *c == channel) {

@@ -169,6 +169,12 @@ impl Rescaling {
         }
     }
 
+    /// True while a joined worker this worker admitted has not finished its bootstrap (this
+    /// worker must not end its run before: the joined worker may need it).
+    pub fn is_busy(&self) -> bool {
+        server::is_busy(self)
+    }
+
     /// True on a worker of a process that joined a running cluster.
     pub fn is_joining(&self) -> bool {
         self.client.borrow().is_some()

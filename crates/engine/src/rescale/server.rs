@@ -22,8 +22,10 @@ pub(crate) struct ServerState {
     pub(crate) ranges: Vec<(usize, usize, usize, u64, u64)>,
     /// The workers of every process admitted so far.
     joined: Vec<Range<usize>>,
-    /// Joining workers welcomed and not yet done.
+    /// Joining workers welcomed and not yet done (on their server).
     active: HashSet<usize>,
+    /// Joined workers admitted and not yet done: this worker does not end its run before.
+    admitted: HashSet<usize>,
 }
 
 /// Admits the new `workers`: their progress batches are expected, and each gets this
@@ -40,7 +42,14 @@ pub(crate) fn admit(state: &WorkerState, workers: Range<usize>) {
     for worker in workers.clone() {
         rescaling.send(worker, BootstrapMessage::Next { from: state.index(), scopes: next.clone() });
     }
-    rescaling.server.borrow_mut().joined.push(workers);
+    let mut server = rescaling.server.borrow_mut();
+    server.admitted.extend(workers.clone());
+    server.joined.push(workers);
+}
+
+/// True while a joined worker this worker admitted has not finished its bootstrap.
+pub(crate) fn is_busy(rescaling: &Rescaling) -> bool {
+    !rescaling.server.borrow().admitted.is_empty()
 }
 
 /// Welcomes admitted joiners and answers range requests whose batches have arrived.
@@ -137,8 +146,8 @@ fn answer_ranges(rescaling: &Rescaling) {
 /// Joining worker `from` has every range; recording stops when no joiner needs it.
 pub(crate) fn done(rescaling: &Rescaling, from: usize) {
     let mut server = rescaling.server.borrow_mut();
-    server.active.remove(&from);
-    if server.active.is_empty() {
+    server.admitted.remove(&from);
+    if server.active.remove(&from) && server.active.is_empty() {
         drop(server);
         for (_, _, ledger, _) in rescaling.live_scopes() {
             ledger.stop_recording();
