@@ -116,14 +116,16 @@ impl PyWorker {
     }
 
     fn step_detached(&self, py: Python<'_>, timeout: Option<Duration>) -> PyResult<bool> {
-        let mut worker = self.worker()?;
-        let worker = SameThread(&mut *worker);
+        let mut guard = self.worker()?;
+        let worker = SameThread(&mut *guard);
         let stepped = py.detach(move || {
             let worker = worker;
             std::panic::catch_unwind(AssertUnwindSafe(|| worker.0.step_or_park(timeout)))
         });
         let active = stepped.or_else(|payload| self.failure(payload))?;
-        self.parts()?.context.check()?;
+        let parts = self.parts()?;
+        parts.context.check()?;
+        parts.peers.set(guard.peers());
         Ok(active)
     }
 
@@ -159,7 +161,7 @@ impl PyWorker {
         self.index
     }
 
-    /// The number of workers.
+    /// The number of workers (it grows when processes join; updated at every step).
     #[getter]
     fn peers(&self) -> PyResult<usize> {
         Ok(self.parts()?.peers.get())
@@ -204,10 +206,23 @@ impl PyWorker {
         Ok(PyScope::root(scope, self.parts()?.context.clone()))
     }
 
-    /// True once bootstrapped as a worker that joined a running computation; always False
-    /// for workers started with the computation.
-    fn bootstrap(&self) -> bool {
-        false
+    /// On a worker of a process that joined a running cluster (`--join W --nn N`): completes
+    /// the bootstrap of its progress state from worker `W` and returns True. False on every
+    /// worker the cluster started with. Call it after building every dataflow (all workers
+    /// build the same ones); a joined worker then just returns, and the runtime steps it
+    /// until the dataflows complete.
+    fn bootstrap(&self, py: Python<'_>) -> PyResult<bool> {
+        let mut guard = self.worker()?;
+        let worker = SameThread(&mut *guard);
+        let joined = py.detach(move || {
+            let worker = worker;
+            std::panic::catch_unwind(AssertUnwindSafe(|| worker.0.bootstrap()))
+        });
+        let joined = joined.or_else(|payload| self.failure(payload))?;
+        let parts = self.parts()?;
+        parts.context.check()?;
+        parts.peers.set(guard.peers());
+        Ok(joined)
     }
 
     /// True while some dataflow is incomplete.

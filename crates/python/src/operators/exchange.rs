@@ -21,9 +21,11 @@ pub fn keyed_records<T: PyTime>(
     key: Option<Py<PyAny>>,
 ) -> Stream<T, Routed> {
     let context = context.clone();
-    stream.unary(Pipeline, &name.clone(), move |_, info| {
-        let peers = info.peers as u64;
+    // Read at every run: workers that join a running cluster take their share of the keys.
+    let worker_state = stream.scope().worker().clone();
+    stream.unary(Pipeline, &name.clone(), move |_, _| {
         move |input, output| {
+            let peers = worker_state.peers() as u64;
             context.run(&name, |py| {
                 while let Some((time, data)) = input.next() {
                     let mut session = output.session(&time);
