@@ -161,8 +161,11 @@ fn a_joiner_killed_after_admission_is_reported_lost() {
             };
             assert!(matches!(failure, NetworkError::PeerLost { process: 2, .. }), "{failure}");
         }
-        // The abort of each member ends without waiting for anyone.
+        // The abort of each member ends without waiting for anyone, and frees its port.
         members.into_iter().for_each(|member| member.transport.abort(Duration::from_millis(100)));
+        for address in &addresses[..2] {
+            TcpListener::bind(address).unwrap_or_else(|error| panic!("{address} is still taken: {error}"));
+        }
     });
 }
 
