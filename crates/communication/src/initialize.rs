@@ -147,6 +147,7 @@ impl Options {
     fn into_config(self) -> Result<Config, String> {
         let workers = count(&self.workers)?;
         let initial = count(&self.processes)?;
+        self.check_join_pair()?;
         let processes = match &self.after_join {
             Some(_) => count(&self.after_join)?,
             None => initial,
@@ -187,6 +188,20 @@ impl Options {
             clock: clock_from_environment()?,
             frames: None,
         }))
+    }
+
+    /// `--join` and `--nn` come together or not at all.
+    fn check_join_pair(&self) -> Result<(), String> {
+        match (&self.join, &self.after_join) {
+            (None, Some((name, _))) => Err(format!(
+                "option {name} (the number of processes after a join) needs --join W, the worker \
+                 that serves the joiner's bootstrap"
+            )),
+            (Some((name, _)), None) => {
+                Err(format!("option {name} needs --nn N, the number of processes after the join (-p + 1)"))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The bootstrap server of a joining process (`--join W`, checked against `--nn N`, the

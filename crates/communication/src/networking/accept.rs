@@ -19,8 +19,9 @@ use super::NetworkError;
 /// dropped until one finishes.
 pub const MAX_PENDING_HANDSHAKES: usize = 16;
 
-/// How often an accept loop polls its listener when nobody is connecting.
-const ACCEPT_POLL: Duration = Duration::from_millis(5);
+/// The longest an accept loop waits for a connection before it checks whether to stop (so a
+/// stop takes effect within this time); a connection that arrives is accepted at once.
+const ACCEPT_WAIT: Duration = Duration::from_millis(20);
 
 /// What an accept loop serves: it decides when to stop and what to do with a connection.
 pub(crate) trait Door: Send + Sync + 'static {
@@ -51,13 +52,29 @@ pub(crate) fn accept_loop<D: Door>(listener: &TcpListener, door: &Arc<D>) {
     while !door.stopped() {
         match listener.accept() {
             Ok((stream, peer)) => admit(stream, peer, door),
-            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(ACCEPT_POLL),
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => await_connection(listener),
             Err(error) => {
                 door.reject(NetworkError::io("accepting a connection failed", &error));
-                std::thread::sleep(ACCEPT_POLL);
+                std::thread::sleep(ACCEPT_WAIT);
             }
         }
     }
+}
+
+/// Waits until `listener` has a connection to accept, or [`ACCEPT_WAIT`] passes.
+#[cfg(unix)]
+fn await_connection(listener: &TcpListener) {
+    use std::os::fd::AsRawFd;
+    let mut ready = libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: `ready` is one valid pollfd for the duration of the call, and the descriptor is
+    // the listener's, open while `listener` is borrowed. An error or a signal just ends the wait.
+    unsafe { libc::poll(&mut ready, 1, ACCEPT_WAIT.as_millis() as libc::c_int) };
+}
+
+/// Waits [`ACCEPT_WAIT`] / 10 (without `poll(2)`, a connection waits for the next look).
+#[cfg(not(unix))]
+fn await_connection(_listener: &TcpListener) {
+    std::thread::sleep(ACCEPT_WAIT / 10);
 }
 
 /// Starts the handshake of an accepted connection, unless too many are in progress.

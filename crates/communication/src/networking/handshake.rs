@@ -20,7 +20,7 @@
 //!    index, and check the other's proof in constant time. The sender's values come first, so a
 //!    proof cannot be reflected back to its author, and a peer echoing our own nonce or index is
 //!    refused.
-//! 4. In join mode only, the member then sends one byte, its [`Verdict`]: whether it admitted
+//! 4. In join mode only, the member then sends one byte, its [`Verdict`] ([`super::verdict`]): whether it admitted
 //!    the joiner. The hellos already refuse what either side can see (a member still setting
 //!    up, a joiner that is not next); the verdict covers what only the member knows at the moment
 //!    of admission (another joiner came first, it is shutting down), so that every refusal
@@ -49,6 +49,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 use super::framing::read_words;
+pub use super::verdict::{read_verdict, write_verdict, Verdict};
 use super::NetworkError;
 
 /// The version of the wire protocol (handshake and framing) this build speaks. Version 2 added
@@ -118,82 +119,6 @@ pub enum Role {
     Joining,
     /// Admitting the next joiner into the running cluster of `processes` processes (join mode).
     Admitting,
-}
-
-/// The member's answer to a joiner after a successful join handshake.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    /// The joiner is a member: the connection is a peer link from the next byte on.
-    Admitted,
-    /// Another process joined first, so the joiner's index is no longer the next one.
-    Superseded,
-    /// The member is shutting down and admits nobody.
-    Closing,
-    /// The member could not start the connection's threads.
-    Failed,
-}
-
-impl Verdict {
-    fn code(self) -> u8 {
-        match self {
-            Verdict::Admitted => 0,
-            Verdict::Superseded => 1,
-            Verdict::Closing => 2,
-            Verdict::Failed => 3,
-        }
-    }
-
-    fn from_code(code: u8) -> Option<Verdict> {
-        [Verdict::Admitted, Verdict::Superseded, Verdict::Closing, Verdict::Failed]
-            .into_iter()
-            .find(|verdict| verdict.code() == code)
-    }
-
-    /// Why the join was refused, in words (empty for an admission).
-    pub fn reason(self) -> &'static str {
-        match self {
-            Verdict::Admitted => "",
-            Verdict::Superseded => "another process joined first; start this one as the next index",
-            Verdict::Closing => "the member is shutting down",
-            Verdict::Failed => "the member could not start the connection's threads",
-        }
-    }
-}
-
-/// Sends the member's verdict on a join (the last record of a join handshake).
-///
-/// # Errors
-///
-/// [`NetworkError::HandshakeIo`] when the joiner does not take the byte within `timeout`.
-pub fn write_verdict(
-    stream: &mut TcpStream,
-    verdict: Verdict,
-    timeout: Duration,
-) -> Result<(), NetworkError> {
-    stream
-        .set_write_timeout(Some(timeout.max(Duration::from_millis(1))))
-        .map_err(|error| io_failure(&error))?;
-    write_record(stream, &[verdict.code()])?;
-    stream.set_write_timeout(None).map_err(|error| io_failure(&error))
-}
-
-/// Reads the member's verdict on this joiner, within `timeout`.
-///
-/// # Errors
-///
-/// [`NetworkError::JoinRefused`] with the member's reason, [`NetworkError::NotAPeer`] for a
-/// byte that is no verdict, [`NetworkError::HandshakeIo`] when none arrives in time.
-pub fn read_verdict(stream: &mut TcpStream, timeout: Duration) -> Result<(), NetworkError> {
-    let mut code = [0u8; 1];
-    read_before(stream, &mut code, Instant::now() + timeout)?;
-    stream.set_read_timeout(None).map_err(|error| io_failure(&error))?;
-    match Verdict::from_code(code[0]) {
-        Some(Verdict::Admitted) => Ok(()),
-        Some(refusal) => Err(NetworkError::JoinRefused { reason: refusal.reason().into() }),
-        None => Err(NetworkError::NotAPeer {
-            detail: format!("it sent {} where a join verdict belongs", code[0]),
-        }),
-    }
 }
 
 /// What one side announces about itself.
@@ -430,12 +355,16 @@ fn keyed(identity: &ClusterIdentity, sender: &Hello, receiver: &Hello) -> Result
 }
 
 /// Writes a whole handshake record.
-fn write_record(stream: &mut TcpStream, bytes: &[u8]) -> Result<(), NetworkError> {
+pub(super) fn write_record(stream: &mut TcpStream, bytes: &[u8]) -> Result<(), NetworkError> {
     stream.write_all(bytes).map_err(|error| io_failure(&error))
 }
 
 /// Fills `buffer` from `stream`, failing once `deadline` passes however slowly bytes trickle in.
-fn read_before(stream: &mut TcpStream, buffer: &mut [u8], deadline: Instant) -> Result<(), NetworkError> {
+pub(super) fn read_before(
+    stream: &mut TcpStream,
+    buffer: &mut [u8],
+    deadline: Instant,
+) -> Result<(), NetworkError> {
     let mut filled = 0;
     while filled < buffer.len() {
         let remaining = deadline.saturating_duration_since(Instant::now());
@@ -467,7 +396,7 @@ fn silent() -> NetworkError {
     NetworkError::HandshakeIo { reason: "the peer did not complete the handshake in time".into() }
 }
 
-fn io_failure(error: &std::io::Error) -> NetworkError {
+pub(super) fn io_failure(error: &std::io::Error) -> NetworkError {
     NetworkError::HandshakeIo { reason: error.to_string() }
 }
 
@@ -606,30 +535,6 @@ mod tests {
             (a, b),
             (Err(NetworkError::AuthenticationFailed), Err(NetworkError::AuthenticationFailed))
         );
-    }
-
-    #[test]
-    fn verdicts_travel_and_refusals_carry_their_reason() {
-        for (verdict, expected) in [
-            (Verdict::Admitted, Ok(())),
-            (
-                Verdict::Superseded,
-                Err(NetworkError::JoinRefused { reason: Verdict::Superseded.reason().into() }),
-            ),
-            (
-                Verdict::Closing,
-                Err(NetworkError::JoinRefused { reason: "the member is shutting down".into() }),
-            ),
-        ] {
-            let (mut a, mut b) = pair();
-            write_verdict(&mut a, verdict, SHORT).expect("write the verdict");
-            assert_eq!(read_verdict(&mut b, SHORT), expected);
-        }
-        let (mut a, mut b) = pair();
-        a.write_all(&[9]).expect("write junk");
-        assert!(matches!(read_verdict(&mut b, SHORT), Err(NetworkError::NotAPeer { .. })));
-        let (_a, mut b) = pair();
-        assert!(matches!(read_verdict(&mut b, SHORT), Err(NetworkError::HandshakeIo { .. })));
     }
 
     #[test]

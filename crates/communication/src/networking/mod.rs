@@ -2,11 +2,13 @@
 //!
 //! This module owns everything between the sockets of two processes: where each process
 //! listens ([`hostfile`]), how connections are opened and authenticated ([`connect`],
-//! [`accept`], [`handshake`]), how processes join a running cluster ([`acceptor`]), how bytes are cut into messages ([`framing`]), the threads that move them
+//! [`accept`], [`handshake`]), how processes join a running cluster ([`acceptor`], [`verdict`]), how bytes are cut into messages ([`framing`]), the threads that move them
 //! ([`transport`]), when a silent peer counts as lost ([`liveness`]), how clocks are measured
 //! against process 0's ([`clock_sync`]), whom the network threads tell of the data frames they
 //! move ([`observe`]), whether a cluster may run
-//! without a secret ([`exposure`]), and how failures are reported ([`health`], [`NetworkError`]). It must not
+//! without a secret ([`exposure`]), and how failures are reported ([`health`], [`NetworkError`]);
+//! [`harness`] and [`join_fuzz`] check joins through this public API for the tests and the
+//! fuzzer. It must not
 //! serialize typed data, allocate channels or know about timestamps: the cluster allocator,
 //! built on top, decides what a payload means.
 //!
@@ -18,8 +20,15 @@
 //! [`crate::queue::ThreadQueue`], so the steady state allocates nothing (messages larger than
 //! the buffers excepted).
 //!
+//! Joining: every process keeps its listener after setup and runs a join acceptor
+//! ([`acceptor`], one thread for the whole run) that admits the next process of a running
+//! cluster (`--join W --nn N`, see [`connect::Entry::Join`]) after a join-mode handshake; the
+//! transport then grows by one link ([`Transport::add_process`]) and each local worker gets a
+//! [`JoinedProcess`]. One process joins at a time, with the index that equals the cluster's size.
+//!
 //! Concurrency: std threads and blocking sockets, not tokio. Setup runs a few short-lived
-//! threads; after it, each peer gets one send and one receive thread. Blocking I/O on
+//! threads; after it, each peer gets one send and one receive thread, and the process one join
+//! acceptor thread. Blocking I/O on
 //! dedicated threads keeps the worker loop synchronous and free of a runtime, and per-peer
 //! threads are cheap at the scale of one connection per pair of processes.
 //!
@@ -44,11 +53,14 @@ pub mod error;
 pub mod exposure;
 pub mod framing;
 pub mod handshake;
+pub mod harness;
 pub mod health;
 pub mod hostfile;
+pub mod join_fuzz;
 pub mod liveness;
 pub mod observe;
 pub mod transport;
+pub mod verdict;
 
 pub use clock_sync::{ClockSync, DEFAULT_CLOCK_INTERVAL};
 pub use connect::{establish, establish_as, Connections, Entry};
