@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use timely_communication::initialize::ClusterConfig;
 use timely_communication::networking::{ClockSync, ClusterIdentity, Liveness};
-use timely_communication::{initialize, Allocator, Config};
+use timely_communication::{initialize, Allocator, Config, Push};
 
 const POINT: usize = 3;
 const BROADCAST: usize = 4;

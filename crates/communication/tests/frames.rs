@@ -14,7 +14,7 @@ use timely_communication::initialize::ClusterConfig;
 use timely_communication::networking::{
     ClockSync, ClusterIdentity, Liveness, MessageHeader, Transport, WorkerEndpoints,
 };
-use timely_communication::{initialize, Allocator, Config, FrameDirection, FrameObserver};
+use timely_communication::{initialize, Allocator, Config, FrameDirection, FrameObserver, Push};
 
 const LIMIT: Duration = Duration::from_secs(60);
 const SETUP: Duration = Duration::from_secs(20);

@@ -207,8 +207,9 @@ fn learn_of_join(mut allocator: Allocator) -> (usize, Option<usize>, Vec<usize>)
     while server.is_none() && joined.is_empty() {
         assert!(Instant::now() < deadline, "worker {index} never learned of the join");
         allocator.await_events(Some(Duration::from_millis(50)));
-        let Allocator::Cluster(cluster) = &mut allocator else { unreachable!() };
-        joined.extend(cluster.take_joined().into_iter().map(|joined| joined.process));
+        allocator.receive();
+        // One range of worker indices per joined process: process = first worker / threads.
+        joined.extend(allocator.take_joins().into_iter().map(|workers| workers.start / workers.len()));
     }
     (index, server, joined)
 }

@@ -13,6 +13,9 @@ use timely_communication::networking::{ClockSync, ClusterIdentity, Liveness};
 use timely_engine::dataflow::{InputHandle, ProbeHandle};
 use timely_engine::{Config, Worker};
 
+/// The longest a test may take before it counts as hung.
+const LIMIT: Duration = Duration::from_secs(120);
+
 /// The configuration of process `process` of a cluster that starts with `initial` processes
 /// and has `processes` after the joins so far (`join`: this process joins, served by it).
 fn config(
@@ -122,7 +125,7 @@ fn owner(x: u64, initial: usize, threads: usize, joins: &[u64]) -> usize {
 /// the joined worker sees its share, and every record is seen exactly once.
 #[test]
 fn a_third_process_joins_a_running_hello() {
-    let seen = hello_with_joins(2, 1, 10, &[4]);
+    let seen = common::within(LIMIT, || hello_with_joins(2, 1, 10, &[4]));
     let expected: Vec<(usize, u64)> = (0..10u64).map(|x| (owner(x, 2, 1, &[4]), x)).collect();
     assert_eq!(seen, expected);
     assert!(seen.iter().any(|&(worker, _)| worker == 2), "the joined worker saw nothing");
@@ -133,7 +136,7 @@ fn a_third_process_joins_a_running_hello() {
 #[test]
 fn successive_joins_of_processes_with_two_workers() {
     let joins = [3, 7];
-    let seen = hello_with_joins(2, 2, 12, &joins);
+    let seen = common::within(LIMIT, move || hello_with_joins(2, 2, 12, &joins));
     let expected: Vec<(usize, u64)> = (0..12u64).map(|x| (owner(x, 2, 2, &joins), x)).collect();
     assert_eq!(seen, expected);
 }

@@ -173,9 +173,9 @@ pub(crate) fn advance(state: &WorkerState, server: usize) -> bool {
         rescaling.send(worker, BootstrapMessage::Done { from: state.index() });
     }
     joiner.finished = true;
-    for (channel, _, _, activator) in rescaling.live_scopes() {
-        if joiner.joining.iter().any(|(c, _)| *c == channel) {
-            activator.activate();
+    for scope in rescaling.live_scopes() {
+        if joiner.joining.iter().any(|(channel, _)| *channel == scope.channel) {
+            scope.activator.activate();
         }
     }
     true

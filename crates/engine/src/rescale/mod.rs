@@ -38,6 +38,14 @@ struct ScopeEntry {
     activator: Activator,
 }
 
+/// A registered scope whose dataflow still exists.
+struct LiveScope {
+    channel: usize,
+    address: Vec<usize>,
+    ledger: Rc<dyn ScopeLedger>,
+    activator: Activator,
+}
+
 /// An operator's entry in the registry.
 struct OperatorEntry {
     address: Vec<usize>,
@@ -108,14 +116,20 @@ impl Rescaling {
         }
     }
 
-    /// The live scopes' ledgers, with their entries' channel, address and activator.
-    fn live_scopes(&self) -> Vec<(usize, Vec<usize>, Rc<dyn ScopeLedger>, Activator)> {
+    /// The scopes whose dataflows still exist.
+    fn live_scopes(&self) -> Vec<LiveScope> {
         let mut scopes = self.scopes.borrow_mut();
         scopes.retain(|entry| entry.ledger.strong_count() > 0);
         scopes
             .iter()
-            .filter_map(|e| {
-                e.ledger.upgrade().map(|l| (e.channel, e.address.clone(), l, e.activator.clone()))
+            .filter_map(|entry| {
+                let ledger = entry.ledger.upgrade()?;
+                Some(LiveScope {
+                    channel: entry.channel,
+                    address: entry.address.clone(),
+                    ledger,
+                    activator: entry.activator.clone(),
+                })
             })
             .collect()
     }

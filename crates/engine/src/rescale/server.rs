@@ -34,11 +34,11 @@ pub(crate) fn admit(state: &WorkerState, workers: Range<usize>) {
     let rescaling = state.rescaling();
     let peers = state.peers();
     let scopes = rescaling.live_scopes();
-    for (_, _, ledger, _) in &scopes {
-        ledger.grow(peers);
+    for scope in &scopes {
+        scope.ledger.grow(peers);
     }
     let next: Vec<(usize, u64)> =
-        scopes.iter().map(|(channel, _, ledger, _)| (*channel, ledger.next_send())).collect();
+        scopes.iter().map(|scope| (scope.channel, scope.ledger.next_send())).collect();
     for worker in workers.clone() {
         rescaling.send(worker, BootstrapMessage::Next { from: state.index(), scopes: next.clone() });
     }
@@ -82,22 +82,19 @@ fn welcome(state: &WorkerState, to: usize) {
         process.start
     };
     let operators = held_capabilities(rescaling);
-    let mut by_scope: BTreeMap<Vec<usize>, Vec<(usize, usize, Vec<u8>)>> = BTreeMap::new();
+    let mut by_scope: BTreeMap<Vec<usize>, Vec<HeldOperator>> = BTreeMap::new();
     for (address, outputs, times) in &operators {
         let (operator, scope) = address.split_last().expect("an operator address is not empty");
         by_scope.entry(scope.to_vec()).or_default().push((*operator, *outputs, times.clone()));
     }
     let mut scopes = Vec::new();
-    for (channel, address, ledger, activator) in rescaling.live_scopes() {
-        let announced = match by_scope.get(&address) {
-            Some(held) => {
-                let sequence = ledger.announce(held, 1).unwrap_or_else(|e| panic!("bootstrap: {e}"));
-                activator.activate();
-                Some(sequence)
-            }
-            None => None,
-        };
-        scopes.push(ScopeWelcome { channel, state: ledger.snapshot(), announced });
+    for scope in rescaling.live_scopes() {
+        let announced = by_scope.get(&scope.address).map(|held| {
+            let sequence = scope.ledger.announce(held, 1).unwrap_or_else(|e| panic!("bootstrap: {e}"));
+            scope.activator.activate();
+            sequence
+        });
+        scopes.push(ScopeWelcome { channel: scope.channel, state: scope.ledger.snapshot(), announced });
     }
     let dataflows = {
         let built = state.dataflow_slots();
@@ -109,6 +106,9 @@ fn welcome(state: &WorkerState, to: usize) {
     rescaling.send(to, BootstrapMessage::Welcome(welcome));
     rescaling.server.borrow_mut().active.insert(to);
 }
+
+/// An operator's index in its scope, its number of outputs and its held times (encoded).
+type HeldOperator = (usize, usize, Vec<u8>);
 
 /// `(address, outputs, times)` of every live operator instance that holds capabilities.
 fn held_capabilities(rescaling: &Rescaling) -> Vec<(Vec<usize>, usize, Vec<u8>)> {
@@ -129,10 +129,10 @@ fn answer_ranges(rescaling: &Rescaling) {
     let scopes = rescaling.live_scopes();
     let mut later = Vec::new();
     for request @ (from, channel, sender, start, end) in requests {
-        let Some((_, _, ledger, _)) = scopes.iter().find(|scope| scope.0 == channel) else {
+        let Some(scope) = scopes.iter().find(|scope| scope.channel == channel) else {
             panic!("bootstrap: worker {from} asked for progress channel {channel}, which this worker does not have");
         };
-        match ledger.range(sender, start, end) {
+        match scope.ledger.range(sender, start, end) {
             Ok(Some(batches)) => {
                 rescaling.send(from, BootstrapMessage::Batches { channel, sender, start, batches });
             }
@@ -149,8 +149,8 @@ pub(crate) fn done(rescaling: &Rescaling, from: usize) {
     server.admitted.remove(&from);
     if server.active.remove(&from) && server.active.is_empty() {
         drop(server);
-        for (_, _, ledger, _) in rescaling.live_scopes() {
-            ledger.stop_recording();
+        for scope in rescaling.live_scopes() {
+            scope.ledger.stop_recording();
         }
     }
 }
