@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use timely_communication::initialize::ClusterConfig;
 use timely_communication::networking::{ClockSync, ClusterIdentity, Liveness};
-use timely_engine::dataflow::{InputHandle, ProbeHandle};
-use timely_engine::{Config, Worker};
+use timely_engine::dataflow::{InputHandle, Pipeline, ProbeHandle};
+use timely_engine::{Config, Product, Worker};
 
 /// The longest a test may take before it counts as hung.
 const LIMIT: Duration = Duration::from_secs(120);
@@ -139,4 +139,138 @@ fn successive_joins_of_processes_with_two_workers() {
     let seen = common::within(LIMIT, move || hello_with_joins(2, 2, 12, &joins));
     let expected: Vec<(usize, u64)> = (0..12u64).map(|x| (owner(x, 2, 2, &joins), x)).collect();
     assert_eq!(seen, expected);
+}
+
+/// What the dataflows of [`two_dataflows_with_a_loop_broadcasts_and_notifications`] record.
+#[derive(Default)]
+struct Observed {
+    /// `(worker, record)` leaving the loop of the first dataflow.
+    looped: Vec<(usize, u64)>,
+    /// `(worker, time, records)` per notification of the second dataflow.
+    notified: Vec<(usize, u64, usize)>,
+    /// `(time, records)` sent to the second dataflow, by every worker.
+    sent: Vec<(u64, usize)>,
+}
+
+/// Two dataflows: records go around a loop (`x % 3` times, exchanged each time) in the first;
+/// the second broadcasts records and counts them per time at notifications. Process 2 joins
+/// after round 3 and feeds both inputs itself. Every record leaves the loop once, and every
+/// worker, the joined one from its first notification on, counts every record of a time, so
+/// no notification came early.
+#[test]
+fn two_dataflows_with_a_loop_broadcasts_and_notifications() {
+    const ROUNDS: u64 = 10;
+    let addresses = common::free_addresses(3);
+    let observed: Arc<Mutex<Observed>> = Arc::default();
+    let reached = Arc::new(AtomicUsize::new(0));
+    let program = {
+        let (observed, reached) = (observed.clone(), reached.clone());
+        move |worker: &mut Worker| {
+            let index = worker.index();
+            let (mut numbers, mut words) = (InputHandle::new(), InputHandle::new());
+            let probe = ProbeHandle::new();
+            let log = observed.clone();
+            worker.dataflow::<u64, _>(|scope| {
+                let start = scope.input_from(&mut numbers).map(|x: u64| (x, x % 3));
+                scope
+                    .iterative::<u64, _>(|inner| {
+                        let (handle, cycle) = inner.feedback(Product::new(0, 1));
+                        let (more, done) =
+                            start.enter(inner).concat(&cycle).branch(|_, &(_, left)| left == 0);
+                        more.map(|(x, left)| (x, left - 1))
+                            .exchange(|&(x, left)| x + left)
+                            .connect_loop(handle);
+                        done.leave(scope)
+                    })
+                    .inspect(move |&(x, _)| log.lock().unwrap().looped.push((index, x)))
+                    .probe_with(&probe);
+            });
+            let log = observed.clone();
+            worker.dataflow::<u64, _>(|scope| {
+                scope
+                    .input_from(&mut words)
+                    .broadcast()
+                    .unary_notify(Pipeline, "Count", move |input, output, notificator| {
+                        let mut counts = std::collections::HashMap::new();
+                        input.for_each(|time, data: &mut Vec<u64>| {
+                            *counts.entry(*time.time()).or_insert(0) += data.len();
+                            notificator.notify_at(time.retain());
+                        });
+                        let mut log = log.lock().unwrap();
+                        for (time, count) in counts {
+                            log.notified.push((index, time, count));
+                        }
+                        notificator.for_each(|capability, _, _| {
+                            log.notified.push((index, *capability.time(), usize::MAX));
+                            output.session(&capability).give(());
+                        });
+                    })
+                    .probe_with(&probe);
+            });
+            let joined = worker.bootstrap();
+            let first = *numbers.time();
+            for round in first..ROUNDS {
+                let sent = if joined { 2 } else { 1 };
+                for k in 0..sent {
+                    numbers.send(100 * round + 10 * index as u64 + k);
+                    words.send(round);
+                }
+                observed.lock().unwrap().sent.push((round, sent as usize));
+                numbers.advance_to(round + 1);
+                words.advance_to(round + 1);
+                worker.step_while(|| probe.less_than(numbers.time()));
+                if round == 3 && !joined {
+                    reached.fetch_add(1, Ordering::SeqCst);
+                    await_peers(worker, 3);
+                }
+            }
+        }
+    };
+    let mut runs: Vec<_> = (0..2)
+        .map(|process| {
+            let (config, program) = (config(&addresses, process, 2, 1, None), program.clone());
+            std::thread::spawn(move || timely_engine::execute(config, program))
+        })
+        .collect();
+    common::within(LIMIT, move || {
+        while reached.load(Ordering::SeqCst) < 2 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+    runs.push(std::thread::spawn(move || {
+        timely_engine::execute(config(&addresses, 2, 2, 1, Some(0)), program)
+    }));
+    for run in runs {
+        run.join().expect("process thread").expect("process run");
+    }
+    let observed = observed.lock().unwrap();
+    let mut looped: Vec<u64> = observed.looped.iter().map(|&(_, x)| x).collect();
+    looped.sort();
+    let sent_total: usize = observed.sent.iter().map(|&(_, n)| n).sum();
+    assert_eq!(looped.len(), sent_total, "every record leaves the loop once");
+    looped.dedup();
+    assert_eq!(looped.len(), sent_total, "no record leaves the loop twice");
+    assert!(observed.looped.iter().any(|&(w, _)| w == 2), "the joined worker took part in the loop");
+    // Per time, the records broadcast, and what each worker had counted when notified.
+    let mut per_time = std::collections::BTreeMap::new();
+    for &(round, sent) in &observed.sent {
+        *per_time.entry(round).or_insert(0) += sent;
+    }
+    let mut notified_workers = std::collections::BTreeMap::new();
+    for worker in 0..3 {
+        let mut counted = std::collections::BTreeMap::new();
+        for &(w, time, count) in observed.notified.iter().filter(|&&(w, _, _)| w == worker) {
+            if count == usize::MAX {
+                assert_eq!(
+                    counted.get(&time).copied().unwrap_or(0),
+                    per_time[&time],
+                    "worker {w} was notified at {time} before it counted every broadcast record"
+                );
+                *notified_workers.entry(time).or_insert(0) += 1;
+            } else {
+                *counted.entry(time).or_insert(0) += count;
+            }
+        }
+    }
+    assert!(notified_workers.values().any(|&n| n == 3), "the joined worker was notified too");
 }

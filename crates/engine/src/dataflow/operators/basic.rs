@@ -86,12 +86,16 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
     {
         // Each record becomes `peers` consecutive copies, and the exchange sends the k-th copy
         // of every record to worker k (its routing cycles through the workers, record after
-        // record). Counting copies as records keeps progress tracking exact.
-        let peers = self.scope().peers();
+        // record). Counting copies as records keeps progress tracking exact. The number of
+        // workers is read when records are copied and routed (both happen while the copying
+        // operator runs, between two steps, so they agree): workers that join a running
+        // cluster receive the broadcasts sent after they joined.
+        let worker = self.scope().worker().clone();
+        let router = worker.clone();
         let next = std::cell::Cell::new(0u64);
-        self.flat_map(move |d| std::iter::repeat_n(d, peers)).exchange(move |_| {
+        self.flat_map(move |d| std::iter::repeat_n(d, worker.peers())).exchange(move |_| {
             let target = next.get();
-            next.set((target + 1) % peers as u64);
+            next.set((target + 1) % router.peers() as u64);
             target
         })
     }
