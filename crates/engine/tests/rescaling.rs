@@ -274,3 +274,75 @@ fn two_dataflows_with_a_loop_broadcasts_and_notifications() {
     }
     assert!(notified_workers.values().any(|&n| n == 3), "the joined worker was notified too");
 }
+
+/// Records flow without pause (each worker keeps up to 4 rounds in flight) while a process of
+/// two workers joins at a moment that differs from run to run; every record reaches the end of
+/// the exchange exactly once and every worker's probe reaches the last round.
+#[test]
+fn joins_under_load_lose_and_duplicate_nothing() {
+    for (seed, join_after) in [(1u64, 3u64), (2, 17), (3, 40)] {
+        let addresses = common::free_addresses(3);
+        let seen: Arc<Mutex<Vec<u64>>> = Arc::default();
+        let sent = Arc::new(AtomicUsize::new(0));
+        let reached = Arc::new(AtomicUsize::new(0));
+        let program = {
+            let (seen, sent, reached) = (seen.clone(), sent.clone(), reached.clone());
+            move |worker: &mut Worker| {
+                let index = worker.index() as u64;
+                let mut input = InputHandle::new();
+                let probe = ProbeHandle::new();
+                let log = seen.clone();
+                worker.dataflow::<u64, _>(|scope| {
+                    scope
+                        .input_from(&mut input)
+                        .exchange(move |x: &u64| x.wrapping_mul(seed | 1))
+                        .inspect_batch(move |_, xs| log.lock().unwrap().extend_from_slice(xs))
+                        .probe_with(&probe);
+                });
+                worker.bootstrap();
+                let (mut round, mut last) = (*input.time(), u64::MAX);
+                while round < last {
+                    for k in 0..500 {
+                        input.send((round << 24) | (index << 16) | k);
+                    }
+                    sent.fetch_add(500, Ordering::SeqCst);
+                    round += 1;
+                    input.advance_to(round);
+                    worker.step_while(|| probe.less_than(&round.saturating_sub(4)));
+                    if round == join_after {
+                        reached.fetch_add(1, Ordering::SeqCst);
+                    }
+                    if last == u64::MAX && worker.peers() == 6 {
+                        last = round.max(join_after) + 20;
+                    }
+                }
+                worker.step_while(|| probe.less_than(&last));
+            }
+        };
+        let mut runs: Vec<_> = (0..2)
+            .map(|process| {
+                let (config, program) = (config(&addresses, process, 2, 2, None), program.clone());
+                std::thread::spawn(move || timely_engine::execute(config, program))
+            })
+            .collect();
+        common::within(LIMIT, {
+            let reached = reached.clone();
+            move || {
+                while reached.load(Ordering::SeqCst) < 4 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        });
+        let config = config(&addresses, 2, 2, 2, Some(seed as usize % 4));
+        runs.push(std::thread::spawn(move || timely_engine::execute(config, program)));
+        for run in runs {
+            run.join().expect("process thread").expect("process run");
+        }
+        let mut seen = seen.lock().unwrap().clone();
+        let total = seen.len();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), total, "seed {seed}: a record arrived twice");
+        assert_eq!(total, sent.load(Ordering::SeqCst), "seed {seed}: records were lost");
+    }
+}
