@@ -35,7 +35,7 @@ TIMEOUT = 20
 #: How soon after losing a peer every other process must have ended.
 PROMPT = 5
 #: The wire protocol version (`PROTOCOL_VERSION` in crates/communication/src/networking/handshake.rs).
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 
 # --- ports and processes -----------------------------------------------------------------
 

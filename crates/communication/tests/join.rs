@@ -170,6 +170,28 @@ fn a_joiner_killed_after_admission_is_reported_lost() {
 }
 
 #[test]
+fn add_process_admits_only_the_next_index() {
+    common::within(LIMIT, || {
+        let addresses = common::free_addresses(2);
+        let mut members = start_cluster(&addresses, THREADS, &identity(), SETUP).expect("the cluster starts");
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback listener");
+        let stream =
+            std::net::TcpStream::connect(listener.local_addr().expect("an address")).expect("connect");
+        for process in [0, 1, 3] {
+            let error = members[0].transport.add_process(process, stream.try_clone().expect("a clone"));
+            let Err(NetworkError::JoinRefused { reason }) = error else {
+                panic!("process {process}: {error:?}")
+            };
+            assert!(reason.contains("not the next to join; the cluster has 2 processes"), "{reason}");
+        }
+        assert_eq!(members[0].transport.processes(), 2);
+        assert!(members[0].take_joins().iter().all(Vec::is_empty));
+        exchange(&mut members, 0, SETUP).expect("the cluster runs on");
+        shut_down(members);
+    });
+}
+
+#[test]
 fn joining_needs_the_last_index_and_setup_needs_no_join() {
     let addresses = common::free_addresses(3);
     for (process, count) in [(0, 3), (1, 3), (2, 2)] {

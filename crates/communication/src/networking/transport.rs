@@ -22,8 +22,9 @@
 //!
 //! Joins: the set of links grows while the transport runs. [`Transport::add_process`] (called by
 //! the join acceptor, [`super::acceptor`], which [`Transport::accept_joins`] starts) starts the
-//! new process's two threads exactly like the initial ones (its silences are watched, it answers
-//! and, for process 0, sends clock probes, the goodbye and abort frames reach it), delivers its
+//! new process's two threads exactly like the initial ones (its silences are watched, heartbeats
+//! go both ways, clock probes are answered, a joiner probes process 0 as every process does, and
+//! the goodbye and abort frames reach it), delivers its
 //! messages to the local workers' existing queues, and tells each local worker of it with a
 //! [`JoinedProcess`] holding that worker's sender to it, then wakes it. Processes join in index
 //! order, one at a time; the links sit behind one mutex that only setup, joins and the close
