@@ -403,8 +403,10 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
     let addresses = &addresses[..processes];
     warn_if_unprotected(&protection(!identity.secret.is_empty(), insecure, addresses)?);
     let entry = if join.is_some() { Entry::Join } else { Entry::Setup };
+    let connecting = crate::clock::now_ns();
     let Connections { streams, listener } =
         establish_as(entry, process, addresses, threads, &identity, connect_timeout)?;
+    let connection = (connecting, crate::clock::now_ns());
     let locals = ProcessBuilder::new_vector(threads);
     let wake = locals[0].waker();
     let (mut transport, endpoints) =
@@ -424,6 +426,7 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
                 processes,
                 threads,
                 join,
+                connection,
             ))
         })
         .collect())

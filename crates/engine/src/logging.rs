@@ -195,6 +195,16 @@ impl Logger {
         }
     }
 
+    /// Records `event` at `time_ns` (a reading of [`clock::now_ns`] taken earlier), if its
+    /// class is recorded: for what happened before the worker could log it. Callers keep the
+    /// worker's events in time order.
+    pub fn log_at(&self, time_ns: i64, event: Event) {
+        let mut state = self.state.borrow_mut();
+        if state.classes.records(event.kind()) {
+            state.buffer.push((time_ns, event));
+        }
+    }
+
     /// Offers the buffered events to the action at the end of a step.
     pub fn flush(&self) {
         self.state.borrow_mut().flush(Flush::Step);

@@ -146,6 +146,8 @@ impl WorkerState {
         dataflows.push(None);
         let index = dataflows.len() - 1;
         drop(dataflows);
+        // A joining worker builds with what its server's welcome says.
+        client::await_welcome(self);
         self.rescaling.dataflow_started(index, self.peers());
         (index, Activator::new(vec![(self.active_dataflows.clone(), index)]))
     }
@@ -172,8 +174,6 @@ pub struct Worker {
 impl Worker {
     /// A worker communicating through `allocator`.
     ///
-    /// On a worker of a process that joins a running cluster, this waits for the welcome of
-    /// its bootstrap server (see [`Worker::bootstrap`]).
     pub fn new(mut allocator: Allocator) -> Self {
         let index = allocator.index();
         let rescaling = Rescaling::new(&mut allocator);
@@ -188,7 +188,6 @@ impl Worker {
             logger: RefCell::new(None),
             rescaling,
         };
-        client::await_welcome(&state);
         Worker { state: Rc::new(state), scheduled: Vec::new(), stop: None, worked: false }
     }
 
@@ -197,9 +196,11 @@ impl Worker {
     /// every other worker. Call it after building every dataflow, as every worker builds them;
     /// a joining worker then only steps (its operators run once the state is complete).
     pub fn bootstrap(&mut self) -> bool {
+        client::await_welcome(&self.state);
         let Some(server) = client::pending(&self.state) else {
             return self.state.rescaling.is_joining();
         };
+        let _activity = Activity::begin(self.state.logger(), rescale::phases::RANGES);
         while !client::advance(&self.state, server) {
             self.step_or_park(Some(BOOTSTRAP_WAIT));
         }
@@ -302,6 +303,9 @@ impl Worker {
             let arrived = self.receive_events(logger.is_some());
             logging::log(&logger, || Event::Unpark { wake: self.wake(arrived) });
         }
+        // Joins and bootstrap messages, after the unpark so that their trace activities are
+        // not inside a park.
+        rescale::handle(&self.state);
         drain_sorted(&self.state.active_dataflows, &mut self.scheduled);
         self.worked = !self.scheduled.is_empty();
         for index in self.scheduled.drain(..) {
@@ -358,9 +362,6 @@ impl Worker {
             std::panic::resume_unwind(Box::new(ClusterFailure(failure)));
         }
         allocator.receive();
-        drop(allocator);
-        rescale::handle(&self.state);
-        let allocator = self.state.allocator.borrow();
         let activators = self.state.channel_activators.borrow();
         let mut arrivals = Arrivals::default();
         for channel in allocator.events().borrow_mut().drain(..) {

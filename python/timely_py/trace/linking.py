@@ -77,6 +77,10 @@ def _check_network(table: pa.Table, findings: Findings, workers_per_process: int
 def network_events(table: pa.Table, kind: str, workers_per_process: int) -> pa.Table:
     """The rows of ``kind`` (a ``network_*`` kind) keyed by ``NETWORK_KEYS``, with ``_row``."""
     selected = events(table, kind, ["channel_kind", "channel", "source_worker", "target_worker", "seq"])
+    # Channels no dataflow created (the bootstrap channel of joins) have no kind: match them
+    # among themselves rather than never (a null key matches nothing in a join).
+    kinds = pc.fill_null(selected.column("channel_kind").cast(pa.string()), "")
+    selected = selected.set_column(0, "channel_kind", kinds)
     target = selected.column("target_worker")
     is_data = pc.equal(selected.column("channel_kind"), "data")
     selected = selected.append_column("target_process", pc.divide(target, workers_per_process))

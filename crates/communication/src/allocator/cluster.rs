@@ -96,6 +96,7 @@ pub struct ClusterBuilder {
     processes: usize,
     threads: usize,
     join: Option<usize>,
+    connection: Option<(i64, i64)>,
 }
 
 impl ClusterBuilder {
@@ -109,8 +110,9 @@ impl ClusterBuilder {
         processes: usize,
         threads: usize,
         join: Option<usize>,
+        connection: (i64, i64),
     ) -> Self {
-        ClusterBuilder { local, endpoints, network, processes, threads, join }
+        ClusterBuilder { local, endpoints, network, processes, threads, join, connection: Some(connection) }
     }
 
     /// The global index of the worker this builder is for.
@@ -135,6 +137,7 @@ impl ClusterBuilder {
             receiver: self.endpoints.receiver,
             joins: self.endpoints.joins,
             join_server: self.join,
+            connection: self.connection,
             inboxes: HashMap::new(),
             backfills: Backfills::default(),
             joined: Vec::new(),
@@ -159,6 +162,8 @@ pub struct ClusterAllocator {
     joins: crossbeam_channel::Receiver<JoinedProcess>,
     /// The bootstrap server's worker, when this process joined a running cluster.
     join_server: Option<usize>,
+    /// When this process started and finished connecting to the others.
+    connection: Option<(i64, i64)>,
     /// Per channel, what arrived from other processes (created on first use, so that a
     /// message arriving before this worker allocates its channel waits there).
     inboxes: HashMap<usize, Inbox>,
@@ -258,9 +263,24 @@ impl ClusterAllocator {
         self.joined.push(workers);
     }
 
-    /// The workers of processes admitted since the last call, one range per process.
+    /// Admits the processes that joined since the last call (back-filling every channel) and
+    /// returns their workers, one range per process.
     pub fn take_joins(&mut self) -> Vec<std::ops::Range<usize>> {
+        for joined in self.take_joined() {
+            self.admit(joined.process, joined.sender);
+        }
         std::mem::take(&mut self.joined)
+    }
+
+    /// True when processes joined that [`ClusterAllocator::take_joins`] has not admitted yet.
+    pub fn has_joins(&self) -> bool {
+        !self.joins.is_empty()
+    }
+
+    /// On a worker of a joining process: when its process started and finished connecting to
+    /// the cluster (nanoseconds, [`crate::clock::now_ns`]).
+    pub fn join_connection(&self) -> Option<(i64, i64)> {
+        self.join_server.and(self.connection)
     }
 
     fn remote_sender(&self, process: usize) -> Option<Rc<RefCell<ProcessSender>>> {
@@ -274,9 +294,6 @@ impl ClusterAllocator {
 
     /// Moves notices of arrived data, from this process and from others, into the events.
     pub fn receive(&mut self) {
-        for joined in self.take_joined() {
-            self.admit(joined.process, joined.sender);
-        }
         self.local.receive();
         let mut events = self.local.events().borrow_mut();
         for (header, payload) in self.receiver.try_iter() {

@@ -175,13 +175,30 @@ impl Allocator {
     }
 
     /// The workers that joined since the last call, one range of global indices per joined
-    /// process, in join order. Every channel allocated before was back-filled when the
-    /// allocator learned of the join (in [`Allocator::receive`]) and [`Allocator::peers`]
-    /// counts the new workers.
+    /// process, in join order. Every channel allocated before is back-filled in this call, and
+    /// from then on [`Allocator::peers`] counts the new workers.
     pub fn take_joins(&mut self) -> Vec<std::ops::Range<usize>> {
         match self {
             Allocator::Cluster(allocator) => allocator.take_joins(),
             _ => Vec::new(),
+        }
+    }
+
+    /// True when processes joined that [`Allocator::take_joins`] has not admitted yet (one
+    /// atomic load: cheap enough for every step).
+    pub fn has_joins(&self) -> bool {
+        match self {
+            Allocator::Cluster(allocator) => allocator.has_joins(),
+            _ => false,
+        }
+    }
+
+    /// On a worker of a process that joined a running cluster: when the process started and
+    /// finished connecting to the others (nanoseconds, [`crate::clock::now_ns`]).
+    pub fn join_connection(&self) -> Option<(i64, i64)> {
+        match self {
+            Allocator::Cluster(allocator) => allocator.join_connection(),
+            _ => None,
         }
     }
 

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use super::messages::{BootstrapMessage, Welcome};
 use super::{Initial, Rescaling};
+use crate::logging::Event;
 use crate::progress::ScopeLedger;
 use crate::worker::{ClusterFailure, WorkerState};
 
@@ -139,13 +140,25 @@ fn wait(state: &WorkerState) {
 }
 
 /// On a joining worker: asks the server for its welcome and waits for it.
+/// Does nothing on other workers and once the welcome is in. The process's connection to the
+/// cluster is recorded in the trace first (it happened before the worker could log).
 pub(crate) fn await_welcome(state: &WorkerState) {
     let rescaling = state.rescaling();
-    let Some(server) = rescaling.client.borrow().as_ref().map(|joiner| joiner.server) else { return };
-    rescaling.send(server, BootstrapMessage::Hello { from: state.index() });
-    while rescaling.client.borrow().as_ref().is_some_and(|joiner| joiner.welcome.is_none()) {
-        wait(state);
+    let server = match rescaling.client.borrow().as_ref() {
+        Some(joiner) if joiner.welcome.is_none() => joiner.server,
+        _ => return,
+    };
+    if let (Some(logger), Some((start, end))) = (state.logger(), state.allocator().join_connection()) {
+        let name = super::phases::CONNECT.to_owned();
+        logger.log_at(start, Event::Activity { name: name.clone(), start: true });
+        logger.log_at(end, Event::Activity { name, start: false });
     }
+    super::phase(state, super::phases::STATE, || {
+        rescaling.send(server, BootstrapMessage::Hello { from: state.index() });
+        while rescaling.client.borrow().as_ref().is_some_and(|joiner| joiner.welcome.is_none()) {
+            wait(state);
+        }
+    });
 }
 
 /// On a joining worker that has not finished its bootstrap: its server. Checks that every

@@ -23,6 +23,27 @@ use crate::worker::WorkerState;
 use messages::{BootstrapMessage, BOOTSTRAP_CHANNEL};
 use timely_communication::{Allocator, JoinedPushers, Pull, Push};
 
+/// The names of the trace activities (`docs/trace-format.md`) that mark each phase of a join
+/// on the workers' timelines.
+pub mod phases {
+    /// A joining process connects to every process of the cluster (before its workers start).
+    pub const CONNECT: &str = "rescale: connect";
+    /// An existing worker back-fills its channels with endpoints to the joined workers.
+    pub const BACKFILL: &str = "rescale: back-fill";
+    /// The server snapshots and sends its progress state; the joiner waits for it.
+    pub const STATE: &str = "rescale: state transfer";
+    /// The server announces the capabilities it hands over to a joining worker.
+    pub const HANDOVER: &str = "rescale: capability hand-over";
+    /// The joiner requests and waits for missing progress batches; the server answers.
+    pub const RANGES: &str = "rescale: range requests";
+}
+
+/// Runs `work` as the trace activity `phase` of the worker.
+fn phase<R>(state: &WorkerState, phase: &str, work: impl FnOnce() -> R) -> R {
+    let _activity = crate::worker::Activity::begin(state.logger(), phase);
+    work()
+}
+
 /// The times at which an operator instance holds capabilities, encoded as `Vec<T>` (its
 /// minimal times first).
 pub trait HeldTimes {
@@ -198,9 +219,11 @@ impl Rescaling {
 /// Handles joins and bootstrap messages; called at the start of every step.
 pub(crate) fn handle(state: &WorkerState) {
     let rescaling = state.rescaling();
-    let joins = state.allocator().take_joins();
-    for workers in joins {
-        server::admit(state, workers);
+    if state.allocator().has_joins() {
+        phase(state, phases::BACKFILL, || {
+            let joins = state.allocator().take_joins();
+            joins.into_iter().for_each(|workers| server::admit(state, workers));
+        });
     }
     loop {
         let message = rescaling.puller.borrow_mut().recv();

@@ -64,10 +64,10 @@ pub(crate) fn serve(state: &WorkerState) {
         let waiting = std::mem::take(&mut rescaling.server.borrow_mut().hellos);
         let (now, later): (Vec<usize>, Vec<usize>) = waiting.into_iter().partition(|&from| from < peers);
         rescaling.server.borrow_mut().hellos = later;
-        now.into_iter().for_each(|from| welcome(state, from));
+        now.into_iter().for_each(|from| super::phase(state, super::phases::STATE, || welcome(state, from)));
     }
     if !ranges {
-        answer_ranges(rescaling);
+        answer_ranges(state);
     }
 }
 
@@ -82,20 +82,16 @@ fn welcome(state: &WorkerState, to: usize) {
         process.start
     };
     let operators = held_capabilities(rescaling);
-    let mut by_scope: BTreeMap<Vec<usize>, Vec<HeldOperator>> = BTreeMap::new();
-    for (address, outputs, times) in &operators {
-        let (operator, scope) = address.split_last().expect("an operator address is not empty");
-        by_scope.entry(scope.to_vec()).or_default().push((*operator, *outputs, times.clone()));
-    }
-    let mut scopes = Vec::new();
-    for scope in rescaling.live_scopes() {
-        let announced = by_scope.get(&scope.address).map(|held| {
-            let sequence = scope.ledger.announce(held, 1).unwrap_or_else(|e| panic!("bootstrap: {e}"));
-            scope.activator.activate();
-            sequence
-        });
-        scopes.push(ScopeWelcome { channel: scope.channel, state: scope.ledger.snapshot(), announced });
-    }
+    let announced = super::phase(state, super::phases::HANDOVER, || announce(rescaling, &operators));
+    let scopes = rescaling
+        .live_scopes()
+        .into_iter()
+        .map(|scope| ScopeWelcome {
+            channel: scope.channel,
+            state: scope.ledger.snapshot(),
+            announced: announced.iter().find(|(channel, _)| *channel == scope.channel).map(|(_, seq)| *seq),
+        })
+        .collect();
     let dataflows = {
         let built = state.dataflow_slots();
         let peers = rescaling.dataflow_peers.borrow();
@@ -105,6 +101,25 @@ fn welcome(state: &WorkerState, to: usize) {
     let welcome = Welcome { existing, dataflows, operators, scopes };
     rescaling.send(to, BootstrapMessage::Welcome(welcome));
     rescaling.server.borrow_mut().active.insert(to);
+}
+
+/// Announces `+1` at the first held time of every output of `operators`, in the next batch of
+/// their scopes; returns `(progress channel, sequence number of that batch)` per scope.
+fn announce(rescaling: &Rescaling, operators: &[(Vec<usize>, usize, Vec<u8>)]) -> Vec<(usize, u64)> {
+    let mut by_scope: BTreeMap<Vec<usize>, Vec<HeldOperator>> = BTreeMap::new();
+    for (address, outputs, times) in operators {
+        let (operator, scope) = address.split_last().expect("an operator address is not empty");
+        by_scope.entry(scope.to_vec()).or_default().push((*operator, *outputs, times.clone()));
+    }
+    let mut announced = Vec::new();
+    for scope in rescaling.live_scopes() {
+        if let Some(held) = by_scope.get(&scope.address) {
+            let sequence = scope.ledger.announce(held, 1).unwrap_or_else(|e| panic!("bootstrap: {e}"));
+            scope.activator.activate();
+            announced.push((scope.channel, sequence));
+        }
+    }
+    announced
 }
 
 /// An operator's index in its scope, its number of outputs and its held times (encoded).
@@ -124,7 +139,9 @@ fn held_capabilities(rescaling: &Rescaling) -> Vec<(Vec<usize>, usize, Vec<u8>)>
 }
 
 /// Answers the range requests whose batches this worker has received.
-fn answer_ranges(rescaling: &Rescaling) {
+fn answer_ranges(state: &WorkerState) {
+    let rescaling = state.rescaling();
+    let _activity = crate::worker::Activity::begin(state.logger(), super::phases::RANGES);
     let requests = std::mem::take(&mut rescaling.server.borrow_mut().ranges);
     let scopes = rescaling.live_scopes();
     let mut later = Vec::new();
