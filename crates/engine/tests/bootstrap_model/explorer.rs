@@ -37,7 +37,8 @@ impl Report {
         self.violation.as_ref().map(|(violation, _)| violation.property)
     }
 
-    /// The violation and its trace, one action and resulting state per line.
+    /// The violation and its trace, one action and resulting state per line (for an action
+    /// that was wrong in itself, the last line shows the state it was taken in).
     pub fn trace(&self) -> String {
         let Some((violation, steps)) = &self.violation else { return "no violation".into() };
         let mut out = format!("{:?}: {}\n", violation.property, violation.detail);

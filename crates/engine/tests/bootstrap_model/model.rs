@@ -81,9 +81,10 @@ pub struct Worker {
     pub inbox: [u8; TIMES],
     /// How many more data messages this worker's input may send (bounds the state space).
     pub sends_left: u8,
-    /// Its progress view: implicit initial counts plus every batch it applied.
+    /// Its progress view: implicit initial counts plus every batch it applied (for an initial
+    /// worker: certainly applied; it may also have applied any prefix of the rest, see `views`).
     pub view: Counts,
-    /// Per sender: the sequence number of the next batch to apply.
+    /// Per sender: the sequence number of the next batch not in `view`.
     pub next: [u8; WORKERS],
 }
 
