@@ -32,44 +32,65 @@ pub struct ProgressBatch<T> {
     pub source: usize,
     /// The sender's sequence number (0, 1, 2, ... per scope).
     pub sequence: u64,
+    /// On the first batch of a worker that joined: `(server, sequence)` of the server's batch
+    /// that announced the capabilities it handed over. Receivers apply that batch first, so
+    /// the joiner's release of those capabilities never overtakes their announcement.
+    pub after: Option<(usize, u64)>,
     /// The updates, compacted.
     pub updates: Vec<((Location, T), i64)>,
 }
 
-/// A batch as bytes: `(source, sequence)` (16 bytes, bincode), then the updates (bincode).
+/// The bytes of a batch's header: source, sequence, after's server plus one (0: none), after's
+/// sequence.
+const HEADER: usize = 32;
+
+/// A batch as bytes: the header (four `u64`s, bincode), then the updates (bincode).
 /// Decoding into a batch no longer used reuses its update buffer.
 impl<T: Timestamp> Exchangeable for ProgressBatch<T> {
     fn encode(&self, out: &mut Vec<u8>) {
-        bincode_encode(&(self.source as u64, self.sequence), out);
+        let (server, seq) = self.after.map_or((0, 0), |(server, seq)| (server as u64 + 1, seq));
+        bincode_encode(&(self.source as u64, self.sequence, server, seq), out);
         bincode_encode(&self.updates, out);
     }
 
     fn decode(bytes: &[u8]) -> Result<Self, String> {
-        let mut batch = ProgressBatch { source: 0, sequence: 0, updates: Vec::new() };
+        let mut batch = ProgressBatch { source: 0, sequence: 0, after: None, updates: Vec::new() };
         Self::decode_into(bytes, &mut batch)?;
         Ok(batch)
     }
 
     fn decode_into(bytes: &[u8], target: &mut Self) -> Result<(), String> {
-        let header = bytes.get(..16).ok_or("a progress batch shorter than its header")?;
-        let (source, sequence): (u64, u64) = bincode_decode(header)?;
-        target.source =
-            usize::try_from(source).map_err(|_| format!("a progress batch from worker {source}"))?;
+        let header = bytes.get(..HEADER).ok_or("a progress batch shorter than its header")?;
+        let (source, sequence, server, seq): (u64, u64, u64, u64) = bincode_decode(header)?;
+        let worker = |index: u64| {
+            usize::try_from(index).map_err(|_| format!("a progress batch naming worker {index}"))
+        };
+        target.source = worker(source)?;
         target.sequence = sequence;
+        target.after = match server {
+            0 => None,
+            server => Some((worker(server - 1)?, seq)),
+        };
         target.updates.clear();
-        bincode_decode_extend(&bytes[16..], &mut target.updates)
+        bincode_decode_extend(&bytes[HEADER..], &mut target.updates)
     }
 }
 
 impl<T: Clone> Clone for ProgressBatch<T> {
     fn clone(&self) -> Self {
-        ProgressBatch { source: self.source, sequence: self.sequence, updates: self.updates.clone() }
+        ProgressBatch {
+            source: self.source,
+            sequence: self.sequence,
+            after: self.after,
+            updates: self.updates.clone(),
+        }
     }
 
     /// Copies `source` into this batch, keeping the capacity of its update buffer.
     fn clone_from(&mut self, source: &Self) {
         self.source = source.source;
         self.sequence = source.sequence;
+        self.after = source.after;
         self.updates.clone_from(&source.updates);
     }
 }
@@ -142,7 +163,7 @@ impl<T: Timestamp> Progcaster<T> {
         }
         let mut updates = std::mem::take(&mut self.spare);
         updates.extend(changes.drain());
-        let sequence = ledger.next_batch(&mut updates);
+        let (sequence, after) = ledger.next_batch(&mut updates);
         drop(ledger);
         logging::log(&self.logger, || Event::Progress {
             send: true,
@@ -152,7 +173,7 @@ impl<T: Timestamp> Progcaster<T> {
             address: self.address.clone(),
             updates: updates.len(),
         });
-        let mut slot = Some(ProgressBatch { source: self.worker, sequence, updates });
+        let mut slot = Some(ProgressBatch { source: self.worker, sequence, after, updates });
         self.pusher.push(&mut slot);
         self.pusher.done();
         if let Some(recycled) = slot {
@@ -168,13 +189,14 @@ impl<T: Timestamp> Progcaster<T> {
     pub fn recv(&mut self, changes: &mut ChangeBatch<(Location, T)>) {
         let mut ledger = self.ledger.borrow_mut();
         while let Some(mut batch) = self.puller.recv() {
-            if ledger.admit(batch.source, batch.sequence, &batch.updates) {
+            if ledger.admit(batch.source, batch.sequence, batch.after, &batch.updates) {
                 self.log_received(batch.source, batch.sequence, batch.updates.len());
                 changes.extend(batch.updates.drain(..));
             }
             self.puller.recycle(batch);
         }
         ledger.try_finish_joining(&mut self.released);
+        ledger.release_held(&mut self.released);
         drop(ledger);
         for (origin, updates) in std::mem::take(&mut self.released) {
             if let Some((source, sequence)) = origin {

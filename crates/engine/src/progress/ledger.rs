@@ -52,7 +52,14 @@ pub struct Ledger<T: Timestamp> {
     /// On a joined worker, per sender whose direct batches started before its state ended:
     /// those batches `[first direct, state's next)`, already applied, to drop when they arrive.
     overlap: Vec<Option<(u64, u64)>>,
+    /// Per sender, batches held back until a batch they must follow was applied.
+    blocked: Vec<VecDeque<Held<T>>>,
+    /// On a joined worker: what its first batch must follow (the server's announcement).
+    first_after: Option<(usize, u64)>,
 }
+
+/// A batch held back: its sequence number, the batch it must follow, its updates.
+type Held<T> = (u64, Option<(usize, u64)>, Updates<T>);
 
 impl<T> Joining<T> {
     /// The ranges still missing between the state and the direct batches, `(sender, start,
@@ -84,7 +91,7 @@ struct Joining<T> {
     /// Ranges received from the server: sender, first sequence number, batches.
     ranges: Vec<(usize, u64, Vec<Updates<T>>)>,
     /// Batches received directly, held back.
-    held: Vec<VecDeque<(u64, Updates<T>)>>,
+    held: Vec<VecDeque<Held<T>>>,
 }
 
 impl<T: Timestamp> Default for Ledger<T> {
@@ -98,6 +105,8 @@ impl<T: Timestamp> Default for Ledger<T> {
             joining: None,
             awaited: None,
             overlap: Vec::new(),
+            blocked: Vec::new(),
+            first_after: None,
         }
     }
 }
@@ -105,15 +114,17 @@ impl<T: Timestamp> Default for Ledger<T> {
 impl<T: Timestamp> Ledger<T> {
     /// A ledger for a scope of `peers` workers.
     pub fn new(peers: usize) -> Self {
-        Ledger { next_receive: vec![0; peers], ..Default::default() }
+        let mut ledger = Ledger::default();
+        ledger.grow(peers);
+        ledger
     }
 
     /// Takes the sequence number for the next batch sent and adds the pending announcements
-    /// to its updates.
-    pub fn next_batch(&mut self, updates: &mut Updates<T>) -> u64 {
+    /// to its updates; also returns the batch it must follow (on a joined worker's first).
+    pub fn next_batch(&mut self, updates: &mut Updates<T>) -> (u64, Option<(usize, u64)>) {
         updates.append(&mut self.announce);
         self.next_send += 1;
-        self.next_send - 1
+        (self.next_send - 1, self.first_after.take())
     }
 
     /// True when announcements wait to be sent.
@@ -122,24 +133,81 @@ impl<T: Timestamp> Ledger<T> {
     }
 
     /// Takes in a batch from `source`: returns true when the caller applies its updates now,
-    /// false when they are held back (on a joining worker, copied until it is bootstrapped).
+    /// false when they are held back (copied): on a joining worker until it is bootstrapped,
+    /// and behind a batch it must follow (`after`) that is not applied yet. Batches already
+    /// in a joined worker's state are dropped.
     ///
     /// # Panics
     ///
     /// With a protocol error when a sender's batches arrive out of sequence.
-    pub fn admit(&mut self, source: usize, sequence: u64, updates: &Updates<T>) -> bool {
+    pub fn admit(
+        &mut self,
+        source: usize,
+        sequence: u64,
+        after: Option<(usize, u64)>,
+        updates: &Updates<T>,
+    ) -> bool {
         self.grow(source + 1);
         if let Some(joining) = self.joining.as_mut() {
-            joining.held[source].push_back((sequence, updates.clone()));
+            joining.held[source].push_back((sequence, after, updates.clone()));
             return false;
         }
-        if let Some(Some((first, end))) = self.overlap.get(source) {
-            if (*first..*end).contains(&sequence) {
-                return false;
-            }
+        if self.is_duplicate(source, sequence) {
+            return false;
+        }
+        if self.must_wait(source, after) {
+            self.blocked[source].push_back((sequence, after, updates.clone()));
+            return false;
         }
         self.account(source, sequence, updates);
         true
+    }
+
+    /// Like [`Ledger::admit`] for a batch the ledger owns; applied updates go to `ready`.
+    fn offer(&mut self, source: usize, held: Held<T>, ready: &mut Vec<Released<T>>) {
+        let (sequence, after, updates) = held;
+        if self.is_duplicate(source, sequence) {
+            return;
+        }
+        if self.must_wait(source, after) {
+            self.blocked[source].push_back((sequence, after, updates));
+            return;
+        }
+        self.accept(source, sequence, updates, ready);
+    }
+
+    /// True for a batch a joined worker's state already holds.
+    fn is_duplicate(&self, source: usize, sequence: u64) -> bool {
+        matches!(self.overlap.get(source), Some(Some((first, end))) if (*first..*end).contains(&sequence))
+    }
+
+    /// True when `source` has batches held back, or `after` is not applied yet.
+    fn must_wait(&self, source: usize, after: Option<(usize, u64)>) -> bool {
+        !self.blocked[source].is_empty()
+            || after.is_some_and(|(server, sequence)| {
+                self.next_receive.get(server).is_none_or(|&next| next <= sequence)
+            })
+    }
+
+    /// Applies held-back batches whose predecessor has been applied, into `ready`.
+    pub fn release_held(&mut self, ready: &mut Vec<Released<T>>) {
+        let mut progress = true;
+        while progress {
+            progress = false;
+            for source in 0..self.blocked.len() {
+                while let Some((sequence, after, _)) = self.blocked[source].front() {
+                    let (sequence, after) = (*sequence, *after);
+                    let unmet = after
+                        .is_some_and(|(server, seq)| self.next_receive.get(server).is_none_or(|&n| n <= seq));
+                    if unmet {
+                        break;
+                    }
+                    let (_, _, updates) = self.blocked[source].pop_front().expect("a held batch");
+                    self.accept(source, sequence, updates, ready);
+                    progress = true;
+                }
+            }
+        }
     }
 
     /// Checks the sequence number and adds `updates` to the state (and to the recording).
@@ -185,9 +253,9 @@ impl<T: Timestamp> Ledger<T> {
             }
         }
         for (sender, held) in joining.held.into_iter().enumerate() {
-            for (sequence, updates) in held {
-                if sequence >= self.next_receive[sender] {
-                    self.accept(sender, sequence, updates, ready);
+            for batch in held {
+                if batch.0 >= self.next_receive[sender] {
+                    self.offer(sender, batch, ready);
                 }
             }
         }
@@ -197,6 +265,7 @@ impl<T: Timestamp> Ledger<T> {
     pub fn grow(&mut self, peers: usize) {
         if self.next_receive.len() < peers {
             self.next_receive.resize(peers, 0);
+            self.blocked.resize_with(peers, VecDeque::new);
             if let Some(joining) = self.joining.as_mut() {
                 joining.held.resize_with(peers, VecDeque::new);
             }
@@ -316,6 +385,7 @@ impl<T: Timestamp> ScopeLedger for std::cell::RefCell<Ledger<T>> {
         let mut ledger = self.borrow_mut();
         ledger.grow(state.next_receive.len());
         ledger.awaited = announced.map(|seq| (server, seq));
+        ledger.first_after = ledger.awaited;
         let joining = ledger.joining.as_mut().ok_or("a progress state for a worker that is not joining")?;
         joining.state = Some((state.accumulated, state.next_receive));
         Ok(())
@@ -343,5 +413,56 @@ impl<T: Timestamp> ScopeLedger for std::cell::RefCell<Ledger<T>> {
 
     fn has_all_ranges(&self) -> bool {
         self.borrow().joining.as_ref().is_none_or(Joining::is_complete)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn update(time: u64, delta: i64) -> Updates<u64> {
+        vec![((Location::source(1, 0), time), delta)]
+    }
+
+    /// A joined worker's first batch (releasing its handed-over capability) waits for the
+    /// server's batch that announced it, even when it arrives first (the model checker's
+    /// counterexample against applying them in arrival order).
+    #[test]
+    fn a_joined_workers_release_waits_for_the_announcement() {
+        let mut ledger: Ledger<u64> = Ledger::new(3);
+        let mut ready = Vec::new();
+        assert!(ledger.admit(0, 0, None, &update(0, 1)));
+        assert!(!ledger.admit(2, 0, Some((0, 1)), &update(0, -1)), "the release is held back");
+        assert!(!ledger.admit(2, 1, None, &update(1, 1)), "and what follows it");
+        ledger.release_held(&mut ready);
+        assert!(ready.is_empty());
+        assert!(ledger.admit(0, 1, None, &update(0, 1)), "the announcement");
+        ledger.release_held(&mut ready);
+        let released: Vec<_> = ready.iter().map(|(origin, _)| *origin).collect();
+        assert_eq!(released, vec![Some((2, 0)), Some((2, 1))]);
+        assert!(ledger.admit(2, 2, None, &update(1, -1)), "later batches flow again");
+    }
+
+    /// Direct batches that a joined worker's state already holds are dropped, others applied in
+    /// sequence.
+    #[test]
+    fn a_joined_worker_drops_what_its_state_holds() {
+        let server: Ledger<u64> = Ledger::new(2);
+        let cell = std::cell::RefCell::new(server);
+        assert!(cell.borrow_mut().admit(1, 0, None, &update(0, 1)));
+        let state = ScopeLedger::snapshot(&cell);
+        let joiner = std::cell::RefCell::new(Ledger::<u64>::new(3));
+        joiner.start_joining(2);
+        joiner.install_state(&state, 0, None).unwrap();
+        joiner.direct_from(0, 0);
+        joiner.direct_from(1, 0);
+        assert_eq!(joiner.missing_ranges(), Some(vec![]));
+        let mut ready = Vec::new();
+        let mut ledger = joiner.borrow_mut();
+        assert!(!ledger.admit(1, 0, None, &update(0, 1)), "held while joining");
+        ledger.try_finish_joining(&mut ready);
+        assert_eq!(ready.len(), 1, "only the state: batch 0 of worker 1 is in it");
+        assert!(!ledger.admit(1, 0, None, &update(0, 1)), "a late copy is dropped");
+        assert!(ledger.admit(1, 1, None, &update(0, -1)));
     }
 }
