@@ -94,7 +94,12 @@ class Worker:
     def step_while(self, condition: Callable[[], bool]) -> None: ...
     def step_or_park(self, timeout: Optional[float] = None) -> bool: ...
     def dataflow(self, name: str = "Dataflow") -> Scope: ...
-    def bootstrap(self) -> bool: ...
+    def bootstrap(self) -> bool:
+        """On a worker of a process that joined a running cluster (``--join W --nn N``):
+        completes the bootstrap of its progress state from worker ``W`` and returns True.
+        False on every worker the cluster started with. Call it after building every
+        dataflow; a joined worker then returns, and the runtime steps it until the dataflows
+        complete (see ``docs/rescaling.md``)."""
     def activity(self, name: str) -> Activity:
         """A user activity recorded in the trace: `with worker.activity("load graph"): ...`."""
 

@@ -8,7 +8,7 @@ whose processes all completed (the caller decides); this module loads nothing it
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,10 +20,16 @@ PROGRESS_KEYS = ["channel", "source_worker", "seq"]
 NETWORK_KEYS = ["channel_kind", "channel", "source_worker", "seq", "target_process", "data_target"]
 
 
-def check_links(table: pa.Table, findings: Findings, workers_per_process: int, workers: int) -> None:
-    """Every send has its receives and every receive its send, each exactly once."""
+def check_links(
+    table: pa.Table, findings: Findings, workers_per_process: int, workers: int, joined_from: Optional[int] = None
+) -> None:
+    """Every send has its receives and every receive its send, each exactly once.
+
+    Workers from ``joined_from`` on joined the running cluster (``docs/rescaling.md``): the
+    progress batches sent before a joined worker's first direct receive from a sender reached
+    it inside its server's progress state, so they are not expected among its receives."""
     _check_messages(table, findings)
-    _check_progress(table, findings, workers)
+    _check_progress(table, findings, workers, workers if joined_from is None else joined_from)
     _check_network(table, findings, workers_per_process)
 
 
@@ -44,23 +50,43 @@ def _check_messages(table: pa.Table, findings: Findings) -> None:
     _check_unique(receives, MESSAGE_KEYS, "message_recv", findings)
 
 
-def _check_progress(table: pa.Table, findings: Findings, workers: int) -> None:
+def _check_progress(table: pa.Table, findings: Findings, workers: int, joined_from: int) -> None:
     sends = events(table, "progress_send", PROGRESS_KEYS)
     receives = events(table, "progress_recv", PROGRESS_KEYS + ["target_worker"])
     for row, key in _unmatched(receives, sends, PROGRESS_KEYS):
         findings.add("unmatched receive", f"progress_recv {_describe(key)} has no progress_send", [row])
     receivers = receives.group_by(PROGRESS_KEYS).aggregate([("target_worker", "count_distinct")])
     counted = sends.join(receivers, keys=PROGRESS_KEYS, join_type="left outer")
+    counted = counted.append_column("expected", _expected_receivers(counted, receives, workers, joined_from))
     received = pc.fill_null(counted.column("target_worker_count_distinct"), 0)
-    short = counted.filter(pc.less(received, workers))
-    for key, count in zip(short.to_pylist(), short.column("target_worker_count_distinct").to_pylist()):
+    short = counted.filter(pc.less(received, counted.column("expected")))
+    for key in short.to_pylist():
         findings.add(
             "unmatched send",
-            f"progress_send {_describe(key)} was received by {count or 0} of {workers} workers",
+            f"progress_send {_describe(key)} was received by {key['target_worker_count_distinct'] or 0} "
+            f"of {key['expected']} workers",
             [key["_row"]],
         )
     _check_unique(sends, PROGRESS_KEYS, "progress_send", findings)
     _check_unique(receives, PROGRESS_KEYS + ["target_worker"], "progress_recv", findings)
+
+
+def _expected_receivers(sends: pa.Table, receives: pa.Table, workers: int, joined_from: int) -> pa.Array:
+    """Per send, the workers that must receive it: every initial worker, and each joined worker
+    whose first receive from the sender on the channel is at or before the send."""
+    initial = pa.array([joined_from] * sends.num_rows, pa.int64())
+    if joined_from >= workers:
+        return initial
+    joined = receives.filter(pc.greater_equal(receives.column("target_worker"), joined_from))
+    firsts = joined.group_by(["channel", "source_worker", "target_worker"]).aggregate([("seq", "min")])
+    pairs = sends.select(["channel", "source_worker", "seq", "_row"]).join(
+        firsts, keys=["channel", "source_worker"], join_type="inner"
+    )
+    reached = pairs.filter(pc.greater_equal(pairs.column("seq"), pairs.column("seq_min")))
+    extra = reached.group_by(["_row"]).aggregate([("target_worker", "count")])
+    by_row = dict(zip(extra.column("_row").to_pylist(), extra.column("target_worker_count").to_pylist()))
+    rows = sends.column("_row").to_pylist()
+    return pa.array([joined_from + by_row.get(row, 0) for row in rows], pa.int64())
 
 
 def _check_network(table: pa.Table, findings: Findings, workers_per_process: int) -> None:

@@ -58,7 +58,9 @@ def validate(path: PathLike, *, limit: int = 20) -> List[Violation]:
     causality.check_clock_order(table, findings, processes, workers)
     events_lost = unreadable or not whole_parts or _missing_processes(processes)
     if len(complete) == len(processes) and not events_lost:
-        linking.check_links(table, findings, workers, workers * len(processes))
+        # Processes past the cluster's initial count (process 0's) joined while it ran.
+        joined_from = workers * int(processes[min(processes)].get("processes", len(processes)))
+        linking.check_links(table, findings, workers, workers * len(processes), joined_from)
     return findings.result()
 
 
