@@ -85,3 +85,37 @@ def test_validate_expects_a_joined_worker_to_receive_from_its_first_direct_batch
         findings = Findings(table, 10)
         linking.check_links(table, findings, 1, 3, joined_from=2)
         assert len(findings.result()) == expected, findings.result()
+
+
+def test_a_join_with_a_wrong_secret_is_refused_and_the_cluster_runs_on(tmp_path):
+    with Cluster(tmp_path, 3) as cluster:
+        cluster.processes = 2
+        for index in range(2):
+            cluster.start(index, [SCRIPT, 3])
+        cluster.wait_for_output(0, r"^halfway$")
+        intruder = cluster.start(2, [SCRIPT, 3, "--join", 0, "--nn", 3], TIMELY_CLUSTER_SECRET="not the secret")
+        assert intruder.wait(60) != 0
+        assert re.search(r"secret|authenticat", cluster.stderr(2), re.IGNORECASE), cluster.report(2)
+        # The rightful third process still joins, and the run ends normally; the members only
+        # logged the refusal.
+        cluster.start(2, [SCRIPT, 3, "--join", 0, "--nn", 3])
+        assert cluster.wait_all() == [0, 0, 0], [cluster.report(i) for i in range(3)]
+        for index in range(2):
+            for line in cluster.stderr(index).splitlines():
+                assert "join acceptor refused a connection" in line and "secret" in line, line
+        assert "join acceptor refused" in cluster.stderr(0)
+        assert any(w == 2 for i in range(3) for w, _ in seen(cluster.stdout(i)))
+
+
+def test_a_joiner_killed_during_its_join_ends_the_cluster_with_a_clear_error(tmp_path):
+    with Cluster(tmp_path, 3) as cluster:
+        cluster.processes = 2
+        for index in range(2):
+            cluster.start(index, [SCRIPT, 3])
+        cluster.wait_for_output(0, r"^halfway$")
+        joiner = cluster.start(2, [SCRIPT, 3, "--join", 0, "--nn", 3], TIMELY_TEST_STALL_BOOTSTRAP="1")
+        cluster.wait_for_output(2, r"^bootstrapping$")
+        joiner.kill()
+        for index in range(2):
+            assert cluster.wait(index, 30) != 0
+            assert re.search(r"process 2", cluster.stderr(index)), cluster.report(index)

@@ -1,9 +1,12 @@
 """The seed's rescalable hello: worker 0 sends one record per round (pausing PAUSE seconds,
 default 0.05); every worker runs rounds until the cluster has grown to JOINED workers, then
 five more. A process started with `--join W --nn N` bootstraps and takes its share.
-Prints `worker I: seen X` per record and `halfway` when worker 0 finished round 3.
+Prints `worker I: seen X` per record and `halfway` when worker 0 finished round 3. With
+TIMELY_TEST_STALL_BOOTSTRAP set, a joining process prints `bootstrapping` once its dataflow
+is built and then sleeps instead of finishing its join (to be killed by a test).
 Usage: hello_until_join.py JOINED [PAUSE] RUNTIME_FLAGS"""
 
+import os
 import sys
 import time
 
@@ -22,6 +25,9 @@ def main(worker):
             .inspect(lambda x: print(f"worker {worker.index}: seen {x}", flush=True))
             .probe_with(probe)
         )
+    if os.environ.get("TIMELY_TEST_STALL_BOOTSTRAP") and worker.index >= worker.peers - 1:
+        print("bootstrapping", flush=True)
+        time.sleep(600)
     if worker.bootstrap():
         return
     rnd, last = 0, 1200
