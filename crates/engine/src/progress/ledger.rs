@@ -286,6 +286,9 @@ impl<T: Timestamp> Ledger<T> {
 pub trait ScopeLedger {
     /// The sequence number of the next batch this worker sends.
     fn next_send(&self) -> u64;
+    /// The number of distinct `(location, time)`s in the compacted accumulation: the size of
+    /// the progress state a joining worker would receive.
+    fn state_len(&self) -> usize;
     /// Makes room for senders up to `peers` (workers joined).
     fn grow(&self, peers: usize);
     /// Starts recording (if not already) and returns the encoded progress state.
@@ -317,6 +320,10 @@ pub trait ScopeLedger {
 impl<T: Timestamp> ScopeLedger for std::cell::RefCell<Ledger<T>> {
     fn next_send(&self) -> u64 {
         self.borrow().next_send
+    }
+
+    fn state_len(&self) -> usize {
+        self.borrow_mut().accumulated.iter().count()
     }
 
     fn grow(&self, peers: usize) {

@@ -210,6 +210,12 @@ impl Rescaling {
         server::is_busy(self)
     }
 
+    /// Per scope whose dataflow still exists: its address and the number of distinct
+    /// pointstamps in its progress state (what a joining worker would be sent).
+    pub fn progress_state_sizes(&self) -> Vec<(Vec<usize>, usize)> {
+        self.live_scopes().into_iter().map(|scope| (scope.address, scope.ledger.state_len())).collect()
+    }
+
     /// True on a worker of a process that joined a running cluster.
     pub fn is_joining(&self) -> bool {
         self.client.borrow().is_some()
