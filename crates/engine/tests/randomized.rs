@@ -26,6 +26,10 @@
 //! `TIMELY_RANDOM_SEED=S` runs only seed `S`, `TIMELY_RANDOM_VERBOSE=1` prints each
 //! program.
 
+#[allow(dead_code)]
+#[path = "../../communication/tests/common/mod.rs"]
+mod common;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -822,8 +826,8 @@ fn run(
     program: &Arc<Program>,
     workers: usize,
     expected: &Arc<Vec<(u64, u64)>>,
+    join: Option<u64>,
 ) -> Result<(), String> {
-    let config = if workers == 1 { Config::Thread } else { Config::Process(workers) };
     let violations: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
     let captured: Captured<u64, u64> = Captured::new();
     let seen: Arc<Mutex<Vec<(u64, u64)>>> = Arc::new(Mutex::new(Vec::new()));
@@ -837,9 +841,14 @@ fn run(
         std::thread::Builder::new()
             .name(format!("randomized-{}-{}", seed, workers))
             .spawn(move || {
-                let result = timely_engine::execute(config, move |worker| {
-                    run_worker(worker, seed, &program, &expected, &violations, &captured, &seen)
-                });
+                let run = Run { seed, program, expected, violations, captured, seen, join: None };
+                let result = match join {
+                    None => {
+                        let config = if workers == 1 { Config::Thread } else { Config::Process(workers) };
+                        timely_engine::execute(config, move |worker| run_worker(worker, &run)).map(drop)
+                    }
+                    Some(epoch) => joined::execute(workers, epoch, run),
+                };
                 let _ = sender.send(result);
             })
             .expect("spawn a run thread");
@@ -908,17 +917,25 @@ fn diff(expected: &[(u64, u64)], got: &[(u64, u64)]) -> String {
     )
 }
 
-fn run_worker(
-    worker: &mut timely_engine::Worker,
+/// What every worker of one run shares.
+#[derive(Clone)]
+struct Run {
     seed: u64,
-    program: &Program,
-    expected: &[(u64, u64)],
-    violations: &Arc<Mutex<Vec<String>>>,
-    captured: &Captured<u64, u64>,
-    seen: &Arc<Mutex<Vec<(u64, u64)>>>,
-) {
+    program: Arc<Program>,
+    expected: Arc<Vec<(u64, u64)>>,
+    violations: Arc<Mutex<Vec<String>>>,
+    captured: Captured<u64, u64>,
+    seen: Arc<Mutex<Vec<(u64, u64)>>>,
+    /// In a run with a join: the epoch after which worker 0 asks for it, the flag it raises,
+    /// and the number of workers before the join.
+    join: Option<(u64, Arc<std::sync::atomic::AtomicBool>, usize)>,
+}
+
+fn run_worker(worker: &mut timely_engine::Worker, run: &Run) {
+    let Run { seed, program, expected, violations, captured, seen, .. } = run;
+    let (seed, captured) = (*seed, captured);
     let index = worker.index();
-    let peers = worker.peers();
+    let peers = run.join.as_ref().map_or(worker.peers(), |(_, _, initial)| *initial);
     let ctx = Ctx { worker: index, violations: violations.clone() };
     // handles[input][copy]
     let mut handles: Vec<Vec<InputHandle<u64, u64>>> =
@@ -940,6 +957,9 @@ fn run_worker(
         });
     }
 
+    if worker.bootstrap() {
+        return;
+    }
     // This worker's records: per input, per epoch.
     let mine: Vec<BTreeMap<u64, Vec<u64>>> = program
         .inputs
@@ -956,6 +976,11 @@ fn run_worker(
         .collect();
     let mut rng = Rng::new(mix(mix(seed, peers as u64), index as u64 + 1));
     for epoch in 0..=program.max_epoch {
+        if let Some((at, asked, _)) = &run.join {
+            if *at == epoch && index == 0 {
+                asked.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
         for (input, copies) in handles.iter_mut().enumerate() {
             if copies[0].is_closed() {
                 continue;
@@ -1023,8 +1048,62 @@ fn run_worker(
             }
         }
     }
+    if let Some((_, _, initial)) = &run.join {
+        // The join happens while this worker still holds its inputs.
+        let start = Instant::now();
+        while worker.peers() == *initial && start.elapsed() < DEADLINE {
+            worker.step();
+        }
+    }
     for handle in handles.iter_mut().flatten() {
         handle.close();
+    }
+}
+
+/// Runs with a process joining the cluster while the program runs.
+mod joined {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use timely_communication::initialize::ClusterConfig;
+    use timely_communication::networking::{ClockSync, ClusterIdentity, Liveness};
+
+    fn config(addresses: &[String], process: usize, initial: usize, join: Option<usize>) -> Config {
+        Config::Cluster(ClusterConfig {
+            threads: 1,
+            process,
+            processes: if join.is_some() { initial + 1 } else { initial },
+            initial_processes: initial,
+            join,
+            addresses: addresses.to_vec(),
+            identity: ClusterIdentity { cluster_id: 31, secret: b"randomized joins".to_vec() },
+            connect_timeout: Duration::from_secs(20),
+            liveness: Liveness::default(),
+            clock: ClockSync::default(),
+            insecure: false,
+            frames: None,
+        })
+    }
+
+    /// `processes` processes of one worker run the program; after worker 0 reaches `epoch`, one
+    /// more process joins (served by worker `epoch % processes`).
+    pub(super) fn execute(processes: usize, epoch: u64, run: Run) -> Result<(), timely_engine::ExecuteError> {
+        let addresses = super::common::free_addresses(processes + 1);
+        let asked = Arc::new(AtomicBool::new(false));
+        let run = Run { join: Some((epoch, asked.clone(), processes)), ..run };
+        let start = |process: usize, join: Option<usize>| {
+            let (config, run) = (config(&addresses, process, processes, join), run.clone());
+            std::thread::spawn(move || timely_engine::execute(config, move |worker| run_worker(worker, &run)))
+        };
+        let mut runs: Vec<_> = (0..processes).map(|process| start(process, None)).collect();
+        let begun = Instant::now();
+        while !asked.load(Ordering::SeqCst) && begun.elapsed() < DEADLINE {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        runs.push(start(processes, Some(epoch as usize % processes)));
+        for run in runs {
+            run.join().expect("a process thread")?;
+        }
+        Ok(())
     }
 }
 
@@ -1056,7 +1135,7 @@ fn run_seeds(workers: usize, seeds: &[u64]) {
             one.iter().cloned().cycle().take(one.len() * program.copies).collect();
         expected.sort();
         let expected = Arc::new(expected);
-        if let Err(failure) = run(seed, &program, workers, &expected) {
+        if let Err(failure) = run(seed, &program, workers, &expected, None) {
             eprintln!("FAILED {}", failure);
             let hung = failure.contains("did not terminate");
             failures.push(failure);
@@ -1075,6 +1154,44 @@ fn run_seeds(workers: usize, seeds: &[u64]) {
         seeds.len(),
         failures.join("\n")
     );
+}
+
+/// Programs on two processes of one worker, a third process joining at a random epoch:
+/// outputs equal the reference, and every checking operator (no message behind a frontier,
+/// no early notification) holds on every worker, the joined one included. Programs whose
+/// output depends on the number of workers (broadcasts) or on all records of a key meeting on
+/// one worker within a time (per-key counts and sums, keyed joins: plain `exchange` moves keys
+/// to the new workers, keyed state across joins is Megaphone's job) are left out.
+#[test]
+fn random_programs_with_a_process_joining() {
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    let wanted = (seeds().len() / 3).max(1);
+    let candidates: Vec<u64> = match std::env::var("TIMELY_RANDOM_SEED") {
+        Ok(_) => seeds(),
+        Err(_) => (0..5_000).collect(),
+    };
+    for seed in candidates {
+        if ran == wanted {
+            break;
+        }
+        let program = Arc::new(generate(seed));
+        let description = program.describe();
+        if ["broadcast", "count(", "sum(", "join#"].iter().any(|stage| description.contains(stage)) {
+            continue;
+        }
+        let one = reference(&program, 2).expect("generated programs stay small");
+        let mut expected: Vec<(u64, u64)> =
+            one.iter().cloned().cycle().take(one.len() * program.copies).collect();
+        expected.sort();
+        let epoch = Rng::new(seed).below(program.max_epoch + 1);
+        ran += 1;
+        if let Err(failure) = run(seed, &program, 2, &Arc::new(expected), Some(epoch)) {
+            failures.push(format!("(join after epoch {epoch}) {failure}"));
+        }
+    }
+    assert_eq!(ran, wanted, "too few generated programs qualify");
+    assert!(failures.is_empty(), "{} of {ran} programs failed:\n{}", failures.len(), failures.join("\n"));
 }
 
 #[test]

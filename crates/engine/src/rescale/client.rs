@@ -61,19 +61,25 @@ impl Joiner {
     }
 
     pub(crate) fn initial(&self, address: &[usize]) -> Initial {
-        match self.dataflow_peers(address[0]) {
-            Some(counted) => {
-                let times =
-                    self.welcome().operators.iter().find(|(a, _)| a == address).map(|(_, t)| t.clone());
-                Initial::Joining { counted, times }
-            }
-            None => Initial::Ordinary,
+        let Some(counted) = self.dataflow_peers(address[0]) else { return Initial::Ordinary };
+        if self.completed_scope(&address[..address.len() - 1]) {
+            // Nobody holds anything in a scope the server has completed.
+            return Initial::Joining { counted: 0, times: None };
         }
+        let times = self.welcome().operators.iter().find(|(a, _)| a == address).map(|(_, t)| t.clone());
+        Initial::Joining { counted, times }
     }
 
-    /// A scope was built: if the server built it before the join, its ledger starts joining.
+    /// True for a nested scope of a dataflow the server runs that the server has completed
+    /// and dropped (a region or loop whose work is done).
+    fn completed_scope(&self, scope: &[usize]) -> bool {
+        scope.len() > 1 && !self.welcome().scopes.iter().any(|welcome| welcome.address == scope)
+    }
+
+    /// A scope was built: if the server built it before the join, its ledger starts joining
+    /// (unless the server completed it: then it starts empty, like its operators).
     pub(crate) fn scope_built(&mut self, channel: usize, address: &[usize], ledger: &Rc<dyn ScopeLedger>) {
-        if self.dataflow_peers(address[0]).is_none() {
+        if self.dataflow_peers(address[0]).is_none() || self.completed_scope(address) {
             return;
         }
         let welcome = self.welcome();

@@ -31,6 +31,8 @@ pub struct Welcome {
 pub struct ScopeWelcome {
     /// The scope's progress channel.
     pub channel: usize,
+    /// The scope's address.
+    pub address: Vec<usize>,
     /// The server's progress state of the scope.
     pub state: Vec<u8>,
     /// The server's batch carrying the announcement of the joining worker's capabilities.

@@ -26,6 +26,9 @@ pub(crate) struct ServerState {
     active: HashSet<usize>,
     /// Joined workers admitted and not yet done: this worker does not end its run before.
     admitted: HashSet<usize>,
+    /// Joined workers that said they are done (a `Done` can arrive before this worker learns
+    /// of the join from its network: the two travel separately).
+    finished: HashSet<usize>,
 }
 
 /// Admits the new `workers`: their progress batches are expected, and each gets this
@@ -43,7 +46,8 @@ pub(crate) fn admit(state: &WorkerState, workers: Range<usize>) {
         rescaling.send(worker, BootstrapMessage::Next { from: state.index(), scopes: next.clone() });
     }
     let mut server = rescaling.server.borrow_mut();
-    server.admitted.extend(workers.clone());
+    let waiting: Vec<usize> = workers.clone().filter(|worker| !server.finished.contains(worker)).collect();
+    server.admitted.extend(waiting);
     server.joined.push(workers);
 }
 
@@ -88,6 +92,7 @@ fn welcome(state: &WorkerState, to: usize) {
         .into_iter()
         .map(|scope| ScopeWelcome {
             channel: scope.channel,
+            address: scope.address.clone(),
             state: scope.ledger.snapshot(),
             announced: announced.iter().find(|(channel, _)| *channel == scope.channel).map(|(_, seq)| *seq),
         })
@@ -164,6 +169,7 @@ fn answer_ranges(state: &WorkerState) {
 pub(crate) fn done(rescaling: &Rescaling, from: usize) {
     let mut server = rescaling.server.borrow_mut();
     server.admitted.remove(&from);
+    server.finished.insert(from);
     if server.active.remove(&from) && server.active.is_empty() {
         drop(server);
         for scope in rescaling.live_scopes() {
