@@ -292,5 +292,40 @@ def test_help():
                             cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert result.returncode == 0
     for words in ("--processes", "--workers", "--base-port", "--hostfile", "--cluster-id", "--python",
-                  "--grace", "--stop-grace", "-m MODULE", "TIMELY_CLUSTER_SECRET", "130"):
+                  "--grace", "--stop-grace", "-m MODULE", "TIMELY_CLUSTER_SECRET", "130",
+                  "--max-processes", "TIMELY_LAUNCH_CONTROL", "--join S --nn p+1"):
+        assert words in result.stdout
+
+
+def test_a_joiner_gets_join_flags_after_the_script_arguments():
+    options = launch.parse_args(["-n", "2", "-w", "3", "--trace", "t", "job.py", "a", "--", "b"])
+    assert options.room == 2 + 4
+    assert launch.child_command(options, 4, "H", join=5)[1:] == [
+        "job.py", "a", "-n", "2", "-p", "4", "-w", "3", "--join", "5", "--nn", "5", "-h", "H",
+        "--trace", os.path.abspath("t"), "--", "b"]
+    assert launch.parse_args(["-n", "1", "job.py"]).room == 1, "nothing can join a process alone"
+    assert launch.parse_args(["-n", "2", "--max-processes", "9", "job.py"]).room == 9
+
+
+@pytest.mark.parametrize("argv", [["-n", "3", "--max-processes", "2", "job.py"],
+                                  ["-n", "2", "--base-port", "65531", "job.py"]])
+def test_too_little_room_exits_2(argv, capsys):
+    assert launch.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--max-processes 2 is below -n 3" in err or "--base-port 65531 leaves no port for process 5" in err
+
+
+def test_a_hostfile_bounds_the_room_for_joins(tmp_path, capsys):
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("# two processes\n127.0.0.1:23811\n\n127.0.0.1:23812  # the second\n")
+    status = launch.main(["-n", "2", "--max-processes", "3", "--hostfile", str(hostfile), script("report")])
+    assert status == launch.SETUP_FAILED
+    assert "--max-processes 3 needs as many addresses, but hostfile" in capsys.readouterr().err
+
+
+def test_help_of_the_add_subcommand():
+    result = subprocess.run([sys.executable, "-m", "timely_py.launch", "add", "--help"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0
+    for words in ("--control", "--server", "TIMELY_LAUNCH_CONTROL"):
         assert words in result.stdout

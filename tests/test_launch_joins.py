@@ -184,10 +184,14 @@ def test_the_control_socket_is_private(tmp_path):
 def test_a_joined_process_that_fails_ends_the_launch(tmp_path):
     hostfile, _ = write_hostfile(tmp_path, 3)
     with Launched(tmp_path, "-n", 2, "--grace", 2, "--hostfile", hostfile, SCRIPTS / "join_then_fail.py") as run:
-        assert run.status() == 3, run.err()
+        status = run.status()
+    err = run.err()
     assert "[2] joined" in run.out()
-    assert "[launch] process 2 failed (exit code 3)" in run.err()
-    assert "[launch] process 2 failed: exit code 3" in run.err()
+    assert "[launch] process 2 failed: exit code 3" in err
+    # The others stop within milliseconds, on their own, naming the joiner; the launcher may
+    # see them end in the same look (every 50 ms), and then reports them in index order.
+    assert err.count("ClusterError: worker") == 2 and err.count("lost the connection to process 2") == 2, err
+    assert status in (3, 1), err
 
 
 def test_ctrl_c_stops_joined_processes_too(tmp_path):

@@ -188,4 +188,4 @@ def _same_user(conn: socket.socket) -> bool:
         _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, option, size))
     except OSError:
         return False
-    return uid == os.getuid()
+    return int(uid) == os.getuid()
