@@ -91,8 +91,9 @@ def add(control, *args):
 
 
 def test_a_program_adds_a_process_itself(tmp_path):
-    """scale_out.py: worker 0 calls add_process() in round 3; process 2 joins through it and
-    takes its share; worker 0 routes by x mod 2 until it counts 3 workers, by x mod 3 after."""
+    """scale_out.py: worker 0 calls add_process() in round 3 (before sending record 3);
+    process 2 joins through it and takes its share; worker 0 routes by x mod 2 until it
+    counts 3 workers, by x mod 3 after."""
     hostfile, _ = write_hostfile(tmp_path, 3)
     with Launched(tmp_path, "-n", 2, "--hostfile", hostfile, EXAMPLES / "scale_out.py", 12, 0.1, 3) as run:
         assert run.status() == 0, run.err()
@@ -106,7 +107,9 @@ def test_a_program_adds_a_process_itself(tmp_path):
     assert any(w == 2 for _, w, _ in records), "the joined worker saw nothing"
     switches = [s for s in range(len(records) + 1)
                 if all(w == (x % 2 if x < s else x % 3) for x, w, _ in records)]
-    assert switches and switches[0] >= 4, records
+    # Records 0-2 were sent before the request; record 3, sent right after it, may already
+    # go to the new worker (exchange routes it in a later step, which may count the joiner).
+    assert switches and switches[0] >= 3, records
 
 
 def test_two_processes_added_from_a_terminal(tmp_path):
