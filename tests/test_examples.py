@@ -8,6 +8,7 @@ import pytest
 import timely_py as timely
 
 from conftest import EXAMPLES, python_subprocess
+from test_cluster import Cluster
 
 
 def run_example(name, *args):
@@ -34,6 +35,31 @@ def test_hello_sees_every_record_once_on_its_worker(workers):
 def test_hello_without_arguments_uses_one_worker():
     out = run_example("hello.py")
     assert sorted(out.splitlines()) == sorted(f"worker 0: seen {x}" for x in range(10))
+
+
+def test_hello_takes_rounds_and_a_pause():
+    out = run_example("hello.py", "3", "0.01", "-w", "2")
+    assert sorted(out.splitlines()) == sorted(f"worker {x % 2}: seen {x}" for x in range(3))
+
+
+def test_a_third_process_joins_a_running_hello(tmp_path):
+    """The issue's command: `hello.py -n 2 -p 2 --join 0 --nn 3` joins a 2-process hello that
+    runs 40 rounds of 0.05 s; worker 0 routes by x mod 2, then by x mod 3 once it counts the
+    new worker, and every record is seen exactly once."""
+    with Cluster(tmp_path, 3) as cluster:
+        cluster.processes = 2  # the hostfile lists three addresses; two processes start
+        for index in range(2):
+            cluster.start(index, [EXAMPLES / "hello.py", 40, 0.05])
+        cluster.wait_for_output(1, r"^worker 1: seen 3$")
+        cluster.start(2, [EXAMPLES / "hello.py", "--join", 0, "--nn", 3])
+        cluster.assert_succeeded()
+        records = sorted((int(x), int(w)) for i in range(3)
+                         for w, x in re.findall(r"^worker (\d+): seen (\d+)$", cluster.stdout(i), re.M))
+    assert [x for x, _ in records] == list(range(len(records))), "every record exactly once"
+    assert len(records) >= 40
+    switches = [s for s in range(len(records) + 1) if all(w == (x % 2 if x < s else x % 3) for x, w in records)]
+    assert switches and switches[0] >= 4, records
+    assert any(w == 2 for _, w in records), "the joined worker saw nothing"
 
 
 # --- loops.py -------------------------------------------------------------------------------

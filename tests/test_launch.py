@@ -79,10 +79,13 @@ def test_runtime_flags_and_environment_reach_every_process(capsys):
         hostfile = report["flags"]["hostfile"]
         assert report["argv"] == ["a", "-n", "3", "-p", str(index), "-w", "2", "-h", hostfile, "--", "-w", "9"]
         assert report["rest"] == ["a", "--", "-w", "9"]
-        assert report["hosts"] == ["127.0.0.1:23101", "127.0.0.1:23102", "127.0.0.1:23103"]
+        # Room for 4 joiners (--max-processes defaults to N + 4), all free at the start.
+        assert report["hosts"] == [f"127.0.0.1:{port}" for port in range(23101, 23108)]
         assert report["cluster_id"] == "42" and report["unbuffered"] == "1" and report["stdin"] == ""
+        assert report["control"] == found[0]["control"] and report["control"].endswith("/control")
         assert report["secret"] not in " ".join(report["argv"])
     assert not os.path.exists(hostfile), "the temporary hostfile outlives the launcher"
+    assert not os.path.exists(found[0]["control"]), "the control socket outlives the launcher"
 
 
 def test_each_launch_makes_a_new_secret_and_a_random_id(capsys):
@@ -93,6 +96,7 @@ def test_each_launch_makes_a_new_secret_and_a_random_id(capsys):
     assert first["secret"] != second["secret"]
     assert 0 <= int(first["cluster_id"]) < 2**64
     assert first["flags"] == {"processes": "1", "process": "0", "workers": "1"}, "-n 1 needs no hostfile"
+    assert first["control"] is None, "nothing can join a process alone: no control endpoint"
 
 
 def test_whole_prefixed_lines_from_three_processes(capsys):
@@ -104,6 +108,8 @@ def test_whole_prefixed_lines_from_three_processes(capsys):
     seen = {0: set(), 1: set(), 2: set()}
     for text, parity in ((captured.out, 0), (captured.err, 1)):
         for line in text.splitlines():
+            if line.startswith("[launch] control endpoint "):
+                continue
             if re.fullmatch(r"\[(\d)\] (bad \ufffd\ufffd bytes|last line of \1 without newline)", line):
                 continue
             match = re.fullmatch(r"\[(\d)\] p=(\d) i=(\d+) x{200}", line)
@@ -141,7 +147,7 @@ def test_a_failure_ends_the_others_after_the_grace_period(capsys):
 
 
 def test_processes_that_ignore_sigterm_are_killed(capsys, monkeypatch):
-    monkeypatch.setattr(launch, "KILL_AFTER", 0.3)
+    monkeypatch.setattr(launch.supervise, "KILL_AFTER", 0.3)
     status = launch.main(["-n", "2", "--grace", "0.2", "--base-port", "23501", script("fail_one"), "0", "5", "stubborn"])
     captured = capsys.readouterr()
     assert status == 5
@@ -221,7 +227,7 @@ def test_busy_default_port_moves_the_cluster_to_free_ports(capsys):
     captured = capsys.readouterr()
     found = reports(captured.out)
     hosts = found[0]["hosts"]
-    assert hosts == found[1]["hosts"] and len(set(hosts)) == 2
+    assert hosts == found[1]["hosts"] and len(set(hosts)) == 2 + 4, "room for 4 joiners"
     assert all(re.fullmatch(r"127\.0\.0\.1:\d+", host) for host in hosts)
     assert "127.0.0.1:2101" not in hosts
     assert "in use; the processes listen on" in captured.err
@@ -286,5 +292,40 @@ def test_help():
                             cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert result.returncode == 0
     for words in ("--processes", "--workers", "--base-port", "--hostfile", "--cluster-id", "--python",
-                  "--grace", "--stop-grace", "-m MODULE", "TIMELY_CLUSTER_SECRET", "130"):
+                  "--grace", "--stop-grace", "-m MODULE", "TIMELY_CLUSTER_SECRET", "130",
+                  "--max-processes", "TIMELY_LAUNCH_CONTROL", "--join S --nn p+1"):
+        assert words in result.stdout
+
+
+def test_a_joiner_gets_join_flags_after_the_script_arguments():
+    options = launch.parse_args(["-n", "2", "-w", "3", "--trace", "t", "job.py", "a", "--", "b"])
+    assert options.room == 2 + 4
+    assert launch.child_command(options, 4, "H", join=5)[1:] == [
+        "job.py", "a", "-n", "2", "-p", "4", "-w", "3", "--join", "5", "--nn", "5", "-h", "H",
+        "--trace", os.path.abspath("t"), "--", "b"]
+    assert launch.parse_args(["-n", "1", "job.py"]).room == 1, "nothing can join a process alone"
+    assert launch.parse_args(["-n", "2", "--max-processes", "9", "job.py"]).room == 9
+
+
+@pytest.mark.parametrize("argv", [["-n", "3", "--max-processes", "2", "job.py"],
+                                  ["-n", "2", "--base-port", "65531", "job.py"]])
+def test_too_little_room_exits_2(argv, capsys):
+    assert launch.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--max-processes 2 is below -n 3" in err or "--base-port 65531 leaves no port for process 5" in err
+
+
+def test_a_hostfile_bounds_the_room_for_joins(tmp_path, capsys):
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("# two processes\n127.0.0.1:23811\n\n127.0.0.1:23812  # the second\n")
+    status = launch.main(["-n", "2", "--max-processes", "3", "--hostfile", str(hostfile), script("report")])
+    assert status == launch.SETUP_FAILED
+    assert "--max-processes 3 needs as many addresses, but hostfile" in capsys.readouterr().err
+
+
+def test_help_of_the_add_subcommand():
+    result = subprocess.run([sys.executable, "-m", "timely_py.launch", "add", "--help"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0
+    for words in ("--control", "--server", "TIMELY_LAUNCH_CONTROL"):
         assert words in result.stdout

@@ -17,4 +17,5 @@ print(json.dumps({
     "unbuffered": os.environ.get("PYTHONUNBUFFERED"),
     "hosts": open(hostfile).read().split() if hostfile else None,
     "stdin": sys.stdin.read(),
+    "control": os.environ.get("TIMELY_LAUNCH_CONTROL"),
 }))
