@@ -16,7 +16,7 @@
 //!
 //! Prints a CSV to stdout: per `window-ms` window of arrival time, the record count and the
 //! latency percentiles (`window_s,records,p50_us,p99_us,max_us`), then one comment line per
-//! join (`# join,K,spawned_s,bootstrapped_s`) and the total (`# records,SENT,RECEIVED`).
+//! join (`# join,K,spawned_s,bootstrapped_s`, K from 1) and the total (`# records,SENT,RECEIVED`).
 //! With `--trace DIR`, process `p` traces into `DIR/pP`. It exits with status 1 if a record
 //! was lost or duplicated. Measures only; what the numbers mean is in `docs/rescaling.md`.
 
@@ -146,7 +146,7 @@ fn run_worker(worker: &mut Worker, options: &Options, shared: &Arc<Shared>, star
     });
     if worker.bootstrap() {
         let join = index / options.threads - options.initial;
-        if index % options.threads == 0 {
+        if index.is_multiple_of(options.threads) {
             shared.bootstrapped.lock().unwrap()[join] = Some(since(start));
         }
     }
@@ -268,7 +268,7 @@ fn report(options: &Options, shared: &Shared, spawned: &[u64]) -> bool {
     let bootstrapped = shared.bootstrapped.lock().unwrap();
     for (k, (spawned, done)) in spawned.iter().zip(bootstrapped.iter()).enumerate() {
         let done = done.map_or("".to_string(), |ns| format!("{:.4}", ns as f64 / 1e9));
-        println!("# join,{},{:.4},{}", k, *spawned as f64 / 1e9, done);
+        println!("# join,{},{:.4},{}", k + 1, *spawned as f64 / 1e9, done);
     }
     let sent = *shared.sent.lock().unwrap();
     println!("# records,{},{}", sent, arrivals.len());
