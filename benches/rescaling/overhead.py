@@ -1,7 +1,7 @@
 """Rescaling experiment 1: the steady-state cost of rescaling support, old build vs new.
 
 Runs the engine's ``hello`` (``ROUNDS --quiet``: time per round) and ``exchange``
-(``RECORDS ROUNDS``: records/s) examples of two builds side by side: ``--old`` (the examples
+(``RECORDS ROUNDS``: records/s, summed over processes) examples of two builds side by side: ``--old`` (the examples
 directory of a build of the commit before the rescaling work, 9bff028) and ``--new`` (this
 worktree's), each in one process with 2 workers (``-w 2``) and as 2 processes of 1 worker on
 loopback (``-n 2 -p I -h HOSTFILE``, fresh ports per run). Runs alternate old/new, ``--runs``
@@ -10,7 +10,7 @@ times; the medians and the ratio new/old go to ``overhead.csv`` (every run too) 
 
     git worktree add --detach /tmp/old 9bff028
     (cd /tmp/old && CARGO_TARGET_DIR=/tmp/old-target cargo build --release -p timely-engine --examples)
-    .venv/bin/python benches/rescaling/overhead.py --old /tmp/old-target/release/examples   # ~2 min
+    .venv/bin/python benches/rescaling/overhead.py --old /tmp/old-target/release/examples   # ~2-3 min
 """
 
 import argparse
@@ -68,10 +68,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--old", type=Path, required=True, help="examples directory of the old build")
     parser.add_argument("--new", type=Path, default=common.RELEASE / "examples")
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--rounds", type=int, default=20000, help="hello's rounds")
-    parser.add_argument("--records", type=int, default=200000, help="exchange's records per round per worker")
-    parser.add_argument("--exchange-rounds", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=40000, help="hello's rounds")
+    parser.add_argument("--records", type=int, default=1000000, help="exchange's records per round per worker")
+    parser.add_argument("--exchange-rounds", type=int, default=10)
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--no-build", action="store_true")
     args = parser.parse_args()
@@ -115,7 +115,7 @@ def plot(summary, path):
     ax.bar(labels, [ratio for *_, ratio in summary])
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_ylabel("new / old (median)")
-    ax.set_title("rescaling support: steady-state ratio new/old (time: >1 slower; rate: <1 slower)")
+    ax.set_title("new / old build (us/round: >1 is slower; records/s: <1 is slower)", fontsize=10)
     fig.savefig(path, dpi=110)
 
 
