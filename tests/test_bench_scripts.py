@@ -207,3 +207,19 @@ def test_rescaling_bootstrap_breaks_a_traced_join_into_phases(tmp_path):
                 ("back-fill", "cluster"), ("range requests", "joiner"), ("total", "joiner")} <= set(phases)  # fmt: skip
         assert 0 < phases[("connect", "joiner")] <= phases[("traced", "joiner")]
     assert (tmp_path / "bootstrap.png").stat().st_size > 5_000
+
+
+def test_rescale_latency_loop_variant_loses_nothing_across_joins():
+    """Joiners receive a loop's progress state (which grows with the rounds, docs/rescaling.md
+    experiment 3): the run still completes and every record arrives exactly once."""
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "timely-benches", "--bin", "rescale_latency"],
+                   cwd=ROOT, check=True)  # fmt: skip
+    done = subprocess.run(
+        [str(ROOT / "target" / "release" / "rescale_latency"), "--duration", "2.5", "--joins", "1,1.8",
+         "--rate", "1000", "--cost", "100", "--loops", "3"],
+        timeout=120, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    comments = [line[2:].split(",") for line in done.stdout.splitlines() if line.startswith("# ")]
+    assert [c[1] for c in comments if c[0] == "join"] == ["1", "2"]
+    (records,) = [c for c in comments if c[0] == "records"]
+    assert int(records[1]) == int(records[2]) > 2000

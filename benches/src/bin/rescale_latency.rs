@@ -2,7 +2,7 @@
 //! experiments 2 and 4 of `docs/rescaling.md`).
 //!
 //! `rescale_latency [--threads 2] [--initial 2] [--joins 4,8] [--duration 12] [--rate 2000]
-//!  [--injectors 4] [--cost 2000] [--sleep-us 0] [--window-ms 100] [--trace DIR]`
+//!  [--injectors 4] [--cost 2000] [--sleep-us 0] [--loops 0] [--window-ms 100] [--trace DIR]`
 //!
 //! Each "process" is a thread of this program running `timely_engine::execute` with its own
 //! `Config::Cluster` on loopback (as `crates/engine/tests/rescaling.rs` does); process
@@ -10,7 +10,8 @@
 //! previous joiner finished its bootstrap. The first `injectors` workers inject `rate`
 //! records per second in total, each stamped with its injection time; the records go through
 //! `exchange` by key, a stateless map of configurable cost (`cost` rounds of a hash loop, or a
-//! `sleep-us` sleep, which occupies a worker without using a core) and an inspect that
+//! `sleep-us` sleep, which occupies a worker without using a core), with `--loops N` then
+//! `N` trips around an iterative scope, and an inspect that
 //! measures the latency. Times are milliseconds since the start; every worker advances its
 //! input to the current millisecond.
 //!
@@ -26,8 +27,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use timely_communication::initialize::ClusterConfig;
 use timely_communication::networking::{ClockSync, ClusterIdentity, Liveness};
-use timely_engine::dataflow::{InputHandle, ProbeHandle};
-use timely_engine::{execute_traced, Config, TraceSettings, Worker};
+use timely_engine::dataflow::{InputHandle, ProbeHandle, Scope, Stream};
+use timely_engine::{execute_traced, Config, Product, TraceSettings, Worker};
 
 /// What one run does (see the module docs for the flags).
 #[derive(Clone, Debug)]
@@ -40,6 +41,7 @@ struct Options {
     injectors: usize,
     cost: u64,
     sleep_us: u64,
+    loops: u64,
     window_ms: u64,
     trace: Option<PathBuf>,
 }
@@ -55,6 +57,7 @@ impl Options {
             injectors: 4,
             cost: 2000,
             sleep_us: 0,
+            loops: 0,
             window_ms: 100,
             trace: None,
         };
@@ -74,6 +77,7 @@ impl Options {
                 "--injectors" => options.injectors = number(value)? as usize,
                 "--cost" => options.cost = number(value)? as u64,
                 "--sleep-us" => options.sleep_us = number(value)? as u64,
+                "--loops" => options.loops = number(value)? as u64,
                 "--window-ms" => options.window_ms = number(value)?.max(1.0) as u64,
                 "--trace" => options.trace = Some(PathBuf::from(value)),
                 _ => return Err(format!("unknown option {name}")),
@@ -122,6 +126,23 @@ fn work(key: u64, cost: u64, sleep_us: u64) {
     std::hint::black_box(h);
 }
 
+/// `stream` after each record circled an iterative scope `loops` times, exchanged on every
+/// iteration (the loop variant, `--loops`: a nested scope whose state the joiners receive).
+fn circle(scope: &Scope<u64>, stream: &Stream<u64, u64>, loops: u64) -> Stream<u64, u64> {
+    scope.iterative::<u64, _>(|inner| {
+        let (handle, cycle) = inner.feedback(Product::new(0, 1));
+        let (more, done) = stream
+            .map(move |stamp| (stamp, loops))
+            .enter(inner)
+            .concat(&cycle)
+            .branch(|_, &(_, left)| left == 0);
+        more.map(|(stamp, left)| (stamp, left - 1))
+            .exchange(|&(stamp, left)| stamp + left)
+            .connect_loop(handle);
+        done.leave(scope).map(|(stamp, _)| stamp)
+    })
+}
+
 /// One worker's run: builds the dataflow, bootstraps if it joined, then injects (if it is one
 /// of the first `injectors`) and steps until the run's end.
 fn run_worker(worker: &mut Worker, options: &Options, shared: &Arc<Shared>, start: Instant) {
@@ -129,14 +150,15 @@ fn run_worker(worker: &mut Worker, options: &Options, shared: &Arc<Shared>, star
     let mut input = InputHandle::new();
     let probe = ProbeHandle::new();
     let (cost, sleep_us, measured) = (options.cost, options.sleep_us, shared.clone());
+    let loops = options.loops;
     worker.dataflow::<u64, _>(|scope| {
-        scope
-            .input_from(&mut input)
-            .exchange(|&(_, key): &(u64, u64)| key)
-            .map(move |(stamp, key)| {
+        let mapped =
+            scope.input_from(&mut input).exchange(|&(_, key): &(u64, u64)| key).map(move |(stamp, key)| {
                 work(key, cost, sleep_us);
                 stamp
-            })
+            });
+        let looped = if loops == 0 { mapped } else { circle(scope, &mapped, loops) };
+        looped
             .inspect_batch(move |_time, stamps| {
                 let now = since(start);
                 let mut arrivals = measured.arrivals.lock().unwrap();
@@ -277,7 +299,7 @@ fn report(options: &Options, shared: &Shared, spawned: &[u64]) -> bool {
 
 fn main() {
     let options = Options::parse().unwrap_or_else(|e| {
-        eprintln!("{e}\nusage: rescale_latency [--threads N] [--initial N] [--joins T1,T2] [--duration S] [--rate R] [--injectors K] [--cost C] [--sleep-us U] [--window-ms W] [--trace DIR]");
+        eprintln!("{e}\nusage: rescale_latency [--threads N] [--initial N] [--joins T1,T2] [--duration S] [--rate R] [--injectors K] [--cost C] [--sleep-us U] [--loops N] [--window-ms W] [--trace DIR]");
         std::process::exit(2)
     });
     match run(options.clone()) {
