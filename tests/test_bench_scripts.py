@@ -134,3 +134,92 @@ def test_step_gaps_measures_the_gaps_between_steps():
     rows = [line.strip("|").split("|") for line in done.stdout.splitlines() if line.startswith("| ")][1:]
     assert [cells[0].strip() for cells in rows] == ["1", "2"]
     assert all(int(cells[5]) > 0 for cells in rows), "every run has gaps between steps"
+
+
+RESCALING = ROOT / "benches" / "rescaling"
+
+
+def run_rescaling(script, *args):
+    """Runs a rescaling experiment driver with small arguments; returns its stdout."""
+    done = subprocess.run(
+        [sys.executable, str(RESCALING / script), *[str(a) for a in args]],
+        timeout=600, capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_rescaling_overhead_compares_two_builds(tmp_path):
+    """Both "builds" are this worktree's examples: every workload and process count is measured."""
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "timely-engine", "--examples"], cwd=ROOT, check=True)
+    examples = ROOT / "target" / "release" / "examples"
+    run_rescaling("overhead.py", "--old", examples, "--runs", "1", "--rounds", "200", "--records", "2000",
+                  "--exchange-rounds", "1", "--no-build", "--out", tmp_path)  # fmt: skip
+    summary = list(csv.DictReader((tmp_path / "overhead.csv").open()))
+    assert [(r["workload"], r["processes"]) for r in summary] == [
+        ("hello", "1"), ("hello", "2"), ("exchange", "1"), ("exchange", "2")
+    ]
+    assert all(float(r["old_median"]) > 0 and float(r["new_median"]) > 0 for r in summary)
+    assert (tmp_path / "overhead.png").stat().st_size > 5_000
+
+
+def test_rescaling_latency_measures_every_record_across_two_joins(tmp_path):
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "timely-benches", "--bin", "rescale_latency"],
+                   cwd=ROOT, check=True)  # fmt: skip
+    out = run_rescaling("latency.py", "--runs", "1", "--duration", "3", "--joins", "1,2", "--cost", "100",
+                        "--saturating-rate", "3000", "--sleep-rate", "1000", "--sleep-us", "50", "--warmup", "0.3", "--no-build",
+                        "--out", tmp_path)  # fmt: skip
+    assert "load average before:" in out
+    windows = list(csv.DictReader((tmp_path / "latency.csv").open()))
+    assert {r["scenario"] for r in windows} == {"modest", "saturating", "sleep", "modest-born-4p"}
+    # The modest run injects 2000 records/s for 3 s: every one is measured (the binary itself
+    # fails on a lost or duplicated record).
+    assert 5800 <= sum(int(r["records"]) for r in windows if r["scenario"] == "modest") <= 6000
+    joins = list(csv.DictReader((tmp_path / "joins.csv").open()))
+    assert [r["join"] for r in joins if r["scenario"] == "modest"] == ["1", "2"]
+    assert all(float(r["spawned_s"]) < float(r["bootstrapped_s"]) for r in joins)
+    summary = {r["scenario"]: r for r in csv.DictReader((tmp_path / "latency_summary.csv").open())}
+    assert float(summary["modest"]["join_over_steady"]) > 0
+    assert summary["modest-born-4p"]["join_p99_us"] == ""
+
+
+def test_rescaling_state_samples_the_progress_state_per_workload(tmp_path):
+    out = run_rescaling("state.py", "--runs", "1", "--rounds", "300", "--every", "100", "--records", "10",
+                        "--workers", "1,2", "--out", tmp_path)  # fmt: skip
+    rows = list(csv.DictReader((tmp_path / "state.csv").open()))
+    series = {(r["workload"], r["workers"]) for r in rows}
+    assert series == {(w, n) for w in ("exchange", "loop", "notify") for n in ("1", "2")}
+    assert {r["round"] for r in rows} == {"0", "100", "200", "299"}
+    exchange = [int(r["pointstamps"]) for r in rows if r["workload"] == "exchange"]
+    assert all(0 < size < 20 for size in exchange), "hello's state stays a handful of pointstamps"
+    assert "growth_per_1000_rounds" in out
+
+
+def test_rescaling_bootstrap_breaks_a_traced_join_into_phases(tmp_path):
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "timely-benches", "--bin", "rescale_latency"],
+                   cwd=ROOT, check=True)  # fmt: skip
+    run_rescaling("bootstrap.py", "--runs", "1", "--duration", "2", "--joins", "0.7,1.2", "--rate", "500",
+                  "--cost", "100", "--no-build", "--out", tmp_path)  # fmt: skip
+    summary = list(csv.DictReader((tmp_path / "bootstrap_summary.csv").open()))
+    for join in ("1", "2"):
+        phases = {(r["phase"], r["side"]): float(r["median_ms"]) for r in summary if r["join"] == join}
+        assert {("connect", "joiner"), ("state transfer", "joiner"), ("state transfer", "cluster"),
+                ("back-fill", "cluster"), ("range requests", "joiner"), ("total", "joiner")} <= set(phases)  # fmt: skip
+        assert 0 < phases[("connect", "joiner")] <= phases[("traced", "joiner")]
+    assert (tmp_path / "bootstrap.png").stat().st_size > 5_000
+
+
+def test_rescale_latency_loop_variant_loses_nothing_across_joins():
+    """Joiners receive a loop's progress state (which grows with the rounds, docs/rescaling.md
+    experiment 3): the run still completes and every record arrives exactly once."""
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "timely-benches", "--bin", "rescale_latency"],
+                   cwd=ROOT, check=True)  # fmt: skip
+    done = subprocess.run(
+        [str(ROOT / "target" / "release" / "rescale_latency"), "--duration", "2.5", "--joins", "1,1.8",
+         "--rate", "1000", "--cost", "100", "--loops", "3"],
+        timeout=120, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    comments = [line[2:].split(",") for line in done.stdout.splitlines() if line.startswith("# ")]
+    assert [c[1] for c in comments if c[0] == "join"] == ["1", "2"]
+    (records,) = [c for c in comments if c[0] == "records"]
+    assert int(records[1]) == int(records[2]) > 2000

@@ -1,0 +1,317 @@
+//! Per-record latency over time while processes join a running cluster (the rescaling
+//! experiments 2 and 4 of `docs/rescaling.md`).
+//!
+//! `rescale_latency [--threads 2] [--initial 2] [--joins 4,8] [--duration 12] [--rate 2000]
+//!  [--injectors 4] [--cost 2000] [--sleep-us 0] [--loops 0] [--window-ms 100] [--trace DIR]`
+//!
+//! Each "process" is a thread of this program running `timely_engine::execute` with its own
+//! `Config::Cluster` on loopback (as `crates/engine/tests/rescaling.rs` does); process
+//! `initial + k` joins `joins[k]` seconds after the start, served by worker `k`, once the
+//! previous joiner finished its bootstrap. The first `injectors` workers inject `rate`
+//! records per second in total, each stamped with its injection time; the records go through
+//! `exchange` by key, a stateless map of configurable cost (`cost` rounds of a hash loop, or a
+//! `sleep-us` sleep, which occupies a worker without using a core), with `--loops N` then
+//! `N` trips around an iterative scope, and an inspect that
+//! measures the latency. Times are milliseconds since the start; every worker advances its
+//! input to the current millisecond.
+//!
+//! Prints a CSV to stdout: per `window-ms` window of arrival time, the record count and the
+//! latency percentiles (`window_s,records,p50_us,p99_us,max_us`), then one comment line per
+//! join (`# join,K,spawned_s,bootstrapped_s`, K from 1) and the total (`# records,SENT,RECEIVED`).
+//! With `--trace DIR`, process `p` traces into `DIR/pP`. It exits with status 1 if a record
+//! was lost or duplicated. Measures only; what the numbers mean is in `docs/rescaling.md`.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use timely_communication::initialize::ClusterConfig;
+use timely_communication::networking::{ClockSync, ClusterIdentity, Liveness};
+use timely_engine::dataflow::{InputHandle, ProbeHandle, Scope, Stream};
+use timely_engine::{execute_traced, Config, Product, TraceSettings, Worker};
+
+/// What one run does (see the module docs for the flags).
+#[derive(Clone, Debug)]
+struct Options {
+    threads: usize,
+    initial: usize,
+    joins: Vec<f64>,
+    duration: f64,
+    rate: f64,
+    injectors: usize,
+    cost: u64,
+    sleep_us: u64,
+    loops: u64,
+    window_ms: u64,
+    trace: Option<PathBuf>,
+}
+
+impl Options {
+    fn parse() -> Result<Options, String> {
+        let mut options = Options {
+            threads: 2,
+            initial: 2,
+            joins: vec![4.0, 8.0],
+            duration: 12.0,
+            rate: 2000.0,
+            injectors: 4,
+            cost: 2000,
+            sleep_us: 0,
+            loops: 0,
+            window_ms: 100,
+            trace: None,
+        };
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        for pair in args.chunks(2) {
+            let [name, value] = pair else { return Err(format!("{} needs a value", pair[0])) };
+            let number = |v: &str| v.parse::<f64>().map_err(|_| format!("{name}: not a number: {v:?}"));
+            match name.as_str() {
+                "--threads" => options.threads = number(value)? as usize,
+                "--initial" => options.initial = number(value)? as usize,
+                "--joins" => {
+                    options.joins =
+                        value.split(',').filter(|s| !s.is_empty()).map(number).collect::<Result<_, _>>()?
+                }
+                "--duration" => options.duration = number(value)?,
+                "--rate" => options.rate = number(value)?,
+                "--injectors" => options.injectors = number(value)? as usize,
+                "--cost" => options.cost = number(value)? as u64,
+                "--sleep-us" => options.sleep_us = number(value)? as u64,
+                "--loops" => options.loops = number(value)? as u64,
+                "--window-ms" => options.window_ms = number(value)?.max(1.0) as u64,
+                "--trace" => options.trace = Some(PathBuf::from(value)),
+                _ => return Err(format!("unknown option {name}")),
+            }
+        }
+        if options.threads == 0 || options.initial < 2 || options.injectors == 0 {
+            return Err("--threads and --injectors must be at least 1, --initial at least 2".into());
+        }
+        if options.injectors > options.initial * options.threads {
+            return Err("--injectors cannot exceed the initial workers".into());
+        }
+        if options.joins.windows(2).any(|w| w[0] > w[1])
+            || options.joins.iter().any(|&t| t >= options.duration)
+        {
+            return Err("--joins must be increasing and before --duration".into());
+        }
+        Ok(options)
+    }
+}
+
+/// What the workers of every process share: the clock, the measurements, the joins' progress.
+#[derive(Default)]
+struct Shared {
+    /// `(arrival_ns, latency_ns)` of every record, from the inspect.
+    arrivals: Mutex<Vec<(u64, u64)>>,
+    /// Records injected, over all workers.
+    sent: Mutex<u64>,
+    /// Per join, when its first worker finished the bootstrap (ns since the start).
+    bootstrapped: Mutex<Vec<Option<u64>>>,
+}
+
+/// Nanoseconds since `start`.
+fn since(start: Instant) -> u64 {
+    start.elapsed().as_nanos() as u64
+}
+
+/// The per-record work: `cost` rounds of a multiplicative hash (kept by `black_box`), or a sleep.
+fn work(key: u64, cost: u64, sleep_us: u64) {
+    if sleep_us > 0 {
+        std::thread::sleep(Duration::from_micros(sleep_us));
+    }
+    let mut h = key;
+    for _ in 0..cost {
+        h = std::hint::black_box(h.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17) ^ key);
+    }
+    std::hint::black_box(h);
+}
+
+/// `stream` after each record circled an iterative scope `loops` times, exchanged on every
+/// iteration (the loop variant, `--loops`: a nested scope whose state the joiners receive).
+fn circle(scope: &Scope<u64>, stream: &Stream<u64, u64>, loops: u64) -> Stream<u64, u64> {
+    scope.iterative::<u64, _>(|inner| {
+        let (handle, cycle) = inner.feedback(Product::new(0, 1));
+        let (more, done) = stream
+            .map(move |stamp| (stamp, loops))
+            .enter(inner)
+            .concat(&cycle)
+            .branch(|_, &(_, left)| left == 0);
+        more.map(|(stamp, left)| (stamp, left - 1))
+            .exchange(|&(stamp, left)| stamp + left)
+            .connect_loop(handle);
+        done.leave(scope).map(|(stamp, _)| stamp)
+    })
+}
+
+/// One worker's run: builds the dataflow, bootstraps if it joined, then injects (if it is one
+/// of the first `injectors`) and steps until the run's end.
+fn run_worker(worker: &mut Worker, options: &Options, shared: &Arc<Shared>, start: Instant) {
+    let index = worker.index();
+    let mut input = InputHandle::new();
+    let probe = ProbeHandle::new();
+    let (cost, sleep_us, measured) = (options.cost, options.sleep_us, shared.clone());
+    let loops = options.loops;
+    worker.dataflow::<u64, _>(|scope| {
+        let mapped =
+            scope.input_from(&mut input).exchange(|&(_, key): &(u64, u64)| key).map(move |(stamp, key)| {
+                work(key, cost, sleep_us);
+                stamp
+            });
+        let looped = if loops == 0 { mapped } else { circle(scope, &mapped, loops) };
+        looped
+            .inspect_batch(move |_time, stamps| {
+                let now = since(start);
+                let mut arrivals = measured.arrivals.lock().unwrap();
+                arrivals.extend(stamps.iter().map(|&stamp| (now, now.saturating_sub(stamp))));
+            })
+            .probe_with(&probe);
+    });
+    if worker.bootstrap() {
+        let join = index / options.threads - options.initial;
+        if index.is_multiple_of(options.threads) {
+            shared.bootstrapped.lock().unwrap()[join] = Some(since(start));
+        }
+    }
+    let per_worker = options.rate / options.injectors as f64;
+    let injecting = index < options.injectors;
+    let (mut sent, mut key) = (0u64, index as u64);
+    let end = start + Duration::from_secs_f64(options.duration);
+    while Instant::now() < end {
+        let now = since(start);
+        input.advance_to((now / 1_000_000).max(*input.time()));
+        if injecting {
+            let due = (per_worker * now as f64 / 1e9) as u64;
+            while sent < due {
+                input.send((now, key));
+                key += options.injectors as u64;
+                sent += 1;
+            }
+        }
+        worker.step_or_park(Some(Duration::from_micros(200)));
+    }
+    *shared.sent.lock().unwrap() += sent;
+}
+
+/// `count` loopback addresses nobody listens on right now.
+fn free_addresses(count: usize) -> Vec<String> {
+    let listeners: Vec<TcpListener> =
+        (0..count).map(|_| TcpListener::bind("127.0.0.1:0").expect("a port")).collect();
+    listeners.iter().map(|l| l.local_addr().expect("an address").to_string()).collect()
+}
+
+/// The configuration of process `process` (joining, served by worker `join`, if given).
+fn config(options: &Options, addresses: &[String], process: usize, join: Option<usize>) -> Config {
+    Config::Cluster(ClusterConfig {
+        threads: options.threads,
+        process,
+        processes: if join.is_some() { process + 1 } else { options.initial },
+        initial_processes: options.initial,
+        join,
+        addresses: addresses.to_vec(),
+        identity: ClusterIdentity { cluster_id: 7, secret: b"rescale latency".to_vec() },
+        connect_timeout: Duration::from_secs(30),
+        liveness: Liveness::default(),
+        clock: ClockSync::default(),
+        insecure: false,
+        frames: None,
+    })
+}
+
+/// Starts process `process` on a thread.
+fn spawn_process(
+    options: &Arc<Options>,
+    shared: &Arc<Shared>,
+    addresses: &[String],
+    process: usize,
+    join: Option<usize>,
+    start: Instant,
+) -> std::thread::JoinHandle<Result<(), String>> {
+    let config = config(options, addresses, process, join);
+    let trace =
+        options.trace.as_ref().map(|dir| TraceSettings::to_directory(dir.join(format!("p{process}"))));
+    let (options, shared) = (options.clone(), shared.clone());
+    std::thread::spawn(move || {
+        let program = move |worker: &mut Worker| run_worker(worker, &options, &shared, start);
+        execute_traced(config, trace, program).map(|_| ()).map_err(|e| format!("process {process}: {e}"))
+    })
+}
+
+/// Runs the cluster and its joins; returns when every process has finished.
+fn run(options: Options) -> Result<(Arc<Shared>, Vec<u64>), String> {
+    let options = Arc::new(options);
+    let shared = Arc::new(Shared::default());
+    *shared.bootstrapped.lock().unwrap() = vec![None; options.joins.len()];
+    let addresses = free_addresses(options.initial + options.joins.len());
+    let start = Instant::now();
+    let mut processes: Vec<_> =
+        (0..options.initial).map(|p| spawn_process(&options, &shared, &addresses, p, None, start)).collect();
+    let mut spawned = Vec::new();
+    for (k, &at) in options.joins.iter().enumerate() {
+        let at = Duration::from_secs_f64(at);
+        while start.elapsed() < at || (k > 0 && shared.bootstrapped.lock().unwrap()[k - 1].is_none()) {
+            if processes.iter().any(|p| p.is_finished()) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        spawned.push(since(start));
+        processes.push(spawn_process(&options, &shared, &addresses, options.initial + k, Some(k), start));
+    }
+    for process in processes {
+        process.join().map_err(|_| "a process panicked".to_string())??;
+    }
+    Ok((shared, spawned))
+}
+
+/// The `q` quantile (0..=1) of sorted `values`.
+fn quantile(sorted: &[u64], q: f64) -> u64 {
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+/// Prints the per-window percentiles and the join moments.
+fn report(options: &Options, shared: &Shared, spawned: &[u64]) -> bool {
+    let mut arrivals = shared.arrivals.lock().unwrap().clone();
+    arrivals.sort_unstable();
+    let window = options.window_ms * 1_000_000;
+    println!("window_s,records,p50_us,p99_us,max_us");
+    for chunk in arrivals.chunk_by(|a, b| a.0 / window == b.0 / window) {
+        let mut latencies: Vec<u64> = chunk.iter().map(|&(_, latency)| latency).collect();
+        latencies.sort_unstable();
+        let us = |ns: u64| ns as f64 / 1e3;
+        println!(
+            "{:.3},{},{:.1},{:.1},{:.1}",
+            (chunk[0].0 / window * window) as f64 / 1e9,
+            latencies.len(),
+            us(quantile(&latencies, 0.5)),
+            us(quantile(&latencies, 0.99)),
+            us(*latencies.last().unwrap()),
+        );
+    }
+    let bootstrapped = shared.bootstrapped.lock().unwrap();
+    for (k, (spawned, done)) in spawned.iter().zip(bootstrapped.iter()).enumerate() {
+        let done = done.map_or("".to_string(), |ns| format!("{:.4}", ns as f64 / 1e9));
+        println!("# join,{},{:.4},{}", k + 1, *spawned as f64 / 1e9, done);
+    }
+    let sent = *shared.sent.lock().unwrap();
+    println!("# records,{},{}", sent, arrivals.len());
+    sent == arrivals.len() as u64
+}
+
+fn main() {
+    let options = Options::parse().unwrap_or_else(|e| {
+        eprintln!("{e}\nusage: rescale_latency [--threads N] [--initial N] [--joins T1,T2] [--duration S] [--rate R] [--injectors K] [--cost C] [--sleep-us U] [--loops N] [--window-ms W] [--trace DIR]");
+        std::process::exit(2)
+    });
+    match run(options.clone()) {
+        Ok((shared, spawned)) => {
+            if !report(&options, &shared, &spawned) {
+                eprintln!("MISMATCH: records were lost or duplicated");
+                std::process::exit(1);
+            }
+        }
+        Err(e) => {
+            eprintln!("rescale_latency failed: {e}");
+            std::process::exit(1);
+        }
+    }
+}
