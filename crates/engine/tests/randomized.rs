@@ -1049,7 +1049,12 @@ fn run_worker(worker: &mut timely_engine::Worker, run: &Run) {
         }
     }
     if let Some((_, _, initial)) = &run.join {
-        // The join happens while this worker still holds its inputs.
+        // The join happens while this worker still holds its inputs, moved past every epoch
+        // so that the others' probes can pass (worker 0 asks for the join only once it gets
+        // to the join's epoch).
+        for handle in handles.iter_mut().flatten().filter(|h| !h.is_closed()) {
+            handle.advance_to(program.max_epoch + 1);
+        }
         let start = Instant::now();
         while worker.peers() == *initial && start.elapsed() < DEADLINE {
             worker.step();
