@@ -14,16 +14,22 @@ from test_cluster import Cluster
 SCRIPT = ROOT / "tests" / "cluster_scripts" / "hello_until_join.py"
 
 
+def start_halfway(cluster, *args):
+    """Starts processes 0 and 1 of `cluster` (whose hostfile lists a third) running the hello
+    with `args`, and waits until worker 0 finished round 3, so that a join can come."""
+    cluster.processes = 2
+    for index in range(2):
+        cluster.start(index, [SCRIPT, 3, *args])
+    cluster.wait_for_output(0, r"^halfway$")
+
+
 def seen(output):
     return [(int(w), int(x)) for w, x in re.findall(r"^worker (\d+): seen (\d+)$", output, re.MULTILINE)]
 
 
 def test_a_third_process_joins_a_running_hello(tmp_path):
     with Cluster(tmp_path, 3) as cluster:
-        cluster.processes = 2  # the hostfile lists all three; two start the cluster
-        for index in range(2):
-            cluster.start(index, [SCRIPT, 3])
-        cluster.wait_for_output(0, r"^halfway$")
+        start_halfway(cluster)
         cluster.start(2, [SCRIPT, 3, "--join", 0, "--nn", 3])
         cluster.assert_succeeded()
         records = sorted((x, w) for i in range(3) for w, x in seen(cluster.stdout(i)))
@@ -43,10 +49,7 @@ def test_a_third_process_joins_a_running_hello(tmp_path):
 def test_a_traced_join_marks_each_phase_on_the_workers_timelines(tmp_path):
     trace = tmp_path / "trace"
     with Cluster(tmp_path, 3) as cluster:
-        cluster.processes = 2
-        for index in range(2):
-            cluster.start(index, [SCRIPT, 3, "--trace", trace])
-        cluster.wait_for_output(0, r"^halfway$")
+        start_halfway(cluster, "--trace", trace)
         cluster.start(2, [SCRIPT, 3, "--join", 1, "--nn", 3, "--trace", trace])
         cluster.assert_succeeded()
     # Every frame of the bootstrap protocol is matched, and progress batches that reached the
@@ -89,10 +92,7 @@ def test_validate_expects_a_joined_worker_to_receive_from_its_first_direct_batch
 
 def test_a_join_with_a_wrong_secret_is_refused_and_the_cluster_runs_on(tmp_path):
     with Cluster(tmp_path, 3) as cluster:
-        cluster.processes = 2
-        for index in range(2):
-            cluster.start(index, [SCRIPT, 3])
-        cluster.wait_for_output(0, r"^halfway$")
+        start_halfway(cluster)
         intruder = cluster.start(2, [SCRIPT, 3, "--join", 0, "--nn", 3], TIMELY_CLUSTER_SECRET="not the secret")
         assert intruder.wait(60) != 0
         assert re.search(r"secret|authenticat", cluster.stderr(2), re.IGNORECASE), cluster.report(2)
@@ -109,10 +109,7 @@ def test_a_join_with_a_wrong_secret_is_refused_and_the_cluster_runs_on(tmp_path)
 
 def test_a_joiner_killed_during_its_join_ends_the_cluster_with_a_clear_error(tmp_path):
     with Cluster(tmp_path, 3) as cluster:
-        cluster.processes = 2
-        for index in range(2):
-            cluster.start(index, [SCRIPT, 3])
-        cluster.wait_for_output(0, r"^halfway$")
+        start_halfway(cluster)
         joiner = cluster.start(2, [SCRIPT, 3, "--join", 0, "--nn", 3], TIMELY_TEST_STALL_BOOTSTRAP="1")
         cluster.wait_for_output(2, r"^bootstrapping$")
         joiner.kill()
