@@ -153,10 +153,6 @@ impl WorkerState {
     }
 
     fn install_dataflow(&self, index: usize, dataflow: Box<dyn Dataflow>) {
-        if self.rescaling.completed_before_join(index) {
-            // The server finished this dataflow before this worker joined: nothing to run.
-            return;
-        }
         self.dataflows.borrow_mut()[index] = Some(dataflow);
         self.active_dataflows.borrow_mut().push(index);
     }

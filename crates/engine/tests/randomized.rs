@@ -1185,13 +1185,6 @@ fn random_programs_with_a_process_joining() {
         if ["broadcast", "count(", "sum(", "join#"].iter().any(|stage| description.contains(stage)) {
             continue;
         }
-        // Open bug: a join while nested scopes (loops, regions) complete sometimes fails (a
-        // joined worker's ledger sees a batch out of sequence, or stalls); run those programs
-        // with TIMELY_RANDOM_JOIN_NESTED=1 (e.g. seed 38) until it is fixed.
-        let nested = description.contains("loop(") || description.contains("region(");
-        if nested && std::env::var("TIMELY_RANDOM_JOIN_NESTED").is_err() {
-            continue;
-        }
         let one = reference(&program, 2).expect("generated programs stay small");
         let mut expected: Vec<(u64, u64)> =
             one.iter().cloned().cycle().take(one.len() * program.copies).collect();

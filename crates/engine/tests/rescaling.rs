@@ -5,7 +5,7 @@
 #[path = "../../communication/tests/common/mod.rs"]
 mod common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use timely_communication::initialize::ClusterConfig;
@@ -285,8 +285,12 @@ fn joins_under_load_lose_and_duplicate_nothing() {
         let seen: Arc<Mutex<Vec<u64>>> = Arc::default();
         let sent = Arc::new(AtomicUsize::new(0));
         let reached = Arc::new(AtomicUsize::new(0));
+        // Joined workers that finished their bootstrap: the others run on until both have, so
+        // that the join happens under load (a dataflow the cluster completed before the join
+        // would start complete on the joiner, its input closed).
+        let joined = Arc::new(AtomicUsize::new(0));
         let program = {
-            let (seen, sent, reached) = (seen.clone(), sent.clone(), reached.clone());
+            let (seen, sent, reached, joined) = (seen.clone(), sent.clone(), reached.clone(), joined.clone());
             move |worker: &mut Worker| {
                 let index = worker.index() as u64;
                 let mut input = InputHandle::new();
@@ -299,7 +303,9 @@ fn joins_under_load_lose_and_duplicate_nothing() {
                         .inspect_batch(move |_, xs| log.lock().unwrap().extend_from_slice(xs))
                         .probe_with(&probe);
                 });
-                worker.bootstrap();
+                if worker.bootstrap() {
+                    joined.fetch_add(1, Ordering::SeqCst);
+                }
                 let (mut round, mut last) = (*input.time(), u64::MAX);
                 while round < last {
                     for k in 0..500 {
@@ -312,7 +318,7 @@ fn joins_under_load_lose_and_duplicate_nothing() {
                     if round == join_after {
                         reached.fetch_add(1, Ordering::SeqCst);
                     }
-                    if last == u64::MAX && worker.peers() == 6 {
+                    if last == u64::MAX && joined.load(Ordering::SeqCst) == 2 {
                         last = round.max(join_after) + 20;
                     }
                 }
@@ -345,4 +351,77 @@ fn joins_under_load_lose_and_duplicate_nothing() {
         assert_eq!(seen.len(), total, "seed {seed}: a record arrived twice");
         assert_eq!(total, sent.load(Ordering::SeqCst), "seed {seed}: records were lost");
     }
+}
+
+/// A dataflow the cluster completed before the join starts complete on the joined workers:
+/// its input is closed (sending fails with an error, nothing is silently dropped) and its
+/// probe completes, while a second dataflow that still runs takes the joined workers' records.
+#[test]
+fn a_dataflow_completed_before_the_join_is_complete_on_the_joiner() {
+    let addresses = common::free_addresses(3);
+    let seen: Arc<Mutex<Vec<u64>>> = Arc::default();
+    let finished = Arc::new(AtomicUsize::new(0));
+    let joiner_saw: Arc<Mutex<Vec<(bool, bool, bool)>>> = Arc::default();
+    let joined = Arc::new(AtomicBool::new(false));
+    let program = {
+        let (seen, finished, joiner_saw, joined) =
+            (seen.clone(), finished.clone(), joiner_saw.clone(), joined.clone());
+        move |worker: &mut Worker| {
+            let (mut early, mut late) = (InputHandle::<u64, u64>::new(), InputHandle::<u64, u64>::new());
+            let (early_probe, late_probe) = (ProbeHandle::new(), ProbeHandle::new());
+            worker.dataflow::<u64, _>(|scope| {
+                scope.input_from(&mut early).exchange(|x| *x).probe_with(&early_probe);
+            });
+            let log = seen.clone();
+            worker.dataflow::<u64, _>(|scope| {
+                let inspected = scope.input_from(&mut late).exchange(|x| *x);
+                inspected.inspect(move |x| log.lock().unwrap().push(*x)).probe_with(&late_probe);
+            });
+            if worker.bootstrap() {
+                let closed = early.try_send(7).is_err();
+                let deadline = Instant::now() + Duration::from_secs(30);
+                worker.step_while(|| !early_probe.done() && Instant::now() < deadline);
+                joiner_saw.lock().unwrap().push((early.is_closed(), closed, early_probe.done()));
+                late.send(100 + worker.index() as u64);
+                joined.store(true, Ordering::SeqCst);
+                return;
+            }
+            early.send(worker.index() as u64);
+            early.close();
+            worker.step_while(|| !early_probe.done());
+            finished.fetch_add(1, Ordering::SeqCst);
+            // The late dataflow runs on until the joined worker took part in it.
+            worker.step_while(|| !joined.load(Ordering::SeqCst));
+            late.send(worker.index() as u64);
+        }
+    };
+    let mut runs: Vec<_> = (0..2)
+        .map(|process| {
+            let (config, program) = (config(&addresses, process, 2, 1, None), program.clone());
+            std::thread::spawn(move || timely_engine::execute(config, program))
+        })
+        .collect();
+    common::within(LIMIT, {
+        let finished = finished.clone();
+        move || {
+            while finished.load(Ordering::SeqCst) < 2 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    });
+    runs.push(std::thread::spawn({
+        let config = config(&addresses, 2, 2, 1, Some(1));
+        move || timely_engine::execute(config, program)
+    }));
+    for run in runs {
+        run.join().expect("process thread").expect("process run");
+    }
+    assert_eq!(
+        *joiner_saw.lock().unwrap(),
+        vec![(true, true, true)],
+        "closed input, error on send, probe done"
+    );
+    let mut seen = seen.lock().unwrap().clone();
+    seen.sort_unstable();
+    assert_eq!(seen, vec![0, 1, 102]);
 }

@@ -10,6 +10,14 @@
 //!   direct sequence numbers are all known, then releases them in per-sender order, dropping
 //!   what the state already contains.
 //!
+//! The accumulation leaves out statements about node 0 (the scope's boundary: records that
+//! entered or left the scope). No later batch of the scope cancels them; the subgraph turns
+//! them into consumed and produced counts of the parent scope, and the parent's ledger keeps
+//! those ([`Ledger::absorb`]), where the records' arrival and departure cancel them. So a
+//! scope's state stays bounded in steady state, and a joining worker derives the parent's
+//! counts from the parent's state, including for nested scopes the server has already
+//! completed and dropped.
+//!
 //! The progcaster ([`super::broadcast`]) moves batches; the worker's rescaling code reaches the
 //! ledger through the type-erased [`ScopeLedger`]. This module does not send or receive
 //! anything itself.
@@ -56,6 +64,9 @@ pub struct Ledger<T: Timestamp> {
     blocked: Vec<VecDeque<Held<T>>>,
     /// On a joined worker: what its first batch must follow (the server's announcement).
     first_after: Option<(usize, u64)>,
+    /// On a joined worker, for a scope the server completed before the join: every batch is
+    /// dropped (together they net to nothing, and the parent's state has their effect).
+    detached: bool,
 }
 
 /// A batch held back: its sequence number, the batch it must follow, its updates.
@@ -107,6 +118,7 @@ impl<T: Timestamp> Default for Ledger<T> {
             overlap: Vec::new(),
             blocked: Vec::new(),
             first_after: None,
+            detached: false,
         }
     }
 }
@@ -148,6 +160,9 @@ impl<T: Timestamp> Ledger<T> {
         updates: &Updates<T>,
     ) -> bool {
         self.grow(source + 1);
+        if self.detached {
+            return false;
+        }
         if let Some(joining) = self.joining.as_mut() {
             joining.held[source].push_back((sequence, after, updates.clone()));
             return false;
@@ -218,7 +233,7 @@ impl<T: Timestamp> Ledger<T> {
             "progress protocol error: expected batch {expected} from worker {source} but received batch {sequence}"
         );
         self.next_receive[source] += 1;
-        self.accumulated.extend(updates.iter().cloned());
+        self.absorb(updates);
         if let Some((_, batches)) = self.recording.as_mut().and_then(|recording| recording.get_mut(source)) {
             batches.push(updates.clone());
         }
@@ -261,6 +276,18 @@ impl<T: Timestamp> Ledger<T> {
         }
     }
 
+    /// Adds `updates` to the accumulation, except those at node 0 (they belong to the parent
+    /// scope's state). Besides received batches, this takes the statements this worker derived
+    /// from exchanged batches of a nested scope (records it consumed and produced): they are
+    /// part of this scope's progress state although no batch of this scope carries them.
+    pub fn absorb<'a>(&mut self, updates: impl IntoIterator<Item = &'a ((Location, T), i64)>)
+    where
+        T: 'a,
+    {
+        let inside = updates.into_iter().filter(|((location, _), _)| location.node != 0);
+        self.accumulated.extend(inside.cloned());
+    }
+
     /// Makes room for senders up to `peers`.
     pub fn grow(&mut self, peers: usize) {
         if self.next_receive.len() < peers {
@@ -301,8 +328,13 @@ pub trait ScopeLedger {
     fn range(&self, sender: usize, start: u64, end: u64) -> Result<Option<Vec<u8>>, String>;
     /// Stops recording (no joiner needs ranges any more).
     fn stop_recording(&self);
+    /// True while recording batches for range requests.
+    fn is_recording(&self) -> bool;
     /// On a joining worker: from now on, hold back batches until bootstrapped.
     fn start_joining(&self, existing: usize);
+    /// On a joining worker, for a scope the server completed before the join: drop every
+    /// batch from now on.
+    fn detach(&self);
     /// On a joining worker: the server's state and, if it announced capabilities, the
     /// sequence number of the batch that carries them.
     fn install_state(&self, state: &[u8], server: usize, announced: Option<u64>) -> Result<(), String>;
@@ -376,6 +408,10 @@ impl<T: Timestamp> ScopeLedger for std::cell::RefCell<Ledger<T>> {
         self.borrow_mut().recording = None;
     }
 
+    fn is_recording(&self) -> bool {
+        self.borrow().recording.is_some()
+    }
+
     fn start_joining(&self, existing: usize) {
         let mut ledger = self.borrow_mut();
         let peers = ledger.next_receive.len();
@@ -385,6 +421,10 @@ impl<T: Timestamp> ScopeLedger for std::cell::RefCell<Ledger<T>> {
             ranges: Vec::new(),
             held: (0..peers).map(|_| VecDeque::new()).collect(),
         });
+    }
+
+    fn detach(&self) {
+        self.borrow_mut().detached = true;
     }
 
     fn install_state(&self, state: &[u8], server: usize, announced: Option<u64>) -> Result<(), String> {
@@ -448,6 +488,24 @@ mod tests {
         let released: Vec<_> = ready.iter().map(|(origin, _)| *origin).collect();
         assert_eq!(released, vec![Some((2, 0)), Some((2, 1))]);
         assert!(ledger.admit(2, 2, None, &update(1, -1)), "later batches flow again");
+    }
+
+    /// Statements about node 0 (records entering or leaving the scope) stay out of the state,
+    /// which keeps only what cancels inside the scope; statements absorbed from a nested scope
+    /// are in it.
+    #[test]
+    fn the_state_leaves_node_zero_to_the_parent() {
+        let mut ledger: Ledger<u64> = Ledger::new(1);
+        let entered = vec![((Location::target(1, 0), 5), 3), ((Location::source(0, 0), 5), -3)];
+        assert!(ledger.admit(0, 0, None, &entered));
+        let consumed = vec![((Location::target(1, 0), 5), -3), ((Location::target(0, 0), 5), 3)];
+        assert!(ledger.admit(0, 1, None, &consumed));
+        assert_eq!(ledger.accumulated.iter().count(), 0, "{:?}", ledger.accumulated);
+        ledger.absorb(&[((Location::target(2, 0), 5), -3)]);
+        assert_eq!(
+            ledger.accumulated.iter().cloned().collect::<Vec<_>>(),
+            vec![((Location::target(2, 0), 5), -3)]
+        );
     }
 
     /// Direct batches that a joined worker's state already holds are dropped, others applied in

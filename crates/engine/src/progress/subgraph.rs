@@ -257,6 +257,7 @@ impl<T: Timestamp> SubgraphBuilder<T> {
             output_capabilities: (0..outputs).map(|_| MutableAntichain::new()).collect(),
             local_batch: ChangeBatch::new(),
             final_batch: ChangeBatch::new(),
+            nested: ChangeBatch::new(),
             tracker,
             progcaster,
             shared: Rc::new(RefCell::new(SharedProgress::new(inputs, outputs))),
@@ -285,6 +286,8 @@ pub struct Subgraph<TOuter: Timestamp, TInner: Timestamp> {
     local_batch: ChangeBatch<(Location, TInner)>,
     /// Statements already exchanged (received, or from non-local children), to apply.
     final_batch: ChangeBatch<(Location, TInner)>,
+    /// Statements of a nested scope (a non-local child), on their way to `final_batch`.
+    nested: ChangeBatch<(Location, TInner)>,
     tracker: Tracker<TInner>,
     progcaster: Progcaster<TInner>,
     shared: Rc<RefCell<SharedProgress<TOuter>>>,
@@ -402,7 +405,14 @@ impl<TOuter: Timestamp, TInner: Timestamp + Refines<TOuter>> Subgraph<TOuter, TI
         if child.local {
             child.extract_progress(&mut self.local_batch);
         } else {
-            child.extract_progress(&mut self.final_batch);
+            // A nested scope: the records it consumed and produced (message counts, at
+            // targets) come from its exchanged batches, whose ledger leaves them out; this
+            // scope's ledger keeps them. Its capabilities follow from its own state.
+            child.extract_progress(&mut self.nested);
+            let messages =
+                self.nested.iter().filter(|((location, _), _)| matches!(location.port, Port::Target(_)));
+            self.progcaster.ledger().borrow_mut().absorb(messages);
+            self.nested.drain_into(&mut self.final_batch);
         }
         if !incomplete && child.operator.is_some() && self.tracker.node_is_idle(index) {
             logging::log(&self.logger, || Event::Shutdown { id: child.id });

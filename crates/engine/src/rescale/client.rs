@@ -56,30 +56,42 @@ impl Joiner {
         self.welcome().dataflows.get(index).copied().flatten().map(|peers| peers as usize)
     }
 
-    pub(crate) fn completed_on_server(&self, index: usize) -> bool {
-        self.welcome().dataflows.get(index) == Some(&None)
+    /// True for a dataflow the server built before the join (running or completed).
+    fn built_before_join(&self, index: usize) -> bool {
+        index < self.welcome().dataflows.len()
     }
 
     pub(crate) fn initial(&self, address: &[usize]) -> Initial {
-        let Some(counted) = self.dataflow_peers(address[0]) else { return Initial::Ordinary };
+        if !self.built_before_join(address[0]) {
+            return Initial::Ordinary;
+        }
         if self.completed_scope(&address[..address.len() - 1]) {
             // Nobody holds anything in a scope the server has completed.
             return Initial::Joining { counted: 0, times: None };
         }
+        let counted =
+            self.dataflow_peers(address[0]).expect("a scope the server runs is in a dataflow it runs");
         let times = self.welcome().operators.iter().find(|(a, _)| a == address).map(|(_, t)| t.clone());
         Initial::Joining { counted, times }
     }
 
-    /// True for a nested scope of a dataflow the server runs that the server has completed
-    /// and dropped (a region or loop whose work is done).
+    /// True for a scope (a whole dataflow, or a region or loop in one) the server built
+    /// before the join and has completed and dropped: it starts empty here, so that its
+    /// inputs are closed, its probes see it complete and it completes on its own.
     fn completed_scope(&self, scope: &[usize]) -> bool {
-        scope.len() > 1 && !self.welcome().scopes.iter().any(|welcome| welcome.address == scope)
+        self.built_before_join(scope[0])
+            && !self.welcome().scopes.iter().any(|welcome| welcome.address == scope)
     }
 
     /// A scope was built: if the server built it before the join, its ledger starts joining
-    /// (unless the server completed it: then it starts empty, like its operators).
+    /// (unless the server completed it: then it starts empty, like its operators, and drops
+    /// the batches the others still send for it).
     pub(crate) fn scope_built(&mut self, channel: usize, address: &[usize], ledger: &Rc<dyn ScopeLedger>) {
-        if self.dataflow_peers(address[0]).is_none() || self.completed_scope(address) {
+        if !self.built_before_join(address[0]) {
+            return;
+        }
+        if self.completed_scope(address) {
+            ledger.detach();
             return;
         }
         let welcome = self.welcome();

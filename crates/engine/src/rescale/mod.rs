@@ -51,15 +51,9 @@ pub trait HeldTimes {
     fn encoded(&self) -> Option<Vec<u8>>;
 }
 
-/// A scope's entry in the registry.
-struct ScopeEntry {
-    channel: usize,
-    address: Vec<usize>,
-    ledger: Weak<dyn ScopeLedger>,
-    activator: Activator,
-}
-
-/// A registered scope whose dataflow still exists.
+/// A registered scope. The registry shares the ledger with the scope's progcaster: when it
+/// holds the only reference, the scope is gone.
+#[derive(Clone)]
 struct LiveScope {
     channel: usize,
     address: Vec<usize>,
@@ -94,7 +88,13 @@ pub struct Rescaling {
     pushers: RefCell<Vec<Box<dyn Push<BootstrapMessage>>>>,
     joined: JoinedPushers<BootstrapMessage>,
     puller: RefCell<Box<dyn Pull<BootstrapMessage>>>,
-    scopes: RefCell<Vec<ScopeEntry>>,
+    scopes: RefCell<Vec<LiveScope>>,
+    /// Per scope completed and dropped here: its progress channel and the sequence number
+    /// after its last batch (what a joiner expects from this worker for it: nothing more).
+    finished_scopes: RefCell<Vec<(usize, u64)>>,
+    /// Scopes completed and dropped here whose ledgers still record: a joiner welcomed while
+    /// they ran may still request their ranges.
+    retired: RefCell<Vec<LiveScope>>,
     operators: RefCell<Vec<OperatorEntry>>,
     /// Per dataflow index: the number of workers it was built for.
     dataflow_peers: RefCell<Vec<usize>>,
@@ -112,6 +112,8 @@ impl Rescaling {
             joined,
             puller: RefCell::new(puller),
             scopes: RefCell::default(),
+            finished_scopes: RefCell::default(),
+            retired: RefCell::default(),
             operators: RefCell::default(),
             dataflow_peers: RefCell::default(),
             server: RefCell::default(),
@@ -137,22 +139,42 @@ impl Rescaling {
         }
     }
 
-    /// The scopes whose dataflows still exist.
+    /// The scopes that still exist.
     fn live_scopes(&self) -> Vec<LiveScope> {
-        let mut scopes = self.scopes.borrow_mut();
-        scopes.retain(|entry| entry.ledger.strong_count() > 0);
+        self.forget_finished_scopes();
+        self.scopes.borrow().clone()
+    }
+
+    /// Moves scopes that completed and were dropped out of the registry, keeping only where
+    /// their progress channel ended.
+    fn forget_finished_scopes(&self) {
+        let mut finished = self.finished_scopes.borrow_mut();
+        let mut retired = self.retired.borrow_mut();
+        self.scopes.borrow_mut().retain(|scope| {
+            let alive = Rc::strong_count(&scope.ledger) > 1;
+            if !alive {
+                finished.push((scope.channel, scope.ledger.next_send()));
+                if scope.ledger.is_recording() {
+                    retired.push(scope.clone());
+                }
+            }
+            alive
+        });
+    }
+
+    /// The scopes whose ledgers may be recording: live ones and retired ones.
+    fn recording_scopes(&self) -> Vec<LiveScope> {
+        let mut scopes = self.live_scopes();
+        scopes.extend(self.retired.borrow().iter().cloned());
         scopes
-            .iter()
-            .filter_map(|entry| {
-                let ledger = entry.ledger.upgrade()?;
-                Some(LiveScope {
-                    channel: entry.channel,
-                    address: entry.address.clone(),
-                    ledger,
-                    activator: entry.activator.clone(),
-                })
-            })
-            .collect()
+    }
+
+    /// Per scope, live or finished: its progress channel and the sequence number of the next
+    /// batch this worker sends on it (the `Next` message to a joined worker).
+    fn next_sends(&self) -> Vec<(usize, u64)> {
+        let live = self.live_scopes();
+        let live = live.iter().map(|scope| (scope.channel, scope.ledger.next_send()));
+        live.chain(self.finished_scopes.borrow().iter().copied()).collect()
     }
 
     /// Records a scope's ledger; on a joining worker, a scope of a dataflow built before the
@@ -167,9 +189,8 @@ impl Rescaling {
         if let Some(joiner) = self.client.borrow_mut().as_mut() {
             joiner.scope_built(channel, address, &ledger);
         }
-        let entry =
-            ScopeEntry { channel, address: address.to_vec(), ledger: Rc::downgrade(&ledger), activator };
-        self.scopes.borrow_mut().push(entry);
+        self.forget_finished_scopes();
+        self.scopes.borrow_mut().push(LiveScope { channel, address: address.to_vec(), ledger, activator });
     }
 
     /// Records the capabilities an operator instance holds.
@@ -188,12 +209,6 @@ impl Rescaling {
         all.resize(index + 1, 0);
         all[index] = counted;
         counted
-    }
-
-    /// True when dataflow `index` completed on the server before this worker joined: it is
-    /// dropped instead of installed.
-    pub(crate) fn completed_before_join(&self, index: usize) -> bool {
-        self.client.borrow().as_ref().is_some_and(|joiner| joiner.completed_on_server(index))
     }
 
     /// The initial capabilities of the operator at `address`.

@@ -36,12 +36,10 @@ pub(crate) struct ServerState {
 pub(crate) fn admit(state: &WorkerState, workers: Range<usize>) {
     let rescaling = state.rescaling();
     let peers = state.peers();
-    let scopes = rescaling.live_scopes();
-    for scope in &scopes {
+    for scope in &rescaling.live_scopes() {
         scope.ledger.grow(peers);
     }
-    let next: Vec<(usize, u64)> =
-        scopes.iter().map(|scope| (scope.channel, scope.ledger.next_send())).collect();
+    let next = rescaling.next_sends();
     for worker in workers.clone() {
         rescaling.send(worker, BootstrapMessage::Next { from: state.index(), scopes: next.clone() });
     }
@@ -148,7 +146,7 @@ fn answer_ranges(state: &WorkerState) {
     let rescaling = state.rescaling();
     let _activity = crate::worker::Activity::begin(state.logger(), super::phases::RANGES);
     let requests = std::mem::take(&mut rescaling.server.borrow_mut().ranges);
-    let scopes = rescaling.live_scopes();
+    let scopes = rescaling.recording_scopes();
     let mut later = Vec::new();
     for request @ (from, channel, sender, start, end) in requests {
         let Some(scope) = scopes.iter().find(|scope| scope.channel == channel) else {
@@ -175,5 +173,6 @@ pub(crate) fn done(rescaling: &Rescaling, from: usize) {
         for scope in rescaling.live_scopes() {
             scope.ledger.stop_recording();
         }
+        rescaling.retired.borrow_mut().clear();
     }
 }

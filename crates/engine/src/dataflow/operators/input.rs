@@ -177,7 +177,11 @@ impl<T: Timestamp, D: Data> InputHandle<T, D> {
     /// start later than the handle's time (the handle moves up to it), or without a
     /// capability (the input is closed: its bootstrap server had closed it).
     fn attach(&mut self, mut output: OutputPort<T, D>, mut capability: Capability<T>, activator: Activator) {
-        if self.closed || capability.is_detached() {
+        if capability.is_detached() {
+            // Its bootstrap server had closed this input: so is it here, and sending fails.
+            self.closed = true;
+        }
+        if self.closed {
             return;
         }
         if self.now.less_equal(capability.time()) && *capability.time() != self.now {
