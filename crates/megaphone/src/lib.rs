@@ -9,9 +9,20 @@
 //! the guarantee. This crate depends on the engine's public API only and never on Python.
 
 mod bins;
+mod codec;
+mod context;
 mod error;
+mod operators;
+mod router;
+mod state;
+mod stateful;
+mod strategy;
 mod table;
 
 pub use bins::{Bins, DEFAULT_BINS, MAX_BINS};
+pub use codec::{BinState, Routed, Side};
+pub use context::Context;
 pub use error::MegaphoneError;
+pub use operators::{Control, KeyedOperators, StateMachine};
+pub use strategy::{plan, rebalance, Strategy};
 pub use table::{normalize, Command, RoutingTable, Schedule};
