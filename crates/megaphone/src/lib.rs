@@ -20,9 +20,8 @@ mod strategy;
 mod table;
 
 pub use bins::{Bins, DEFAULT_BINS, MAX_BINS};
-pub use codec::{BinState, Routed, Side};
 pub use context::Context;
 pub use error::MegaphoneError;
 pub use operators::{Control, KeyedOperators, StateMachine};
 pub use strategy::{plan, rebalance, Strategy};
-pub use table::{normalize, Command, RoutingTable, Schedule};
+pub use table::{Command, RoutingTable};
