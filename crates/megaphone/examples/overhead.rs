@@ -1,7 +1,8 @@
 //! Steady-state overhead of the Megaphone operator pair against a plain exchange and count.
 //!
-//! `cargo run --release -p timely-megaphone --example overhead -- [EPOCHS] [RECORDS] [RUNS] [WORKERS]`
-//! (defaults: 100 epochs of 20,000 records, 5 runs, 2 workers).
+//! `cargo run --release -p timely-megaphone --example overhead -- [EPOCHS] [RECORDS] [RUNS] [WORKERS] [VARIANTS]`
+//! (defaults: 100 epochs of 20,000 records, 5 runs, 2 workers, `exchange,256,4096`: the
+//! plain count and `state_machine` with that many bins).
 //!
 //! Every variant counts words: each record `(key, 1)` (keys drawn from 100,000) produces the
 //! key's running count. `exchange` routes by the key's hash to a `unary` operator holding a
@@ -95,11 +96,21 @@ fn load() -> String {
 }
 
 fn main() {
-    let args: Vec<u64> = std::env::args().skip(1).map(|a| a.parse().expect("numeric arguments")).collect();
-    let arg = |i: usize, default: u64| args.get(i).copied().unwrap_or(default);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let arg = |i: usize, default: u64| args.get(i).map_or(default, |a| a.parse().expect("a number"));
     let (epochs, records, runs, workers) = (arg(0, 100), arg(1, 20_000), arg(2, 5), arg(3, 2) as usize);
-    let variants =
-        [Variant::Exchange, Variant::Megaphone(1), Variant::Megaphone(256), Variant::Megaphone(4096)];
+    let variants: Vec<Variant> = args
+        .get(4)
+        .map_or("exchange,256,4096", String::as_str)
+        .split(',')
+        .map(|v| {
+            if v == "exchange" {
+                Variant::Exchange
+            } else {
+                Variant::Megaphone(v.parse().expect("a bin count"))
+            }
+        })
+        .collect();
     println!("{epochs} epochs of {records} records, {workers} workers, {runs} runs per variant");
     println!("load average before: {}", load());
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); variants.len()];
@@ -113,6 +124,7 @@ fn main() {
         times.sort();
         times[times.len() / 2]
     };
+    // Ratios are to the first variant.
     let baseline = median(&mut times[0].clone());
     println!("{:<16} {:>12} {:>10}   runs (ms)", "variant", "median (ms)", "ratio");
     for (variant, times) in variants.iter().zip(times.iter_mut()) {
