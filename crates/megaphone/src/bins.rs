@@ -4,7 +4,7 @@
 //! process agrees). This module owns the bin count and the key-to-bin function; which worker
 //! owns a bin is the routing table's business (`table`).
 
-use crate::MegaphoneError;
+use crate::error::MegaphoneError;
 use std::hash::Hash;
 use timely_engine::dataflow::operators::hash_of;
 
@@ -37,7 +37,7 @@ impl Bins {
         if count.is_power_of_two() && count <= MAX_BINS {
             Ok(Bins { count })
         } else {
-            Err(MegaphoneError::BinCount(count))
+            Err(MegaphoneError::BinCount { count, max: MAX_BINS })
         }
     }
 
@@ -74,7 +74,8 @@ impl Bins {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::bins::{Bins, DEFAULT_BINS, MAX_BINS};
+    use crate::error::MegaphoneError;
 
     #[test]
     fn counts_must_be_powers_of_two_within_the_limit() {
@@ -82,7 +83,7 @@ mod tests {
             assert_eq!(Bins::new(count).map(|b| b.count()), Ok(count));
         }
         for count in [0, 3, 100, MAX_BINS * 2] {
-            assert_eq!(Bins::new(count), Err(MegaphoneError::BinCount(count)));
+            assert_eq!(Bins::new(count), Err(MegaphoneError::BinCount { count, max: MAX_BINS }));
         }
         assert_eq!(Bins::default().count(), DEFAULT_BINS);
     }

@@ -208,8 +208,9 @@ impl<'a> Reader<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::codec::{put_section, put_u64, BinState, Routed, Side};
     use proptest::prelude::*;
+    use timely_engine::dataflow::ExchangeData;
 
     fn round_trip<D: ExchangeData + PartialEq + std::fmt::Debug>(batch: Vec<D>) {
         let mut bytes = Vec::new();

@@ -7,8 +7,13 @@ use std::fmt;
 /// Something the caller asked for that cannot be done.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MegaphoneError {
-    /// A bin count that is zero, not a power of two, or above [`crate::MAX_BINS`].
-    BinCount(usize),
+    /// A bin count that is zero, not a power of two, or above the largest allowed.
+    BinCount {
+        /// The count asked for.
+        count: usize,
+        /// The largest count allowed.
+        max: usize,
+    },
     /// A command or table names bin `bin`, but there are only `bins`.
     NoSuchBin {
         /// The bin named.
@@ -48,12 +53,8 @@ pub enum MegaphoneError {
 impl fmt::Display for MegaphoneError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            MegaphoneError::BinCount(count) => {
-                write!(
-                    f,
-                    "{count} bins: the number of bins must be a power of two from 1 to {}",
-                    crate::MAX_BINS
-                )
+            MegaphoneError::BinCount { count, max } => {
+                write!(f, "{count} bins: the number of bins must be a power of two from 1 to {max}")
             }
             MegaphoneError::NoSuchBin { bin, bins } => {
                 write!(f, "bin {bin} does not exist: there are {bins} bins")

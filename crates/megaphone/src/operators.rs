@@ -6,13 +6,13 @@
 //! inputs share per-key state and follow one routing table. This module owns the wiring and
 //! the API; the migration protocol lives in `router` and `stateful`.
 
+use crate::bins::Bins;
 use crate::codec::Side;
 use crate::context::Context;
 use crate::router::router;
 use crate::state::Shared;
 use crate::stateful::{stateful, Logic};
 use crate::table::{Command, RoutingTable};
-use crate::Bins;
 use std::cell::RefCell;
 use std::hash::Hash;
 use std::rc::Rc;

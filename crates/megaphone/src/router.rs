@@ -13,10 +13,10 @@
 //! This module owns F's bookkeeping (schedule, stash, capabilities of unshipped moves); the
 //! bin state itself belongs to `state`, and running the user's logic to `stateful`.
 
+use crate::bins::Bins;
 use crate::codec::{BinState, Routed};
 use crate::state::Shared;
 use crate::table::{normalize, Command, RoutingTable, Schedule};
-use crate::Bins;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;

@@ -13,8 +13,8 @@
 //! worker holds, notifications indexed by time with one capability per time); it decides
 //! neither when a bin moves (F) nor when records or notifications are processed (S).
 
+use crate::bins::Bins;
 use crate::codec::BinState;
-use crate::Bins;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::Hash;
 use timely_engine::dataflow::operators::Capability;

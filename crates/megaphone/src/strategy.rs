@@ -7,8 +7,8 @@
 //! workers while moving as few bins as possible. This module owns only these pure functions;
 //! sending the commands is the caller's business.
 
+use crate::error::MegaphoneError;
 use crate::table::{Command, RoutingTable};
-use crate::MegaphoneError;
 
 /// How the moves of one reconfiguration are spread over time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,8 +131,9 @@ pub fn rebalance(current: &RoutingTable, peers: usize) -> Result<RoutingTable, M
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::Bins;
+    use crate::bins::Bins;
+    use crate::strategy::{batches, rebalance, Move};
+    use crate::table::RoutingTable;
 
     #[test]
     fn batches_are_non_interfering_and_cover_every_move() {

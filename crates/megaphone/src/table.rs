@@ -9,7 +9,8 @@
 //! This module owns these data structures and their rules only; when commands arrive and
 //! when they may be folded into the base is the router's business (`router`).
 
-use crate::{Bins, MegaphoneError};
+use crate::bins::Bins;
+use crate::error::MegaphoneError;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::btree_map::Range;
@@ -206,7 +207,9 @@ impl Schedule {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::bins::Bins;
+    use crate::error::MegaphoneError;
+    use crate::table::{normalize, Command, RoutingTable, Schedule};
 
     fn mv(bin: usize, worker: usize) -> Command {
         Command::Move { bin, worker }
@@ -259,7 +262,10 @@ mod tests {
     fn tables_report_loads_and_reject_bad_sizes() {
         let table = RoutingTable::from_owners(vec![0, 0, 2, 0]).unwrap();
         assert_eq!(table.loads(3), vec![3, 0, 1]);
-        assert_eq!(RoutingTable::from_owners(vec![0, 0, 0]), Err(MegaphoneError::BinCount(3)));
+        assert_eq!(
+            RoutingTable::from_owners(vec![0, 0, 0]),
+            Err(MegaphoneError::BinCount { count: 3, max: crate::bins::MAX_BINS })
+        );
         assert_eq!(RoutingTable::round_robin(table.bins(), 0), Err(MegaphoneError::NoWorkers));
         let mut table = table;
         assert_eq!(table.apply(&mv(4, 0)), Err(MegaphoneError::NoSuchBin { bin: 4, bins: 4 }));

@@ -101,7 +101,7 @@ fn planning_rejects_bad_requests() {
     );
     assert_eq!(plan(&small, &small, Strategy::AllAtOnce, 0), Ok(vec![]), "nothing to move");
     assert_eq!(rebalance(&small, 0), Err(MegaphoneError::NoWorkers));
-    assert_eq!(Bins::new(3), Err(MegaphoneError::BinCount(3)));
+    assert_eq!(Bins::new(3), Err(MegaphoneError::BinCount { count: 3, max: timely_megaphone::MAX_BINS }));
     let message = MegaphoneError::ConflictingMoves { time: 4, bin: 2, workers: (0, 1) }.to_string();
     assert!(message.contains("time 4") && message.contains("bin 2"), "{message}");
 }
