@@ -77,7 +77,7 @@ where
 struct Runner<D, K, S, O> {
     shared: Rc<RefCell<Shared<K, S>>>,
     logic: Logic<D, K, S, O>,
-    /// Records at times the bin frontier has not passed, with their capability.
+    /// Records at times that are not complete yet, with their capability.
     stash: BTreeMap<u64, (Capability<u64>, Vec<D>)>,
     /// Outputs of the logic, sent after each batch.
     outputs: Vec<O>,
