@@ -1,0 +1,27 @@
+//! Megaphone: keyed stateful operators whose state lives in bins that a routing table assigns
+//! to workers, and that move between workers while the dataflow runs.
+//!
+//! Layout: `bins` (key to bin), `table` (bin to worker, commands over time), `strategy`
+//! (planning a migration as timed commands, rebalancing), `codec` (how records and bin state
+//! cross processes, through the engine's `ExchangeData`), `state` (the bin state that the
+//! operator pair shares on one worker), `router` (operator F), `stateful` (operator S),
+//! `operators` (the user-facing keyed operators). `docs/megaphone.md` describes the model and
+//! the guarantee. This crate depends on the engine's public API only and never on Python.
+
+mod bins;
+mod codec;
+mod context;
+mod error;
+mod operators;
+mod router;
+mod state;
+mod stateful;
+mod strategy;
+mod table;
+
+pub use bins::{Bins, DEFAULT_BINS, MAX_BINS};
+pub use context::Context;
+pub use error::MegaphoneError;
+pub use operators::{Control, KeyedOperators, StateMachine};
+pub use strategy::{plan, rebalance, Strategy};
+pub use table::{Command, RoutingTable};

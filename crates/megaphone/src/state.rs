@@ -1,0 +1,197 @@
+//! The keyed state that operators F and S share on one worker.
+//!
+//! Megaphone co-locates F (the router) and S (the user logic) on every worker. S owns the
+//! state of the bins the worker owns, with each bin's pending per-key notifications and the
+//! capabilities that keep them alive; F reaches into the same [`Shared`] (through an
+//! `Rc<RefCell<_>>`; both run on the worker's thread, never at once) to extract a bin that
+//! moves away. S publishes in `done` how far it has got: every record before that time is
+//! applied and every notification before it delivered, so F extracts a bin moving at time
+//! `t` only once `done >= t`. Each wakes the other through its activator when it changed
+//! something the other waits for.
+//!
+//! This module owns that data and the bookkeeping that keeps it consistent (which bins this
+//! worker holds, notifications indexed by time with one capability per time); it decides
+//! neither when a bin moves (F) nor when records or notifications are processed (S).
+
+use crate::bins::Bins;
+use crate::codec::BinState;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::hash::Hash;
+use timely_engine::dataflow::operators::Capability;
+use timely_engine::scheduling::Activator;
+
+/// The state of one bin: per-key state and per-key notification requests by time.
+struct Bin<K, S> {
+    entries: HashMap<K, S>,
+    notifications: BTreeMap<u64, HashSet<K>>,
+}
+
+impl<K, S> Default for Bin<K, S> {
+    fn default() -> Self {
+        Bin { entries: HashMap::new(), notifications: BTreeMap::new() }
+    }
+}
+
+/// The bins with notifications at one time, and the capability to deliver them.
+struct Due {
+    capability: Capability<u64>,
+    bins: BTreeSet<usize>,
+}
+
+/// The notifications at one time: the capability for it, and the keys of each bin.
+pub type DueKeys<K> = (Capability<u64>, Vec<(usize, HashSet<K>)>);
+
+/// The state shared by F and S on one worker.
+pub struct Shared<K, S> {
+    bins: Bins,
+    worker: usize,
+    contents: Vec<Bin<K, S>>,
+    owned: Vec<bool>,
+    due: BTreeMap<u64, Due>,
+    /// S's progress: records before it are applied, notifications before it delivered
+    /// (`None`: S will never see another record).
+    done: Option<u64>,
+    router: Option<Activator>,
+    stateful: Option<Activator>,
+}
+
+impl<K: Hash + Eq + Clone, S: Default> Shared<K, S> {
+    /// Worker `worker`'s share, owning the bins for which `owned` is true, with empty state.
+    pub fn new(bins: Bins, worker: usize, owned: Vec<bool>) -> Self {
+        Shared {
+            bins,
+            worker,
+            contents: (0..bins.count()).map(|_| Bin::default()).collect(),
+            owned,
+            due: BTreeMap::new(),
+            done: Some(0),
+            router: None,
+            stateful: None,
+        }
+    }
+
+    /// Registers F's and S's activators.
+    pub fn set_activators(&mut self, router: Activator, stateful: Activator) {
+        self.router = Some(router);
+        self.stateful = Some(stateful);
+    }
+
+    /// The bin count.
+    pub fn bins(&self) -> Bins {
+        self.bins
+    }
+
+    /// True when S has applied every record and delivered every notification before `time`.
+    pub fn done_before(&self, time: u64) -> bool {
+        self.done.is_none_or(|done| done >= time)
+    }
+
+    /// Records S's progress (see [`Shared::done_before`]) and wakes F when it advanced.
+    pub fn set_done(&mut self, done: Option<u64>) {
+        if done != self.done {
+            self.done = done;
+            if let Some(router) = &self.router {
+                router.activate();
+            }
+        }
+    }
+
+    /// The state of `key` in `bin`, created empty when missing. Panics if this worker does
+    /// not own the bin: a record routed to the wrong worker would be processed against state
+    /// that is not the key's.
+    pub fn state(&mut self, bin: usize, key: &K) -> &mut S {
+        self.check_owned(bin);
+        let entries = &mut self.contents[bin].entries;
+        if !entries.contains_key(key) {
+            entries.insert(key.clone(), S::default());
+        }
+        entries.get_mut(key).expect("inserted")
+    }
+
+    /// Drops the state of `key` in `bin`.
+    pub fn discard(&mut self, bin: usize, key: &K) {
+        self.contents[bin].entries.remove(key);
+    }
+
+    fn check_owned(&self, bin: usize) {
+        assert!(
+            self.owned[bin],
+            "megaphone: worker {} holds a record of bin {bin}, which it does not own",
+            self.worker
+        );
+    }
+
+    /// Asks for a notification of `key` (in `bin`) at `time`; `capability` makes the
+    /// capability for `time` when no other notification holds one.
+    pub fn request(
+        &mut self,
+        bin: usize,
+        time: u64,
+        key: K,
+        capability: impl FnOnce(u64) -> Capability<u64>,
+    ) {
+        self.check_owned(bin);
+        self.contents[bin].notifications.entry(time).or_default().insert(key);
+        self.due
+            .entry(time)
+            .or_insert_with(|| Due { capability: capability(time), bins: BTreeSet::new() })
+            .bins
+            .insert(bin);
+    }
+
+    /// The earliest time with a pending notification.
+    pub fn next_due(&self) -> Option<u64> {
+        self.due.keys().next().copied()
+    }
+
+    /// Removes the notifications at `time`: the capability for it and the keys of each bin.
+    pub fn take_due(&mut self, time: u64) -> Option<DueKeys<K>> {
+        let due = self.due.remove(&time)?;
+        let keys = due
+            .bins
+            .into_iter()
+            .filter_map(|bin| self.contents[bin].notifications.remove(&time).map(|keys| (bin, keys)))
+            .collect();
+        Some((due.capability, keys))
+    }
+
+    /// Removes bin `bin` (state and pending notifications) for shipping to `target`; wakes S,
+    /// whose capabilities for notifications that moved away are released.
+    pub fn extract(&mut self, bin: usize, target: usize) -> BinState<K, S> {
+        self.check_owned(bin);
+        self.owned[bin] = false;
+        let Bin { entries, notifications } = std::mem::take(&mut self.contents[bin]);
+        let (mut notify_times, mut notify_keys) = (Vec::new(), Vec::new());
+        for (time, keys) in notifications {
+            if let Some(due) = self.due.get_mut(&time) {
+                due.bins.remove(&bin);
+                if due.bins.is_empty() {
+                    self.due.remove(&time);
+                }
+            }
+            notify_times.extend(std::iter::repeat_n(time, keys.len()));
+            notify_keys.extend(keys);
+        }
+        if let Some(stateful) = &self.stateful {
+            stateful.activate();
+        }
+        let (keys, states) = entries.into_iter().unzip();
+        BinState { target, bin, keys, states, notify_times, notify_keys }
+    }
+
+    /// Installs a bin that arrived from its previous owner; `capability` makes capabilities
+    /// for its notifications' times. Panics if the bin is already here (a routing error).
+    pub fn install(&mut self, state: BinState<K, S>, mut capability: impl FnMut(u64) -> Capability<u64>) {
+        let BinState { bin, keys, states, notify_times, notify_keys, .. } = state;
+        assert!(
+            !self.owned[bin],
+            "megaphone: bin {bin} arrived at worker {}, which already owns it",
+            self.worker
+        );
+        self.owned[bin] = true;
+        self.contents[bin].entries.extend(keys.into_iter().zip(states));
+        for (time, key) in notify_times.into_iter().zip(notify_keys) {
+            self.request(bin, time, key, &mut capability);
+        }
+    }
+}
