@@ -204,6 +204,7 @@ impl Worker {
         while !client::advance(&self.state, server) {
             self.step_or_park(Some(BOOTSTRAP_WAIT));
         }
+        self.state.rescaling.bootstrapped();
         self.state.allocator.borrow_mut().release();
         true
     }
@@ -371,8 +372,9 @@ impl Worker {
                     false => arrivals.records = true,
                 }
             }
-            if let Some(activator) = activators.get(&channel) {
-                activator.activate();
+            match activators.get(&channel) {
+                Some(activator) => activator.activate(),
+                None => self.state.rescaling.notice(channel),
             }
         }
         arrivals
