@@ -38,10 +38,12 @@ pub trait Push<T> {
     /// Sends `Some` contents of `element`, or flushes when `element` is `None`.
     fn push(&mut self, element: &mut Option<T>);
     /// Sends `element`, discarding any recycled buffer.
+    #[inline]
     fn send(&mut self, element: T) {
         self.push(&mut Some(element));
     }
     /// Flushes anything buffered.
+    #[inline]
     fn done(&mut self) {
         self.push(&mut None);
     }

@@ -14,9 +14,9 @@ use crate::dataflow::Scope;
 use crate::logging::{self, Event, EventClasses, Flush, Logger, Timestamped, Wake};
 use crate::progress::{Refines, Subgraph, Timestamp};
 use crate::rescale::{self, client, Rescaling};
-use crate::scheduling::{drain_sorted, Activator, ActiveSet};
+use crate::scheduling::{drain_sorted, Activator, ActiveSet, ChannelActivators};
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -82,7 +82,7 @@ pub struct WorkerState {
     allocator: RefCell<Allocator>,
     index: usize,
     identifiers: Cell<usize>,
-    channel_activators: RefCell<HashMap<usize, Activator>>,
+    channel_activators: RefCell<ChannelActivators>,
     /// The channels that carry progress batches (the others carry records).
     progress_channels: RefCell<HashSet<usize>>,
     active_dataflows: ActiveSet,
@@ -177,7 +177,7 @@ impl Worker {
             allocator: RefCell::new(allocator),
             index,
             identifiers: Cell::new(0),
-            channel_activators: RefCell::new(HashMap::new()),
+            channel_activators: RefCell::default(),
             progress_channels: RefCell::new(HashSet::new()),
             active_dataflows: Default::default(),
             dataflows: RefCell::new(Vec::new()),
@@ -200,6 +200,7 @@ impl Worker {
         while !client::advance(&self.state, server) {
             self.step_or_park(Some(BOOTSTRAP_WAIT));
         }
+        self.state.rescaling.bootstrapped();
         self.state.allocator.borrow_mut().release();
         true
     }
@@ -367,8 +368,9 @@ impl Worker {
                     false => arrivals.records = true,
                 }
             }
-            if let Some(activator) = activators.get(&channel) {
-                activator.activate();
+            match activators.get(&channel) {
+                Some(activator) => activator.activate(),
+                None => self.state.rescaling.notice(channel),
             }
         }
         arrivals

@@ -273,6 +273,7 @@ impl ClusterAllocator {
     }
 
     /// True when processes joined that [`ClusterAllocator::take_joins`] has not admitted yet.
+    #[inline]
     pub fn has_joins(&self) -> bool {
         !self.joins.is_empty()
     }

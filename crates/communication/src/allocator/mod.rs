@@ -186,6 +186,7 @@ impl Allocator {
 
     /// True when processes joined that [`Allocator::take_joins`] has not admitted yet (one
     /// atomic load: cheap enough for every step).
+    #[inline]
     pub fn has_joins(&self) -> bool {
         match self {
             Allocator::Cluster(allocator) => allocator.has_joins(),

@@ -111,6 +111,10 @@ pub struct Progcaster<T: Timestamp> {
     spare: Vec<((Location, T), i64)>,
     /// Batches the ledger released when a joining worker's bootstrap completed.
     released: Vec<Released<T>>,
+    /// Set once the ledger held a batch back: from then on every `recv` asks it for batches
+    /// to release. Until then (on a worker that never joined, in a cluster where no batch
+    /// had to wait) it holds nothing, and `recv` skips the asking.
+    held_back: bool,
 }
 
 impl<T: Timestamp> Progcaster<T> {
@@ -133,6 +137,7 @@ impl<T: Timestamp> Progcaster<T> {
             logger,
             spare: Vec::new(),
             released: Vec::new(),
+            held_back: false,
         }
     }
 
@@ -192,11 +197,16 @@ impl<T: Timestamp> Progcaster<T> {
             if ledger.admit(batch.source, batch.sequence, batch.after, &batch.updates) {
                 self.log_received(batch.source, batch.sequence, batch.updates.len());
                 changes.extend(batch.updates.drain(..));
+            } else {
+                self.held_back = true;
             }
             self.puller.recycle(batch);
         }
-        ledger.try_finish_joining(&mut self.released);
-        ledger.release_held(&mut self.released);
+        // A ledger that never held a batch back and is not joining has nothing to release.
+        if self.held_back || !ledger.ready() {
+            ledger.try_finish_joining(&mut self.released);
+            ledger.release_held(&mut self.released);
+        }
         drop(ledger);
         for (origin, updates) in std::mem::take(&mut self.released) {
             if let Some((source, sequence)) = origin {

@@ -6,6 +6,11 @@
 //! at the start of each step. The server side of the protocol is in [`server`], the joining
 //! side in [`client`]; the messages in [`messages`].
 //!
+//! In steady state a step costs it a few loads: [`handle`] pulls the bootstrap channel only
+//! after the worker reported an arrival on it ([`Rescaling::notice`]), or while this worker is
+//! still bootstrapping, and runs the server side only while a join is pending or a welcome or
+//! range request waits.
+//!
 //! It must not schedule operators or touch records: joined pushers of data channels are taken
 //! by the channels themselves, and a joining worker's scopes hold their operators back until
 //! their ledger is ready.
@@ -14,7 +19,7 @@ pub mod client;
 pub mod messages;
 pub mod server;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
 use crate::progress::ScopeLedger;
@@ -100,6 +105,11 @@ pub struct Rescaling {
     dataflow_peers: RefCell<Vec<usize>>,
     server: RefCell<server::ServerState>,
     client: RefCell<Option<client::Joiner>>,
+    /// Set when a message arrived on the bootstrap channel since [`handle`] last pulled it.
+    arrived: Cell<bool>,
+    /// True on a joining worker until its bootstrap is complete: it pulls the bootstrap
+    /// channel at every [`handle`] (it waits for its welcome before its worker steps).
+    bootstrapping: Cell<bool>,
 }
 
 impl Rescaling {
@@ -107,6 +117,7 @@ impl Rescaling {
     pub(crate) fn new(allocator: &mut Allocator) -> Self {
         let ((pushers, puller), joined) = allocator.allocate_joinable::<BootstrapMessage>(BOOTSTRAP_CHANNEL);
         let client = allocator.join_server().map(client::Joiner::new);
+        let bootstrapping = Cell::new(client.is_some());
         Rescaling {
             pushers: RefCell::new(pushers),
             joined,
@@ -118,7 +129,36 @@ impl Rescaling {
             dataflow_peers: RefCell::default(),
             server: RefCell::default(),
             client: RefCell::new(client),
+            arrived: Cell::new(false),
+            bootstrapping,
         }
+    }
+
+    /// Takes note that channel `channel` received data; the worker calls this for every
+    /// channel without an activator (the bootstrap channel among them).
+    #[inline]
+    pub(crate) fn notice(&self, channel: usize) {
+        if channel == BOOTSTRAP_CHANNEL {
+            self.arrived.set(true);
+        }
+    }
+
+    /// Records that this joining worker's bootstrap is complete: from now on the bootstrap
+    /// channel is pulled only when a message arrived on it.
+    pub(crate) fn bootstrapped(&self) {
+        self.bootstrapping.set(false);
+    }
+
+    /// True when [`handle`] has nothing to do but look for joins: no bootstrap message
+    /// arrived, this worker is not bootstrapping, and no welcome or range request waits.
+    /// Forgets the arrival it reports.
+    #[inline]
+    fn is_quiet(&self) -> bool {
+        if self.arrived.replace(false) || self.bootstrapping.get() {
+            return false;
+        }
+        let server = self.server.borrow();
+        server.hellos.is_empty() && server.ranges.is_empty()
     }
 
     /// Sends `message` to worker `target` (flushed when the worker releases its allocator).
@@ -237,10 +277,21 @@ impl Rescaling {
     }
 }
 
-/// Handles joins and bootstrap messages; called at the start of every step.
+/// Handles joins and bootstrap messages; called at the start of every step. Inlined: in
+/// steady state it only finds that there is nothing to do.
+#[inline]
 pub(crate) fn handle(state: &WorkerState) {
+    let has_joins = state.allocator().has_joins();
+    if has_joins || !state.rescaling().is_quiet() {
+        handle_events(state, has_joins);
+    }
+}
+
+/// Admits joins (`has_joins`), takes in bootstrap messages and serves joining workers.
+#[inline(never)]
+fn handle_events(state: &WorkerState, has_joins: bool) {
     let rescaling = state.rescaling();
-    if state.allocator().has_joins() {
+    if has_joins {
         phase(state, phases::BACKFILL, || {
             let joins = state.allocator().take_joins();
             joins.into_iter().for_each(|workers| server::admit(state, workers));
