@@ -115,8 +115,8 @@ def test_a_program_adds_a_process_itself(tmp_path):
 def test_two_processes_added_from_a_terminal(tmp_path):
     """Two `add` commands: the cluster grows 2 -> 3 -> 4 processes (2 workers each), the
     second join served by worker 3, and every process takes part. (The second add waits until
-    the first joiner took part: a join while the previous joiner still bootstraps can hang in
-    the runtime, see docs/launcher.md.)"""
+    the first joiner took part: a join before the previous joiner built its dataflows hangs
+    in the engine, see the expected failure below and docs/launcher.md.)"""
     hostfile, _ = write_hostfile(tmp_path, 4)
     with Launched(tmp_path, "-n", 2, "-w", 2, "--hostfile", hostfile, EXAMPLES / "hello.py", 80, 0.05) as run:
         control = run.control()
@@ -132,6 +132,37 @@ def test_two_processes_added_from_a_terminal(tmp_path):
     assert_exactly_once(records)
     assert {p for _, _, p in records} == {0, 1, 2, 3}, "a process saw nothing"
     assert all(w // 2 == p for _, w, p in records)
+
+
+#: The engine's bug behind the rare hang of back-to-back joins (docs/launcher.md): remove this
+#: marker with the fix in crates/engine/src/rescale/ (the test then passes; strict, so that it
+#: fails as long as the marker stays after the fix).
+ENGINE_JOIN_RACE = pytest.mark.xfail(
+    strict=True,
+    reason="engine: a joining worker that waits for its welcome admits the next joiner before it "
+    "built its dataflows, and that joiner waits for ever (docs/launcher.md, 'Back-to-back joins')",
+)
+
+
+@ENGINE_JOIN_RACE
+def test_back_to_back_adds_while_the_first_joiner_is_still_setting_up(tmp_path):
+    """The race behind the rare hang of back-to-back joins, made certain: the workers of a
+    joining process build their dataflow 2 s late (slow_joiner_hello.py), so the second add's
+    process joins before the first joiner's workers built theirs, and they learn of it while
+    they wait for their welcome. Both joins complete, every process takes part, and every
+    record is seen exactly once."""
+    hostfile, _ = write_hostfile(tmp_path, 4)
+    with Launched(tmp_path, "-n", 2, "-w", 2, "--hostfile", hostfile, SCRIPTS / "slow_joiner_hello.py",
+                  2, 60, 0.05) as run:
+        control = run.control()
+        run.wait_for(r"^\[1\] worker 2: seen 2$")
+        first, second = add(control), add(control, "--server", 3)
+        assert (first.returncode, first.stdout, second.returncode, second.stdout) == (0, "2\n", 0, "3\n"), \
+            first.stderr + second.stderr
+        assert run.status() == 0, run.err()
+    records = seen(run.out())
+    assert_exactly_once(records)
+    assert {p for _, _, p in records} == {0, 1, 2, 3}, "a process saw nothing"
 
 
 def test_a_request_waits_until_the_cluster_admits_joins(tmp_path):
