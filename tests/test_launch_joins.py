@@ -134,17 +134,6 @@ def test_two_processes_added_from_a_terminal(tmp_path):
     assert all(w // 2 == p for _, w, p in records)
 
 
-#: The engine's bug behind the rare hang of back-to-back joins (docs/launcher.md): remove this
-#: marker with the fix in crates/engine/src/rescale/ (the test then passes; strict, so that it
-#: fails as long as the marker stays after the fix).
-ENGINE_JOIN_RACE = pytest.mark.xfail(
-    strict=True,
-    reason="engine: a joining worker that waits for its welcome admits the next joiner before it "
-    "built its dataflows, and that joiner waits for ever (docs/launcher.md, 'Back-to-back joins')",
-)
-
-
-@ENGINE_JOIN_RACE
 def test_back_to_back_adds_while_the_first_joiner_is_still_setting_up(tmp_path):
     """The race behind the rare hang of back-to-back joins, made certain: the workers of a
     joining process build their dataflow 2 s late (slow_joiner_hello.py), so the second add's

@@ -100,10 +100,13 @@ def test_a_join_with_a_wrong_secret_is_refused_and_the_cluster_runs_on(tmp_path)
         # logged the refusal.
         cluster.start(2, [SCRIPT, 3, "--join", 0, "--nn", 3])
         assert cluster.wait_all() == [0, 0, 0], [cluster.report(i) for i in range(3)]
-        for index in range(2):
-            for line in cluster.stderr(index).splitlines():
-                assert "join acceptor refused a connection" in line and "secret" in line, line
-        assert "join acceptor refused" in cluster.stderr(0)
+        # The intruder gives up at its first refusal, so a member whose handshake with it was
+        # still running may see the connection reset instead of checking the secret.
+        refusals = [line for index in range(2) for line in cluster.stderr(index).splitlines()]
+        for line in refusals:
+            assert "join acceptor refused a connection" in line, line
+            assert "secret" in line or "reset" in line or "closed" in line, line
+        assert any("secret" in line for line in refusals), refusals
         assert any(w == 2 for i in range(3) for w, _ in seen(cluster.stdout(i)))
 
 

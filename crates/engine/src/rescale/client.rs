@@ -154,7 +154,10 @@ fn wait(state: &WorkerState) {
     }
     state.allocator().await_events(Some(WAIT));
     state.allocator().receive();
-    super::handle(state);
+    // Bootstrap messages only: a process that joins meanwhile is admitted at this worker's
+    // first step, once its dataflows are built (admitted now, it would get a `Next` message
+    // naming no scope and wait for one forever).
+    super::handle_events(state, false);
 }
 
 /// On a joining worker: asks the server for its welcome and waits for it.

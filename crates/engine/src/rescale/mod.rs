@@ -289,7 +289,7 @@ pub(crate) fn handle(state: &WorkerState) {
 
 /// Admits joins (`has_joins`), takes in bootstrap messages and serves joining workers.
 #[inline(never)]
-fn handle_events(state: &WorkerState, has_joins: bool) {
+pub(crate) fn handle_events(state: &WorkerState, has_joins: bool) {
     let rescaling = state.rescaling();
     if has_joins {
         phase(state, phases::BACKFILL, || {

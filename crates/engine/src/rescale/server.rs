@@ -61,7 +61,8 @@ pub(crate) fn serve(state: &WorkerState) {
         let server = rescaling.server.borrow();
         (server.hellos.is_empty(), server.ranges.is_empty())
     };
-    if !hellos {
+    // A worker that is itself still joining has no complete progress state to give yet.
+    if !hellos && !rescaling.bootstrapping.get() {
         let peers = state.peers();
         let waiting = std::mem::take(&mut rescaling.server.borrow_mut().hellos);
         let (now, later): (Vec<usize>, Vec<usize>) = waiting.into_iter().partition(|&from| from < peers);
