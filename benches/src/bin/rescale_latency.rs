@@ -2,7 +2,8 @@
 //! experiments 2 and 4 of `docs/rescaling.md`).
 //!
 //! `rescale_latency [--threads 2] [--initial 2] [--joins 4,8] [--duration 12] [--rate 2000]
-//!  [--injectors 4] [--cost 2000] [--sleep-us 0] [--loops 0] [--window-ms 100] [--trace DIR]`
+//!  [--injectors 4] [--cost 2000] [--sleep-us 0] [--loops 0] [--window-ms 100] [--trace DIR]
+//!  [--pin 0|1]`
 //!
 //! Each "process" is a thread of this program running `timely_engine::execute` with its own
 //! `Config::Cluster` on loopback (as `crates/engine/tests/rescaling.rs` does); process
@@ -18,7 +19,9 @@
 //! Prints a CSV to stdout: per `window-ms` window of arrival time, the record count and the
 //! latency percentiles (`window_s,records,p50_us,p99_us,max_us`), then one comment line per
 //! join (`# join,K,spawned_s,bootstrapped_s`, K from 1) and the total (`# records,SENT,RECEIVED`).
-//! With `--trace DIR`, process `p` traces into `DIR/pP`. It exits with status 1 if a record
+//! With `--trace DIR`, process `p` traces into `DIR/pP`. With `--pin 1` the initial processes'
+//! threads run on CPU 0 and the joining processes' on CPU 1, as if each joiner brought its own
+//! machine (the initial cluster keeps its cores; needs 2 CPUs). It exits with status 1 if a record
 //! was lost or duplicated. Measures only; what the numbers mean is in `docs/rescaling.md`.
 
 use std::net::TcpListener;
@@ -44,6 +47,7 @@ struct Options {
     loops: u64,
     window_ms: u64,
     trace: Option<PathBuf>,
+    pin: bool,
 }
 
 impl Options {
@@ -60,6 +64,7 @@ impl Options {
             loops: 0,
             window_ms: 100,
             trace: None,
+            pin: false,
         };
         let args: Vec<String> = std::env::args().skip(1).collect();
         for pair in args.chunks(2) {
@@ -80,6 +85,7 @@ impl Options {
                 "--loops" => options.loops = number(value)? as u64,
                 "--window-ms" => options.window_ms = number(value)?.max(1.0) as u64,
                 "--trace" => options.trace = Some(PathBuf::from(value)),
+                "--pin" => options.pin = number(value)? != 0.0,
                 _ => return Err(format!("unknown option {name}")),
             }
         }
@@ -230,10 +236,31 @@ fn spawn_process(
     let trace =
         options.trace.as_ref().map(|dir| TraceSettings::to_directory(dir.join(format!("p{process}"))));
     let (options, shared) = (options.clone(), shared.clone());
+    let cpu = options.pin.then_some(usize::from(join.is_some()));
     std::thread::spawn(move || {
+        if let Some(cpu) = cpu {
+            pin_to(cpu).map_err(|e| format!("process {process}: {e}"))?;
+        }
         let program = move |worker: &mut Worker| run_worker(worker, &options, &shared, start);
         execute_traced(config, trace, program).map(|_| ()).map_err(|e| format!("process {process}: {e}"))
     })
+}
+
+/// Restricts the calling thread, and every thread it starts from now on, to CPU `cpu`.
+fn pin_to(cpu: usize) -> Result<(), String> {
+    // SAFETY: `cpu_set_t` is plain data, zeroed is the empty set; `CPU_SET` writes inside it
+    // (cpu < CPU_SETSIZE is checked) and `sched_setaffinity` only reads it.
+    unsafe {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return Err(format!("no CPU {cpu}"));
+        }
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(format!("cannot run on CPU {cpu}: {}", std::io::Error::last_os_error()));
+        }
+    }
+    Ok(())
 }
 
 /// Runs the cluster and its joins; returns when every process has finished.
@@ -299,7 +326,7 @@ fn report(options: &Options, shared: &Shared, spawned: &[u64]) -> bool {
 
 fn main() {
     let options = Options::parse().unwrap_or_else(|e| {
-        eprintln!("{e}\nusage: rescale_latency [--threads N] [--initial N] [--joins T1,T2] [--duration S] [--rate R] [--injectors K] [--cost C] [--sleep-us U] [--loops N] [--window-ms W] [--trace DIR]");
+        eprintln!("{e}\nusage: rescale_latency [--threads N] [--initial N] [--joins T1,T2] [--duration S] [--rate R] [--injectors K] [--cost C] [--sleep-us U] [--loops N] [--window-ms W] [--trace DIR] [--pin 0|1]");
         std::process::exit(2)
     });
     match run(options.clone()) {
