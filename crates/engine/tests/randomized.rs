@@ -1105,10 +1105,12 @@ mod joined {
             std::thread::sleep(Duration::from_millis(1));
         }
         runs.push(start(processes, Some(epoch as usize % processes)));
-        for run in runs {
-            run.join().expect("a process thread")?;
+        let results: Vec<_> = runs.into_iter().map(|run| run.join().expect("a process thread")).collect();
+        // The last failure is the joiner's if it failed: it explains the others' (a lost peer).
+        match results.into_iter().filter_map(Result::err).last() {
+            Some(error) => Err(error),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 
