@@ -19,8 +19,32 @@ hash, so every process agrees. State is any picklable object (None: the key has 
 [(5, Move(bin=1, worker=0)), (6, Move(bin=3, worker=0)), (7, Move(bin=5, worker=0)), (8, Move(bin=7, worker=0))]
 >>> [t for t, _ in plan(table, target, Strategy.batched(2), start=5)]
 [5, 5, 6, 6]
->>> rebalance(target, peers=2, strategy=Strategy.all_at_once(), start=9)[0]
-(9, Move(bin=0, worker=1))
+>>> [(t, m.bin) for t, m in rebalance(target, peers=2, strategy=Strategy.all_at_once(), start=9)]
+[(9, 4), (9, 5), (9, 6), (9, 7)]
+
+A word count whose bins all move to worker 1 at epoch 1 (send each command once, from one
+worker, at its time; the control input advances with the data):
+
+>>> import timely_py as timely
+>>> def main(worker):
+...     data, ctl, seen = timely.InputHandle(), timely.InputHandle(), []
+...     with worker.dataflow() as scope:
+...         control = Control(scope.input_from(ctl), bins=8)
+...         probe = (scope.input_from(data)
+...                  .state_machine(control, lambda word, n, count: ((count or 0) + n, [(word, (count or 0) + n)]))
+...                  .inspect(seen.append).probe())
+...     moves = plan(RoutingTable.round_robin(8, worker.peers), RoutingTable([1] * 8), Strategy.fluid(), 1)
+...     for epoch in range(6):
+...         if worker.index == 0:
+...             data.send_batch([("a", 1), ("b", 1)])
+...             ctl.send_batch([move for time, move in moves if time == epoch])
+...         data.advance_to(epoch + 1)
+...         ctl.advance_to(epoch + 1)
+...         while probe.less_than(epoch + 1):
+...             worker.step()
+...     return seen
+>>> sorted(sum(timely.execute(main, workers=2), []))[-2:]
+[('b', 5), ('b', 6)]
 """
 
 from __future__ import annotations

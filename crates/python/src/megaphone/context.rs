@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use timely_megaphone::Context;
 
 /// The handle of `keyed_unary`'s logic for one key at one time.
-#[pyclass(name = "KeyContext", module = "timely_py._core", unsendable)]
+#[pyclass(name = "KeyContext", module = "timely_py._core")]
 pub struct PyKeyContext {
     time: u64,
     earliest: u64,
