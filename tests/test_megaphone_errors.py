@@ -53,6 +53,11 @@ def test_keys_other_than_str_int_bytes_and_their_tuples_are_refused(key):
         run_one([], [(key, 1)])
 
 
+def test_str_keys_with_lone_surrogates_are_refused():
+    with pytest.raises(ValueError, match="a str key must be valid Unicode"):
+        run_one([], [("\ud800", 1)])
+
+
 def test_records_of_a_state_machine_must_be_pairs():
     with pytest.raises(TypeError, match=r"state_machine: records must be \(key, value\) pairs, not 'abc'"):
         run_one([], ["abc"])

@@ -29,11 +29,14 @@ pub fn key_bytes(py: Python<'_>, key: &Bound<'_, PyAny>, what: &str) -> PyResult
 }
 
 fn check_key(key: &Bound<'_, PyAny>, depth: usize, what: &str) -> PyResult<()> {
-    if key.is_exact_instance_of::<PyInt>()
-        || key.is_exact_instance_of::<PyString>()
-        || key.is_exact_instance_of::<PyBytes>()
-    {
+    if key.is_exact_instance_of::<PyInt>() || key.is_exact_instance_of::<PyBytes>() {
         return Ok(());
+    }
+    if let Ok(text) = key.cast_exact::<PyString>() {
+        // The codec pickles a str with lone surrogates, which would not be canonical.
+        return text.to_str().map(|_| ()).map_err(|_| {
+            PyValueError::new_err(format!("{what}: a str key must be valid Unicode (no lone surrogates)"))
+        });
     }
     if let Ok(tuple) = key.cast_exact::<PyTuple>() {
         if depth >= MAX_KEY_DEPTH {
