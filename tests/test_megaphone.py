@@ -2,6 +2,9 @@
 word count and a keyed running sum stay exactly those of a sequential run while every bin
 moves to one worker and back, for each strategy, on 1 and 2 workers of one process."""
 
+import random
+from collections import Counter
+
 import pytest
 import timely_py as timely
 from megaphone_programs import (
@@ -91,3 +94,47 @@ def test_notifications_inside_notifications_must_be_later_and_contexts_expire():
         timely.execute(lambda w: keyed_run(w, [[("a", 1)]], on_record, on_notify))
     with pytest.raises(RuntimeError, match="KeyContext.give: the context is used after its logic returned"):
         kept[0].give(1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_moves_at_random_moments_keep_counts_exact(seed):
+    """Random bin counts, workers, keys and single or grouped moves at random epochs."""
+    rng = random.Random(seed)
+    bins, workers, epochs = rng.choice([1, 2, 8, 32]), rng.choice([1, 2, 3]), 25
+    keys = [rng.choice([f"k{i}", i, (i, "t"), bytes([i])]) for i in range(rng.randint(1, 30))]
+    records = [[(rng.choice(keys), 1) for _ in range(rng.randint(0, 20))] for _ in range(epochs)]
+    commands = [
+        [Move(b, rng.randrange(workers)) for b in {rng.randrange(bins) for _ in range(rng.randint(1, bins))}]
+        if rng.random() < 0.4 else []
+        for _ in range(epochs)
+    ]
+
+    def main(worker):
+        data, ctl, out = timely.InputHandle(), timely.InputHandle(), []
+        with worker.dataflow() as scope:
+            control = Control(scope.input_from(ctl), bins=bins)
+            probe = (scope.input_from(data)
+                     .state_machine(control, lambda k, n, c: ((c or 0) + n, [(k, (c or 0) + n)]))
+                     .inspect_time(lambda t, x: out.append((t, x))).probe())
+        for epoch in range(epochs):
+            data.send_batch(records[epoch][worker.index :: worker.peers])
+            if worker.index == epoch % worker.peers:
+                ctl.send_batch(commands[epoch])
+            data.advance_to(epoch + 1)
+            ctl.advance_to(epoch + 1)
+            if epoch % 3 == 0:
+                while probe.less_than(epoch + 1):
+                    worker.step()
+        data.close()
+        ctl.close()
+        while not probe.done():
+            worker.step()
+        return out
+
+    totals, expected = Counter(), []
+    for epoch, batch in enumerate(records):
+        for key, _ in batch:
+            totals[key] += 1
+            expected.append((epoch, repr((key, totals[key]))))
+    got = [(t, repr(x)) for out in timely.execute(main, workers=workers) for t, x in out]
+    assert sorted(got) == sorted(expected)
