@@ -84,12 +84,17 @@ fn convert<O: Data>(
     })
 }
 
+/// `repr(x)` for an error message (empty if `repr` itself raises).
+fn shown(x: &Bound<'_, PyAny>) -> String {
+    x.repr().map(|r| r.to_string()).unwrap_or_default()
+}
+
 fn to_commands(handle: &StreamHandle<T0>, bins: Bins, name: &str) -> Stream<T0, Command> {
     convert(&handle.stream, &handle.context, format!("{name}.Commands"), move |py, x, peers| {
         let (bin, worker): (usize, usize) = x.bind(py).extract().map_err(|_| {
-            let shown = x.bind(py).repr().map(|r| r.to_string()).unwrap_or_default();
             PyTypeError::new_err(format!(
-                "a command must be Move(bin, worker) or a (bin, worker) pair, not {shown}"
+                "a command must be Move(bin, worker) or a (bin, worker) pair, not {}",
+                shown(x.bind(py))
             ))
         })?;
         bins.check(bin).map_err(|error| {
@@ -112,8 +117,10 @@ fn keyed(handle: &StreamHandle<T0>, name: &'static str, key: Option<Py<PyAny>>) 
         Some(key) => Ok(Keyed(key_bytes(py, &key.bind(py).call1((x.bind(py),))?, &what)?, x)),
         None => {
             let (k, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = x.bind(py).extract().map_err(|_| {
-                let shown = x.bind(py).repr().map(|r| r.to_string()).unwrap_or_default();
-                PyTypeError::new_err(format!("{name}: records must be (key, value) pairs, not {shown}"))
+                PyTypeError::new_err(format!(
+                    "{name}: records must be (key, value) pairs, not {}",
+                    shown(x.bind(py))
+                ))
             })?;
             Ok(Keyed(key_bytes(py, &k, &what)?, Record(value.unbind())))
         }
