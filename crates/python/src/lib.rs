@@ -11,7 +11,8 @@
 //! (records, their encoding, and their
 //! transfer between processes), `stream`, `scope` and `loops` (the Python stream and scope,
 //! and nesting), `operators` (the built-in operators, one file per family), `generic` (the
-//! operators with Python logic), `handles`, `worker`, `tracing` (trace settings, callback
+//! operators with Python logic), `megaphone` (the keyed operators with migrating state of
+//! the `timely-megaphone` crate), `handles`, `worker`, `tracing` (trace settings, callback
 //! delivery, user activities), `errors` and `args` (argument checks), `kernels` (the
 //! critical-path analysis's native kernels, `timely_analysis`) over `arrow_capsule` (Arrow
 //! tables to and from Python without copying).
@@ -25,6 +26,7 @@ mod handles;
 mod kernels;
 mod key;
 mod loops;
+mod megaphone;
 mod operators;
 mod record;
 mod scope;
@@ -133,6 +135,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<handles::PyProbeHandle>()?;
     generic::register(m)?;
     codec::register(m)?;
+    megaphone::register(m)?;
     let py = m.py();
     m.add("TimelyError", py.get_type::<errors::TimelyError>())?;
     m.add("DataflowError", py.get_type::<errors::DataflowError>())?;

@@ -71,7 +71,7 @@ fn clone_ref(record: &Record, py: Python<'_>) -> Record {
 
 /// Encodes `records`, or unwinds with the Python error (an unpicklable record, say), which the
 /// worker raises to its caller.
-fn encode_or_unwind(py: Python<'_>, records: &[Record], out: &mut Vec<u8>) {
+pub(crate) fn encode_or_unwind(py: Python<'_>, records: &[Record], out: &mut Vec<u8>) {
     if let Err(error) = codec::encode_records(py, records, out) {
         std::panic::resume_unwind(Box::new(PythonFailure(error)));
     }

@@ -1,0 +1,199 @@
+"""Keyed state that moves between workers while the dataflow runs (Megaphone).
+
+This module owns the Python face of the `timely-megaphone` crate: the commands (`Move`),
+the migration strategies (`Strategy`), routing tables (`RoutingTable`) and the planning
+functions (`plan`, `rebalance`) that turn "the table we want" into timed commands. The
+operators themselves are methods of `Stream` (`state_machine`, `keyed_unary`) that take a
+`Control`. It plans and describes; it never sends commands itself: the program sends them
+on the control stream, each command once, from any worker, at the time it names.
+
+Keys are str, int (not bool), bytes, or tuples of those; a key lives in bin
+`bin_of(key, bins)`, computed from the key's canonical encoding with the engine's stable
+hash, so every process agrees. State is any picklable object (None: the key has none).
+
+>>> table = RoutingTable.round_robin(bins=8, peers=2)
+>>> table.owners
+(0, 1, 0, 1, 0, 1, 0, 1)
+>>> target = RoutingTable((0,) * 8)
+>>> plan(table, target, Strategy.fluid(), start=5)
+[(5, Move(bin=1, worker=0)), (6, Move(bin=3, worker=0)), (7, Move(bin=5, worker=0)), (8, Move(bin=7, worker=0))]
+>>> [t for t, _ in plan(table, target, Strategy.batched(2), start=5)]
+[5, 5, 6, 6]
+>>> [(t, m.bin) for t, m in rebalance(target, peers=2, strategy=Strategy.all_at_once(), start=9)]
+[(9, 4), (9, 5), (9, 6), (9, 7)]
+
+A word count whose bins all move to worker 1 at epoch 1 (send each command once, from one
+worker, at its time; the control input advances with the data):
+
+>>> import timely_py as timely
+>>> def main(worker):
+...     data, ctl, seen = timely.InputHandle(), timely.InputHandle(), []
+...     with worker.dataflow() as scope:
+...         control = Control(scope.input_from(ctl), bins=8)
+...         probe = (scope.input_from(data)
+...                  .state_machine(control, lambda word, n, count: ((count or 0) + n, [(word, (count or 0) + n)]))
+...                  .inspect(seen.append).probe())
+...     moves = plan(RoutingTable.round_robin(8, worker.peers), RoutingTable([1] * 8), Strategy.fluid(), 1)
+...     for epoch in range(6):
+...         if worker.index == 0:
+...             data.send_batch([("a", 1), ("b", 1)])
+...             ctl.send_batch([move for time, move in moves if time == epoch])
+...         data.advance_to(epoch + 1)
+...         ctl.advance_to(epoch + 1)
+...         while probe.less_than(epoch + 1):
+...             worker.step()
+...     return seen
+>>> sorted(sum(timely.execute(main, workers=2), []))[-2:]
+[('b', 5), ('b', 6)]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Hashable, Iterable, NamedTuple
+
+from . import _core
+from ._core import Control, KeyContext
+
+__all__ = [
+    "Control",
+    "KeyContext",
+    "Move",
+    "RoutingTable",
+    "Strategy",
+    "bin_of",
+    "plan",
+    "rebalance",
+]
+
+#: The number of bins of a `Control` that names none.
+DEFAULT_BINS = 256
+#: The most bins a `Control` may have.
+MAX_BINS = 1 << 20
+
+
+class Move(NamedTuple):
+    """A command: from the command's time on, worker `worker` owns bin `bin`."""
+
+    bin: int
+    worker: int
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """How the moves of one reconfiguration are spread over times.
+
+    >>> Strategy.batched(4)
+    Strategy(kind='batched', per_worker=4)
+    """
+
+    kind: str
+    per_worker: int = 1
+
+    @classmethod
+    def all_at_once(cls) -> Strategy:
+        """Every move at the first time: one large migration."""
+        return cls("all_at_once")
+
+    @classmethod
+    def fluid(cls) -> Strategy:
+        """One bin per time: many small migrations, one after the other."""
+        return cls("fluid")
+
+    @classmethod
+    def batched(cls, per_worker: int) -> Strategy:
+        """One batch per time, in which no worker sends or receives more than `per_worker` bins."""
+        if per_worker < 1:
+            raise ValueError(f"Strategy.batched: per_worker must be at least 1, not {per_worker}")
+        return cls("batched", per_worker)
+
+
+class RoutingTable:
+    """The owner of every bin: `owners[b]` is the worker that holds bin `b`.
+
+    A controller keeps the table that will be in force after the commands it sent:
+
+    >>> table = RoutingTable.round_robin(bins=4, peers=2)
+    >>> table.apply([Move(0, 1), (2, 1)]).owners
+    (1, 1, 1, 1)
+    >>> table.loads(2)
+    [2, 2]
+    """
+
+    __slots__ = ("owners",)
+
+    def __init__(self, owners: Iterable[int]):
+        owners = tuple(owners)
+        count = len(owners)
+        if count & (count - 1) or not 1 <= count <= MAX_BINS:
+            raise ValueError(f"{count} bins: the number of bins must be a power of two from 1 to {MAX_BINS}")
+        if not all(isinstance(owner, int) and owner >= 0 for owner in owners):
+            raise ValueError("RoutingTable: owners must be worker indexes (non-negative ints)")
+        self.owners: tuple[int, ...] = owners
+
+    @classmethod
+    def round_robin(cls, bins: int = DEFAULT_BINS, peers: int = 1) -> RoutingTable:
+        """The initial table of every keyed operator: bin `b` on worker `b % peers`."""
+        return cls(_core.megaphone_round_robin(bins, peers))
+
+    @property
+    def bins(self) -> int:
+        """The number of bins."""
+        return len(self.owners)
+
+    def owner(self, key: Hashable) -> int:
+        """The worker that holds `key`'s bin in this table."""
+        return self.owners[bin_of(key, self.bins)]
+
+    def loads(self, peers: int) -> list[int]:
+        """How many bins each of `peers` workers owns."""
+        loads = [0] * peers
+        for owner in self.owners:
+            if owner < peers:
+                loads[owner] += 1
+        return loads
+
+    def apply(self, commands: Iterable[Move | tuple[int, int] | tuple[int, Move]]) -> RoutingTable:
+        """This table after `commands` (moves, or `(time, move)` pairs as `plan` returns)."""
+        owners = list(self.owners)
+        for command in commands:
+            move = command[1] if isinstance(command[1], tuple) else command
+            bin, worker = move
+            if not 0 <= bin < len(owners):
+                raise ValueError(f"bin {bin} does not exist: there are {len(owners)} bins")
+            owners[bin] = worker
+        return RoutingTable(owners)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RoutingTable) and other.owners == self.owners
+
+    def __hash__(self) -> int:
+        return hash(self.owners)
+
+    def __repr__(self) -> str:
+        return f"RoutingTable({list(self.owners)!r})"
+
+
+def bin_of(key: Hashable, bins: int = DEFAULT_BINS) -> int:
+    """The bin of `key` among `bins` bins, as the keyed operators compute it in every process.
+
+    >>> bin_of("apple", 8) == bin_of("apple", 8) < 8
+    True
+    """
+    return _core.megaphone_bin(key, bins)
+
+
+def plan(current: RoutingTable, target: RoutingTable, strategy: Strategy, start: int) -> list[tuple[int, Move]]:
+    """The `(time, Move)` commands that turn `current` into `target`, from time `start` on,
+    in time order; bins whose owner does not change do not move. Send each at its time."""
+    moves = _core.megaphone_plan(list(current.owners), list(target.owners), strategy.kind, strategy.per_worker, start)
+    return [(time, Move(bin, worker)) for time, bin, worker in moves]
+
+
+def rebalance(
+    current: RoutingTable, peers: int, strategy: Strategy | None = None, start: int = 0
+) -> list[tuple[int, Move]]:
+    """The commands (`plan`) that spread the bins of `current` evenly over `peers` workers,
+    moving as few as possible (all at once unless `strategy` says otherwise)."""
+    target = RoutingTable(_core.megaphone_rebalance(list(current.owners), peers))
+    return plan(current, target, strategy or Strategy.all_at_once(), start)
