@@ -1107,7 +1107,7 @@ mod joined {
         runs.push(start(processes, Some(epoch as usize % processes)));
         let results: Vec<_> = runs.into_iter().map(|run| run.join().expect("a process thread")).collect();
         // The last failure is the joiner's if it failed: it explains the others' (a lost peer).
-        match results.into_iter().filter_map(Result::err).last() {
+        match results.into_iter().filter_map(Result::err).next_back() {
             Some(error) => Err(error),
             None => Ok(()),
         }
