@@ -5,8 +5,6 @@
 #![allow(dead_code)] // not every test binary uses every helper
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::TcpListener;
-use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use timely_communication::initialize::ClusterConfig;
@@ -196,22 +194,11 @@ pub fn counts_reference(records: &[(u64, u64, u64)]) -> Vec<(u64, (u64, u64))> {
     expected
 }
 
-/// `n` loopback addresses whose ports are free now, distinct within this test binary.
-pub fn free_addresses(n: usize) -> Vec<String> {
-    static NEXT: AtomicU16 = AtomicU16::new(0);
-    let seed = (std::process::id() % 1000) as u16 * 10;
-    let _ = NEXT.compare_exchange(0, 22_000 + seed, Ordering::SeqCst, Ordering::SeqCst);
-    let mut addresses = Vec::new();
-    while addresses.len() < n {
-        let port = NEXT.fetch_add(1, Ordering::SeqCst);
-        assert!(port < 32_000, "ran out of test ports");
-        let address = format!("127.0.0.1:{port}");
-        if TcpListener::bind(&address).is_ok() {
-            addresses.push(address);
-        }
-    }
-    addresses
-}
+/// The communication crate's test helpers (free loopback addresses).
+#[path = "../../../communication/tests/common/mod.rs"]
+#[allow(dead_code)]
+mod net;
+pub use net::free_addresses;
 
 /// The configurations of a cluster of `processes` processes of `threads` workers each.
 pub fn cluster(processes: usize, threads: usize) -> Vec<Config> {
