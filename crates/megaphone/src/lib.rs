@@ -4,16 +4,21 @@
 //! Layout: `bins` (key to bin), `table` (bin to worker, commands over time), `strategy`
 //! (planning a migration as timed commands, rebalancing), `codec` (how records and bin state
 //! cross processes, through the engine's `ExchangeData`), `state` (the bin state that the
-//! operator pair shares on one worker), `router` (operator F), `stateful` (operator S),
-//! `operators` (the user-facing keyed operators). `docs/megaphone.md` describes the model and
+//! operator pair shares on one worker), `routing` (the routing state, and how a worker that
+//! joined assembles it), `commands` (operator C: commands to every worker), `handover`
+//! (operator K: the routing state to workers that join), `router` (operator F), `stateful`
+//! (operator S), `operators` (the user-facing keyed operators). `docs/megaphone.md` describes the model and
 //! the guarantee. This crate depends on the engine's public API only and never on Python.
 
 mod bins;
 mod codec;
+mod commands;
 mod context;
 mod error;
+mod handover;
 mod operators;
 mod router;
+mod routing;
 mod state;
 mod stateful;
 mod strategy;

@@ -1,15 +1,19 @@
 //! The user-facing keyed operators: `keyed_unary`, `keyed_binary` and `state_machine`.
 //!
-//! Each builds the operator pair: F (`router`) and S (`stateful`) sharing one worker's bin
-//! state (`state`), with the control stream broadcast to every worker's F. A keyed binary
+//! Each builds the operator pair, F (`router`) and S (`stateful`) sharing one worker's bin
+//! state (`state`), with two helpers: C (`commands`) hands every command to every worker's F,
+//! and K (`handover`) hands the routing state to workers that join. A keyed binary
 //! operator is a keyed unary one over the two inputs merged as [`Side`] records, so both
 //! inputs share per-key state and follow one routing table. This module owns the wiring and
 //! the API; the migration protocol lives in `router` and `stateful`.
 
 use crate::bins::Bins;
 use crate::codec::Side;
+use crate::commands::spread_commands;
 use crate::context::Context;
-use crate::router::router;
+use crate::handover::handover;
+use crate::router::{router, RouterInputs};
+use crate::routing::Routing;
 use crate::state::Shared;
 use crate::stateful::{stateful, Logic};
 use crate::table::{Command, RoutingTable};
@@ -187,7 +191,9 @@ where
     }
 }
 
-/// Builds F and S for `data` on this worker, sharing one worker's bin state.
+/// Builds the operators of one keyed operator on this worker: C (spreads commands), K (hands
+/// the routing state to workers that join), F (routes) and S (runs the logic). F and S share
+/// the worker's bin state, C, K and F its routing state.
 fn operator_pair<D, K, S, O>(
     data: &Stream<u64, D>,
     control: &Control,
@@ -201,11 +207,17 @@ where
 {
     let scope = data.scope();
     let table = RoutingTable::round_robin(control.bins, scope.peers()).expect("a scope has workers");
-    let owned = table.owners().iter().map(|&owner| owner == scope.index()).collect();
+    // On a worker that joined a cluster already running the operator, the routing state comes
+    // from the others, and this worker holds no bin until one moves here.
+    let joined = scope.worker().rescaling().joined_running(scope.address()[0]);
+    let owned = table.owners().iter().map(|&owner| owner == scope.index() && joined.is_none()).collect();
     let shared = Rc::new(RefCell::new(Shared::new(control.bins, scope.index(), owned)));
-    let commands = control.commands.broadcast();
+    let routing = Rc::new(RefCell::new(Routing::new(table, joined)));
+    let commands = spread_commands(&control.name, &control.commands, routing.clone());
+    let (parts, handover) = handover(&control.name, scope, routing.clone());
+    let inputs = RouterInputs { commands, parts, handover };
     let (routed, states, router_activator) =
-        router(&control.name, data, &commands, logic.key.clone(), shared.clone(), table);
+        router(&control.name, data, inputs, logic.key.clone(), shared.clone(), routing);
     let (output, stateful_activator) = stateful(&control.name, &routed, &states, shared.clone(), logic);
     shared.borrow_mut().set_activators(router_activator, stateful_activator);
     output

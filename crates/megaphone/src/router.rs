@@ -15,28 +15,40 @@
 
 use crate::bins::Bins;
 use crate::codec::{BinState, Routed};
+use crate::routing::{Routing, RoutingState};
 use crate::state::Shared;
-use crate::table::{normalize, Command, RoutingTable, Schedule};
+use crate::table::{normalize, Command};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
 use std::rc::Rc;
 use timely_engine::dataflow::operators::{Capability, InputPort, OperatorBuilder, OutputPort};
-use timely_engine::dataflow::{Data, ExchangeData, Pipeline, Stream};
-use timely_engine::progress::MutableAntichain;
+use timely_engine::dataflow::{Data, Exchange, ExchangeData, Pipeline, Stream};
+use timely_engine::progress::{Antichain, MutableAntichain};
 use timely_engine::scheduling::Activator;
 
 /// What F produces: routed records, bins on their way to new owners, and F's activator.
 pub type RouterOutputs<D, K, S> = (Stream<u64, Routed<D>>, Stream<u64, BinState<K, S>>, Activator);
 
-/// Builds F for `data`, reading `commands` (already broadcast to every worker).
+/// F's inputs besides the data: commands from every worker's C, parts of the routing state
+/// from K (on a worker that joined), and K's activator.
+pub struct RouterInputs {
+    /// Commands, each sent to this worker by the C of the worker where it entered.
+    pub commands: Stream<u64, Routed<Command>>,
+    /// Parts of the routing state, sent by K.
+    pub parts: Stream<u64, RoutingState>,
+    /// Wakes K (once the routing state is no longer needed).
+    pub handover: Activator,
+}
+
+/// Builds F for `data`.
 pub fn router<D, K, S>(
     name: &str,
     data: &Stream<u64, D>,
-    commands: &Stream<u64, Command>,
+    inputs: RouterInputs,
     key: Rc<dyn Fn(&D) -> K>,
     shared: Rc<RefCell<Shared<K, S>>>,
-    table: RoutingTable,
+    routing: Rc<RefCell<Routing>>,
 ) -> RouterOutputs<D, K, S>
 where
     D: ExchangeData,
@@ -45,16 +57,23 @@ where
 {
     let mut builder = OperatorBuilder::new(&format!("{name}.F"), data.scope());
     let mut data_in = builder.new_input(data, Pipeline);
-    let mut control_in = builder.new_input(commands, Pipeline);
-    let (mut routed_out, routed) = builder.new_output();
-    let (mut states_out, states) = builder.new_output();
+    let by_target = |routed: &Routed<Command>| routed.target as u64;
+    let mut control_in = builder.new_input(&inputs.commands, Exchange::new(by_target));
+    let mut parts_in =
+        builder.new_input(&inputs.parts, Exchange::new(|part: &RoutingState| part.target as u64));
+    // Parts of the routing state reach no output: they carry no records and no capability.
+    let connection = || vec![Antichain::from_elem(0), Antichain::from_elem(0), Antichain::new()];
+    let (mut routed_out, routed) = builder.new_output_connection(connection());
+    let (mut states_out, states) = builder.new_output_connection(connection());
     let activator = builder.info().activator.clone();
     let worker_state = data.scope().worker().clone();
+    let bins = shared.borrow().bins();
     let mut router = Router {
         name: name.to_owned(),
         worker: builder.info().worker,
-        bins: table.bins(),
-        schedule: Schedule::new(table),
+        bins,
+        routing,
+        handover: inputs.handover,
         unchecked: BTreeSet::new(),
         unshipped: BTreeMap::new(),
         stash: BTreeMap::new(),
@@ -63,11 +82,16 @@ where
     };
     builder.build_logic(move |frontiers| {
         let (data_frontier, control_frontier) = (&frontiers[0], &frontiers[1]);
-        router.read_commands(&mut control_in, control_frontier, worker_state.peers());
+        let peers = worker_state.peers();
+        router.receive_parts(&mut parts_in, peers);
+        router.read_commands(&mut control_in, control_frontier, peers);
         router.route_input(&mut data_in, control_frontier, &mut routed_out);
-        router.route_stash(control_frontier, &mut routed_out);
-        router.ship(control_frontier, &mut states_out);
-        router.fold(data_frontier);
+        if router.routing.borrow().is_known() {
+            router.route_stash(control_frontier, &mut routed_out);
+            router.ship(control_frontier, &mut states_out);
+            router.fold(data_frontier);
+        }
+        router.finish_when_idle(data_frontier, control_frontier);
         false
     });
     (routed, states, activator)
@@ -78,34 +102,47 @@ struct Router<D, K, S> {
     name: String,
     worker: usize,
     bins: Bins,
-    schedule: Schedule,
+    routing: Rc<RefCell<Routing>>,
+    handover: Activator,
     /// Times of commands not yet checked (the control frontier has not passed them).
     unchecked: BTreeSet<u64>,
     /// A capability for each time whose moves are not shipped yet.
     unshipped: BTreeMap<u64, Capability<u64>>,
-    /// Records at times the control frontier has not passed, with their capability.
+    /// Records at times the control frontier has not passed (or, on a worker that joined,
+    /// before the routing state is known), with their capability.
     stash: BTreeMap<u64, (Capability<u64>, Vec<D>)>,
     key: Rc<dyn Fn(&D) -> K>,
     shared: Rc<RefCell<Shared<K, S>>>,
 }
 
 impl<D: Data, K: ExchangeData + Hash + Eq, S: ExchangeData + Default> Router<D, K, S> {
+    /// Takes in parts of the routing state (only a worker that joined receives them).
+    fn receive_parts(&mut self, input: &mut InputPort<u64, RoutingState>, peers: usize) {
+        let mut routing = self.routing.borrow_mut();
+        input.for_each(|_capability, parts| {
+            for part in parts.drain(..) {
+                routing.receive(part, self.bins, peers);
+            }
+        });
+    }
+
     /// Takes in new commands and checks those whose time the control frontier has passed.
     fn read_commands(
         &mut self,
-        input: &mut InputPort<u64, Command>,
+        input: &mut InputPort<u64, Routed<Command>>,
         frontier: &MutableAntichain<u64>,
         peers: usize,
     ) {
+        let mut routing = self.routing.borrow_mut();
         input.for_each(|capability, commands| {
             let time = *capability.time();
             self.unshipped.entry(time).or_insert_with(|| capability.retain());
             self.unchecked.insert(time);
-            self.schedule.add(time, commands.drain(..));
+            routing.schedule_mut().add(time, commands.drain(..).map(|routed| routed.record));
         });
         while let Some(&time) = self.unchecked.first().filter(|time| !frontier.less_equal(time)) {
             self.unchecked.remove(&time);
-            let commands = self.schedule.commands_mut(time).expect("commands at an unchecked time");
+            let commands = routing.schedule_mut().commands_mut(time).expect("commands at an unchecked time");
             if let Err(error) = normalize(time, commands, self.bins, peers) {
                 panic!("megaphone operator {}: {error}", self.name);
             }
@@ -121,7 +158,7 @@ impl<D: Data, K: ExchangeData + Hash + Eq, S: ExchangeData + Default> Router<D, 
     ) {
         while let Some((capability, records)) = input.next() {
             let time = *capability.time();
-            if control.less_equal(&time) {
+            if control.less_equal(&time) || !self.routing.borrow().is_known() {
                 let stashed = self.stash.entry(time).or_insert_with(|| (capability.retain(), Vec::new()));
                 stashed.1.append(records);
             } else {
@@ -145,7 +182,8 @@ impl<D: Data, K: ExchangeData + Hash + Eq, S: ExchangeData + Default> Router<D, 
         records: &mut Vec<D>,
         output: &mut OutputPort<u64, Routed<D>>,
     ) {
-        let table = self.schedule.table_at(*capability.time());
+        let routing = self.routing.borrow();
+        let table = routing.schedule().table_at(*capability.time());
         let mut session = output.session(capability);
         for record in records.drain(..) {
             let target = table.owner(self.bins.of(&(self.key)(&record)));
@@ -155,37 +193,63 @@ impl<D: Data, K: ExchangeData + Hash + Eq, S: ExchangeData + Default> Router<D, 
 
     /// Ships, in time order, the bins that leave this worker at times whose commands are
     /// complete and before which S has processed everything.
+    ///
+    /// The bins this worker holds then are exactly those it owns just before the time: every
+    /// bin moving here earlier has arrived (its time is complete here), every bin leaving
+    /// earlier has been shipped, and none moving here at a later time can have been shipped
+    /// yet (this worker's capability holds the bin frontier back).
     fn ship(&mut self, control: &MutableAntichain<u64>, output: &mut OutputPort<u64, BinState<K, S>>) {
         while let Some((&time, _)) = self.unshipped.first_key_value() {
             if control.less_equal(&time) || !self.shared.borrow().done_before(time) {
                 break;
             }
             let capability = self.unshipped.remove(&time).expect("first entry");
-            let before = self.schedule.table_before(time);
-            let leaving: Vec<(usize, usize)> = self
-                .schedule
+            let routing = self.routing.borrow();
+            let mut shared = self.shared.borrow_mut();
+            let leaving: Vec<(usize, usize)> = routing
+                .schedule()
                 .commands(time)
                 .iter()
                 .map(|&Command::Move { bin, worker }| (bin, worker))
-                .filter(|&(bin, worker)| before.owner(bin) == self.worker && worker != self.worker)
+                .filter(|&(bin, worker)| shared.owns(bin) && worker != self.worker)
                 .collect();
-            let mut shared = self.shared.borrow_mut();
             let mut session = output.session(&capability);
             for (bin, target) in leaving {
                 session.give(shared.extract(bin, target));
             }
+            // A worker that joined learns some commands from the routing state, without a
+            // capability: it takes one for each later time from this one.
+            for later in routing.schedule().pending_times().filter(|&later| later > time) {
+                self.unshipped.entry(later).or_insert_with(|| capability.delayed(&later));
+            }
         }
     }
 
-    /// Folds into the base table the shipped commands before which no record can reach F.
+    /// Folds into the base table the commands whose bins every worker has shipped (S has
+    /// processed the time: its bin frontier has passed it) and before which no record can
+    /// reach F. A worker that joins then takes bins only at later times, so it needs no
+    /// command the base includes.
     fn fold(&mut self, data: &MutableAntichain<u64>) {
+        let mut routing = self.routing.borrow_mut();
         loop {
-            let Some(time) = self.schedule.pending_times().next() else { break };
+            let Some(time) = routing.schedule().pending_times().next() else { break };
             let waiting = self.stash.first_key_value().is_some_and(|(&stashed, _)| stashed < time);
-            if self.unshipped.contains_key(&time) || data.less_than(&time) || waiting {
+            let shipped = self.shared.borrow().done_before(time.saturating_add(1));
+            if self.unshipped.contains_key(&time) || data.less_than(&time) || waiting || !shipped {
                 break;
             }
-            self.schedule.fold(time);
+            routing.schedule_mut().fold(time);
+        }
+        routing.forget_folded();
+    }
+
+    /// Once neither records nor commands can reach F, tells K that no worker that joins
+    /// will need the routing state.
+    fn finish_when_idle(&mut self, data: &MutableAntichain<u64>, control: &MutableAntichain<u64>) {
+        let idle = data.frontier().is_empty() && control.frontier().is_empty();
+        if idle && !self.routing.borrow().is_finished() {
+            self.routing.borrow_mut().finish();
+            self.handover.activate();
         }
     }
 }

@@ -113,6 +113,11 @@ impl<K: Hash + Eq + Clone, S: Default> Shared<K, S> {
         self.contents[bin].entries.remove(key);
     }
 
+    /// True when this worker holds `bin`.
+    pub fn owns(&self, bin: usize) -> bool {
+        self.owned[bin]
+    }
+
     fn check_owned(&self, bin: usize) {
         assert!(
             self.owned[bin],

@@ -139,17 +139,35 @@ pub fn normalize(
     Ok(())
 }
 
-/// A base table plus the commands at later times not yet folded into it.
+/// A base table (the table after every command up to a time, the last folded) plus the
+/// commands at later times not yet folded into it.
 #[derive(Clone, Debug)]
 pub struct Schedule {
     base: RoutingTable,
+    folded: Option<u64>,
     pending: BTreeMap<u64, Vec<Command>>,
 }
 
 impl Schedule {
     /// The schedule whose table is `base` at every time until commands arrive.
     pub fn new(base: RoutingTable) -> Self {
-        Schedule { base, pending: BTreeMap::new() }
+        Schedule { base, folded: None, pending: BTreeMap::new() }
+    }
+
+    /// The base table and the last time folded into it.
+    pub fn base(&self) -> (&RoutingTable, Option<u64>) {
+        (&self.base, self.folded)
+    }
+
+    /// Replaces the base by `base`, the table after every command up to `folded`.
+    pub fn rebase(&mut self, base: RoutingTable, folded: Option<u64>) {
+        self.base = base;
+        self.folded = folded;
+    }
+
+    /// Every pending command with its time, in time order.
+    pub fn pending(&self) -> impl Iterator<Item = (u64, &Command)> + '_ {
+        self.pending.iter().flat_map(|(&time, commands)| commands.iter().map(move |command| (time, command)))
     }
 
     /// Adds commands at `time` (checked with [`normalize`] by the caller when complete).
@@ -177,12 +195,6 @@ impl Schedule {
         self.table_through(self.pending.range(..=time))
     }
 
-    /// The table in force just before `time`: the base after every pending command with time
-    /// `< time`.
-    pub fn table_before(&self, time: u64) -> Cow<'_, RoutingTable> {
-        self.table_through(self.pending.range(..time))
-    }
-
     fn table_through<'a>(&'a self, mut commands: Range<'a, u64, Vec<Command>>) -> Cow<'a, RoutingTable> {
         match commands.next() {
             None => Cow::Borrowed(&self.base),
@@ -201,6 +213,7 @@ impl Schedule {
         if let Some(entry) = self.pending.first_entry().filter(|e| *e.key() == time) {
             let commands = entry.remove();
             self.base.apply_all(&commands).expect("pending commands were checked");
+            self.folded = Some(time);
         }
     }
 }
@@ -223,13 +236,15 @@ mod tests {
         schedule.add(3, [mv(1, 0), mv(2, 1)]);
         assert_eq!(schedule.table_at(2).owners(), &[0, 1, 0, 1]);
         assert_eq!(schedule.table_at(3).owners(), &[0, 0, 1, 1]);
-        assert_eq!(schedule.table_before(5).owners(), &[0, 0, 1, 1]);
+        assert_eq!(schedule.table_at(4).owners(), &[0, 0, 1, 1]);
+        assert_eq!(schedule.base().1, None);
         assert_eq!(schedule.table_at(5).owners(), &[1, 0, 1, 1]);
         assert_eq!(schedule.table_at(u64::MAX).owners(), &[1, 0, 1, 1]);
         // Folding the earliest time keeps every answer from then on.
         schedule.fold(5);
         assert_eq!(schedule.pending_times().collect::<Vec<_>>(), vec![3, 5], "only the earliest folds");
         schedule.fold(3);
+        assert_eq!(schedule.base().1, Some(3));
         assert_eq!(schedule.table_at(3).owners(), &[0, 0, 1, 1]);
         assert_eq!(schedule.table_at(5).owners(), &[1, 0, 1, 1]);
         schedule.fold(5);

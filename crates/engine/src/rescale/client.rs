@@ -56,6 +56,11 @@ impl Joiner {
         self.welcome().dataflows.get(index).copied().flatten().map(|peers| peers as usize)
     }
 
+    /// The number of workers before this worker's process joined, once the welcome is in.
+    pub(crate) fn existing(&self) -> Option<usize> {
+        self.welcome.as_ref().map(|welcome| welcome.existing)
+    }
+
     /// True for a dataflow the server built before the join (running or completed).
     fn built_before_join(&self, index: usize) -> bool {
         index < self.welcome().dataflows.len()

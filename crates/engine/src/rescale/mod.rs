@@ -110,6 +110,8 @@ pub struct Rescaling {
     /// True on a joining worker until its bootstrap is complete: it pulls the bootstrap
     /// channel at every [`handle`] (it waits for its welcome before its worker steps).
     bootstrapping: Cell<bool>,
+    /// Operators to wake when workers join, while they live ([`Rescaling::wake_on_join`]).
+    join_watchers: RefCell<Vec<Weak<Activator>>>,
 }
 
 impl Rescaling {
@@ -131,6 +133,7 @@ impl Rescaling {
             client: RefCell::new(client),
             arrived: Cell::new(false),
             bootstrapping,
+            join_watchers: RefCell::default(),
         }
     }
 
@@ -275,6 +278,34 @@ impl Rescaling {
     pub fn is_joining(&self) -> bool {
         self.client.borrow().is_some()
     }
+
+    /// On a worker of a process that joined a running cluster, for dataflow `dataflow` when
+    /// the cluster built it before the join and it still runs there: the number of workers the
+    /// cluster had before the process joined. `None` otherwise (the dataflow starts fresh).
+    /// Operators with state of their own learn from it that they must be handed that state.
+    pub fn joined_running(&self, dataflow: usize) -> Option<usize> {
+        let client = self.client.borrow();
+        let joiner = client.as_ref()?;
+        joiner.dataflow_peers(dataflow).and(joiner.existing())
+    }
+
+    /// Wakes `activator`'s operator each time this worker admits joining workers (when
+    /// `peers` grows), for as long as the `Rc` lives: an operator that owes new workers
+    /// something learns of them at once, even if nothing else would schedule it.
+    pub fn wake_on_join(&self, activator: &Rc<Activator>) {
+        self.join_watchers.borrow_mut().push(Rc::downgrade(activator));
+    }
+
+    /// Wakes the operators registered with [`Rescaling::wake_on_join`] and forgets dropped ones.
+    fn wake_join_watchers(&self) {
+        self.join_watchers.borrow_mut().retain(|watcher| match watcher.upgrade() {
+            Some(activator) => {
+                activator.activate();
+                true
+            }
+            None => false,
+        });
+    }
 }
 
 /// Handles joins and bootstrap messages; called at the start of every step. Inlined: in
@@ -296,6 +327,7 @@ pub(crate) fn handle_events(state: &WorkerState, has_joins: bool) {
             let joins = state.allocator().take_joins();
             joins.into_iter().for_each(|workers| server::admit(state, workers));
         });
+        rescaling.wake_join_watchers();
     }
     loop {
         let message = rescaling.puller.borrow_mut().recv();

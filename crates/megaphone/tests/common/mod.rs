@@ -198,27 +198,37 @@ pub fn counts_reference(records: &[(u64, u64, u64)]) -> Vec<(u64, (u64, u64))> {
 #[path = "../../../communication/tests/common/mod.rs"]
 #[allow(dead_code)]
 mod net;
-pub use net::free_addresses;
+#[allow(unused_imports)] // not every test binary uses every helper
+pub use net::{free_addresses, within};
 
 /// The configurations of a cluster of `processes` processes of `threads` workers each.
 pub fn cluster(processes: usize, threads: usize) -> Vec<Config> {
     let addresses = free_addresses(processes);
-    (0..processes)
-        .map(|process| {
-            Config::Cluster(ClusterConfig {
-                threads,
-                process,
-                processes,
-                initial_processes: processes,
-                join: None,
-                addresses: addresses.clone(),
-                identity: ClusterIdentity { cluster_id: 12, secret: b"megaphone test".to_vec() },
-                connect_timeout: Duration::from_secs(20),
-                liveness: Liveness::default(),
-                clock: ClockSync::default(),
-                insecure: false,
-                frames: None,
-            })
-        })
-        .collect()
+    (0..processes).map(|process| cluster_config(&addresses, process, processes, threads, None)).collect()
+}
+
+/// The configuration of process `process` of a cluster on `addresses` that starts with
+/// `initial` processes of `threads` workers; `join`: the process joins the running cluster,
+/// served by that worker.
+pub fn cluster_config(
+    addresses: &[String],
+    process: usize,
+    initial: usize,
+    threads: usize,
+    join: Option<usize>,
+) -> Config {
+    Config::Cluster(ClusterConfig {
+        threads,
+        process,
+        processes: if join.is_some() { process + 1 } else { initial },
+        initial_processes: initial,
+        join,
+        addresses: addresses.to_vec(),
+        identity: ClusterIdentity { cluster_id: 12, secret: b"megaphone test".to_vec() },
+        connect_timeout: Duration::from_secs(20),
+        liveness: Liveness::default(),
+        clock: ClockSync::default(),
+        insecure: false,
+        frames: None,
+    })
 }

@@ -94,9 +94,10 @@ impl<T: Timestamp> Capability<T> {
         Capability { time, changes: Rc::new(RefCell::new(ChangeBatch::new())) }
     }
 
-    /// True for a capability that belongs to no operator ([`Capability::detached`]): nothing
-    /// else shares its change batch.
-    pub(crate) fn is_detached(&self) -> bool {
+    /// True for a capability that belongs to no operator: the initial capability of an
+    /// operator on a joining worker whose bootstrap server's instance held none. Nothing else
+    /// shares its change batch.
+    pub fn is_detached(&self) -> bool {
         Rc::strong_count(&self.changes) == 1
     }
 
