@@ -238,9 +238,17 @@ fn check(plan: Plan) {
             .min()
     };
     let reporters: BTreeSet<usize> = sums.iter().map(|&(_, (_, _, worker))| worker).collect();
-    for joined in initial_peers..(plan.initial + plan.joins.len()) * plan.threads {
-        assert!(reporters.contains(&joined), "joined worker {joined} reported nothing: {reporters:?}");
-        let first = first_move_in(joined).expect("a move to every joined worker");
+    let joined_workers = initial_peers..(plan.initial + plan.joins.len()) * plan.threads;
+    // Rebalancing gives every joined worker bins; random moves may pass one by.
+    let reported = joined_workers.clone().filter(|joined| reporters.contains(joined)).count();
+    match plan.moves {
+        Moves::Rebalance(_) => {
+            assert_eq!(reported, joined_workers.len(), "joined workers reported: {reporters:?}")
+        }
+        Moves::Random => assert!(reported > 0, "no joined worker reported: {reporters:?}"),
+    }
+    for joined in joined_workers {
+        let first = first_move_in(joined).unwrap_or(u64::MAX);
         let early = sums.iter().find(|&&(time, (_, _, worker))| worker == joined && time < first);
         assert!(early.is_none(), "worker {joined} reported {early:?} before its first bin came at {first}");
     }
@@ -278,9 +286,11 @@ fn two_joins_of_two_workers_with_each_strategy() {
 
 /// Moves sent by workers that have not seen a join yet reach the joined workers only through
 /// the routing state the others hand over: results must stay exact all the same.
+/// `MEGAPHONE_JOIN_SEEDS=N` runs N seeds (default 4).
 #[test]
 fn random_moves_from_every_worker_while_processes_join() {
-    for seed in 10..14 {
+    let seeds: u64 = std::env::var("MEGAPHONE_JOIN_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(4);
+    for seed in 10..10 + seeds {
         check(Plan {
             initial: 2,
             threads: 2,
