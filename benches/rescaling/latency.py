@@ -11,7 +11,11 @@ latency is measured at the end. Scenarios (each run ``--runs`` times, alternatin
 - ``sleep``: per-record work that is a sleep, at a rate that saturates 4 workers but not 6
   or 8, so more workers can help even on 2 cores;
 - ``modest-born-4p``: the control, the modest run on 4 processes from the start, no joins
-  (its steady p99 is what the modest run's level after the joins compares to).
+  (its steady p99 is what the modest run's level after the joins compares to);
+- ``keyed-sleep``: the sleep scenario with keyed state: the map is a Megaphone word count
+  (``--keyed 256``) and worker 0 rebalances its bins over every worker (batched) each time the
+  cluster grows, so the joined workers take over state (the seed's Megaphone experiment,
+  ``docs/megaphone.md``).
 
 Writes ``latency.csv`` (per scenario, run and 100 ms window: records, p50, p99, max in us),
 ``joins.csv`` (when each join was spawned and its first worker bootstrapped),
@@ -42,6 +46,8 @@ def scenarios(args):
         # The control: the modest run on a cluster born with the size the joins reach.
         "modest-born-4p": ["--rate", args.modest_rate, "--cost", args.cost, "--initial", 2 + len(args.joins),
                            "--joins", ""],
+        "keyed-sleep": ["--rate", args.sleep_rate, "--cost", 0, "--sleep-us", args.sleep_us, "--keyed", 256,
+                        "--strategy", "batched"],
     }
 
 

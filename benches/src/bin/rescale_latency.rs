@@ -3,7 +3,7 @@
 //!
 //! `rescale_latency [--threads 2] [--initial 2] [--joins 4,8] [--duration 12] [--rate 2000]
 //!  [--injectors 4] [--cost 2000] [--sleep-us 0] [--loops 0] [--window-ms 100] [--trace DIR]
-//!  [--pin 0|1]`
+//!  [--pin 0|1] [--keyed BINS] [--keys 10000] [--strategy batched]`
 //!
 //! Each "process" is a thread of this program running `timely_engine::execute` with its own
 //! `Config::Cluster` on loopback (as `crates/engine/tests/rescaling.rs` does); process
@@ -14,7 +14,11 @@
 //! `sleep-us` sleep, which occupies a worker without using a core), with `--loops N` then
 //! `N` trips around an iterative scope, and an inspect that
 //! measures the latency. Times are milliseconds since the start; every worker advances its
-//! input to the current millisecond.
+//! input to the current millisecond. With `--keyed BINS` the map is a Megaphone word count
+//! instead (`timely-megaphone`, `BINS` bins): per key (the record's key modulo `--keys`) a
+//! count, with the same cost per record; every time worker 0 sees the cluster grow it
+//! rebalances the bins over every worker with `--strategy` (all_at_once, fluid or batched),
+//! so keyed state moves to the joined workers (the seed's experiment with Megaphone).
 //!
 //! Prints a CSV to stdout: per `window-ms` window of arrival time, the record count and the
 //! latency percentiles (`window_s,records,p50_us,p99_us,max_us`), then one comment line per
@@ -32,6 +36,7 @@ use timely_communication::initialize::ClusterConfig;
 use timely_communication::networking::{ClockSync, ClusterIdentity, Liveness};
 use timely_engine::dataflow::{InputHandle, ProbeHandle, Scope, Stream};
 use timely_engine::{execute_traced, Config, Product, TraceSettings, Worker};
+use timely_megaphone::{plan, rebalance, Bins, Command, Control, RoutingTable, StateMachine, Strategy};
 
 /// What one run does (see the module docs for the flags).
 #[derive(Clone, Debug)]
@@ -48,6 +53,10 @@ struct Options {
     window_ms: u64,
     trace: Option<PathBuf>,
     pin: bool,
+    /// Bins of the keyed variant (0: the stateless map).
+    keyed: usize,
+    keys: u64,
+    strategy: Strategy,
 }
 
 impl Options {
@@ -65,6 +74,9 @@ impl Options {
             window_ms: 100,
             trace: None,
             pin: false,
+            keyed: 0,
+            keys: 10_000,
+            strategy: Strategy::Batched { per_worker: 4 },
         };
         let args: Vec<String> = std::env::args().skip(1).collect();
         for pair in args.chunks(2) {
@@ -86,11 +98,24 @@ impl Options {
                 "--window-ms" => options.window_ms = number(value)?.max(1.0) as u64,
                 "--trace" => options.trace = Some(PathBuf::from(value)),
                 "--pin" => options.pin = number(value)? != 0.0,
+                "--keyed" => options.keyed = number(value)? as usize,
+                "--keys" => options.keys = (number(value)? as u64).max(1),
+                "--strategy" => {
+                    options.strategy = match value.as_str() {
+                        "all_at_once" => Strategy::AllAtOnce,
+                        "fluid" => Strategy::Fluid,
+                        "batched" => Strategy::Batched { per_worker: 4 },
+                        other => return Err(format!("--strategy: unknown strategy {other:?}")),
+                    }
+                }
                 _ => return Err(format!("unknown option {name}")),
             }
         }
         if options.threads == 0 || options.initial < 2 || options.injectors == 0 {
             return Err("--threads and --injectors must be at least 1, --initial at least 2".into());
+        }
+        if options.keyed > 0 && Bins::new(options.keyed).is_err() {
+            return Err("--keyed: the bins must be a power of two".into());
         }
         if options.injectors > options.initial * options.threads {
             return Err("--injectors cannot exceed the initial workers".into());
@@ -149,20 +174,69 @@ fn circle(scope: &Scope<u64>, stream: &Stream<u64, u64>, loops: u64) -> Stream<u
     })
 }
 
+/// The stage every record goes through: `exchange` by key and the map, or (`--keyed`) the
+/// Megaphone word count, controlled by `commands`.
+fn stage(
+    options: &Options,
+    records: &Stream<u64, (u64, u64)>,
+    commands: &Stream<u64, Command>,
+) -> Stream<u64, u64> {
+    let (cost, sleep_us, keys) = (options.cost, options.sleep_us, options.keys);
+    if options.keyed == 0 {
+        return records.exchange(|&(_, key): &(u64, u64)| key).map(move |(stamp, key)| {
+            work(key, cost, sleep_us);
+            stamp
+        });
+    }
+    let control = Control::new(commands).with_bins(Bins::new(options.keyed).expect("checked")).named("Count");
+    records.map(move |(stamp, key)| (key % keys, stamp)).state_machine(
+        &control,
+        move |&key: &u64, stamp: u64, count: &mut u64| {
+            work(key, cost, sleep_us);
+            *count += 1;
+            (false, Some(stamp))
+        },
+    )
+}
+
+/// Worker 0's rebalancing in the keyed variant: the table it has planned, and the moves it has
+/// not sent yet.
+struct Rebalancer {
+    table: RoutingTable,
+    peers: usize,
+    queue: Vec<(u64, Command)>,
+}
+
+impl Rebalancer {
+    /// Plans a rebalance when the cluster grew, and sends the moves that are due at `now` (a
+    /// move whose planned time the input has passed goes at the input's time: the moves of
+    /// one plan are of distinct bins, so any of them may share a time).
+    fn step(&mut self, worker: &Worker, strategy: Strategy, control: &mut InputHandle<u64, Command>) {
+        let now = *control.time();
+        if worker.peers() > self.peers {
+            self.peers = worker.peers();
+            let target = rebalance(&self.table, self.peers).expect("workers");
+            self.queue.extend(plan(&self.table, &target, strategy, now + 2).expect("one bin count"));
+            self.table = target;
+        }
+        while self.queue.first().is_some_and(|&(time, _)| time <= now) {
+            control.send(self.queue.remove(0).1);
+        }
+    }
+}
+
 /// One worker's run: builds the dataflow, bootstraps if it joined, then injects (if it is one
 /// of the first `injectors`) and steps until the run's end.
 fn run_worker(worker: &mut Worker, options: &Options, shared: &Arc<Shared>, start: Instant) {
     let index = worker.index();
     let mut input = InputHandle::new();
+    let mut control = InputHandle::new();
     let probe = ProbeHandle::new();
-    let (cost, sleep_us, measured) = (options.cost, options.sleep_us, shared.clone());
+    let measured = shared.clone();
     let loops = options.loops;
     worker.dataflow::<u64, _>(|scope| {
-        let mapped =
-            scope.input_from(&mut input).exchange(|&(_, key): &(u64, u64)| key).map(move |(stamp, key)| {
-                work(key, cost, sleep_us);
-                stamp
-            });
+        let commands = scope.input_from(&mut control);
+        let mapped = stage(options, &scope.input_from(&mut input), &commands);
         let looped = if loops == 0 { mapped } else { circle(scope, &mapped, loops) };
         looped
             .inspect_batch(move |_time, stamps| {
@@ -178,6 +252,12 @@ fn run_worker(worker: &mut Worker, options: &Options, shared: &Arc<Shared>, star
             shared.bootstrapped.lock().unwrap()[join] = Some(since(start));
         }
     }
+    let mut rebalancer = (index == 0 && options.keyed > 0).then(|| Rebalancer {
+        table: RoutingTable::round_robin(Bins::new(options.keyed).expect("checked"), worker.peers())
+            .expect("workers"),
+        peers: worker.peers(),
+        queue: Vec::new(),
+    });
     let per_worker = options.rate / options.injectors as f64;
     let injecting = index < options.injectors;
     let (mut sent, mut key) = (0u64, index as u64);
@@ -185,6 +265,10 @@ fn run_worker(worker: &mut Worker, options: &Options, shared: &Arc<Shared>, star
     while Instant::now() < end {
         let now = since(start);
         input.advance_to((now / 1_000_000).max(*input.time()));
+        control.advance_to(*input.time());
+        if let Some(rebalancer) = rebalancer.as_mut() {
+            rebalancer.step(worker, options.strategy, &mut control);
+        }
         if injecting {
             let due = (per_worker * now as f64 / 1e9) as u64;
             while sent < due {
@@ -326,7 +410,7 @@ fn report(options: &Options, shared: &Shared, spawned: &[u64]) -> bool {
 
 fn main() {
     let options = Options::parse().unwrap_or_else(|e| {
-        eprintln!("{e}\nusage: rescale_latency [--threads N] [--initial N] [--joins T1,T2] [--duration S] [--rate R] [--injectors K] [--cost C] [--sleep-us U] [--loops N] [--window-ms W] [--trace DIR] [--pin 0|1]");
+        eprintln!("{e}\nusage: rescale_latency [--threads N] [--initial N] [--joins T1,T2] [--duration S] [--rate R] [--injectors K] [--cost C] [--sleep-us U] [--loops N] [--window-ms W] [--trace DIR] [--pin 0|1] [--keyed BINS] [--keys K] [--strategy S]");
         std::process::exit(2)
     });
     match run(options.clone()) {
