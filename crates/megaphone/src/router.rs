@@ -1,17 +1,19 @@
 //! Operator F: routes records by the routing table in force at their time, and ships the
 //! state of bins that move away from this worker.
 //!
-//! F reads the data stream (from this worker) and the control stream (every command reaches
-//! every worker's F). A record at time `t` is routed once the control frontier has passed
-//! `t` (every command that can change the table at `t` is known); until then it waits in
-//! F's stash with its capability. Commands at time `c` are checked once the control frontier
-//! passes `c`; F keeps a capability at `c` until it has shipped the bins that leave this
-//! worker at `c`, which it does once S reports (`Shared::done_before`) that every record and
-//! notification before `c` is processed. Commands fold into the base table once no record
-//! before their time can reach F.
+//! F reads the data stream (from this worker), the commands (C hands every command to every
+//! worker's F) and, on a worker that joined, parts of the routing state (from K, see
+//! `handover`). A record at time `t` is routed once the control frontier has passed `t` (every
+//! command that can change the table at `t` is known) and the routing state is known; until
+//! then it waits in F's stash with its capability. Commands at time `c` are checked once the
+//! control frontier passes `c`; F keeps a capability at `c` until it has shipped the bins that
+//! leave this worker at `c`, which it does once S reports (`Shared::done_before`) that every
+//! record and notification before `c` is processed. Commands fold into the base table once no
+//! record before their time can reach F and every worker has shipped their bins.
 //!
-//! This module owns F's bookkeeping (schedule, stash, capabilities of unshipped moves); the
-//! bin state itself belongs to `state`, and running the user's logic to `stateful`.
+//! This module owns F's bookkeeping (stash, capabilities of unshipped moves); the schedule is
+//! the routing state's (`routing`), the bin state `state`'s, and running the user's logic
+//! `stateful`'s.
 
 use crate::bins::Bins;
 use crate::codec::{BinState, Routed};
