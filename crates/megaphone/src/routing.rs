@@ -198,22 +198,27 @@ mod tests {
     #[test]
     fn a_joined_worker_assembles_the_most_advanced_base_and_every_later_command() {
         let bins = Bins::new(4).unwrap();
-        let mut joined = Routing::new(RoutingTable::round_robin(bins, 3).unwrap(), Some(2));
+        let mut joined = Routing::new(RoutingTable::round_robin(bins, 4).unwrap(), Some(3));
         assert!(!joined.is_known());
         // Worker 0 has folded nothing; worker 1 is ahead. A part may repeat commands.
         let behind = RoutingState {
-            target: 2,
+            target: 3,
             from: 0,
             base: Some((vec![0, 1, 0, 1], None)),
             commands: vec![(3, mv(0, 1)), (7, mv(1, 0)), (7, mv(1, 0))],
         };
-        assert!(!joined.receive(behind, bins, 3));
-        assert!(joined.receive(existing().part_for(1, 2), bins, 3));
+        // Worker 2 joined earlier and has no table yet, but sent a command of its own.
+        let unknown = RoutingState { target: 3, from: 2, base: None, commands: vec![(11, mv(3, 2))] };
+        assert!(!joined.receive(behind, bins, 4));
+        assert!(!joined.receive(unknown, bins, 4));
+        assert!(joined.receive(existing().part_for(1, 3), bins, 4));
         assert!(joined.is_known());
         let schedule = joined.schedule();
         assert_eq!(schedule.base(), (&RoutingTable::from_owners(vec![1, 1, 0, 1]).unwrap(), Some(3)));
-        assert_eq!(schedule.pending().collect::<Vec<_>>(), vec![(7, &mv(1, 0)), (9, &mv(2, 1))]);
+        let pending = vec![(7, &mv(1, 0)), (9, &mv(2, 1)), (11, &mv(3, 2))];
+        assert_eq!(schedule.pending().collect::<Vec<_>>(), pending);
         assert_eq!(schedule.table_at(9).owners(), &[1, 0, 1, 1]);
+        assert_eq!(schedule.table_at(11).owners(), &[1, 0, 1, 2]);
     }
 
     #[test]
