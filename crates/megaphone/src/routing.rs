@@ -215,8 +215,9 @@ mod tests {
         assert!(joined.is_known());
         let schedule = joined.schedule();
         assert_eq!(schedule.base(), (&RoutingTable::from_owners(vec![1, 1, 0, 1]).unwrap(), Some(3)));
-        let pending = vec![(7, &mv(1, 0)), (9, &mv(2, 1)), (11, &mv(3, 2))];
-        assert_eq!(schedule.pending().collect::<Vec<_>>(), pending);
+        let pending: Vec<(u64, Command)> =
+            schedule.pending().map(|(time, command)| (time, *command)).collect();
+        assert_eq!(pending, vec![(7, mv(1, 0)), (9, mv(2, 1)), (11, mv(3, 2))]);
         assert_eq!(schedule.table_at(9).owners(), &[1, 0, 1, 1]);
         assert_eq!(schedule.table_at(11).owners(), &[1, 0, 1, 2]);
     }
