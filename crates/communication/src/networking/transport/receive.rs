@@ -278,7 +278,11 @@ impl Inbound {
                 Some((silent, reason)) if silent == cause => (cause, reason),
                 _ => (cause, format!("process {remote} stopped because it lost process {cause}")),
             },
-            _ => (remote, format!("it stopped, blaming process {cause}, which does not exist")),
+            // A process that began joining there (it had connected) but never joined here.
+            _ => (
+                remote,
+                format!("it stopped because it lost process {cause}, which never joined this process"),
+            ),
         }
     }
 
