@@ -36,7 +36,7 @@ use timely_communication::initialize::ClusterConfig;
 use timely_communication::networking::{ClockSync, ClusterIdentity, Liveness};
 use timely_engine::dataflow::{InputHandle, ProbeHandle, Scope, Stream};
 use timely_engine::{execute_traced, Config, Product, TraceSettings, Worker};
-use timely_megaphone::{plan, rebalance, Bins, Command, Control, RoutingTable, StateMachine, Strategy};
+use timely_megaphone::{Bins, Command, Control, Controller, RoutingTable, StateMachine, Strategy};
 
 /// What one run does (see the module docs for the flags).
 #[derive(Clone, Debug)]
@@ -199,32 +199,6 @@ fn stage(
     )
 }
 
-/// Worker 0's rebalancing in the keyed variant: the table it has planned, and the moves it has
-/// not sent yet.
-struct Rebalancer {
-    table: RoutingTable,
-    peers: usize,
-    queue: Vec<(u64, Command)>,
-}
-
-impl Rebalancer {
-    /// Plans a rebalance when the cluster grew, and sends the moves that are due at `now` (a
-    /// move whose planned time the input has passed goes at the input's time: the moves of
-    /// one plan are of distinct bins, so any of them may share a time).
-    fn step(&mut self, worker: &Worker, strategy: Strategy, control: &mut InputHandle<u64, Command>) {
-        let now = *control.time();
-        if worker.peers() > self.peers {
-            self.peers = worker.peers();
-            let target = rebalance(&self.table, self.peers).expect("workers");
-            self.queue.extend(plan(&self.table, &target, strategy, now + 2).expect("one bin count"));
-            self.table = target;
-        }
-        while self.queue.first().is_some_and(|&(time, _)| time <= now) {
-            control.send(self.queue.remove(0).1);
-        }
-    }
-}
-
 /// One worker's run: builds the dataflow, bootstraps if it joined, then injects (if it is one
 /// of the first `injectors`) and steps until the run's end.
 fn run_worker(worker: &mut Worker, options: &Options, shared: &Arc<Shared>, start: Instant) {
@@ -252,12 +226,12 @@ fn run_worker(worker: &mut Worker, options: &Options, shared: &Arc<Shared>, star
             shared.bootstrapped.lock().unwrap()[join] = Some(since(start));
         }
     }
-    let mut rebalancer = (index == 0 && options.keyed > 0).then(|| Rebalancer {
-        table: RoutingTable::round_robin(Bins::new(options.keyed).expect("checked"), worker.peers())
-            .expect("workers"),
-        peers: worker.peers(),
-        queue: Vec::new(),
+    // Worker 0 of the keyed variant rebalances each time the cluster grows.
+    let mut controller = (index == 0 && options.keyed > 0).then(|| {
+        let bins = Bins::new(options.keyed).expect("checked");
+        Controller::new(RoutingTable::round_robin(bins, worker.peers()).expect("workers"))
     });
+    let mut peers = worker.peers();
     let per_worker = options.rate / options.injectors as f64;
     let injecting = index < options.injectors;
     let (mut sent, mut key) = (0u64, index as u64);
@@ -266,8 +240,13 @@ fn run_worker(worker: &mut Worker, options: &Options, shared: &Arc<Shared>, star
         let now = since(start);
         input.advance_to((now / 1_000_000).max(*input.time()));
         control.advance_to(*input.time());
-        if let Some(rebalancer) = rebalancer.as_mut() {
-            rebalancer.step(worker, options.strategy, &mut control);
+        if let Some(controller) = controller.as_mut() {
+            let now = *control.time();
+            if worker.peers() > peers {
+                peers = worker.peers();
+                controller.rebalance(peers, options.strategy, now + 2).expect("a plan");
+            }
+            controller.due(now).into_iter().for_each(|command| control.send(command));
         }
         if injecting {
             let due = (per_worker * now as f64 / 1e9) as u64;

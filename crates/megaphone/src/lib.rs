@@ -2,7 +2,8 @@
 //! to workers, and that move between workers while the dataflow runs.
 //!
 //! Layout: `bins` (key to bin), `table` (bin to worker, commands over time), `strategy`
-//! (planning a migration as timed commands, rebalancing), `codec` (how records and bin state
+//! (planning a migration as timed commands, rebalancing), `controller` (a program's planned
+//! table and the moves it has yet to send), `codec` (how records and bin state
 //! cross processes, through the engine's `ExchangeData`), `state` (the bin state that the
 //! operator pair shares on one worker), `routing` (the routing state, and how a worker that
 //! joined assembles it), `commands` (operator C: commands to every worker), `handover`
@@ -14,6 +15,7 @@ mod bins;
 mod codec;
 mod commands;
 mod context;
+mod controller;
 mod error;
 mod handover;
 mod operators;
@@ -26,6 +28,7 @@ mod table;
 
 pub use bins::{Bins, DEFAULT_BINS, MAX_BINS};
 pub use context::Context;
+pub use controller::Controller;
 pub use error::MegaphoneError;
 pub use operators::{Control, KeyedOperators, StateMachine};
 pub use strategy::{plan, rebalance, Strategy};

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use timely_engine::dataflow::operators::Captured;
 use timely_engine::dataflow::{InputHandle, ProbeHandle, Stream};
 use timely_engine::Worker;
-use timely_megaphone::{rebalance, Bins, Command, Control, RoutingTable, StateMachine, Strategy};
+use timely_megaphone::{Bins, Command, Control, Controller, RoutingTable, StateMachine, Strategy};
 
 /// The longest a run may take before it counts as hung.
 const LIMIT: Duration = Duration::from_secs(180);
@@ -144,9 +144,9 @@ fn drive(
         keyed_sum(&words, &control.named("Sums"), index, 2).probe_with(&probe).capture_into(&outputs.sums);
     });
     let joined = worker.bootstrap();
-    // Worker 0's view of the table, and the commands it has planned but not sent yet.
-    let mut table = RoutingTable::round_robin(bins, plan.initial * plan.threads).unwrap();
-    let mut queue: Vec<(u64, Command)> = Vec::new();
+    // Worker 0 plans the rebalances; random moves go out at once.
+    let mut controller =
+        Controller::new(RoutingTable::round_robin(bins, plan.initial * plan.threads).unwrap());
     if joined {
         counters.bootstrapped.fetch_add(1, Ordering::SeqCst);
     }
@@ -158,14 +158,12 @@ fn drive(
         let records: Vec<(u64, u64, u64)> = (0..20).map(|_| (round, rng.below(50), rng.below(100))).collect();
         records.iter().for_each(|&(_, key, value)| data.send((key, value)));
         observed.lock().unwrap().sent.extend(records);
+        let mut moves = controller.due(round);
         if random && !joined && round as usize % (plan.initial * plan.threads) == index {
-            let moves = random_moves(&mut rng, bins, worker.peers(), round);
-            observed.lock().unwrap().commands.extend(moves.iter().copied());
-            queue.extend(moves);
+            moves = random_moves(&mut rng, bins, worker.peers());
         }
-        let (now, later): (Vec<_>, Vec<_>) = queue.drain(..).partition(|&(time, _)| time == round);
-        now.into_iter().for_each(|(_, command)| control.send(command));
-        queue = later;
+        observed.lock().unwrap().commands.extend(moves.iter().map(|&command| (round, command)));
+        moves.into_iter().for_each(|command| control.send(command));
         data.advance_to(round + 1);
         control.advance_to(round + 1);
         worker.step_while(|| probe.less_than(&(round + 1)));
@@ -174,13 +172,7 @@ fn drive(
             if let Some(strategy) = plan.moves.strategy() {
                 await_peers(worker, (plan.initial + k + 1) * plan.threads);
                 if index == 0 {
-                    // A plan starts after the previous one's last move.
-                    let start = queue.last().map_or(round + 2, |&(time, _)| time + 1);
-                    let target = rebalance(&table, worker.peers()).unwrap();
-                    let commands = timely_megaphone::plan(&table, &target, strategy, start).unwrap();
-                    table = target;
-                    observed.lock().unwrap().commands.extend(commands.iter().copied());
-                    queue.extend(commands);
+                    controller.rebalance(worker.peers(), strategy, round + 2).unwrap();
                 }
             }
         }
@@ -192,18 +184,18 @@ fn drive(
         }
         round += 1;
     }
-    assert!(queue.is_empty(), "worker 0 planned moves after the last round");
+    assert!(controller.is_idle(), "worker 0 planned moves after the last round");
     data.close();
     control.close();
     worker.step_while(|| !probe.done());
 }
 
-/// One to three moves of distinct bins to workers below `peers`, at `time`.
-fn random_moves(rng: &mut Rng, bins: Bins, peers: usize, time: u64) -> Vec<(u64, Command)> {
+/// One to three moves of distinct bins to workers below `peers`.
+fn random_moves(rng: &mut Rng, bins: Bins, peers: usize) -> Vec<Command> {
     let chosen: BTreeSet<usize> =
         (0..1 + rng.below(3)).map(|_| rng.below(bins.count() as u64) as usize).collect();
     let to = |rng: &mut Rng| rng.below(peers as u64) as usize;
-    chosen.into_iter().map(|bin| (time, Command::Move { bin, worker: to(rng) })).collect()
+    chosen.into_iter().map(|bin| Command::Move { bin, worker: to(rng) }).collect()
 }
 
 /// Steps `worker` until the cluster has `peers` workers.

@@ -1,0 +1,112 @@
+//! A controller: the routing table a program has planned, and the moves it has yet to send.
+//!
+//! A program that reconfigures a keyed operator keeps the table that will be in force once
+//! everything it sent applies, plans each reconfiguration from it (after the previous one's
+//! last move, so that two plans never move one bin at one time), and sends each move at its
+//! time on the control stream. [`Controller`] does that bookkeeping; the program still owns
+//! the control input and decides when to reconfigure (for instance when `worker.peers()`
+//! grew after a join). This module must not send anything itself.
+
+use crate::error::MegaphoneError;
+use crate::strategy::{plan, rebalance, Strategy};
+use crate::table::{Command, RoutingTable};
+use std::collections::VecDeque;
+
+/// The table a program has planned and its moves not sent yet.
+#[derive(Clone, Debug)]
+pub struct Controller {
+    table: RoutingTable,
+    queue: VecDeque<(u64, Command)>,
+}
+
+impl Controller {
+    /// A controller of an operator whose table is `table` (for an operator just built,
+    /// `RoutingTable::round_robin(bins, peers)`).
+    pub fn new(table: RoutingTable) -> Self {
+        Controller { table, queue: VecDeque::new() }
+    }
+
+    /// The table in force once every planned move applies.
+    pub fn table(&self) -> &RoutingTable {
+        &self.table
+    }
+
+    /// True when every planned move has been handed out by [`Controller::due`].
+    pub fn is_idle(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Plans moves to `target` with `strategy`, from `earliest` on or right after the last
+    /// planned move, whichever is later; returns how many bins move.
+    ///
+    /// # Errors
+    ///
+    /// As [`plan`] (a target of another size, empty batches).
+    pub fn move_to(
+        &mut self,
+        target: RoutingTable,
+        strategy: Strategy,
+        earliest: u64,
+    ) -> Result<usize, MegaphoneError> {
+        let start = self.queue.back().map_or(earliest, |&(time, _)| earliest.max(time + 1));
+        let moves = plan(&self.table, &target, strategy, start)?;
+        let count = moves.len();
+        self.queue.extend(moves);
+        self.table = target;
+        Ok(count)
+    }
+
+    /// Plans moves that spread the bins evenly over `peers` workers (see [`rebalance`]),
+    /// as [`Controller::move_to`] does; returns how many bins move.
+    ///
+    /// # Errors
+    ///
+    /// [`MegaphoneError::NoWorkers`] for zero `peers`, or as [`plan`].
+    pub fn rebalance(
+        &mut self,
+        peers: usize,
+        strategy: Strategy,
+        earliest: u64,
+    ) -> Result<usize, MegaphoneError> {
+        let target = rebalance(&self.table, peers)?;
+        self.move_to(target, strategy, earliest)
+    }
+
+    /// Hands out the planned moves whose time is `time` or earlier, to send now, at `time`.
+    /// A move whose planned time has passed (the control input moved on by more than one)
+    /// goes at `time` with the others: the moves of one plan are of distinct bins, and later
+    /// plans start after earlier ones, so moves sent together never conflict.
+    pub fn due(&mut self, time: u64) -> Vec<Command> {
+        let count = self.queue.iter().take_while(|&&(at, _)| at <= time).count();
+        self.queue.drain(..count).map(|(_, command)| command).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Controller;
+    use crate::bins::Bins;
+    use crate::strategy::Strategy;
+    use crate::table::{Command, RoutingTable};
+
+    #[test]
+    fn plans_follow_each_other_and_moves_come_out_in_time_order() {
+        let bins = Bins::new(8).unwrap();
+        let mut controller = Controller::new(RoutingTable::round_robin(bins, 2).unwrap());
+        assert_eq!(controller.rebalance(4, Strategy::Fluid, 10).unwrap(), 4);
+        // A second plan starts after the first one's last move (at 13), not at 11.
+        let gathered = RoutingTable::from_owners(vec![0; 8]).unwrap();
+        assert_eq!(controller.move_to(gathered.clone(), Strategy::AllAtOnce, 11).unwrap(), 6);
+        assert_eq!(controller.table(), &gathered);
+        let mut sent = Vec::new();
+        for (time, expected) in [(9, 0), (10, 1), (12, 2), (13, 1), (14, 6)] {
+            let due = controller.due(time);
+            assert_eq!(due.len(), expected, "at {time} (a passed time goes with the current one)");
+            sent.extend(due);
+        }
+        assert!(controller.is_idle());
+        let mut replayed = RoutingTable::round_robin(bins, 2).unwrap();
+        replayed.apply_all(&sent).unwrap();
+        assert_eq!(replayed, gathered);
+    }
+}
