@@ -87,7 +87,7 @@ mod tests {
     use super::Controller;
     use crate::bins::Bins;
     use crate::strategy::Strategy;
-    use crate::table::{Command, RoutingTable};
+    use crate::table::RoutingTable;
 
     #[test]
     fn plans_follow_each_other_and_moves_come_out_in_time_order() {
