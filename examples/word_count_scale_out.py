@@ -21,7 +21,7 @@ from collections import Counter
 
 import timely_py as timely
 from timely_py import launch
-from timely_py.megaphone import Control, RoutingTable, Strategy, rebalance
+from timely_py.megaphone import Control, Controller, RoutingTable, Strategy
 
 BINS = 64
 TEXT = """the quick brown fox jumps over the lazy dog while the dog sleeps and the fox
@@ -72,16 +72,15 @@ def main(worker):
     joined = worker.bootstrap()
     if joined:
         say(f"worker {worker.index}: joined with {worker.peers} workers; no bins here yet")
-    table = RoutingTable.round_robin(BINS, worker.peers)
-    epoch, peers, queued = data.time, worker.peers, []
+    controller = Controller(RoutingTable.round_robin(BINS, worker.peers))  # used by worker 0
+    epoch, peers = data.time, worker.peers
     last = max(epochs, epoch + 12) if joined else epochs
-    while epoch < last or queued:  # worker 0 sends every planned move
+    while epoch < last or not controller.idle:  # worker 0 sends every planned move
         data.send_batch([(word, 1) for word in words_of(epoch, worker.index)])
         if worker.index == 0:
             if epoch == ask_at:
                 say(f"worker 0: epoch {epoch}, asking for a process: {launch.add_process(server=0)}")
-            ctl.send_batch([move for at, move in queued if at == epoch])
-            queued = [(at, move) for at, move in queued if at > epoch]
+            ctl.send_batch(controller.due(epoch))
             time.sleep(pause)
         data.advance_to(epoch + 1)
         ctl.advance_to(epoch + 1)
@@ -90,11 +89,9 @@ def main(worker):
         if worker.peers > peers:
             peers, last = worker.peers, max(last, epoch + 12)
             if worker.index == 0:
-                moves = rebalance(table, peers, strategy_named(strategy_name), epoch + 2)
-                table = table.apply(moves)
-                queued += moves
+                moved = controller.rebalance(peers, strategy_named(strategy_name), epoch + 2)
                 say(f"worker 0: epoch {epoch}, the cluster grew to {peers} workers: moving "
-                    f"{len(moves)} of {BINS} bins ({strategy_name}) from epoch {epoch + 2}")
+                    f"{moved} of {BINS} bins ({strategy_name}) from epoch {epoch + 2}")
         epoch += 1
     data.close()
     ctl.close()

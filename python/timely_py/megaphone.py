@@ -57,6 +57,7 @@ from ._core import Control, KeyContext
 
 __all__ = [
     "Control",
+    "Controller",
     "KeyContext",
     "Move",
     "RoutingTable",
@@ -197,3 +198,52 @@ def rebalance(
     moving as few as possible (all at once unless `strategy` says otherwise)."""
     target = RoutingTable(_core.megaphone_rebalance(list(current.owners), peers))
     return plan(current, target, strategy or Strategy.all_at_once(), start)
+
+
+class Controller:
+    """A program's control of a keyed operator: the table it has planned and the moves it has
+    yet to send. Each reconfiguration starts after the previous one's last move, so that two
+    never move one bin at one time; `due(time)` hands out the moves to send at `time` (a move
+    whose time the control input has passed goes with them). It never sends anything itself.
+
+    >>> controller = Controller(RoutingTable.round_robin(bins=8, peers=2))
+    >>> controller.rebalance(peers=4, strategy=Strategy.fluid(), earliest=10)
+    4
+    >>> controller.move_to(RoutingTable([0] * 8), Strategy.all_at_once(), earliest=11)
+    6
+    >>> [len(controller.due(t)) for t in (9, 10, 12, 13, 14)], controller.idle
+    ([0, 1, 2, 1, 6], True)
+    >>> controller.table
+    RoutingTable([0, 0, 0, 0, 0, 0, 0, 0])
+    """
+
+    __slots__ = ("_planned",)
+
+    def __init__(self, table: RoutingTable):
+        self._planned = _core.MegaphoneController(list(table.owners))
+
+    @property
+    def table(self) -> RoutingTable:
+        """The table in force once every planned move applies."""
+        return RoutingTable(self._planned.owners())
+
+    @property
+    def idle(self) -> bool:
+        """True when every planned move has been handed out by `due`."""
+        return self._planned.is_idle()
+
+    def move_to(self, target: RoutingTable, strategy: Strategy | None = None, earliest: int = 0) -> int:
+        """Plans the moves to `target` (all at once unless `strategy` says otherwise), from
+        `earliest` on or after the last planned move; returns how many bins move."""
+        strategy = strategy or Strategy.all_at_once()
+        return self._planned.move_to(list(target.owners), strategy.kind, strategy.per_worker, earliest)
+
+    def rebalance(self, peers: int, strategy: Strategy | None = None, earliest: int = 0) -> int:
+        """Plans moves that spread the bins evenly over `peers` workers (for instance once
+        `worker.peers` grew after a join), as `move_to` does; returns how many bins move."""
+        strategy = strategy or Strategy.all_at_once()
+        return self._planned.rebalance(peers, strategy.kind, strategy.per_worker, earliest)
+
+    def due(self, time: int) -> list[Move]:
+        """The planned moves due at `time` or earlier: send them now, at `time`."""
+        return [Move(bin, worker) for bin, worker in self._planned.due(time)]

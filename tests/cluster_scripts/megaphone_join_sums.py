@@ -11,7 +11,7 @@ import random
 import sys
 
 import timely_py as timely
-from timely_py.megaphone import Control, RoutingTable, Strategy, rebalance
+from timely_py.megaphone import Control, Controller, RoutingTable, Strategy
 
 BINS = 32
 LAG = 2
@@ -37,15 +37,14 @@ def main(worker):
             .inspect_time(lambda t, x: sums.append((worker.index, t, *x)))
             .probe_with(probe))
     joined = worker.bootstrap()
-    table, queued = RoutingTable.round_robin(BINS, worker.peers), []
+    controller = Controller(RoutingTable.round_robin(BINS, worker.peers))
     epoch, last = data.time, data.time + 10 if joined else 1000
-    while epoch < last or queued:
+    while epoch < last or not controller.idle:
         rng = random.Random(epoch * 100 + worker.index)
         records = [(f"k{rng.randrange(30)}", rng.randrange(1, 10)) for _ in range(8)]
         data.send_batch(records)
         fed += [(epoch, key, value) for key, value in records]
-        ctl.send_batch([move for at, move in queued if at == epoch])
-        queued = [(at, move) for at, move in queued if at > epoch]
+        ctl.send_batch(controller.due(epoch))
         data.advance_to(epoch + 1)
         ctl.advance_to(epoch + 1)
         while probe.less_than(epoch + 1):
@@ -55,7 +54,7 @@ def main(worker):
         if not joined and worker.peers >= joined_peers and last == 1000:
             last = epoch + 8
             if worker.index == 0:
-                queued = rebalance(table, worker.peers, strategy, epoch + 2)
+                controller.rebalance(worker.peers, strategy, epoch + 2)
         epoch += 1
     data.close()
     ctl.close()

@@ -1,11 +1,12 @@
 //! Planning from Python: routing tables as lists of owners, `plan` and `rebalance` of the
-//! Megaphone crate, and the bin of a key. Pure functions; sending the commands they return is
-//! the caller's business (`timely_py.megaphone` wraps them in typed classes).
+//! Megaphone crate, its `Controller` (a program's planned table and the moves due at each
+//! time), and the bin of a key. Nothing here sends: sending the commands is the caller's
+//! business (`timely_py.megaphone` wraps these in typed classes).
 
 use super::keys::key_bytes;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use timely_megaphone::{Bins, Command, MegaphoneError, RoutingTable, Strategy};
+use timely_megaphone::{Bins, Command, Controller, MegaphoneError, RoutingTable, Strategy};
 
 fn value_error(what: &str) -> impl Fn(MegaphoneError) -> PyErr + '_ {
     move |error| PyValueError::new_err(format!("{what}: {error}"))
@@ -62,8 +63,47 @@ fn megaphone_bin(py: Python<'_>, key: &Bound<'_, PyAny>, bins: usize) -> PyResul
     Ok(bins.of(&key_bytes(py, key, "bin_of")?))
 }
 
-/// Adds the planning functions to the module.
+/// The crate's `Controller` over tables given as lists of owners and strategies by name.
+#[pyclass(name = "MegaphoneController", module = "timely_py._core")]
+struct PyController(Controller);
+
+#[pymethods]
+impl PyController {
+    #[new]
+    fn new(owners: Vec<usize>) -> PyResult<Self> {
+        Ok(PyController(Controller::new(table(owners, "Controller")?)))
+    }
+
+    /// The owners of the table in force once every planned move applies.
+    fn owners(&self) -> Vec<usize> {
+        self.0.table().owners().to_vec()
+    }
+
+    /// True when every planned move has been handed out.
+    fn is_idle(&self) -> bool {
+        self.0.is_idle()
+    }
+
+    /// Plans moves to `target` (owners); returns how many bins move.
+    fn move_to(&mut self, target: Vec<usize>, name: &str, per_worker: usize, earliest: u64) -> PyResult<usize> {
+        let target = table(target, "Controller.move_to: target")?;
+        self.0.move_to(target, strategy(name, per_worker)?, earliest).map_err(value_error("Controller.move_to"))
+    }
+
+    /// Plans moves that spread the bins evenly over `peers` workers; returns how many move.
+    fn rebalance(&mut self, peers: usize, name: &str, per_worker: usize, earliest: u64) -> PyResult<usize> {
+        self.0.rebalance(peers, strategy(name, per_worker)?, earliest).map_err(value_error("Controller.rebalance"))
+    }
+
+    /// `(bin, worker)` of the planned moves due at `time` or earlier, to send now.
+    fn due(&mut self, time: u64) -> Vec<(usize, usize)> {
+        self.0.due(time).into_iter().map(|Command::Move { bin, worker }| (bin, worker)).collect()
+    }
+}
+
+/// Adds the planning functions and the controller to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyController>()?;
     m.add_function(wrap_pyfunction!(megaphone_round_robin, m)?)?;
     m.add_function(wrap_pyfunction!(megaphone_plan, m)?)?;
     m.add_function(wrap_pyfunction!(megaphone_rebalance, m)?)?;
