@@ -85,14 +85,24 @@ impl PyController {
     }
 
     /// Plans moves to `target` (owners); returns how many bins move.
-    fn move_to(&mut self, target: Vec<usize>, name: &str, per_worker: usize, earliest: u64) -> PyResult<usize> {
+    fn move_to(
+        &mut self,
+        target: Vec<usize>,
+        name: &str,
+        per_worker: usize,
+        earliest: u64,
+    ) -> PyResult<usize> {
         let target = table(target, "Controller.move_to: target")?;
-        self.0.move_to(target, strategy(name, per_worker)?, earliest).map_err(value_error("Controller.move_to"))
+        self.0
+            .move_to(target, strategy(name, per_worker)?, earliest)
+            .map_err(value_error("Controller.move_to"))
     }
 
     /// Plans moves that spread the bins evenly over `peers` workers; returns how many move.
     fn rebalance(&mut self, peers: usize, name: &str, per_worker: usize, earliest: u64) -> PyResult<usize> {
-        self.0.rebalance(peers, strategy(name, per_worker)?, earliest).map_err(value_error("Controller.rebalance"))
+        self.0
+            .rebalance(peers, strategy(name, per_worker)?, earliest)
+            .map_err(value_error("Controller.rebalance"))
     }
 
     /// `(bin, worker)` of the planned moves due at `time` or earlier, to send now.
