@@ -1,6 +1,7 @@
 """Megaphone's keyed operators from Python (`timely_py.megaphone`, `docs/megaphone.md`):
-word count and a keyed running sum stay exactly those of a sequential run while every bin
-moves to one worker and back, for each strategy, on 1 and 2 workers of one process."""
+word count, a keyed running sum and a join of two inputs with per-key balances stay exactly
+those of a sequential run while every bin moves to one worker and back, for each strategy, on
+1 and 2 workers of one process."""
 
 import random
 from collections import Counter
@@ -12,8 +13,10 @@ from megaphone_programs import (
     canonical,
     canonical_reference,
     reference_counts,
+    reference_join,
     reference_sums,
     run,
+    run_join,
     schedule,
 )
 from timely_py.megaphone import Control, Move, Strategy
@@ -36,6 +39,71 @@ def test_counts_and_sums_stay_exact_across_migrations(workers, strategy):
     assert {w for w, t, _ in counts if t < 3} == set(range(workers))
     assert {w for w, t, _ in counts if t > spread} == set(range(workers))
     assert max(t for _, t, _ in sums) == EPOCHS - 1 + 2
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES, ids=lambda s: s.kind)
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_keyed_binary_join_stays_exact_across_migrations(workers, strategy):
+    out = [x for worker_out in timely.execute(lambda worker: run_join(worker, strategy), workers=workers)
+           for x in worker_out]
+    assert canonical(out) == canonical_reference(reference_join())
+    matches = [(w, t) for w, t, x in out if x[0] == "match"]
+    _, (gathered, spread) = schedule(workers, strategy)
+    assert {w for w, t in matches if gathered <= t < spread} == {workers - 1}, "every bin on the last worker"
+    assert {w for w, t in matches if t > spread} == set(range(workers)), "spread again"
+
+
+def binary_run(worker, firsts, seconds, on_first, on_second, on_notify=None):
+    """Runs `keyed_binary` keyed by `r[0]` on both inputs over records by epoch (sent by
+    worker 0), moving every bin to the last worker at epoch 1; returns `(time, output)`."""
+    inputs, ctl, out = (timely.InputHandle(), timely.InputHandle()), timely.InputHandle(), []
+    with worker.dataflow() as scope:
+        control = Control(scope.input_from(ctl), bins=4)
+        first, second = (scope.input_from(handle) for handle in inputs)
+        probe = (first.keyed_binary(second, control, key1=lambda r: r[0], key2=lambda r: r[0],
+                                    on_first=on_first, on_second=on_second, on_notify=on_notify)
+                 .inspect_time(lambda t, x: out.append((t, x))).probe())
+    for epoch, batches in enumerate(zip(firsts, seconds)):
+        if worker.index == 0:
+            for handle, batch in zip(inputs, batches):
+                handle.send_batch(batch)
+            ctl.send_batch([Move(b, worker.peers - 1) for b in range(4)] if epoch == 1 else [])
+        for handle in (*inputs, ctl):
+            handle.advance_to(epoch + 1)
+    for handle in (*inputs, ctl):
+        handle.close()
+    while not probe.done():
+        worker.step()
+    return out
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_keyed_binary_state_returned_as_none_is_dropped_for_both_inputs(workers):
+    """Tabs: the first input adds to a key's tab, the second settles it (returns None), so
+    the next record of either input sees no state; notifications report the tab."""
+    firsts = [[("a", 1), ("b", 2)], [("a", 3)], [], [("a", 4), ("b", 5)]]
+    seconds = [[], [("b", "settle")], [("a", "settle")], []]
+
+    def on_first(key, record, tab, context):
+        context.notify_at(context.time)
+        return (tab or 0) + record[1]
+
+    def on_second(key, record, tab, context):
+        context.give(("settled", key, tab))
+        return None
+
+    def on_notify(key, tab, context):
+        context.give(("tab", key, tab))
+        return tab
+
+    results = timely.execute(lambda w: binary_run(w, firsts, seconds, on_first, on_second, on_notify), workers=workers)
+    got = sorted((t, x) for out in results for t, x in out)
+    assert got == [
+        (0, ("tab", "a", 1)), (0, ("tab", "b", 2)),
+        (1, ("settled", "b", 2)), (1, ("tab", "a", 4)),
+        (2, ("settled", "a", 4)),
+        (3, ("tab", "a", 4)), (3, ("tab", "b", 5)),
+    ]
 
 
 def keyed_run(worker, records_by_epoch, on_record, on_notify=None):

@@ -1,13 +1,17 @@
 """Megaphone's keyed operators across processes: 2 processes of 2 workers, every bin moves to
 the last worker (process 1) and back, so keyed state crosses processes through the codec in
-both directions, and the results stay exactly those of a sequential run, for each strategy."""
+both directions, and the results stay exactly those of a sequential run, for each strategy
+(the unary operators and the binary join)."""
 
 import json
+from pathlib import Path
 
 import pytest
 
-from megaphone_programs import canonical_reference, reference_counts, reference_sums, schedule
+from megaphone_programs import canonical_reference, reference_counts, reference_join, reference_sums, schedule
 from test_cluster import SCRIPTS, Cluster
+
+PROGRAMS = Path(__file__).resolve().parent / "megaphone_programs.py"
 from timely_py.megaphone import Strategy
 
 
@@ -26,6 +30,21 @@ def test_counts_and_sums_stay_exact_when_state_moves_between_processes(tmp_path,
     _, (gathered, spread) = schedule(4, strategy)
     assert {w for w, t, _ in counts if gathered <= t < spread} == {3}, "every bin on process 1"
     assert {w for w, t, _ in counts if t > spread} == {0, 1, 2, 3}, "spread again"
+
+
+@pytest.mark.parametrize("name", ["all_at_once", "fluid", "batched"])
+def test_a_keyed_binary_join_stays_exact_when_state_moves_between_processes(tmp_path, name):
+    with Cluster(tmp_path, processes=2, workers=2) as cluster:
+        cluster.start_all([PROGRAMS, name])
+        cluster.assert_succeeded()
+        lines = [json.loads(line) for i in range(2) for line in cluster.stdout(i).splitlines()]
+    assert len(lines) == 4, "one line per worker"
+    out = [tuple(x) for line in lines for x in line["join"]]
+    assert sorted((t, x) for _, t, x in out) == canonical_reference(reference_join())
+    strategy = Strategy.batched(2) if name == "batched" else getattr(Strategy, name)()
+    _, (gathered, spread) = schedule(4, strategy)
+    assert {w for w, t, _ in out if gathered <= t < spread} == {3}, "every bin on process 1"
+    assert {w for w, t, _ in out if t > spread} == {0, 1, 2, 3}, "spread again"
 
 
 def test_a_state_that_cannot_be_pickled_fails_the_move_with_the_pickling_error(tmp_path):

@@ -1,6 +1,6 @@
 """Bad input to Megaphone's keyed operators and planning functions raises clear Python
 exceptions: bad bin counts, bad commands, bad keys, bad fold results, notifications in the
-past, and the planning functions' invalid arguments."""
+past, bad arguments of keyed_binary, and the planning functions' invalid arguments."""
 
 import pytest
 import timely_py as timely
@@ -107,6 +107,88 @@ def test_the_operators_need_callables_and_root_streams():
             with pytest.raises(TypeError, match="state_machine: fold must be callable"):
                 stream.state_machine(control, None)
             assert control.bins == 256
+
+    timely.execute(main)
+
+
+def run_binary(firsts, seconds, key1=lambda r: r[0], key2=lambda r: r[0]):
+    """Runs a keyed_binary that keeps no state over `firsts` and `seconds` at time 0."""
+
+    def main(worker):
+        inputs, ctl = (timely.InputHandle(), timely.InputHandle()), timely.InputHandle()
+        with worker.dataflow() as scope:
+            control = Control(scope.input_from(ctl), bins=4)
+            first, second = (scope.input_from(handle) for handle in inputs)
+            keep = lambda key, record, state, context: state  # noqa: E731
+            probe = first.keyed_binary(second, control, key1=key1, key2=key2, on_first=keep, on_second=keep).probe()
+        for handle, records in zip(inputs, (firsts, seconds)):
+            handle.send_batch(records)
+            handle.close()
+        ctl.close()
+        while not probe.done():
+            worker.step()
+
+    timely.execute(main)
+
+
+@pytest.mark.parametrize("key", [1.5, True, None, [1], ("a", 2.0)])
+@pytest.mark.parametrize("side", ["key1", "key2"])
+def test_keyed_binary_refuses_bad_keys_on_either_input_and_names_the_input(side, key):
+    firsts, seconds = ([(key,)], [("a",)]) if side == "key1" else ([("a",)], [(key,)])
+    with pytest.raises(TypeError, match=f"keyed_binary: {side}: a key must be a str, int, bytes or a tuple"):
+        run_binary(firsts, seconds)
+
+
+def test_an_exception_in_a_key_function_of_keyed_binary_names_its_input():
+    with pytest.raises(KeyError, match="account") as raised:
+        run_binary([("a",)], [{"id": 1}], key2=lambda r: r["account"])
+    assert "raised in operator 'keyed_binary.key2' on worker 0" in str(raised.value.__notes__)
+
+
+def test_an_exception_in_keyed_binary_logic_names_the_input_it_ran_for():
+    def on_second(key, record, state, context):
+        raise ZeroDivisionError("second side")
+
+    def main(worker):
+        inputs, ctl = (timely.InputHandle(), timely.InputHandle()), timely.InputHandle()
+        with worker.dataflow() as scope:
+            control = Control(scope.input_from(ctl))
+            first, second = (scope.input_from(handle) for handle in inputs)
+            probe = first.keyed_binary(second, control, key1=str, key2=str,
+                                       on_first=lambda k, r, s, c: s, on_second=on_second).probe()
+        inputs[0].send("x")
+        inputs[1].send("y")
+        for handle in (*inputs, ctl):
+            handle.close()
+        while not probe.done():
+            worker.step()
+
+    with pytest.raises(ZeroDivisionError, match="second side") as raised:
+        timely.execute(main)
+    assert "raised in operator 'keyed_binary.on_second' on worker 0" in str(raised.value.__notes__)
+
+
+def test_keyed_binary_checks_its_arguments_when_the_dataflow_is_built():
+    def main(worker):
+        with worker.dataflow() as scope:
+            stream, other = scope.input_from(timely.InputHandle()), scope.input_from(timely.InputHandle())
+            control = Control(stream)
+            logic = dict(key1=str, key2=str, on_first=lambda *a: None, on_second=lambda *a: None)
+            for name in ("key1", "key2", "on_first", "on_second", "on_notify"):
+                with pytest.raises(TypeError, match=f"keyed_binary: {name} must be callable, got 7"):
+                    stream.keyed_binary(other, control, **{**logic, name: 7})
+            with pytest.raises(TypeError, match="(?s)not an instance of 'Stream'.*'other'"):
+                stream.keyed_binary([1, 2], control, **logic)
+            with pytest.raises(TypeError, match="(?s)not an instance of 'Control'.*'control'"):
+                stream.keyed_binary(other, "control", **logic)
+            with pytest.raises(TypeError, match="on_second"):
+                stream.keyed_binary(other, control, key1=str, key2=str, on_first=str)
+            with scope.iterative() as loop:
+                inner = other.enter(loop)
+                with pytest.raises(timely.DataflowError, match="keyed_binary: other must be at a dataflow's root"):
+                    stream.keyed_binary(inner, control, **logic)
+                with pytest.raises(timely.DataflowError, match="keyed_binary: the stream must be at a dataflow's root"):
+                    inner.keyed_binary(stream, control, **logic)
 
     timely.execute(main)
 

@@ -180,6 +180,20 @@ class Stream:
         on_record: Callable[[Any, Any, Any, KeyContext], Any],
         on_notify: Optional[Callable[[Any, Any, KeyContext], Any]] = None,
     ) -> Stream: ...
+    def keyed_binary(
+        self,
+        other: Stream,
+        control: Control,
+        *,
+        key1: Callable[[Any], Any],
+        key2: Callable[[Any], Any],
+        on_first: Callable[[Any, Any, Any, KeyContext], Any],
+        on_second: Callable[[Any, Any, Any, KeyContext], Any],
+        on_notify: Optional[Callable[[Any, Any, KeyContext], Any]] = None,
+    ) -> Stream:
+        """Records of this stream and `other` whose keys (`key1(x)`, `key2(y)`) are equal share
+        one state: `on_first`/`on_second(key, record, state, context)` and
+        `on_notify(key, state, context)` return the key's new state (None drops it)."""
     def enter(self, scope: Scope) -> Stream: ...
     def leave(self, scope: Scope) -> Stream: ...
     def connect_loop(self, handle: LoopHandle) -> None: ...
@@ -360,7 +374,8 @@ class Control:
 
 @final
 class KeyContext:
-    """What `keyed_unary`'s logic may do for the key it runs for, during the call."""
+    """What the logic of `keyed_unary` or `keyed_binary` may do for the key it runs for,
+    during the call."""
     @property
     def time(self) -> int: ...
     def give(self, output: Any) -> None: ...

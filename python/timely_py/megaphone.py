@@ -3,9 +3,10 @@
 This module owns the Python face of the `timely-megaphone` crate: the commands (`Move`),
 the migration strategies (`Strategy`), routing tables (`RoutingTable`) and the planning
 functions (`plan`, `rebalance`) that turn "the table we want" into timed commands. The
-operators themselves are methods of `Stream` (`state_machine`, `keyed_unary`) that take a
-`Control`. It plans and describes; it never sends commands itself: the program sends them
-on the control stream, each command once, from any worker, at the time it names.
+operators themselves are methods of `Stream` (`state_machine`, `keyed_unary`,
+`keyed_binary`) that take a `Control`. It plans and describes; it never sends commands
+itself: the program sends them on the control stream, each command once, from any worker,
+at the time it names.
 
 Keys are str, int (not bool), bytes, or tuples of those; a key lives in bin
 `bin_of(key, bins)`, computed from the key's canonical encoding with the engine's stable
@@ -45,6 +46,39 @@ worker, at its time; the control input advances with the data):
 ...     return seen
 >>> sorted(sum(timely.execute(main, workers=2), []))[-2:]
 [('b', 5), ('b', 6)]
+
+A join of two streams whose records with equal keys share one state (`keyed_binary`):
+orders wait in their customer's state until a payment ships them and drops the state. The
+customer's bin moves to worker 1 at epoch 1, taking the waiting orders along:
+
+>>> def order(customer, record, waiting, context):   # on_first(key, record, state, context)
+...     return (waiting or ()) + (record[1],)        # the key's new state
+>>> def payment(customer, record, waiting, context): # on_second(key, record, state, context)
+...     for item in waiting or ():
+...         context.give((customer, item))
+...     return None                                  # None drops the key's state
+>>> def main(worker):
+...     orders, payments, ctl, shipped = timely.InputHandle(), timely.InputHandle(), timely.InputHandle(), []
+...     with worker.dataflow() as scope:
+...         control = Control(scope.input_from(ctl), bins=8)
+...         probe = (scope.input_from(orders)
+...                  .keyed_binary(scope.input_from(payments), control, key1=lambda o: o[0],
+...                                key2=lambda p: p["customer"], on_first=order, on_second=payment)
+...                  .inspect(shipped.append).probe())
+...     if worker.index == 0:
+...         orders.send_batch([("ann", "book"), ("bob", "pen"), ("ann", "lamp")])
+...     for handle in (orders, payments, ctl):
+...         handle.advance_to(1)
+...     if worker.index == 0:
+...         payments.send({"customer": "ann"})
+...         ctl.send(Move(bin=bin_of("ann", 8), worker=1))
+...     for handle in (orders, payments, ctl):
+...         handle.close()
+...     while not probe.done():
+...         worker.step()
+...     return shipped
+>>> timely.execute(main, workers=2)
+[[], [('ann', 'book'), ('ann', 'lamp')]]
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-//! `KeyContext`: what the Python logic of `keyed_unary` may do for the key it runs for.
+//! `KeyContext`: what the Python logic of `keyed_unary` and `keyed_binary` may do for the key
+//! it runs for.
 //!
 //! A fresh context is made for each call of the logic; it collects outputs, notification
 //! requests and a request to discard the key's state, which `hand_over` passes to the
@@ -10,7 +11,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use timely_megaphone::Context;
 
-/// The handle of `keyed_unary`'s logic for one key at one time.
+/// The handle of a keyed operator's logic for one key at one time.
 #[pyclass(name = "KeyContext", module = "timely_py._core")]
 pub struct PyKeyContext {
     time: u64,

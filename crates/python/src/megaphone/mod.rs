@@ -1,15 +1,17 @@
-//! The Megaphone operators from Python: `Control`, `Stream.keyed_unary` and
-//! `Stream.state_machine` over the `timely-megaphone` crate, and its planning functions
-//! (`plan`).
+//! The Megaphone operators from Python: `Control`, `Stream.keyed_unary`,
+//! `Stream.keyed_binary` and `Stream.state_machine` over the `timely-megaphone` crate, and its
+//! planning functions (`plan`).
 //!
 //! Python records are turned into what the crate's operators take in one pass per batch
 //! (keys into canonical bytes, commands into `Command`s), so that routing and migration run
 //! without the interpreter; the user's logic runs with the interpreter attached once per
 //! record or notification, as the crate calls it. Keys, states and their wire formats are
-//! `keys`'; the logic's context is `context`'s. This module does not route or migrate.
+//! `keys`'; the closures that run the logic are `logic`'s, its context is `context`'s. This
+//! module does not route or migrate.
 
 mod context;
 mod keys;
+mod logic;
 mod plan;
 
 use crate::args::{callable, optional_callable};
@@ -18,7 +20,8 @@ use crate::record::Record;
 use crate::stream::{PyStream, StreamHandle, Streams};
 use crate::time::{PyTime, T0};
 use context::PyKeyContext;
-use keys::{key_bytes, key_object, Keyed, State};
+use keys::{key_bytes, Keyed, State};
+use logic::{per_notification, per_record, run_logic};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::rc::Rc;
@@ -110,39 +113,31 @@ fn to_commands(handle: &StreamHandle<T0>, bins: Bins, name: &str) -> Stream<T0, 
 }
 
 /// The records of `handle` keyed by `key(x)` (`key` None: `x` is a `(key, value)` pair and
-/// the value is kept).
-fn keyed(handle: &StreamHandle<T0>, name: &'static str, key: Option<Py<PyAny>>) -> Stream<T0, Keyed> {
-    let what = format!("{name}: key");
-    convert(&handle.stream, &handle.context, format!("{name}.Key"), move |py, x, _| match &key {
-        Some(key) => Ok(Keyed(key_bytes(py, &key.bind(py).call1((x.bind(py),))?, &what)?, x)),
+/// the value is kept); `what` names the key (function) in errors.
+fn keyed(
+    handle: &StreamHandle<T0>,
+    operator: &'static str,
+    what: &'static str,
+    key: Option<Py<PyAny>>,
+) -> Stream<T0, Keyed> {
+    let label = format!("{operator}: {what}");
+    convert(&handle.stream, &handle.context, format!("{operator}.{what}"), move |py, x, _| match &key {
+        Some(key) => Ok(Keyed(key_bytes(py, &key.bind(py).call1((x.bind(py),))?, &label)?, x)),
         None => {
             let (k, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = x.bind(py).extract().map_err(|_| {
                 PyTypeError::new_err(format!(
-                    "{name}: records must be (key, value) pairs, not {}",
+                    "{operator}: records must be (key, value) pairs, not {}",
                     shown(x.bind(py))
                 ))
             })?;
-            Ok(Keyed(key_bytes(py, &k, &what)?, Record(value.unbind())))
+            Ok(Keyed(key_bytes(py, &k, &label)?, Record(value.unbind())))
         }
     })
 }
 
-/// The user's logic for one key: `call(key, state)` returns the new state; `context` (if
-/// any) is handed over afterwards.
-fn run_logic<'py>(
-    py: Python<'py>,
-    key: &[u8],
-    state: &mut State,
-    context: Option<(Bound<'py, PyKeyContext>, &mut Context<'_, Record>)>,
-    call: impl FnOnce(Bound<'py, PyAny>, Py<PyAny>) -> PyResult<Bound<'py, PyAny>>,
-) -> PyResult<()> {
-    let key = key_object(py, key)?;
-    let previous = state.take(py);
-    *state = State::from_object(call(key, previous)?);
-    if let Some((python, rust)) = context {
-        python.borrow_mut().hand_over(rust);
-    }
-    Ok(())
+/// The key of a keyed record, as the crate's operators take it.
+fn key_of(Keyed(key, _): &Keyed) -> Vec<u8> {
+    key.clone()
 }
 
 fn keyed_unary(
@@ -152,36 +147,42 @@ fn keyed_unary(
     on_record: Py<PyAny>,
     on_notify: Option<Py<PyAny>>,
 ) -> StreamHandle<T0> {
-    let records = keyed(handle, "keyed_unary", Some(key));
-    let (context, notify_context) = (handle.context.clone(), handle.context.clone());
-    let output = records.keyed_unary(
+    let context = &handle.context;
+    let output = keyed(handle, "keyed_unary", "key", Some(key)).keyed_unary(
         control,
-        |Keyed(key, _): &Keyed| key.clone(),
-        move |key: &Vec<u8>, Keyed(_, x), state: &mut State, rust: &mut Context<'_, Record>| {
-            context.run("keyed_unary", |py| {
-                let python = Bound::new(py, PyKeyContext::new(rust.time(), rust.time()))?;
-                let call = |k, s| on_record.bind(py).call1((k, x.0, s, python.clone()));
-                run_logic(py, key, state, Some((python.clone(), rust)), call)
-            });
-        },
-        move |key: &Vec<u8>, state: &mut State, rust: &mut Context<'_, Record>| {
-            notify_context.run("keyed_unary.on_notify", |py| {
-                let Some(on_notify) = &on_notify else { return Ok(()) };
-                let python = Bound::new(py, PyKeyContext::new(rust.time(), rust.time() + 1))?;
-                let call = |k, s| on_notify.bind(py).call1((k, s, python.clone()));
-                run_logic(py, key, state, Some((python.clone(), rust)), call)
-            });
-        },
+        key_of,
+        per_record(context, "keyed_unary", on_record),
+        per_notification(context, "keyed_unary.on_notify", on_notify),
     );
     handle.wrap(output)
 }
 
+fn keyed_binary(
+    (first, second): (&StreamHandle<T0>, &StreamHandle<T0>),
+    control: &Control,
+    (key1, key2): (Py<PyAny>, Py<PyAny>),
+    (on_first, on_second): (Py<PyAny>, Py<PyAny>),
+    on_notify: Option<Py<PyAny>>,
+) -> StreamHandle<T0> {
+    let context = &first.context;
+    let output = keyed(first, "keyed_binary", "key1", Some(key1)).keyed_binary(
+        &keyed(second, "keyed_binary", "key2", Some(key2)),
+        control,
+        key_of,
+        key_of,
+        per_record(context, "keyed_binary.on_first", on_first),
+        per_record(context, "keyed_binary.on_second", on_second),
+        per_notification(context, "keyed_binary.on_notify", on_notify),
+    );
+    first.wrap(output)
+}
+
 fn state_machine(handle: &StreamHandle<T0>, control: &Control, fold: Py<PyAny>) -> StreamHandle<T0> {
-    let records = keyed(handle, "state_machine", None);
+    let records = keyed(handle, "state_machine", "key", None);
     let context = handle.context.clone();
     let output = records.keyed_unary(
         control,
-        |Keyed(key, _): &Keyed| key.clone(),
+        key_of,
         move |key: &Vec<u8>, Keyed(_, value), state: &mut State, rust: &mut Context<'_, Record>| {
             context.run("state_machine", |py| {
                 let mut outputs = None;
@@ -222,6 +223,31 @@ impl PyStream {
         let on_notify = optional_callable(py, on_notify, "keyed_unary: on_notify")?;
         let handle = root(self, "keyed_unary: the stream")?;
         catch_panic(|| keyed_unary(handle, &control.control, key, on_record, on_notify).into())
+    }
+
+    /// A keyed operator over this stream and `other`: records of both with equal keys
+    /// (`key1(x)`, `key2(y)`) share one state, moved between workers by `control`.
+    #[pyo3(signature = (other, control, *, key1, key2, on_first, on_second, on_notify=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn keyed_binary(
+        &self,
+        py: Python<'_>,
+        other: &PyStream,
+        control: &PyControl,
+        key1: Py<PyAny>,
+        key2: Py<PyAny>,
+        on_first: Py<PyAny>,
+        on_second: Py<PyAny>,
+        on_notify: Option<Py<PyAny>>,
+    ) -> PyResult<PyStream> {
+        let keys = (callable(py, key1, "keyed_binary: key1")?, callable(py, key2, "keyed_binary: key2")?);
+        let logic = (
+            callable(py, on_first, "keyed_binary: on_first")?,
+            callable(py, on_second, "keyed_binary: on_second")?,
+        );
+        let on_notify = optional_callable(py, on_notify, "keyed_binary: on_notify")?;
+        let streams = (root(self, "keyed_binary: the stream")?, root(other, "keyed_binary: other")?);
+        catch_panic(|| keyed_binary(streams, &control.control, keys, logic, on_notify).into())
     }
 
     /// A state machine per key on a stream of `(key, value)` pairs.
