@@ -13,22 +13,25 @@
 //! worker holds, notifications indexed by time with one capability per time); it decides
 //! neither when a bin moves (F) nor when records or notifications are processed (S).
 
-use crate::bins::Bins;
+use crate::bins::{Bins, CarriedHash, Hashed};
 use crate::codec::BinState;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::Hash;
 use timely_engine::dataflow::operators::Capability;
 use timely_engine::scheduling::Activator;
 
+/// Keys with their stable hash, which the table reuses.
+pub type KeySet<K> = HashSet<Hashed<K>, CarriedHash>;
+
 /// The state of one bin: per-key state and per-key notification requests by time.
 struct Bin<K, S> {
-    entries: HashMap<K, S>,
-    notifications: BTreeMap<u64, HashSet<K>>,
+    entries: HashMap<Hashed<K>, S, CarriedHash>,
+    notifications: BTreeMap<u64, KeySet<K>>,
 }
 
 impl<K, S> Default for Bin<K, S> {
     fn default() -> Self {
-        Bin { entries: HashMap::new(), notifications: BTreeMap::new() }
+        Bin { entries: HashMap::default(), notifications: BTreeMap::new() }
     }
 }
 
@@ -39,7 +42,7 @@ struct Due {
 }
 
 /// The notifications at one time: the capability for it, and the keys of each bin.
-pub type DueKeys<K> = (Capability<u64>, Vec<(usize, HashSet<K>)>);
+pub type DueKeys<K> = (Capability<u64>, Vec<(usize, KeySet<K>)>);
 
 /// The state shared by F and S on one worker.
 pub struct Shared<K, S> {
@@ -99,7 +102,7 @@ impl<K: Hash + Eq + Clone, S: Default> Shared<K, S> {
     /// The state of `key` in `bin`, created empty when missing. Panics if this worker does
     /// not own the bin: a record routed to the wrong worker would be processed against state
     /// that is not the key's.
-    pub fn state(&mut self, bin: usize, key: &K) -> &mut S {
+    pub fn state(&mut self, bin: usize, key: &Hashed<K>) -> &mut S {
         self.check_owned(bin);
         let entries = &mut self.contents[bin].entries;
         if !entries.contains_key(key) {
@@ -109,7 +112,7 @@ impl<K: Hash + Eq + Clone, S: Default> Shared<K, S> {
     }
 
     /// Drops the state of `key` in `bin`.
-    pub fn discard(&mut self, bin: usize, key: &K) {
+    pub fn discard(&mut self, bin: usize, key: &Hashed<K>) {
         self.contents[bin].entries.remove(key);
     }
 
@@ -132,7 +135,7 @@ impl<K: Hash + Eq + Clone, S: Default> Shared<K, S> {
         &mut self,
         bin: usize,
         time: u64,
-        key: K,
+        key: Hashed<K>,
         capability: impl FnOnce(u64) -> Capability<u64>,
     ) {
         self.check_owned(bin);
@@ -175,12 +178,12 @@ impl<K: Hash + Eq + Clone, S: Default> Shared<K, S> {
                 }
             }
             notify_times.extend(std::iter::repeat_n(time, keys.len()));
-            notify_keys.extend(keys);
+            notify_keys.extend(keys.into_iter().map(Hashed::into_key));
         }
         if let Some(stateful) = &self.stateful {
             stateful.activate();
         }
-        let (keys, states) = entries.into_iter().unzip();
+        let (keys, states) = entries.into_iter().map(|(key, state)| (key.into_key(), state)).unzip();
         BinState { target, bin, keys, states, notify_times, notify_keys }
     }
 
@@ -194,9 +197,9 @@ impl<K: Hash + Eq + Clone, S: Default> Shared<K, S> {
             self.worker
         );
         self.owned[bin] = true;
-        self.contents[bin].entries.extend(keys.into_iter().zip(states));
+        self.contents[bin].entries.extend(keys.into_iter().map(Hashed::new).zip(states));
         for (time, key) in notify_times.into_iter().zip(notify_keys) {
-            self.request(bin, time, key, &mut capability);
+            self.request(bin, time, Hashed::new(key), &mut capability);
         }
     }
 }
