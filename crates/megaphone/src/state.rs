@@ -9,6 +9,11 @@
 //! `t` only once `done >= t`. Each wakes the other through its activator when it changed
 //! something the other waits for.
 //!
+//! The states of all keys the worker holds live in one table keyed by the key and its stable
+//! hash ([`Hashed`]: the hash that chose the key's bin, reused by the table), and each bin
+//! keeps the set of its keys that have state, which extraction walks. A record costs one
+//! probe of one table, not a lookup of its bin's table followed by a probe of that table.
+//!
 //! This module owns that data and the bookkeeping that keeps it consistent (which bins this
 //! worker holds, notifications indexed by time with one capability per time); it decides
 //! neither when a bin moves (F) nor when records or notifications are processed (S).
@@ -23,15 +28,16 @@ use timely_engine::scheduling::Activator;
 /// Keys with their stable hash, which the table reuses.
 pub type KeySet<K> = HashSet<Hashed<K>, CarriedHash>;
 
-/// The state of one bin: per-key state and per-key notification requests by time.
-struct Bin<K, S> {
-    entries: HashMap<Hashed<K>, S, CarriedHash>,
+/// What one bin holds besides its keys' states (which live in the worker's one table): the
+/// keys that have state, and per-key notification requests by time.
+struct Bin<K> {
+    keys: KeySet<K>,
     notifications: BTreeMap<u64, KeySet<K>>,
 }
 
-impl<K, S> Default for Bin<K, S> {
+impl<K> Default for Bin<K> {
     fn default() -> Self {
-        Bin { entries: HashMap::default(), notifications: BTreeMap::new() }
+        Bin { keys: KeySet::default(), notifications: BTreeMap::new() }
     }
 }
 
@@ -48,7 +54,9 @@ pub type DueKeys<K> = (Capability<u64>, Vec<(usize, KeySet<K>)>);
 pub struct Shared<K, S> {
     bins: Bins,
     worker: usize,
-    contents: Vec<Bin<K, S>>,
+    /// The state of every key of every bin held here: one table rather than one per bin.
+    entries: HashMap<Hashed<K>, S, CarriedHash>,
+    contents: Vec<Bin<K>>,
     owned: Vec<bool>,
     due: BTreeMap<u64, Due>,
     /// S's progress: records before it are applied, notifications before it delivered
@@ -64,6 +72,7 @@ impl<K: Hash + Eq + Clone, S: Default> Shared<K, S> {
         Shared {
             bins,
             worker,
+            entries: HashMap::default(),
             contents: (0..bins.count()).map(|_| Bin::default()).collect(),
             owned,
             due: BTreeMap::new(),
@@ -104,16 +113,18 @@ impl<K: Hash + Eq + Clone, S: Default> Shared<K, S> {
     /// that is not the key's.
     pub fn state(&mut self, bin: usize, key: &Hashed<K>) -> &mut S {
         self.check_owned(bin);
-        let entries = &mut self.contents[bin].entries;
-        if !entries.contains_key(key) {
-            entries.insert(key.clone(), S::default());
+        if !self.entries.contains_key(key) {
+            self.entries.insert(key.clone(), S::default());
+            self.contents[bin].keys.insert(key.clone());
         }
-        entries.get_mut(key).expect("inserted")
+        self.entries.get_mut(key).expect("inserted")
     }
 
     /// Drops the state of `key` in `bin`.
     pub fn discard(&mut self, bin: usize, key: &Hashed<K>) {
-        self.contents[bin].entries.remove(key);
+        if self.entries.remove(key).is_some() {
+            self.contents[bin].keys.remove(key);
+        }
     }
 
     /// True when this worker holds `bin`.
@@ -168,7 +179,7 @@ impl<K: Hash + Eq + Clone, S: Default> Shared<K, S> {
     pub fn extract(&mut self, bin: usize, target: usize) -> BinState<K, S> {
         self.check_owned(bin);
         self.owned[bin] = false;
-        let Bin { entries, notifications } = std::mem::take(&mut self.contents[bin]);
+        let Bin { keys, notifications } = std::mem::take(&mut self.contents[bin]);
         let (mut notify_times, mut notify_keys) = (Vec::new(), Vec::new());
         for (time, keys) in notifications {
             if let Some(due) = self.due.get_mut(&time) {
@@ -183,7 +194,8 @@ impl<K: Hash + Eq + Clone, S: Default> Shared<K, S> {
         if let Some(stateful) = &self.stateful {
             stateful.activate();
         }
-        let (keys, states) = entries.into_iter().map(|(key, state)| (key.into_key(), state)).unzip();
+        let states = keys.iter().map(|key| self.entries.remove(key).expect("a key of the bin")).collect();
+        let keys = keys.into_iter().map(Hashed::into_key).collect();
         BinState { target, bin, keys, states, notify_times, notify_keys }
     }
 
@@ -197,7 +209,11 @@ impl<K: Hash + Eq + Clone, S: Default> Shared<K, S> {
             self.worker
         );
         self.owned[bin] = true;
-        self.contents[bin].entries.extend(keys.into_iter().map(Hashed::new).zip(states));
+        for (key, state) in keys.into_iter().zip(states) {
+            let key = Hashed::new(key);
+            self.contents[bin].keys.insert(key.clone());
+            self.entries.insert(key, state);
+        }
         for (time, key) in notify_times.into_iter().zip(notify_keys) {
             self.request(bin, time, Hashed::new(key), &mut capability);
         }
