@@ -219,3 +219,42 @@ impl<K: Hash + Eq + Clone, S: Default> Shared<K, S> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::bins::{Bins, Hashed};
+    use crate::state::Shared;
+
+    #[test]
+    fn extraction_takes_exactly_the_bins_keys_that_have_state() {
+        let bins = Bins::new(4).unwrap();
+        let mut shared: Shared<u64, u64> = Shared::new(bins, 0, vec![true; 4]);
+        for key in 0..100u64 {
+            let key = Hashed::new(key);
+            *shared.state(bins.of_hashed(&key), &key) += key.key() + 1;
+        }
+        let discarded: Vec<u64> = (0..100).filter(|key| key % 3 == 0).collect();
+        for &key in &discarded {
+            let key = Hashed::new(key);
+            shared.discard(bins.of_hashed(&key), &key);
+        }
+        let mut receiver: Shared<u64, u64> = Shared::new(bins, 1, vec![false; 4]);
+        for bin in 0..4 {
+            let state = shared.extract(bin, 1);
+            let mut pairs: Vec<(u64, u64)> =
+                state.keys.iter().copied().zip(state.states.iter().copied()).collect();
+            pairs.sort();
+            let expected: Vec<(u64, u64)> =
+                (0..100).filter(|k| bins.of(k) == bin && k % 3 != 0).map(|k| (k, k + 1)).collect();
+            assert_eq!(pairs, expected, "bin {bin}");
+            assert!(!shared.owns(bin));
+            receiver.install(state, |_| unreachable!("no notifications"));
+        }
+        // The receiver finds every state, and a discarded key starts afresh.
+        for key in 0..100u64 {
+            let key = Hashed::new(key);
+            let expected = if key.key() % 3 == 0 { 0 } else { key.key() + 1 };
+            assert_eq!(*receiver.state(bins.of_hashed(&key), &key), expected);
+        }
+    }
+}
