@@ -6,6 +6,7 @@
 //! than hash the key again. Which worker owns a bin is the routing table's business (`table`).
 
 use crate::error::MegaphoneError;
+use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hash, Hasher};
 use timely_engine::dataflow::operators::hash_of;
 
@@ -126,31 +127,46 @@ impl<K> Hash for Hashed<K> {
 }
 
 /// The `BuildHasher` of tables keyed by [`Hashed`] keys: the table's hash is the key's
-/// stable hash, rotated by 32 bits so that the bits that choose a key's table slot are not
-/// those that chose its bin (the keys of one bin share their low bits).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct CarriedHash;
+/// stable hash mixed with a seed drawn at random for each table (a folded multiplication), so
+/// the key is not hashed again. The stable hash is the same in every process and run, so keys
+/// that share the bits choosing a table slot could be chosen on purpose to make lookups slow;
+/// with the seed, which keys share a slot is as unpredictable as with a randomly keyed hasher
+/// (only keys whose whole stable hash is equal still collide). Mixing also spreads the keys of
+/// one bin, which share their low bits, over the whole table.
+#[derive(Clone, Copy, Debug)]
+pub struct CarriedHash {
+    seed: u64,
+}
+
+impl Default for CarriedHash {
+    fn default() -> Self {
+        CarriedHash { seed: RandomState::new().hash_one(0u64) }
+    }
+}
 
 impl BuildHasher for CarriedHash {
     type Hasher = Carried;
 
     #[inline]
     fn build_hasher(&self) -> Carried {
-        Carried { hash: 0 }
+        Carried { hash: 0, seed: self.seed }
     }
 }
 
 /// The hasher of [`CarriedHash`]: keeps the last `u64` written (a `Hashed` key writes only
-/// its hash); other bytes are folded in, so it stays a valid hasher for any input.
+/// its hash) and mixes it with the seed; other bytes are folded in, so it stays a valid
+/// hasher for any input.
 #[derive(Debug)]
 pub struct Carried {
     hash: u64,
+    seed: u64,
 }
 
 impl Hasher for Carried {
     #[inline]
     fn finish(&self) -> u64 {
-        self.hash.rotate_right(32)
+        let product = u128::from(self.hash ^ self.seed) * u128::from(MIX);
+        (product as u64) ^ ((product >> 64) as u64)
     }
 
     #[inline]
@@ -160,10 +176,13 @@ impl Hasher for Carried {
 
     fn write(&mut self, bytes: &[u8]) {
         for &byte in bytes {
-            self.hash = (self.hash.rotate_left(8) ^ u64::from(byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            self.hash = (self.hash.rotate_left(8) ^ u64::from(byte)).wrapping_mul(MIX);
         }
     }
 }
+
+/// An odd constant with well-spread bits (the golden ratio's fraction, times 2^64).
+const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
 
 #[cfg(test)]
 mod tests {
@@ -201,8 +220,10 @@ mod tests {
         let bins = Bins::new(4096).unwrap();
         let key = Hashed::new("word".to_owned());
         assert_eq!(bins.of_hashed(&key), bins.of("word"));
-        let hash = timely_engine::dataflow::operators::hash_of("word");
-        assert_eq!(CarriedHash.hash_one(&key), hash.rotate_right(32));
+        // A table's hash depends on the key's stable hash and the table's seed only.
+        let (one, other) = (CarriedHash::default(), CarriedHash::default());
+        assert_eq!(one.hash_one(&key), one.hash_one(Hashed::new("word".to_owned())));
+        assert_ne!(one.hash_one(&key), other.hash_one(&key), "tables draw different seeds");
         assert_eq!(key, Hashed::new("word".to_owned()));
         assert_ne!(key, Hashed::new("other".to_owned()));
         // Keys of one bin share their low bits; a table of them still finds each one.
