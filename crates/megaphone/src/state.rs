@@ -9,26 +9,35 @@
 //! `t` only once `done >= t`. Each wakes the other through its activator when it changed
 //! something the other waits for.
 //!
+//! The states of all keys the worker holds live in one table keyed by the key and its stable
+//! hash ([`Hashed`]: the hash that chose the key's bin, reused by the table), and each bin
+//! keeps the set of its keys that have state, which extraction walks. A record costs one
+//! probe of one table, not a lookup of its bin's table followed by a probe of that table.
+//!
 //! This module owns that data and the bookkeeping that keeps it consistent (which bins this
 //! worker holds, notifications indexed by time with one capability per time); it decides
 //! neither when a bin moves (F) nor when records or notifications are processed (S).
 
-use crate::bins::Bins;
+use crate::bins::{Bins, CarriedHash, Hashed};
 use crate::codec::BinState;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::Hash;
 use timely_engine::dataflow::operators::Capability;
 use timely_engine::scheduling::Activator;
 
-/// The state of one bin: per-key state and per-key notification requests by time.
-struct Bin<K, S> {
-    entries: HashMap<K, S>,
-    notifications: BTreeMap<u64, HashSet<K>>,
+/// Keys with their stable hash, which the table reuses.
+pub type KeySet<K> = HashSet<Hashed<K>, CarriedHash>;
+
+/// What one bin holds besides its keys' states (which live in the worker's one table): the
+/// keys that have state, and per-key notification requests by time.
+struct Bin<K> {
+    keys: KeySet<K>,
+    notifications: BTreeMap<u64, KeySet<K>>,
 }
 
-impl<K, S> Default for Bin<K, S> {
+impl<K> Default for Bin<K> {
     fn default() -> Self {
-        Bin { entries: HashMap::new(), notifications: BTreeMap::new() }
+        Bin { keys: KeySet::default(), notifications: BTreeMap::new() }
     }
 }
 
@@ -39,13 +48,15 @@ struct Due {
 }
 
 /// The notifications at one time: the capability for it, and the keys of each bin.
-pub type DueKeys<K> = (Capability<u64>, Vec<(usize, HashSet<K>)>);
+pub type DueKeys<K> = (Capability<u64>, Vec<(usize, KeySet<K>)>);
 
 /// The state shared by F and S on one worker.
 pub struct Shared<K, S> {
     bins: Bins,
     worker: usize,
-    contents: Vec<Bin<K, S>>,
+    /// The state of every key of every bin held here: one table rather than one per bin.
+    entries: HashMap<Hashed<K>, S, CarriedHash>,
+    contents: Vec<Bin<K>>,
     owned: Vec<bool>,
     due: BTreeMap<u64, Due>,
     /// S's progress: records before it are applied, notifications before it delivered
@@ -61,6 +72,7 @@ impl<K: Hash + Eq + Clone, S: Default> Shared<K, S> {
         Shared {
             bins,
             worker,
+            entries: HashMap::default(),
             contents: (0..bins.count()).map(|_| Bin::default()).collect(),
             owned,
             due: BTreeMap::new(),
@@ -99,18 +111,20 @@ impl<K: Hash + Eq + Clone, S: Default> Shared<K, S> {
     /// The state of `key` in `bin`, created empty when missing. Panics if this worker does
     /// not own the bin: a record routed to the wrong worker would be processed against state
     /// that is not the key's.
-    pub fn state(&mut self, bin: usize, key: &K) -> &mut S {
+    pub fn state(&mut self, bin: usize, key: &Hashed<K>) -> &mut S {
         self.check_owned(bin);
-        let entries = &mut self.contents[bin].entries;
-        if !entries.contains_key(key) {
-            entries.insert(key.clone(), S::default());
+        if !self.entries.contains_key(key) {
+            self.entries.insert(key.clone(), S::default());
+            self.contents[bin].keys.insert(key.clone());
         }
-        entries.get_mut(key).expect("inserted")
+        self.entries.get_mut(key).expect("inserted")
     }
 
     /// Drops the state of `key` in `bin`.
-    pub fn discard(&mut self, bin: usize, key: &K) {
-        self.contents[bin].entries.remove(key);
+    pub fn discard(&mut self, bin: usize, key: &Hashed<K>) {
+        if self.entries.remove(key).is_some() {
+            self.contents[bin].keys.remove(key);
+        }
     }
 
     /// True when this worker holds `bin`.
@@ -132,7 +146,7 @@ impl<K: Hash + Eq + Clone, S: Default> Shared<K, S> {
         &mut self,
         bin: usize,
         time: u64,
-        key: K,
+        key: Hashed<K>,
         capability: impl FnOnce(u64) -> Capability<u64>,
     ) {
         self.check_owned(bin);
@@ -165,7 +179,7 @@ impl<K: Hash + Eq + Clone, S: Default> Shared<K, S> {
     pub fn extract(&mut self, bin: usize, target: usize) -> BinState<K, S> {
         self.check_owned(bin);
         self.owned[bin] = false;
-        let Bin { entries, notifications } = std::mem::take(&mut self.contents[bin]);
+        let Bin { keys, notifications } = std::mem::take(&mut self.contents[bin]);
         let (mut notify_times, mut notify_keys) = (Vec::new(), Vec::new());
         for (time, keys) in notifications {
             if let Some(due) = self.due.get_mut(&time) {
@@ -175,12 +189,13 @@ impl<K: Hash + Eq + Clone, S: Default> Shared<K, S> {
                 }
             }
             notify_times.extend(std::iter::repeat_n(time, keys.len()));
-            notify_keys.extend(keys);
+            notify_keys.extend(keys.into_iter().map(Hashed::into_key));
         }
         if let Some(stateful) = &self.stateful {
             stateful.activate();
         }
-        let (keys, states) = entries.into_iter().unzip();
+        let states = keys.iter().map(|key| self.entries.remove(key).expect("a key of the bin")).collect();
+        let keys = keys.into_iter().map(Hashed::into_key).collect();
         BinState { target, bin, keys, states, notify_times, notify_keys }
     }
 
@@ -194,9 +209,52 @@ impl<K: Hash + Eq + Clone, S: Default> Shared<K, S> {
             self.worker
         );
         self.owned[bin] = true;
-        self.contents[bin].entries.extend(keys.into_iter().zip(states));
+        for (key, state) in keys.into_iter().zip(states) {
+            let key = Hashed::new(key);
+            self.contents[bin].keys.insert(key.clone());
+            self.entries.insert(key, state);
+        }
         for (time, key) in notify_times.into_iter().zip(notify_keys) {
-            self.request(bin, time, key, &mut capability);
+            self.request(bin, time, Hashed::new(key), &mut capability);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::bins::{Bins, Hashed};
+    use crate::state::Shared;
+
+    #[test]
+    fn extraction_takes_exactly_the_bins_keys_that_have_state() {
+        let bins = Bins::new(4).unwrap();
+        let mut shared: Shared<u64, u64> = Shared::new(bins, 0, vec![true; 4]);
+        for key in 0..100u64 {
+            let key = Hashed::new(key);
+            *shared.state(bins.of_hashed(&key), &key) += key.key() + 1;
+        }
+        let discarded: Vec<u64> = (0..100).filter(|key| key % 3 == 0).collect();
+        for &key in &discarded {
+            let key = Hashed::new(key);
+            shared.discard(bins.of_hashed(&key), &key);
+        }
+        let mut receiver: Shared<u64, u64> = Shared::new(bins, 1, vec![false; 4]);
+        for bin in 0..4 {
+            let state = shared.extract(bin, 1);
+            let mut pairs: Vec<(u64, u64)> =
+                state.keys.iter().copied().zip(state.states.iter().copied()).collect();
+            pairs.sort();
+            let expected: Vec<(u64, u64)> =
+                (0..100).filter(|k| bins.of(k) == bin && k % 3 != 0).map(|k| (k, k + 1)).collect();
+            assert_eq!(pairs, expected, "bin {bin}");
+            assert!(!shared.owns(bin));
+            receiver.install(state, |_| unreachable!("no notifications"));
+        }
+        // The receiver finds every state, and a discarded key starts afresh.
+        for key in 0..100u64 {
+            let key = Hashed::new(key);
+            let expected = if key.key() % 3 == 0 { 0 } else { key.key() + 1 };
+            assert_eq!(*receiver.state(bins.of_hashed(&key), &key), expected);
         }
     }
 }

@@ -13,6 +13,7 @@
 //!
 //! This module owns S's stash and the order of work within a run; the state is `state`'s.
 
+use crate::bins::Hashed;
 use crate::codec::{BinState, Routed};
 use crate::context::Context;
 use crate::state::Shared;
@@ -134,10 +135,10 @@ impl<D: Data, K: ExchangeData + Hash + Eq, S: ExchangeData + Default, O: Data> R
         let mut shared = self.shared.borrow_mut();
         let bins = shared.bins();
         for record in records {
-            let key = (self.logic.key)(&record);
-            let bin = bins.of(&key);
+            let key = Hashed::new((self.logic.key)(&record));
+            let bin = bins.of_hashed(&key);
             let mut context = Context::new(time, time, &mut self.outputs, &mut self.requests);
-            (self.logic.on_record)(&key, record, shared.state(bin, &key), &mut context);
+            (self.logic.on_record)(key.key(), record, shared.state(bin, &key), &mut context);
             finish_key(&mut shared, context.discarded(), bin, key, &mut self.requests, capability);
         }
         output.session(capability).give_vec(&mut self.outputs);
@@ -151,7 +152,7 @@ impl<D: Data, K: ExchangeData + Hash + Eq, S: ExchangeData + Default, O: Data> R
             for key in keys {
                 let mut context =
                     Context::new(time, time.saturating_add(1), &mut self.outputs, &mut self.requests);
-                (self.logic.on_notify)(&key, shared.state(bin, &key), &mut context);
+                (self.logic.on_notify)(key.key(), shared.state(bin, &key), &mut context);
                 finish_key(&mut shared, context.discarded(), bin, key, &mut self.requests, &capability);
             }
         }
@@ -164,7 +165,7 @@ fn finish_key<K: Hash + Eq + Clone, S: Default>(
     shared: &mut Shared<K, S>,
     discard: bool,
     bin: usize,
-    key: K,
+    key: Hashed<K>,
     requests: &mut Vec<u64>,
     capability: &Capability<u64>,
 ) {
