@@ -79,8 +79,8 @@ def test_the_binary_reports_where_records_of_moved_bins_were_processed(built):
 
 def test_max_latency_and_duration_by_bins_and_state_size(built, tmp_path):
     out = run_quick("sweep.py", tmp_path)
-    header, runs = rows(tmp_path / "sweep.csv")
-    assert header == ["bins", "keys", "state_bytes", "state_mb", "strategy", "per_worker", "run", "moved_bins",
+    header, runs = rows(tmp_path / "sweep_1x2.csv")
+    assert header == ["layout", "bins", "keys", "state_bytes", "state_mb", "strategy", "per_worker", "run", "moved_bins",
                       "duration_ms", "steady_p50_ms", "max_ms"]  # fmt: skip
     assert {(r["bins"], r["state_bytes"], r["strategy"]) for r in runs} == {
         (b, s, k) for b in ("16", "256") for s in ("0", "256") for k in ("all-at-once", "batched")
@@ -89,9 +89,9 @@ def test_max_latency_and_duration_by_bins_and_state_size(built, tmp_path):
     assert all(float(r["duration_ms"]) > 0 and float(r["max_ms"]) > 0 for r in runs)
     sizes = {r["state_bytes"]: float(r["state_mb"]) for r in runs}
     assert sizes["256"] > sizes["0"] > 0
-    _, summary = rows(tmp_path / "sweep_summary.csv")
+    _, summary = rows(tmp_path / "sweep_1x2_summary.csv")
     assert len(summary) == 8 and "| 256 | batched |" in out
-    assert (tmp_path / "sweep.png").stat().st_size > 20_000
+    assert (tmp_path / "sweep_1x2.png").stat().st_size > 20_000
 
 
 def test_overhead_by_bins_against_a_plain_exchange(built, tmp_path):

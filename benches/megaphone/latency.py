@@ -26,7 +26,6 @@ import runs  # noqa: E402
 from runs import common  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-LAYOUTS = {"1x2": ["--processes", 1, "--workers", 2], "2x1": ["--processes", 2, "--workers", 1]}
 
 
 def arguments():
@@ -56,7 +55,7 @@ def measure(args):
     for _ in range(args.runs):
         for layout in args.layouts:
             for strategy in args.strategies:
-                flags = [*LAYOUTS[layout], "--strategy", strategy, "--bins", args.bins, "--keys", args.keys,
+                flags = [*runs.LAYOUTS[layout], "--strategy", strategy, "--bins", args.bins, "--keys", args.keys,
                          "--state-bytes", args.state_bytes, "--rate", args.rate, "--duration", args.duration,
                          "--migrate-at", args.migrate_at]  # fmt: skip
                 results.setdefault((layout, strategy), []).append(runs.run(flags))

@@ -15,6 +15,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rescaling"))
 import common  # noqa: E402,F401  (re-exported for the drivers)
 
+#: Processes x workers: the binary's flags for each layout.
+LAYOUTS = {"1x2": ["--processes", 1, "--workers", 2], "2x1": ["--processes", 2, "--workers", 1]}
+
 #: How long after the migration's end a latency still counts as "during the migration" (ms):
 #: the backlog built up while bins were in flight drains in this time.
 RECOVERY_MS = 200.0

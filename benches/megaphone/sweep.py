@@ -2,18 +2,19 @@
 
 For every number of bins in ``--bins`` and every state size in ``--states`` (``KEYS:BYTES``:
 that many keys, each with a count and BYTES bytes of state), one run of ``megaphone_latency``
-(2 workers in one process, ``--rate`` records/s in 1 ms epochs) moves half of the bins to the
+(2 workers: ``--layout 1x2`` in one process, ``2x1`` in two over loopback; ``--rate`` records/s in 1 ms epochs) moves half of the bins to the
 other worker at ``--migrate-at`` seconds, all at once and in batches (``batched:N`` with
 ``N = max(1, bins / 32)``: each worker sends a quarter of the bins, so 8 batches, or fewer
 with fewer than 32 bins). Runs alternate between strategies, bins and sizes, ``--runs`` times.
 
-Writes into ``--out``: ``sweep.csv`` (per run: bins, keys, state bytes and MB, strategy,
+Writes into ``--out`` (LAYOUT is ``--layout``): ``sweep_LAYOUT.csv`` (per run: bins, keys, state bytes and MB, strategy,
 migration duration, steady median latency, worst latency during the migration and
-``runs.RECOVERY_MS`` after it), ``sweep_summary.csv`` (medians over runs) and ``sweep.png``
+``runs.RECOVERY_MS`` after it), ``sweep_LAYOUT_summary.csv`` (medians over runs) and ``sweep_LAYOUT.png``
 (worst latency and duration against bins, one line per strategy and state size). Prints the
 summary and the load average. Measures only.
 
-    .venv/bin/python benches/megaphone/sweep.py              # ~5 minutes
+    .venv/bin/python benches/megaphone/sweep.py              # ~7 minutes
+    .venv/bin/python benches/megaphone/sweep.py --layout 2x1 # the same across 2 processes
     .venv/bin/python benches/megaphone/sweep.py --quick      # a few seconds
 """
 
@@ -31,8 +32,9 @@ HERE = Path(__file__).resolve().parent
 def arguments():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bins", default="16,64,256,1024,4096")
-    parser.add_argument("--states", default="1000000:0,1000000:32,1000000:128", help="KEYS:BYTES,...")
-    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--states", default="100000:0,1000000:0,100000:1024,1000000:128", help="KEYS:BYTES,...")
+    parser.add_argument("--layout", default="1x2", choices=sorted(runs.LAYOUTS))
+    parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--rate", type=int, default=200_000)
     parser.add_argument("--duration", type=float, default=2.5)
     parser.add_argument("--migrate-at", type=float, default=1.0)
@@ -54,41 +56,45 @@ def strategies(bins):
 
 
 def measure(args):
-    """Rows of ``sweep.csv``, the runs alternating."""
+    """Rows of ``sweep_LAYOUT.csv``, the runs alternating."""
     rows = []
     for i in range(args.runs):
         for keys, state_bytes in args.states:
             for bins in args.bins:
                 for strategy in strategies(bins):
-                    run = runs.run(["--bins", bins, "--keys", keys, "--state-bytes", state_bytes, "--strategy", strategy,
+                    run = runs.run([*runs.LAYOUTS[args.layout], "--bins", bins, "--keys", keys, "--state-bytes", state_bytes, "--strategy", strategy,
                                     "--rate", args.rate, "--duration", args.duration, "--migrate-at", args.migrate_at])  # fmt: skip
-                    rows.append({"bins": bins, "keys": keys, "state_bytes": state_bytes, "state_mb": run.state_mb,
+                    rows.append({"layout": args.layout, "bins": bins, "keys": keys, "state_bytes": state_bytes, "state_mb": run.state_mb,
                                  "strategy": strategy.split(":")[0], "per_worker": strategy.partition(":")[2],
                                  "run": i, "moved_bins": run.moved_bins, "duration_ms": round(run.duration_ms, 3),
                                  "steady_p50_ms": run.steady_p50_ms(), "max_ms": run.max_ms()})  # fmt: skip
     return rows
 
 
+SUMMARY = ["layout", "keys", "state_bytes", "state_mb", "bins", "strategy", "runs", "steady_p50_ms", "max_ms",
+           "duration_ms"]  # fmt: skip
+
+
 def summarize(rows):
-    """Medians over runs per (state, bins, strategy)."""
+    """Medians over runs per (layout, state, bins, strategy), as dicts with the ``SUMMARY`` keys."""
     groups = {}
     for row in rows:
-        groups.setdefault((row["keys"], row["state_bytes"], row["state_mb"], row["bins"], row["strategy"]), []).append(row)
+        groups.setdefault(tuple(row[k] for k in SUMMARY[:6]), []).append(row)
     return [
-        (*key, len(group), common.median(r["steady_p50_ms"] for r in group), common.median(r["max_ms"] for r in group),
-         common.median(r["duration_ms"] for r in group))
+        dict(zip(SUMMARY, (*key, len(group), *(common.median(r[k] for r in group) for k in SUMMARY[7:]))))
         for key, group in groups.items()
-    ]  # fmt: skip
+    ]
 
 
 def plot(summary, path):
     """Worst latency and migration duration against bins: a line per strategy and state size."""
-    fig, (worst, duration) = common.figure(1, 2, width=5.5, height=3.6)
-    lines = sorted({(row[2], row[4]) for row in summary})
-    for state_mb, strategy in lines:
-        points = sorted((row[3], row[7], row[8]) for row in summary if (row[2], row[4]) == (state_mb, strategy))
+    fig, (worst, duration) = common.figure(1, 2, width=5.5, height=3.8)
+    lines = sorted({(r["keys"], r["state_bytes"], r["state_mb"], r["strategy"]) for r in summary})
+    for keys, state_bytes, state_mb, strategy in lines:
+        points = sorted((r["bins"], r["max_ms"], r["duration_ms"]) for r in summary
+                        if (r["keys"], r["state_bytes"], r["strategy"]) == (keys, state_bytes, strategy))  # fmt: skip
         style = dict(marker="o" if strategy == "all-at-once" else "s", ls="-" if strategy == "all-at-once" else "--")
-        label = f"{strategy}, {state_mb:g} MB"
+        label = f"{strategy}, {keys:,} keys x {state_bytes} B ({state_mb:g} MB)"
         worst.plot([p[0] for p in points], [p[1] for p in points], label=label, **style)
         duration.plot([p[0] for p in points], [p[2] for p in points], label=label, **style)
     for ax, what in ((worst, "max latency during migration (ms)"), (duration, "migration duration (ms)")):
@@ -97,8 +103,8 @@ def plot(summary, path):
         ax.set_xlabel("bins")
         ax.set_ylabel(what)
         ax.grid(True, which="both", alpha=0.3)
-    worst.legend(fontsize=7)
-    fig.suptitle("Half of the bins moved between 2 workers (median over runs)", fontsize=10)
+    fig.legend(*worst.get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=7)
+    fig.suptitle(f"Half of the bins moved between 2 workers ({summary[0]['layout']}, median over runs)", fontsize=10)
     fig.savefig(path, dpi=110)
 
 
@@ -110,15 +116,16 @@ def main():
     rows = measure(args)
     print(f"load average after: {common.load()}")
     header = list(rows[0])
-    common.write_csv(args.out / "sweep.csv", header, [[row[h] for h in header] for row in rows])
+    common.write_csv(args.out / f"sweep_{args.layout}.csv", header, [[row[h] for h in header] for row in rows])
     summary = summarize(rows)
-    common.write_csv(args.out / "sweep_summary.csv", ["keys", "state_bytes", "state_mb", "bins", "strategy", "runs",
-                                                      "steady_p50_ms", "max_ms", "duration_ms"], summary)  # fmt: skip
-    plot(summary, args.out / "sweep.png")
-    print("| state (MB) | bins | strategy | steady p50 (ms) | max (ms) | migration (ms) |")
-    print("|---|---|---|---|---|---|")
-    for row in summary:
-        print(f"| {row[2]:g} | {row[3]} | {row[4]} | {row[6]:.2f} | {row[7]:.1f} | {row[8]:.1f} |")
+    rows_out = [[r[k] for k in SUMMARY] for r in summary]
+    common.write_csv(args.out / f"sweep_{args.layout}_summary.csv", SUMMARY, rows_out)
+    plot(summary, args.out / f"sweep_{args.layout}.png")
+    print("| keys | bytes/key | state (MB) | bins | strategy | steady p50 (ms) | max (ms) | migration (ms) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in summary:
+        print(f"| {r['keys']:,} | {r['state_bytes']} | {r['state_mb']:g} | {r['bins']} | {r['strategy']} | "
+              f"{r['steady_p50_ms']:.2f} | {r['max_ms']:.1f} | {r['duration_ms']:.1f} |")
 
 
 if __name__ == "__main__":
