@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT
 
 MEGAPHONE = ROOT / "benches" / "megaphone"
-STRATEGIES = {"all-at-once", "fluid", "batched:8"}
+STRATEGIES = {"all-at-once", "fluid", "batched:8", "batched:8@10"}
 
 
 @pytest.fixture(scope="module")
@@ -53,13 +53,15 @@ def test_latency_during_a_migration_for_every_strategy_and_layout(built, tmp_pat
         times = [float(r["t_ms"]) for r in epochs if (r["layout"], r["strategy"]) == (layout, strategy)]
         assert len(times) > 900 and times == sorted(times)
     _, migrations = rows(tmp_path / "migrations.csv")
-    assert len(migrations) == 6
+    assert len(migrations) == 8
     for m in migrations:
         assert m["moved_bins"] == "128", "half of the 256 bins move"
         assert float(m["end_ms"]) > float(m["start_ms"]) == 500.0
         assert 0 < float(m["steady_p50_ms"]) <= float(m["max_ms"])
     fluid = [float(m["duration_ms"]) for m in migrations if m["strategy"] == "fluid"]
     assert all(d >= 127 for d in fluid), "fluid moves one bin per 1 ms epoch"
+    spaced = [float(m["duration_ms"]) for m in migrations if m["strategy"] == "batched:8@10"]
+    assert all(d >= 70 for d in spaced), "8 batches, 10 epochs apart"
     assert (tmp_path / "latency.png").stat().st_size > 20_000
 
 
@@ -73,8 +75,10 @@ def test_the_binary_reports_where_records_of_moved_bins_were_processed(built):
     assert sent == processed > 5000, "every key's first record and the fed ones, each processed once"
     before, after, misplaced = (int(n) for n in summary["# moved"])
     assert before > 0 and after > 0 and misplaced == 0, "moved bins were processed on the old, then the new owner"
-    bad = subprocess.run([str(binary), "--strategy", "batched:0"], capture_output=True, text=True, timeout=10)
-    assert bad.returncode == 2 and "batched:N needs a positive N" in bad.stderr
+    for strategy, error in (("batched:0", "batched:N needs a positive N"), ("fluid@0", "@GAP needs a positive"),
+                            ("random", "unknown strategy")):  # fmt: skip
+        bad = subprocess.run([str(binary), "--strategy", strategy], capture_output=True, text=True, timeout=10)
+        assert bad.returncode == 2 and error in bad.stderr, bad.stderr
 
 
 def test_max_latency_and_duration_by_bins_and_state_size(built, tmp_path):
@@ -83,14 +87,14 @@ def test_max_latency_and_duration_by_bins_and_state_size(built, tmp_path):
     assert header == ["layout", "bins", "keys", "state_bytes", "state_mb", "strategy", "per_worker", "run", "moved_bins",
                       "duration_ms", "steady_p50_ms", "max_ms"]  # fmt: skip
     assert {(r["bins"], r["state_bytes"], r["strategy"]) for r in runs} == {
-        (b, s, k) for b in ("16", "256") for s in ("0", "256") for k in ("all-at-once", "batched")
+        (b, s, k) for b in ("16", "256") for s in ("0", "256") for k in ("all-at-once", "batched", "batched@10")
     }
     assert all(int(r["moved_bins"]) == int(r["bins"]) // 2 for r in runs)
     assert all(float(r["duration_ms"]) > 0 and float(r["max_ms"]) > 0 for r in runs)
     sizes = {r["state_bytes"]: float(r["state_mb"]) for r in runs}
     assert sizes["256"] > sizes["0"] > 0
     _, summary = rows(tmp_path / "sweep_1x2_summary.csv")
-    assert len(summary) == 8 and "| 256 | batched |" in out
+    assert len(summary) == 12 and "| 256 | batched@10 |" in out
     assert (tmp_path / "sweep_1x2.png").stat().st_size > 20_000
 
 

@@ -3,7 +3,9 @@
 The shape of the Megaphone paper's figures 16-18, per migration strategy. Each run of
 ``megaphone_latency`` counts words (a count and ``--state-bytes`` bytes of state per key) on
 2 workers fed ``--rate`` records/s in 1 ms epochs; at ``--migrate-at`` seconds half of the
-bins move to the other worker, all at once, fluidly (one bin per epoch) or in batches. Two
+bins move to the other worker, all at once, fluidly (one bin per epoch) or in batches of at
+most 8 bins sent and received per worker, at consecutive epochs (``batched:8``, as ``plan``
+returns them) or 10 epochs apart (``batched:8@10``, time to catch up between batches). Two
 layouts: ``1x2`` (one process, 2 worker threads) and ``2x1`` (2 processes of 1 worker over
 loopback TCP, so state crosses the codec). Runs alternate between strategies and layouts.
 
@@ -30,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 
 def arguments():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--strategies", default="all-at-once,fluid,batched:8")
+    parser.add_argument("--strategies", default="all-at-once,fluid,batched:8,batched:8@10")
     parser.add_argument("--layouts", default="1x2,2x1")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--bins", type=int, default=256)

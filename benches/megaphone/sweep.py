@@ -5,7 +5,8 @@ that many keys, each with a count and BYTES bytes of state), one run of ``megaph
 (2 workers: ``--layout 1x2`` in one process, ``2x1`` in two over loopback; ``--rate`` records/s in 1 ms epochs) moves half of the bins to the
 other worker at ``--migrate-at`` seconds, all at once and in batches (``batched:N`` with
 ``N = max(1, bins / 32)``: each worker sends a quarter of the bins, so 8 batches, or fewer
-with fewer than 32 bins). Runs alternate between strategies, bins and sizes, ``--runs`` times.
+with fewer than 32 bins), the batches at consecutive epochs (``batched``) or ``--gap`` epochs
+apart (``batched@GAP``). Runs alternate between strategies, bins and sizes, ``--runs`` times.
 
 Writes into ``--out`` (LAYOUT is ``--layout``): ``sweep_LAYOUT.csv`` (per run: bins, keys, state bytes and MB, strategy,
 migration duration, steady median latency, worst latency during the migration and
@@ -35,6 +36,7 @@ def arguments():
     parser.add_argument("--states", default="100000:0,1000000:0,100000:1024,1000000:128", help="KEYS:BYTES,...")
     parser.add_argument("--layout", default="1x2", choices=sorted(runs.LAYOUTS))
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--gap", type=int, default=10, help="epochs (ms) between batches of batched@GAP")
     parser.add_argument("--rate", type=int, default=200_000)
     parser.add_argument("--duration", type=float, default=2.5)
     parser.add_argument("--migrate-at", type=float, default=1.0)
@@ -50,9 +52,17 @@ def arguments():
     return args
 
 
-def strategies(bins):
-    """The strategies compared at ``bins`` bins."""
-    return ["all-at-once", f"batched:{max(1, bins // 32)}"]
+def strategies(bins, gap):
+    """The strategies compared at ``bins`` bins, as the binary's ``--strategy``."""
+    per_worker = max(1, bins // 32)
+    return ["all-at-once", f"batched:{per_worker}", f"batched:{per_worker}@{gap}"]
+
+
+def label(strategy):
+    """``(name, per_worker)`` of a ``--strategy``: ``batched:8@10`` is ``("batched@10", "8")``."""
+    name, _, rest = strategy.partition(":")
+    per_worker, _, gap = rest.partition("@")
+    return name + (f"@{gap}" if gap else ""), per_worker
 
 
 def measure(args):
@@ -61,11 +71,11 @@ def measure(args):
     for i in range(args.runs):
         for keys, state_bytes in args.states:
             for bins in args.bins:
-                for strategy in strategies(bins):
+                for strategy in strategies(bins, args.gap):
                     run = runs.run([*runs.LAYOUTS[args.layout], "--bins", bins, "--keys", keys, "--state-bytes", state_bytes, "--strategy", strategy,
                                     "--rate", args.rate, "--duration", args.duration, "--migrate-at", args.migrate_at])  # fmt: skip
                     rows.append({"layout": args.layout, "bins": bins, "keys": keys, "state_bytes": state_bytes, "state_mb": run.state_mb,
-                                 "strategy": strategy.split(":")[0], "per_worker": strategy.partition(":")[2],
+                                 "strategy": label(strategy)[0], "per_worker": label(strategy)[1],
                                  "run": i, "moved_bins": run.moved_bins, "duration_ms": round(run.duration_ms, 3),
                                  "steady_p50_ms": run.steady_p50_ms(), "max_ms": run.max_ms()})  # fmt: skip
     return rows
@@ -86,6 +96,9 @@ def summarize(rows):
     ]
 
 
+STYLES = {"all-at-once": dict(marker="o", ls="-"), "batched": dict(marker="s", ls="--")}
+
+
 def plot(summary, path):
     """Worst latency and migration duration against bins: a line per strategy and state size."""
     fig, (worst, duration) = common.figure(1, 2, width=5.5, height=3.8)
@@ -93,7 +106,7 @@ def plot(summary, path):
     for keys, state_bytes, state_mb, strategy in lines:
         points = sorted((r["bins"], r["max_ms"], r["duration_ms"]) for r in summary
                         if (r["keys"], r["state_bytes"], r["strategy"]) == (keys, state_bytes, strategy))  # fmt: skip
-        style = dict(marker="o" if strategy == "all-at-once" else "s", ls="-" if strategy == "all-at-once" else "--")
+        style = STYLES.get(strategy, dict(marker="^", ls=":"))
         label = f"{strategy}, {keys:,} keys x {state_bytes} B ({state_mb:g} MB)"
         worst.plot([p[0] for p in points], [p[1] for p in points], label=label, **style)
         duration.plot([p[0] for p in points], [p[2] for p in points], label=label, **style)

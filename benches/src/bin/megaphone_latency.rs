@@ -3,7 +3,7 @@
 //!
 //! `megaphone_latency [--workers 2] [--processes 1] [--bins 256] [--keys 100000]
 //!  [--state-bytes 64] [--rate 200000] [--duration 4] [--migrate-at 2]
-//!  [--strategy all-at-once|fluid|batched:N]`
+//!  [--strategy all-at-once|fluid|batched:N[@GAP]]`
 //!
 //! `processes` "processes" (threads of this program, each running `timely_engine::execute`,
 //! over loopback when more than one) of `workers` workers each run a keyed count
@@ -14,7 +14,9 @@
 //! of random keys at `rate` records per second in total, in epochs of 1 ms (the input's time
 //! is the current millisecond plus one). At `migrate-at` seconds worker 0 sends the commands
 //! that move every other group of `workers x processes` bins to the next worker (half of the
-//! bins; each worker sends and receives as many), spread over epochs by `strategy`.
+//! bins; each worker sends and receives as many), spread over epochs by `strategy`: `plan`
+//! puts its steps at consecutive epochs; `@GAP` spaces them `GAP` epochs (ms) apart instead,
+//! so that the workers can catch up between steps.
 //!
 //! Prints a CSV to stdout: per epoch, `epoch,t_ms,latency_ms` (`t_ms`: the epoch's nominal
 //! end, when its input closes, since the clock's start; latency: from then until worker 0's
@@ -49,10 +51,20 @@ struct Options {
     duration: f64,
     migrate_at: f64,
     strategy: Strategy,
+    /// Epochs between two steps of the migration.
+    gap: u64,
 }
 
-fn parse_strategy(value: &str) -> Result<Strategy, String> {
-    match value.split_once(':') {
+/// `STRATEGY[@GAP]`: the strategy and the epochs between its steps (1 without `@`).
+fn parse_strategy(value: &str) -> Result<(Strategy, u64), String> {
+    let (value, gap) = match value.split_once('@') {
+        Some((strategy, gap)) => match gap.parse() {
+            Ok(gap) if gap > 0 => (strategy, gap),
+            _ => return Err(format!("@GAP needs a positive number of epochs, not {gap:?}")),
+        },
+        None => (value, 1),
+    };
+    let strategy = match value.split_once(':') {
         None if value == "all-at-once" => Ok(Strategy::AllAtOnce),
         None if value == "fluid" => Ok(Strategy::Fluid),
         Some(("batched", n)) => match n.parse() {
@@ -60,7 +72,8 @@ fn parse_strategy(value: &str) -> Result<Strategy, String> {
             _ => Err(format!("batched:N needs a positive N, not {n:?}")),
         },
         _ => Err(format!("unknown strategy {value:?} (all-at-once, fluid, batched:N)")),
-    }
+    }?;
+    Ok((strategy, gap))
 }
 
 impl Options {
@@ -75,6 +88,7 @@ impl Options {
             duration: 4.0,
             migrate_at: 2.0,
             strategy: Strategy::AllAtOnce,
+            gap: 1,
         };
         let args: Vec<String> = std::env::args().skip(1).collect();
         for pair in args.chunks(2) {
@@ -89,7 +103,7 @@ impl Options {
                 "--rate" => options.rate = number(value)?,
                 "--duration" => options.duration = number(value)?,
                 "--migrate-at" => options.migrate_at = number(value)?,
-                "--strategy" => options.strategy = parse_strategy(value)?,
+                "--strategy" => (options.strategy, options.gap) = parse_strategy(value)?,
                 _ => return Err(format!("unknown option {name}")),
             }
         }
@@ -113,6 +127,16 @@ impl Options {
     /// The epoch of the first command: the migration starts at `migrate-at` seconds.
     fn migration_epoch(&self) -> u64 {
         (self.migrate_at * 1e3) as u64 + 1
+    }
+
+    /// The migration's commands: `plan`'s steps, `gap` epochs apart.
+    fn commands(&self) -> Vec<(u64, Command)> {
+        let bins = Bins::new(self.bins).expect("checked");
+        let initial = RoutingTable::round_robin(bins, self.peers()).expect("a table");
+        let start = self.migration_epoch();
+        let planned =
+            plan(&initial, &target_table(bins, self.peers()), self.strategy, start).expect("a plan");
+        planned.into_iter().map(|(time, command)| (start + (time - start) * self.gap, command)).collect()
     }
 }
 
@@ -161,8 +185,7 @@ fn run_worker(worker: &mut Worker, options: &Options, shared: &Shared) {
     let (index, peers) = (worker.index(), worker.peers());
     let bins = Bins::new(options.bins).expect("checked");
     let initial = RoutingTable::round_robin(bins, peers).expect("a table");
-    let commands = plan(&initial, &target_table(bins, peers), options.strategy, options.migration_epoch())
-        .expect("a plan");
+    let commands = options.commands();
     let moves = moves_of(&commands, &initial);
     let tally = Rc::new(Tally::default());
     let mut data = InputHandle::<u64, u64>::new();
@@ -362,11 +385,7 @@ fn report(options: &Options, shared: &Shared) -> bool {
     for &(epoch, latency, _) in &epochs {
         println!("{epoch},{},{:.3}", epoch, latency as f64 / 1e6);
     }
-    let bins = Bins::new(options.bins).expect("checked");
-    let initial = RoutingTable::round_robin(bins, options.peers()).expect("a table");
-    let commands =
-        plan(&initial, &target_table(bins, options.peers()), options.strategy, options.migration_epoch())
-            .expect("a plan");
+    let commands = options.commands();
     let (first, last) = (commands.first().map_or(0, |c| c.0), commands.last().map_or(0, |c| c.0));
     let done = epochs.iter().find(|e| e.0 >= last).map_or(f64::NAN, |e| e.2 as f64 / 1e6);
     println!("# migration,{},{},{:.3}", commands.len(), (first - 1) as f64, done);
@@ -380,7 +399,7 @@ fn report(options: &Options, shared: &Shared) -> bool {
 
 fn main() {
     let options = Options::parse().unwrap_or_else(|e| {
-        eprintln!("{e}\nusage: megaphone_latency [--workers N] [--processes N] [--bins B] [--keys K] [--state-bytes S] [--rate R] [--duration S] [--migrate-at S] [--strategy all-at-once|fluid|batched:N]");
+        eprintln!("{e}\nusage: megaphone_latency [--workers N] [--processes N] [--bins B] [--keys K] [--state-bytes S] [--rate R] [--duration S] [--migrate-at S] [--strategy all-at-once|fluid|batched:N[@GAP]]");
         std::process::exit(2)
     });
     match run(options.clone()) {
