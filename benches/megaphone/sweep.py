@@ -1,20 +1,21 @@
 """Megaphone experiment 2: worst latency and migration duration against bins and state size.
 
 For every number of bins in ``--bins`` and every state size in ``--states`` (``KEYS:BYTES``:
-that many keys, each with a count and BYTES bytes of state), one run of ``megaphone_latency``
-(2 workers: ``--layout 1x2`` in one process, ``2x1`` in two over loopback; ``--rate``
-records/s in 1 ms epochs) moves half of the bins to the other worker at ``--migrate-at`` seconds, all at once and in batches (``batched:N`` with
-``N = max(1, bins / 32)``: each worker sends a quarter of the bins, so 8 batches, or fewer
-with fewer than 32 bins), the batches at consecutive epochs (``batched``) or ``--gap`` epochs
-apart (``batched@GAP``). Runs alternate between strategies, bins and sizes, ``--runs`` times.
+that many keys, each with a count and BYTES bytes of state), one run of ``megaphone_latency`` (2
+workers: ``--layout 1x2`` in one process, ``2x1`` in two over loopback; ``--rate`` records/s in
+1 ms epochs) moves half of the bins to the other worker at ``--migrate-at`` seconds, all at once
+and in batches (``batched:N`` with ``N = max(1, bins / 32)``: each worker sends a quarter of the
+bins, so 8 batches, or fewer with fewer than 32 bins), the batches at consecutive epochs
+(``batched``) or ``--gap`` epochs apart (``batched@GAP``). Runs alternate between strategies,
+bins and sizes, ``--runs`` times.
 
-Writes into ``--out`` (LAYOUT is ``--layout``): ``sweep_LAYOUT.csv`` (per run: bins, keys,
-state bytes and MB, strategy, migration duration, steady median latency, worst latency during the migration and
-``runs.RECOVERY_MS`` after it), ``sweep_LAYOUT_summary.csv`` (medians over runs) and ``sweep_LAYOUT.png``
-(worst latency and duration against bins, one line per strategy and state size). Prints the
-summary and the load average. Measures only.
+Writes into ``--out`` (LAYOUT is ``--layout``): ``sweep_LAYOUT.csv`` (per run: bins, keys, state
+bytes and MB, strategy, migration duration, steady median latency, worst latency during the
+migration and ``runs.RECOVERY_MS`` after it), ``sweep_LAYOUT_summary.csv`` (medians over runs)
+and ``sweep_LAYOUT.png`` (worst latency and duration against bins, one line per strategy and
+state size). Prints the summary and the load average. Measures only.
 
-    .venv/bin/python benches/megaphone/sweep.py              # ~7 minutes
+    .venv/bin/python benches/megaphone/sweep.py              # ~10 minutes
     .venv/bin/python benches/megaphone/sweep.py --layout 2x1 # the same across 2 processes
     .venv/bin/python benches/megaphone/sweep.py --quick      # a few seconds
 """
