@@ -104,10 +104,11 @@ def plot(summary, path):
     """Worst latency and migration duration against bins: a line per strategy and state size."""
     fig, (worst, duration) = common.figure(1, 2, width=5.5, height=3.8)
     lines = sorted({(r["keys"], r["state_bytes"], r["state_mb"], r["strategy"]) for r in summary})
+    colors = {state: f"C{i}" for i, state in enumerate(sorted({line[:2] for line in lines}))}  # one per state
     for keys, state_bytes, state_mb, strategy in lines:
         points = sorted((r["bins"], r["max_ms"], r["duration_ms"]) for r in summary
                         if (r["keys"], r["state_bytes"], r["strategy"]) == (keys, state_bytes, strategy))  # fmt: skip
-        style = STYLES.get(strategy, dict(marker="^", ls=":"))
+        style = dict(STYLES.get(strategy, dict(marker="^", ls=":")), color=colors[(keys, state_bytes)])
         label = f"{strategy}, {keys:,} keys x {state_bytes} B ({state_mb:g} MB)"
         worst.plot([p[0] for p in points], [p[1] for p in points], label=label, **style)
         duration.plot([p[0] for p in points], [p[2] for p in points], label=label, **style)
