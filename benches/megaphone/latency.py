@@ -71,7 +71,7 @@ def write(results, out):
         for i, run in enumerate(done):
             epochs += [(layout, strategy, i, t, latency) for t, latency in run.epochs]
             migrations.append((layout, strategy, i, run.moved_bins, run.start_ms, run.end_ms,
-                               round(run.duration_ms, 3), run.steady_p50_ms(), run.max_ms(), run.state_mb))  # fmt: skip
+                               run.duration_ms, run.steady_p50_ms(), run.max_ms(), run.state_mb))  # fmt: skip
         summary.append((layout, strategy, len(done), common.median(r.steady_p50_ms() for r in done),
                         common.median(r.max_ms() for r in done), common.median(r.duration_ms for r in done)))  # fmt: skip
     common.write_csv(out / "latency.csv", ["layout", "strategy", "run", "t_ms", "latency_ms"], epochs)

@@ -7,6 +7,7 @@ or how they are plotted (``latency.py`` and ``sweep.py`` do). Building binaries,
 writing and figures come from the rescaling drivers' ``common`` module.
 """
 
+import math
 import statistics
 import sys
 from dataclasses import dataclass
@@ -38,8 +39,9 @@ class Run:
 
     @property
     def duration_ms(self):
-        """From the first command's epoch start until the probe passed the last command's epoch."""
-        return self.end_ms - self.start_ms
+        """From the first command's epoch start until the probe passed the last command's epoch
+        (None if it never did)."""
+        return None if math.isnan(self.end_ms) else round(self.end_ms - self.start_ms, 3)
 
     def steady_p50_ms(self):
         """The median latency of the epochs before the migration."""
@@ -48,7 +50,8 @@ class Run:
 
     def max_ms(self):
         """The worst latency from the migration's start until ``RECOVERY_MS`` after its end."""
-        during = [lat for t, lat in self.epochs if self.start_ms <= t <= self.end_ms + RECOVERY_MS]
+        end = math.inf if math.isnan(self.end_ms) else self.end_ms + RECOVERY_MS
+        during = [lat for t, lat in self.epochs if self.start_ms <= t <= end]
         return max(during) if during else None
 
 

@@ -77,7 +77,7 @@ def measure(args):
                                     "--rate", args.rate, "--duration", args.duration, "--migrate-at", args.migrate_at])  # fmt: skip
                     rows.append({"layout": args.layout, "bins": bins, "keys": keys, "state_bytes": state_bytes, "state_mb": run.state_mb,
                                  "strategy": label(strategy)[0], "per_worker": label(strategy)[1],
-                                 "run": i, "moved_bins": run.moved_bins, "duration_ms": round(run.duration_ms, 3),
+                                 "run": i, "moved_bins": run.moved_bins, "duration_ms": run.duration_ms,
                                  "steady_p50_ms": run.steady_p50_ms(), "max_ms": run.max_ms()})  # fmt: skip
     return rows
 

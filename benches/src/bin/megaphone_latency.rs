@@ -20,8 +20,9 @@
 //!
 //! Prints a CSV to stdout: per epoch, `epoch,t_ms,latency_ms` (`t_ms`: the epoch's nominal
 //! end, when its input closes, since the clock's start; latency: from then until worker 0's
-//! probe passed the epoch). Then comment lines: `# migration,BINS_MOVED,START_MS,END_MS`
-//! (the first command's epoch start, and when the probe passed the last command's epoch),
+//! probe passed the epoch; epochs in flight when the feed stops are measured while the
+//! dataflow drains). Then comment lines: `# migration,BINS_MOVED,START_MS,END_MS` (the first
+//! command's epoch start, and when the probe passed the last command's epoch, `NaN` if never),
 //! `# records,SENT,PROCESSED`, `# moved,BEFORE_ON_OLD,AFTER_ON_NEW,MISPLACED` (records of
 //! moved bins processed before their move on the old owner, after it on the new owner, and
 //! anywhere else) and `# state_mb,MB` (keys times their state's bytes). It exits with status 1
@@ -291,9 +292,16 @@ fn feed(
             measure(start, probe, *data.time(), &mut next_epoch, &mut epochs);
         }
     }
+    // Epochs still in flight when the feed stops (a migration's backlog) are measured too.
+    let last = *data.time();
     data.close();
     control.close();
-    worker.step_while(|| !probe.done());
+    while !probe.done() {
+        worker.step();
+        if index == 0 {
+            measure(start, probe, last, &mut next_epoch, &mut epochs);
+        }
+    }
     shared.epochs.lock().unwrap().extend(epochs);
     sent
 }
