@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT
 
 MEGAPHONE = ROOT / "benches" / "megaphone"
-STRATEGIES = {"all-at-once", "fluid", "batched:8", "batched:8@10"}
+STRATEGIES = {"all-at-once", "fluid", "batched:8", "batched:8@10", "batched:8@done"}
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def test_latency_during_a_migration_for_every_strategy_and_layout(built, tmp_pat
         times = [float(r["t_ms"]) for r in epochs if (r["layout"], r["strategy"]) == (layout, strategy)]
         assert len(times) > 900 and times == sorted(times)
     _, migrations = rows(tmp_path / "migrations.csv")
-    assert len(migrations) == 8
+    assert len(migrations) == 10
     for m in migrations:
         assert m["moved_bins"] == "128", "half of the 256 bins move"
         assert float(m["end_ms"]) > float(m["start_ms"]) == 500.0

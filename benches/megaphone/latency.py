@@ -5,9 +5,11 @@ The shape of the Megaphone paper's figures 16-18, per migration strategy. Each r
 2 workers fed ``--rate`` records/s in 1 ms epochs; at ``--migrate-at`` seconds half of the
 bins move to the other worker, all at once, fluidly (one bin per epoch) or in batches of at
 most 8 bins sent and received per worker, at consecutive epochs (``batched:8``, as ``plan``
-returns them) or 10 epochs apart (``batched:8@10``, time to catch up between batches). Two
-layouts: ``1x2`` (one process, 2 worker threads) and ``2x1`` (2 processes of 1 worker over
-loopback TCP, so state crosses the codec). Runs alternate between strategies and layouts.
+returns them) or 10 epochs apart (``batched:8@10``, time to catch up between batches), or
+each once the previous one is complete (``batched:8@done``, the controller watching the
+probe). Two layouts: ``1x2`` (one process, 2 worker threads) and ``2x1`` (2 processes of 1
+worker over loopback TCP, so state crosses the codec). Runs alternate between strategies and
+layouts.
 
 Writes into ``--out``: ``latency.csv`` (layout, strategy, run, t_ms, latency_ms per epoch),
 ``migrations.csv`` (per run: bins moved, migration start/end/duration, steady median latency
@@ -15,7 +17,7 @@ before it, worst latency during it and ``runs.RECOVERY_MS`` after), ``latency_su
 (medians over runs) and ``latency.png`` (the first run of each, one panel per strategy and
 layout, the migration shaded). Prints the summary and the load average. Measures only.
 
-    .venv/bin/python benches/megaphone/latency.py            # ~1.5 minutes
+    .venv/bin/python benches/megaphone/latency.py            # ~2.5 minutes
     .venv/bin/python benches/megaphone/latency.py --quick    # a few seconds
 """
 
@@ -32,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 
 def arguments():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--strategies", default="all-at-once,fluid,batched:8,batched:8@10")
+    parser.add_argument("--strategies", default="all-at-once,fluid,batched:8,batched:8@10,batched:8@done")
     parser.add_argument("--layouts", default="1x2,2x1")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--bins", type=int, default=256)

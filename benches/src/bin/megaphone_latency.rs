@@ -3,7 +3,7 @@
 //!
 //! `megaphone_latency [--workers 2] [--processes 1] [--bins 256] [--keys 100000]
 //!  [--state-bytes 64] [--rate 200000] [--duration 4] [--migrate-at 2]
-//!  [--strategy all-at-once|fluid|batched:N[@GAP]]`
+//!  [--strategy all-at-once|fluid|batched:N[@GAP|@done]]`
 //!
 //! `processes` "processes" (threads of this program, each running `timely_engine::execute`,
 //! over loopback when more than one) of `workers` workers each run a keyed count
@@ -15,8 +15,10 @@
 //! is the current millisecond plus one). At `migrate-at` seconds worker 0 sends the commands
 //! that move every other group of `workers x processes` bins to the next worker (half of the
 //! bins; each worker sends and receives as many), spread over epochs by `strategy`: `plan`
-//! puts its steps at consecutive epochs; `@GAP` spaces them `GAP` epochs (ms) apart instead,
-//! so that the workers can catch up between steps.
+//! puts its steps at consecutive epochs, all sent at once; `@GAP` spaces them `GAP` epochs (ms)
+//! apart instead, so that the workers can catch up between steps; `@done` sends each step
+//! only once the probe has passed the previous step's epoch (the step is complete), at the
+//! current epoch.
 //!
 //! Prints a CSV to stdout: per epoch, `epoch,t_ms,latency_ms` (`t_ms`: the epoch's nominal
 //! end, when its input closes, since the clock's start; latency: from then until worker 0's
@@ -32,6 +34,7 @@
 use std::cell::Cell;
 use std::net::TcpListener;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 use timely_communication::initialize::ClusterConfig;
@@ -52,18 +55,20 @@ struct Options {
     duration: f64,
     migrate_at: f64,
     strategy: Strategy,
-    /// Epochs between two steps of the migration.
-    gap: u64,
+    /// Epochs between two steps of the migration; `None`: each step once the previous is done.
+    gap: Option<u64>,
 }
 
-/// `STRATEGY[@GAP]`: the strategy and the epochs between its steps (1 without `@`).
-fn parse_strategy(value: &str) -> Result<(Strategy, u64), String> {
+/// `STRATEGY[@GAP|@done]`: the strategy and the epochs between its steps (1 without `@`,
+/// `None` for `@done`).
+fn parse_strategy(value: &str) -> Result<(Strategy, Option<u64>), String> {
     let (value, gap) = match value.split_once('@') {
+        Some((strategy, "done")) => (strategy, None),
         Some((strategy, gap)) => match gap.parse() {
-            Ok(gap) if gap > 0 => (strategy, gap),
-            _ => return Err(format!("@GAP needs a positive number of epochs, not {gap:?}")),
+            Ok(gap) if gap > 0 => (strategy, Some(gap)),
+            _ => return Err(format!("@GAP needs a positive number of epochs or `done`, not {gap:?}")),
         },
-        None => (value, 1),
+        None => (value, Some(1)),
     };
     let strategy = match value.split_once(':') {
         None if value == "all-at-once" => Ok(Strategy::AllAtOnce),
@@ -89,7 +94,7 @@ impl Options {
             duration: 4.0,
             migrate_at: 2.0,
             strategy: Strategy::AllAtOnce,
-            gap: 1,
+            gap: Some(1),
         };
         let args: Vec<String> = std::env::args().skip(1).collect();
         for pair in args.chunks(2) {
@@ -130,14 +135,23 @@ impl Options {
         (self.migrate_at * 1e3) as u64 + 1
     }
 
-    /// The migration's commands: `plan`'s steps, `gap` epochs apart.
-    fn commands(&self) -> Vec<(u64, Command)> {
+    /// The migration's steps: `plan`'s commands grouped by time, the times `gap` epochs apart
+    /// (with `@done`, the times are decided while the dataflow runs).
+    fn steps(&self) -> Vec<(u64, Vec<Command>)> {
         let bins = Bins::new(self.bins).expect("checked");
         let initial = RoutingTable::round_robin(bins, self.peers()).expect("a table");
         let start = self.migration_epoch();
         let planned =
             plan(&initial, &target_table(bins, self.peers()), self.strategy, start).expect("a plan");
-        planned.into_iter().map(|(time, command)| (start + (time - start) * self.gap, command)).collect()
+        let mut steps: Vec<(u64, Vec<Command>)> = Vec::new();
+        for (time, command) in planned {
+            let time = start + (time - start) * self.gap.unwrap_or(1);
+            match steps.last_mut() {
+                Some((last, commands)) if *last == time => commands.push(command),
+                _ => steps.push((time, vec![command])),
+            }
+        }
+        steps
     }
 }
 
@@ -160,6 +174,50 @@ struct Shared {
     /// Records of moved bins: before the move on the old owner, after it on the new one,
     /// anywhere else.
     moved: Mutex<[u64; 3]>,
+    /// Per bin, the time of its move once worker 0 sent it (`u64::MAX` before).
+    move_times: Vec<AtomicU64>,
+}
+
+/// Worker 0's side of the migration: sends its steps when they are due and publishes each
+/// bin's move time in [`Shared::move_times`] first.
+struct Controller {
+    steps: Vec<(u64, Vec<Command>)>,
+    next: usize,
+    after_done: bool,
+}
+
+impl Controller {
+    /// Sends what is due at `epoch`, before the inputs advance to it: every step at its time
+    /// once `epoch` reaches the first, or (`@done`) the next step at `epoch` once the probe
+    /// has passed the previous one.
+    fn poll(
+        &mut self,
+        epoch: u64,
+        control: &mut InputHandle<u64, Command>,
+        probe: &ProbeHandle<u64>,
+        shared: &Shared,
+    ) {
+        let Some(first) = self.steps.first().map(|s| s.0) else { return };
+        while self.next < self.steps.len() && epoch >= first {
+            if self.after_done {
+                if self.next > 0 && probe.less_than(&(self.steps[self.next - 1].0 + 1)) {
+                    return;
+                }
+                self.steps[self.next].0 = epoch.max(*control.time());
+            }
+            let (time, commands) = &self.steps[self.next];
+            control.advance_to(*time);
+            for &command in commands {
+                let Command::Move { bin, .. } = command;
+                shared.move_times[bin].store(*time, Ordering::SeqCst);
+                control.send(command);
+            }
+            self.next += 1;
+            if self.after_done {
+                return;
+            }
+        }
+    }
 }
 
 /// Where the records of moved bins were processed, on one worker.
@@ -169,25 +227,22 @@ struct Tally {
     moved: [Cell<u64>; 3],
 }
 
-/// Per bin: `Some((time, from, to))` if the migration moves it.
-type Moves = Vec<Option<(u64, usize, usize)>>;
-
-fn moves_of(commands: &[(u64, Command)], initial: &RoutingTable) -> Moves {
-    let mut moves = vec![None; initial.owners().len()];
-    for &(time, Command::Move { bin, worker }) in commands {
-        moves[bin] = Some((time, initial.owner(bin), worker));
-    }
-    moves
+/// Per bin: `Some((from, to))` if the migration moves it.
+fn moves_of(options: &Options) -> Vec<Option<(usize, usize)>> {
+    let bins = Bins::new(options.bins).expect("checked");
+    let initial = RoutingTable::round_robin(bins, options.peers()).expect("a table");
+    let target = target_table(bins, options.peers());
+    (0..bins.count())
+        .map(|bin| (initial.owner(bin) != target.owner(bin)).then(|| (initial.owner(bin), target.owner(bin))))
+        .collect()
 }
 
 /// One worker's run: builds the dataflow, creates every key's state, then feeds records
 /// until the end, sending the migration's commands (worker 0) and measuring (worker 0).
-fn run_worker(worker: &mut Worker, options: &Options, shared: &Shared) {
-    let (index, peers) = (worker.index(), worker.peers());
+fn run_worker(worker: &mut Worker, options: &Options, shared: &Arc<Shared>) {
+    let index = worker.index();
     let bins = Bins::new(options.bins).expect("checked");
-    let initial = RoutingTable::round_robin(bins, peers).expect("a table");
-    let commands = options.commands();
-    let moves = moves_of(&commands, &initial);
+    let (moves, times) = (moves_of(options), shared.clone());
     let tally = Rc::new(Tally::default());
     let mut data = InputHandle::<u64, u64>::new();
     let mut control = InputHandle::<u64, Command>::new();
@@ -201,8 +256,9 @@ fn run_worker(worker: &mut Worker, options: &Options, shared: &Shared) {
             }
             state.0 += 1;
             counted.processed.set(counted.processed.get() + 1);
-            if let Some((at, from, to)) = moves[bins.of(key)] {
-                let slot = match (context.time() < at, index) {
+            let bin = bins.of(key);
+            if let Some((from, to)) = moves[bin] {
+                let slot = match (context.time() < times.move_times[bin].load(Ordering::SeqCst), index) {
                     (true, w) if w == from => 0,
                     (false, w) if w == to => 1,
                     _ => 2,
@@ -222,7 +278,12 @@ fn run_worker(worker: &mut Worker, options: &Options, shared: &Shared) {
     }
     shared.barrier.wait();
     let start = shared.start.lock().unwrap().expect("set by the leader");
-    sent += feed(worker, options, shared, start, (&mut data, &mut control), &probe, &commands);
+    let mut controller = (index == 0).then(|| Controller {
+        steps: options.steps(),
+        next: 0,
+        after_done: options.gap.is_none(),
+    });
+    sent += feed(worker, options, shared, start, (&mut data, &mut control), &probe, controller.as_mut());
     *shared.sent.lock().unwrap() += sent;
     *shared.processed.lock().unwrap() += tally.processed.get();
     let mut moved = shared.moved.lock().unwrap();
@@ -259,23 +320,19 @@ fn feed(
     start: Instant,
     (data, control): (&mut InputHandle<u64, u64>, &mut InputHandle<u64, Command>),
     probe: &ProbeHandle<u64>,
-    commands: &[(u64, Command)],
+    mut controller: Option<&mut Controller>,
 ) -> u64 {
     let (index, peers) = (worker.index(), worker.peers());
     let per_worker = options.rate / peers as f64;
     let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ (index as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D);
-    let (mut sent, mut next_epoch, mut commands_sent) = (0u64, 1u64, index != 0);
+    let (mut sent, mut next_epoch) = (0u64, 1u64);
     let end = start + Duration::from_secs_f64(options.duration);
     let mut epochs = Vec::new();
     while Instant::now() < end {
         let now = start.elapsed();
         let epoch = now.as_millis() as u64 + 1;
-        if !commands_sent && epoch >= options.migration_epoch() {
-            for &(time, command) in commands {
-                control.advance_to(time.max(*control.time()));
-                control.send(command);
-            }
-            commands_sent = true;
+        if let Some(controller) = controller.as_mut() {
+            controller.poll(epoch, control, probe, shared);
         }
         data.advance_to(epoch.max(*data.time()));
         control.advance_to(epoch.max(*control.time()));
@@ -364,6 +421,7 @@ fn run(options: Options) -> Result<Arc<Shared>, String> {
         sent: Mutex::new(0),
         processed: Mutex::new(0),
         moved: Mutex::new([0; 3]),
+        move_times: (0..options.bins).map(|_| AtomicU64::new(u64::MAX)).collect(),
     });
     let options = Arc::new(options);
     let processes: Vec<_> = configs(&options)
@@ -393,10 +451,11 @@ fn report(options: &Options, shared: &Shared) -> bool {
     for &(epoch, latency, _) in &epochs {
         println!("{epoch},{},{:.3}", epoch, latency as f64 / 1e6);
     }
-    let commands = options.commands();
-    let (first, last) = (commands.first().map_or(0, |c| c.0), commands.last().map_or(0, |c| c.0));
+    let times: Vec<u64> =
+        shared.move_times.iter().map(|t| t.load(Ordering::SeqCst)).filter(|&t| t != u64::MAX).collect();
+    let (first, last) = (times.iter().min().copied().unwrap_or(1), times.iter().max().copied().unwrap_or(1));
     let done = epochs.iter().find(|e| e.0 >= last).map_or(f64::NAN, |e| e.2 as f64 / 1e6);
-    println!("# migration,{},{},{:.3}", commands.len(), (first - 1) as f64, done);
+    println!("# migration,{},{},{:.3}", times.len(), (first - 1) as f64, done);
     let (sent, processed) = (*shared.sent.lock().unwrap(), *shared.processed.lock().unwrap());
     println!("# records,{sent},{processed}");
     let moved = *shared.moved.lock().unwrap();
@@ -407,7 +466,7 @@ fn report(options: &Options, shared: &Shared) -> bool {
 
 fn main() {
     let options = Options::parse().unwrap_or_else(|e| {
-        eprintln!("{e}\nusage: megaphone_latency [--workers N] [--processes N] [--bins B] [--keys K] [--state-bytes S] [--rate R] [--duration S] [--migrate-at S] [--strategy all-at-once|fluid|batched:N[@GAP]]");
+        eprintln!("{e}\nusage: megaphone_latency [--workers N] [--processes N] [--bins B] [--keys K] [--state-bytes S] [--rate R] [--duration S] [--migrate-at S] [--strategy all-at-once|fluid|batched:N[@GAP|@done]]");
         std::process::exit(2)
     });
     match run(options.clone()) {
