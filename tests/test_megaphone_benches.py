@@ -7,6 +7,7 @@ owner after the move, none on a wrong worker). No timing is asserted.
 """
 
 import csv
+import gzip
 import subprocess
 import sys
 
@@ -44,7 +45,9 @@ def rows(path):
 
 def test_latency_during_a_migration_for_every_strategy_and_layout(built, tmp_path):
     run_quick("latency.py", tmp_path)
-    header, epochs = rows(tmp_path / "latency.csv")
+    with gzip.open(tmp_path / "latency.csv.gz", "rt") as f:
+        reader = csv.DictReader(f)
+        header, epochs = reader.fieldnames, list(reader)
     assert header == ["layout", "strategy", "run", "t_ms", "latency_ms"]
     assert {(r["layout"], r["strategy"]) for r in epochs} == {(l, s) for l in ("1x2", "2x1") for s in STRATEGIES}
     assert all(float(r["latency_ms"]) > 0 for r in epochs)

@@ -11,7 +11,8 @@ probe). Two layouts: ``1x2`` (one process, 2 worker threads) and ``2x1`` (2 proc
 worker over loopback TCP, so state crosses the codec). Runs alternate between strategies and
 layouts.
 
-Writes into ``--out``: ``latency.csv`` (layout, strategy, run, t_ms, latency_ms per epoch),
+Writes into ``--out``: ``latency.csv.gz`` (gzip-compressed CSV, 4,000 rows per run: layout,
+strategy, run, t_ms, latency_ms per epoch),
 ``migrations.csv`` (per run: bins moved, migration start/end/duration, steady median latency
 before it, worst latency during it and ``runs.RECOVERY_MS`` after), ``latency_summary.csv``
 (medians over runs) and ``latency.png`` (the first run of each, one panel per strategy and
@@ -22,6 +23,8 @@ layout, the migration shaded). Prints the summary and the load average. Measures
 """
 
 import argparse
+import csv
+import gzip
 import sys
 from pathlib import Path
 
@@ -76,7 +79,11 @@ def write(results, out):
                                run.duration_ms, run.steady_p50_ms(), run.max_ms(), run.state_mb))  # fmt: skip
         summary.append((layout, strategy, len(done), common.median(r.steady_p50_ms() for r in done),
                         common.median(r.max_ms() for r in done), common.median(r.duration_ms for r in done)))  # fmt: skip
-    common.write_csv(out / "latency.csv", ["layout", "strategy", "run", "t_ms", "latency_ms"], epochs)
+    out.mkdir(parents=True, exist_ok=True)
+    with gzip.open(out / "latency.csv.gz", "wt", newline="") as compressed:
+        writer = csv.writer(compressed)
+        writer.writerow(["layout", "strategy", "run", "t_ms", "latency_ms"])
+        writer.writerows(epochs)
     common.write_csv(out / "migrations.csv", ["layout", "strategy", "run", "moved_bins", "start_ms", "end_ms",
                                               "duration_ms", "steady_p50_ms", "max_ms", "state_mb"], migrations)  # fmt: skip
     common.write_csv(out / "latency_summary.csv", ["layout", "strategy", "runs", "steady_p50_ms", "max_ms",
