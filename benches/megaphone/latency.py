@@ -18,7 +18,7 @@ before it, worst latency during it and ``runs.RECOVERY_MS`` after), ``latency_su
 (medians over runs) and ``latency.png`` (the first run of each, one panel per strategy and
 layout, the migration shaded). Prints the summary and the load average. Measures only.
 
-    .venv/bin/python benches/megaphone/latency.py            # ~2.5 minutes
+    .venv/bin/python benches/megaphone/latency.py            # ~3 minutes
     .venv/bin/python benches/megaphone/latency.py --quick    # a few seconds
 """
 
