@@ -37,3 +37,14 @@ def test_bad_plans_raise_value_errors_and_change_nothing():
     with pytest.raises(ValueError, match="Controller.rebalance"):
         controller.rebalance(peers=0)
     assert controller.idle and controller.table == RoutingTable.round_robin(bins=8, peers=2)
+
+
+def test_next_step_paces_a_plan_one_planned_time_at_a_time():
+    controller = Controller(RoutingTable.round_robin(bins=16, peers=2))
+    assert controller.next_step() == []
+    assert controller.rebalance(peers=4, strategy=Strategy.batched(1), earliest=50) == 8
+    steps = []
+    while not controller.idle:
+        steps.append(controller.next_step())
+    assert [len(step) for step in steps] == [2, 2, 2, 2], "one move per sending worker and step"
+    assert RoutingTable.round_robin(bins=16, peers=2).apply(sum(steps, [])) == controller.table

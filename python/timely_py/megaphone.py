@@ -281,3 +281,17 @@ class Controller:
     def due(self, time: int) -> list[Move]:
         """The planned moves due at `time` or earlier: send them now, at `time`."""
         return [Move(bin, worker) for bin, worker in self._planned.due(time)]
+
+    def next_step(self) -> list[Move]:
+        """The earliest planned step (the moves planned for one time), to send now, whatever
+        time it was planned for. Asking for the next step only once the previous one is
+        complete (the output probe passed the time it was sent at) paces a migration by its
+        progress, so batches do not queue behind each other. Use this or `due`, not both.
+
+        >>> controller = Controller(RoutingTable.round_robin(bins=16, peers=2))
+        >>> controller.rebalance(peers=4, strategy=Strategy.batched(2))
+        8
+        >>> len(controller.next_step()), len(controller.next_step()), controller.next_step()
+        (4, 4, [])
+        """
+        return [Move(bin, worker) for bin, worker in self._planned.next_step()]

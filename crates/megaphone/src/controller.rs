@@ -80,6 +80,18 @@ impl Controller {
         let count = self.queue.iter().take_while(|&&(at, _)| at <= time).count();
         self.queue.drain(..count).map(|(_, command)| command).collect()
     }
+
+    /// Hands out the earliest planned step (the moves planned for one time), to send now,
+    /// whatever time it was planned for. A program that asks for the next step only once the
+    /// previous one is complete (its output probe has passed the time it sent it at) paces a
+    /// migration by its progress: the batches of `Strategy::Batched` then never queue behind
+    /// each other, which sending them at their planned, consecutive times does not ensure.
+    /// Use either this or [`Controller::due`] for one controller.
+    pub fn next_step(&mut self) -> Vec<Command> {
+        let Some(&(first, _)) = self.queue.front() else { return Vec::new() };
+        let count = self.queue.iter().take_while(|&&(at, _)| at == first).count();
+        self.queue.drain(..count).map(|(_, command)| command).collect()
+    }
 }
 
 #[cfg(test)]
@@ -108,5 +120,19 @@ mod tests {
         let mut replayed = RoutingTable::round_robin(bins, 2).unwrap();
         replayed.apply_all(&sent).unwrap();
         assert_eq!(replayed, gathered);
+    }
+
+    #[test]
+    fn next_step_hands_out_one_planned_time_at_a_time() {
+        let bins = Bins::new(16).unwrap();
+        let mut controller = Controller::new(RoutingTable::round_robin(bins, 2).unwrap());
+        assert!(controller.next_step().is_empty());
+        // 8 bins move from 2 workers to 2 new ones, at most 2 per worker and step: 2 steps.
+        assert_eq!(controller.rebalance(4, Strategy::Batched { per_worker: 2 }, 100).unwrap(), 8);
+        let steps: Vec<usize> = std::iter::from_fn(|| Some(controller.next_step()).filter(|s| !s.is_empty()))
+            .map(|step| step.len())
+            .collect();
+        assert_eq!(steps, vec![4, 4]);
+        assert!(controller.is_idle());
     }
 }

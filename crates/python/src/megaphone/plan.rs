@@ -107,8 +107,17 @@ impl PyController {
 
     /// `(bin, worker)` of the planned moves due at `time` or earlier, to send now.
     fn due(&mut self, time: u64) -> Vec<(usize, usize)> {
-        self.0.due(time).into_iter().map(|Command::Move { bin, worker }| (bin, worker)).collect()
+        pairs(self.0.due(time))
     }
+
+    /// `(bin, worker)` of the earliest planned step, to send now.
+    fn next_step(&mut self) -> Vec<(usize, usize)> {
+        pairs(self.0.next_step())
+    }
+}
+
+fn pairs(commands: Vec<Command>) -> Vec<(usize, usize)> {
+    commands.into_iter().map(|Command::Move { bin, worker }| (bin, worker)).collect()
 }
 
 /// Adds the planning functions and the controller to the module.
