@@ -1069,24 +1069,9 @@ fn run_worker(worker: &mut timely_engine::Worker, run: &Run) {
 mod joined {
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering};
-    use timely_communication::initialize::ClusterConfig;
-    use timely_communication::networking::{ClockSync, ClusterIdentity, Liveness};
 
     fn config(addresses: &[String], process: usize, initial: usize, join: Option<usize>) -> Config {
-        Config::Cluster(ClusterConfig {
-            threads: 1,
-            process,
-            processes: if join.is_some() { initial + 1 } else { initial },
-            initial_processes: initial,
-            join,
-            addresses: addresses.to_vec(),
-            identity: ClusterIdentity { cluster_id: 31, secret: b"randomized joins".to_vec() },
-            connect_timeout: Duration::from_secs(20),
-            liveness: Liveness::default(),
-            clock: ClockSync::default(),
-            insecure: false,
-            frames: None,
-        })
+        super::common::loopback_cluster(addresses, process, initial, 1, join)
     }
 
     /// `processes` processes of one worker run the program; after worker 0 reaches `epoch`, one

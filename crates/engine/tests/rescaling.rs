@@ -8,8 +8,6 @@ mod common;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use timely_communication::initialize::ClusterConfig;
-use timely_communication::networking::{ClockSync, ClusterIdentity, Liveness};
 use timely_engine::dataflow::{InputHandle, Pipeline, ProbeHandle};
 use timely_engine::{Config, Product, Worker};
 
@@ -17,7 +15,7 @@ use timely_engine::{Config, Product, Worker};
 const LIMIT: Duration = Duration::from_secs(120);
 
 /// The configuration of process `process` of a cluster that starts with `initial` processes
-/// and has `processes` after the joins so far (`join`: this process joins, served by it).
+/// (`join`: this process joins, served by that worker).
 fn config(
     addresses: &[String],
     process: usize,
@@ -25,20 +23,7 @@ fn config(
     threads: usize,
     join: Option<usize>,
 ) -> Config {
-    Config::Cluster(ClusterConfig {
-        threads,
-        process,
-        processes: if join.is_some() { process + 1 } else { initial },
-        initial_processes: initial,
-        join,
-        addresses: addresses.to_vec(),
-        identity: ClusterIdentity { cluster_id: 21, secret: b"rescaling test".to_vec() },
-        connect_timeout: Duration::from_secs(20),
-        liveness: Liveness::default(),
-        clock: ClockSync::default(),
-        insecure: false,
-        frames: None,
-    })
+    common::loopback_cluster(addresses, process, initial, threads, join)
 }
 
 /// Steps `worker` until the cluster has `peers` workers.

@@ -81,3 +81,32 @@ pub fn next_delivery(receiver: &mut ThreadQueue<Delivery>) -> Delivery {
         std::thread::sleep(Duration::from_micros(200));
     }
 }
+
+/// Process `process` of a loopback cluster on `addresses` that starts with `initial` processes
+/// of `threads` workers each; `join`: the process joins the running cluster (as process
+/// `process` of `process + 1`), served by that worker. One test identity, 20 s to connect.
+#[allow(dead_code)] // not every test binary that includes this module runs clusters
+pub fn loopback_cluster(
+    addresses: &[String],
+    process: usize,
+    initial: usize,
+    threads: usize,
+    join: Option<usize>,
+) -> timely_communication::Config {
+    use timely_communication::initialize::ClusterConfig;
+    use timely_communication::networking::{ClockSync, ClusterIdentity, Liveness};
+    timely_communication::Config::Cluster(ClusterConfig {
+        threads,
+        process,
+        processes: if join.is_some() { process + 1 } else { initial },
+        initial_processes: initial,
+        join,
+        addresses: addresses.to_vec(),
+        identity: ClusterIdentity { cluster_id: 7, secret: b"test secret".to_vec() },
+        connect_timeout: Duration::from_secs(20),
+        liveness: Liveness::default(),
+        clock: ClockSync::default(),
+        insecure: false,
+        frames: None,
+    })
+}

@@ -6,9 +6,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
-use timely_communication::initialize::ClusterConfig;
-use timely_communication::networking::{ClockSync, ClusterIdentity, Liveness};
 use timely_engine::dataflow::operators::Captured;
 use timely_engine::dataflow::{ExchangeData, InputHandle, ProbeHandle, Stream};
 use timely_engine::{Config, Worker};
@@ -217,18 +214,5 @@ pub fn cluster_config(
     threads: usize,
     join: Option<usize>,
 ) -> Config {
-    Config::Cluster(ClusterConfig {
-        threads,
-        process,
-        processes: if join.is_some() { process + 1 } else { initial },
-        initial_processes: initial,
-        join,
-        addresses: addresses.to_vec(),
-        identity: ClusterIdentity { cluster_id: 12, secret: b"megaphone test".to_vec() },
-        connect_timeout: Duration::from_secs(20),
-        liveness: Liveness::default(),
-        clock: ClockSync::default(),
-        insecure: false,
-        frames: None,
-    })
+    net::loopback_cluster(addresses, process, initial, threads, join)
 }
