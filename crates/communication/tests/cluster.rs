@@ -8,8 +8,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use timely_communication::initialize::ClusterConfig;
-use timely_communication::networking::{ClockSync, ClusterIdentity, Liveness};
+use timely_communication::networking::ClusterIdentity;
 use timely_communication::{initialize, Allocator, Config, Push};
 
 const POINT: usize = 3;
@@ -18,20 +17,7 @@ const MESSAGES: usize = 200;
 const LIMIT: Duration = Duration::from_secs(60);
 
 fn cluster(process: usize, processes: usize, threads: usize, addresses: &[String]) -> Config {
-    Config::Cluster(ClusterConfig {
-        threads,
-        process,
-        processes,
-        initial_processes: processes,
-        join: None,
-        addresses: addresses.to_vec(),
-        identity: ClusterIdentity { cluster_id: 7, secret: b"test secret".to_vec() },
-        connect_timeout: Duration::from_secs(20),
-        liveness: Liveness::default(),
-        clock: ClockSync::default(),
-        insecure: false,
-        frames: None,
-    })
+    common::loopback_cluster(addresses, process, processes, threads, None)
 }
 
 /// Every worker sends `MESSAGES` numbered pairs to every worker and broadcasts as many

@@ -5,26 +5,18 @@
 #[path = "../../communication/tests/common/mod.rs"]
 mod common;
 
+/// The configuration of process `process` of a cluster that starts with `initial` processes
+/// (`join`: this process joins, served by that worker).
+use common::loopback_cluster as config;
+
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use timely_engine::dataflow::{InputHandle, Pipeline, ProbeHandle};
-use timely_engine::{Config, Product, Worker};
+use timely_engine::{Product, Worker};
 
 /// The longest a test may take before it counts as hung.
 const LIMIT: Duration = Duration::from_secs(120);
-
-/// The configuration of process `process` of a cluster that starts with `initial` processes
-/// (`join`: this process joins, served by that worker).
-fn config(
-    addresses: &[String],
-    process: usize,
-    initial: usize,
-    threads: usize,
-    join: Option<usize>,
-) -> Config {
-    common::loopback_cluster(addresses, process, initial, threads, join)
-}
 
 /// Steps `worker` until the cluster has `peers` workers.
 fn await_peers(worker: &mut Worker, peers: usize) {

@@ -207,12 +207,4 @@ pub fn cluster(processes: usize, threads: usize) -> Vec<Config> {
 /// The configuration of process `process` of a cluster on `addresses` that starts with
 /// `initial` processes of `threads` workers; `join`: the process joins the running cluster,
 /// served by that worker.
-pub fn cluster_config(
-    addresses: &[String],
-    process: usize,
-    initial: usize,
-    threads: usize,
-    join: Option<usize>,
-) -> Config {
-    net::loopback_cluster(addresses, process, initial, threads, join)
-}
+pub use net::loopback_cluster as cluster_config;
