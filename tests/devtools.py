@@ -43,7 +43,20 @@ class Page:
             self.socket.close()
         self.browser.kill()
         self.browser.wait(timeout=30)
-        self.profile.cleanup()
+        self._remove_profile()
+
+    def _remove_profile(self):
+        """Removes the browser's profile. Its helper processes may still write there for a
+        moment after the browser was killed, so a removal that finds new files is retried."""
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                self.profile.cleanup()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
 
     def _port(self):
         deadline = time.monotonic() + 60

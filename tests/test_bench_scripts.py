@@ -171,12 +171,15 @@ def test_rescaling_latency_measures_every_record_across_two_joins(tmp_path):
                         "--out", tmp_path)  # fmt: skip
     assert "load average before:" in out
     windows = list(csv.DictReader((tmp_path / "latency.csv").open()))
-    assert {r["scenario"] for r in windows} == {"modest", "saturating", "sleep", "modest-born-4p"}
+    assert {r["scenario"] for r in windows} == {"modest", "saturating", "sleep", "modest-born-4p", "keyed-sleep"}
     # The modest run injects 2000 records/s for 3 s: every one is measured (the binary itself
     # fails on a lost or duplicated record).
     assert 5800 <= sum(int(r["records"]) for r in windows if r["scenario"] == "modest") <= 6000
     joins = list(csv.DictReader((tmp_path / "joins.csv").open()))
     assert [r["join"] for r in joins if r["scenario"] == "modest"] == ["1", "2"]
+    # The keyed variant (a Megaphone word count, rebalanced after each join) counts every record too.
+    assert [r["join"] for r in joins if r["scenario"] == "keyed-sleep"] == ["1", "2"]
+    assert 2900 <= sum(int(r["records"]) for r in windows if r["scenario"] == "keyed-sleep") <= 3000
     assert all(float(r["spawned_s"]) < float(r["bootstrapped_s"]) for r in joins)
     summary = {r["scenario"]: r for r in csv.DictReader((tmp_path / "latency_summary.csv").open())}
     assert float(summary["modest"]["join_over_steady"]) > 0
