@@ -38,6 +38,7 @@ pub fn handover(
         let mut capability = (!capability.is_detached()).then_some(capability);
         let mut told = worker.peers();
         move |_frontiers| {
+            // The engine holds only a weak reference: this closure keeps the activator alive.
             let _wake_on_join = &activator;
             let routing = routing.borrow();
             if routing.is_finished() {
