@@ -83,6 +83,9 @@ pub struct WorkerState {
     index: usize,
     identifiers: Cell<usize>,
     channel_activators: RefCell<ChannelActivators>,
+    /// Channels that received data before anything was arranged to activate on them: the
+    /// first activator arranged for one is activated at once.
+    unclaimed: RefCell<HashSet<usize>>,
     /// The channels that carry progress batches (the others carry records).
     progress_channels: RefCell<HashSet<usize>>,
     active_dataflows: ActiveSet,
@@ -117,6 +120,9 @@ impl WorkerState {
 
     /// Arranges that data arriving on channel `channel` activates `activator`.
     pub fn activate_on_channel(&self, channel: usize, activator: Activator) {
+        if self.unclaimed.borrow_mut().remove(&channel) {
+            activator.activate();
+        }
         self.channel_activators.borrow_mut().insert(channel, activator);
     }
 
@@ -129,6 +135,38 @@ impl WorkerState {
     /// The installed logger, if any.
     pub fn logger(&self) -> Option<Logger> {
         self.logger.borrow().clone()
+    }
+
+    /// Takes in what arrived; unwinds with [`ClusterFailure`] if the cluster failed, since
+    /// what a lost process would have sent can never arrive. An arrival on a channel that
+    /// nothing activates on yet (a joining worker waits for its welcome before it builds
+    /// anything) is kept for the activator arranged later. With `classify`, says whether
+    /// records and whether progress arrived.
+    pub(crate) fn receive_events(&self, classify: bool) -> Arrivals {
+        let mut allocator = self.allocator.borrow_mut();
+        if let Some(failure) = allocator.failure() {
+            drop(allocator);
+            std::panic::resume_unwind(Box::new(ClusterFailure(failure)));
+        }
+        allocator.receive();
+        let activators = self.channel_activators.borrow();
+        let mut arrivals = Arrivals::default();
+        for channel in allocator.events().borrow_mut().drain(..) {
+            if classify {
+                match self.progress_channels.borrow().contains(&channel) {
+                    true => arrivals.progress = true,
+                    false => arrivals.records = true,
+                }
+            }
+            match activators.get(&channel) {
+                Some(activator) => activator.activate(),
+                None if self.rescaling.notice(channel) => {}
+                None => {
+                    self.unclaimed.borrow_mut().insert(channel);
+                }
+            }
+        }
+        arrivals
     }
 
     /// The worker's part in joins of new processes.
@@ -178,6 +216,7 @@ impl Worker {
             index,
             identifiers: Cell::new(0),
             channel_activators: RefCell::default(),
+            unclaimed: RefCell::default(),
             progress_channels: RefCell::new(HashSet::new()),
             active_dataflows: Default::default(),
             dataflows: RefCell::new(Vec::new()),
@@ -288,7 +327,7 @@ impl Worker {
             Some(_) => Some(timeout.map_or(STOP_CHECK, |t| t.min(STOP_CHECK))),
             None => timeout,
         };
-        self.receive_events(false);
+        self.state.receive_events(false);
         let idle = self.state.active_dataflows.borrow().is_empty();
         if idle && timeout != Some(Duration::ZERO) && self.has_dataflows() {
             let logger = self.state.logger();
@@ -297,7 +336,7 @@ impl Worker {
                 logger.flush();
             }
             self.state.allocator.borrow().await_events(timeout);
-            let arrived = self.receive_events(logger.is_some());
+            let arrived = self.state.receive_events(logger.is_some());
             logging::log(&logger, || Event::Unpark { wake: self.wake(arrived) });
         }
         // Joins and bootstrap messages, after the unpark so that their trace activities are
@@ -349,33 +388,6 @@ impl Worker {
         &self.state
     }
 
-    /// Takes in what arrived; unwinds with [`ClusterFailure`] if the cluster failed, since
-    /// what a lost process would have sent can never arrive. With `classify`, says whether
-    /// records and whether progress arrived.
-    fn receive_events(&mut self, classify: bool) -> Arrivals {
-        let mut allocator = self.state.allocator.borrow_mut();
-        if let Some(failure) = allocator.failure() {
-            drop(allocator);
-            std::panic::resume_unwind(Box::new(ClusterFailure(failure)));
-        }
-        allocator.receive();
-        let activators = self.state.channel_activators.borrow();
-        let mut arrivals = Arrivals::default();
-        for channel in allocator.events().borrow_mut().drain(..) {
-            if classify {
-                match self.state.progress_channels.borrow().contains(&channel) {
-                    true => arrivals.progress = true,
-                    false => arrivals.records = true,
-                }
-            }
-            match activators.get(&channel) {
-                Some(activator) => activator.activate(),
-                None => self.state.rescaling.notice(channel),
-            }
-        }
-        arrivals
-    }
-
     /// What woke a parked worker, given what arrived while it slept.
     fn wake(&self, arrived: Arrivals) -> Wake {
         if arrived.records {
@@ -392,7 +404,7 @@ impl Worker {
 
 /// What arrived on a worker's channels.
 #[derive(Clone, Copy, Default)]
-struct Arrivals {
+pub(crate) struct Arrivals {
     records: bool,
     progress: bool,
 }

@@ -402,3 +402,75 @@ fn a_dataflow_completed_before_the_join_is_complete_on_the_joiner() {
     seen.sort_unstable();
     assert_eq!(seen, vec![0, 1, 102]);
 }
+
+/// CPU time of the calling thread.
+fn thread_cpu_time() -> Duration {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `now` is a valid timespec for the call to write; the clock exists on Linux.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    assert_eq!(status, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
+}
+
+/// A joining worker that waits for its welcome parks until something arrives: while its
+/// server does not step (here for `PAUSE`), it takes almost no CPU. (It used to poll without
+/// parking, taking a core from the cluster for the whole wait.)
+#[test]
+fn a_joining_worker_parks_while_it_waits_for_its_welcome() {
+    const PAUSE: Duration = Duration::from_millis(400);
+    let addresses = common::free_addresses(3);
+    let reached = Arc::new(AtomicUsize::new(0));
+    let waited: Arc<Mutex<Vec<(Duration, Duration)>>> = Arc::default();
+    let program = {
+        let (reached, waited) = (reached.clone(), waited.clone());
+        move |worker: &mut Worker| {
+            let mut input = InputHandle::<u64, u64>::new();
+            let probe = ProbeHandle::new();
+            let (cpu, wall) = (thread_cpu_time(), Instant::now());
+            // On the joining worker, building the first dataflow waits for the welcome.
+            worker.dataflow(|scope| {
+                scope.input_from(&mut input).exchange(|x| *x).probe_with(&probe);
+            });
+            if worker.bootstrap() {
+                waited.lock().unwrap().push((thread_cpu_time() - cpu, wall.elapsed()));
+                return;
+            }
+            for round in 0..4 {
+                input.send(round);
+                input.advance_to(round + 1);
+                worker.step_while(|| probe.less_than(input.time()));
+            }
+            reached.fetch_add(1, Ordering::SeqCst);
+            if worker.index() == 0 {
+                // The server does not step for a while: the joiner's welcome waits.
+                std::thread::sleep(PAUSE);
+            }
+            await_peers(worker, 3);
+        }
+    };
+    let mut runs: Vec<_> = (0..2)
+        .map(|process| {
+            let (config, program) = (config(&addresses, process, 2, 1, None), program.clone());
+            std::thread::spawn(move || timely_engine::execute(config, program))
+        })
+        .collect();
+    common::within(LIMIT, {
+        let reached = reached.clone();
+        move || {
+            while reached.load(Ordering::SeqCst) < 2 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    });
+    runs.push(std::thread::spawn({
+        let config = config(&addresses, 2, 2, 1, Some(0));
+        move || timely_engine::execute(config, program)
+    }));
+    for run in runs {
+        run.join().expect("process thread").expect("process run");
+    }
+    let waited = waited.lock().unwrap();
+    let [(cpu, wall)] = waited[..] else { panic!("one joining worker reports, not {}", waited.len()) };
+    assert!(wall >= PAUSE / 2, "the welcome did not wait for the paused server ({wall:?})");
+    assert!(cpu * 10 < wall, "the joining worker took {cpu:?} of CPU in {wall:?} of waiting");
+}

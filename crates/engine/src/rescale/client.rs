@@ -15,7 +15,7 @@ use super::messages::{BootstrapMessage, Welcome};
 use super::{Initial, Rescaling};
 use crate::logging::Event;
 use crate::progress::ScopeLedger;
-use crate::worker::{ClusterFailure, WorkerState};
+use crate::worker::WorkerState;
 
 /// How long a joining worker parks at most between checks while it waits.
 const WAIT: Duration = Duration::from_millis(50);
@@ -151,14 +151,12 @@ pub(crate) fn receive(rescaling: &Rescaling, message: BootstrapMessage) {
     }
 }
 
-/// Moves the network on and waits a little; unwinds if the cluster failed.
+/// Moves the network on and waits a little (parked until something arrives); unwinds if the
+/// cluster failed.
 fn wait(state: &WorkerState) {
     state.allocator().release();
-    if let Some(failure) = state.allocator().failure() {
-        std::panic::resume_unwind(Box::new(ClusterFailure(failure)));
-    }
     state.allocator().await_events(Some(WAIT));
-    state.allocator().receive();
+    state.receive_events(false);
     // Bootstrap messages only: a process that joins meanwhile is admitted at this worker's
     // first step, once its dataflows are built (admitted now, it would get a `Next` message
     // naming no scope and wait for one forever).

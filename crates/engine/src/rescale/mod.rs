@@ -138,12 +138,14 @@ impl Rescaling {
     }
 
     /// Takes note that channel `channel` received data; the worker calls this for every
-    /// channel without an activator (the bootstrap channel among them).
+    /// channel without an activator. True for the bootstrap channel, which is this module's.
     #[inline]
-    pub(crate) fn notice(&self, channel: usize) {
-        if channel == BOOTSTRAP_CHANNEL {
+    pub(crate) fn notice(&self, channel: usize) -> bool {
+        let bootstrap = channel == BOOTSTRAP_CHANNEL;
+        if bootstrap {
             self.arrived.set(true);
         }
+        bootstrap
     }
 
     /// Records that this joining worker's bootstrap is complete: from now on the bootstrap
