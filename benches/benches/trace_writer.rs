@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use timely_engine::logging::{Event, Timestamped, Wake, FLUSH_AT};
-use timely_engine::trace::event_row;
 use timely_trace::{ProcessMetadata, Status, TraceConfig, TraceWriter};
 
 const EVENTS: usize = 200_000;
@@ -54,7 +53,7 @@ fn workload() -> Vec<Timestamped> {
         ]
         .into_iter()
         .enumerate()
-        .map(move |(offset, event)| (time + offset as i64 * 100, event))
+        .map(move |(offset, event)| Timestamped { time_ns: time + offset as i64 * 100, event })
     };
     (0..).flat_map(step).take(EVENTS).collect()
 }
@@ -73,7 +72,7 @@ fn write(events: &[Timestamped], files: bool) {
         }));
     }
     let writer = TraceWriter::start(config, metadata(), 1).expect("a writer");
-    let mut sink = writer.sink(0, event_row);
+    let mut sink = writer.sink(0);
     for chunk in events.chunks(FLUSH_AT) {
         let mut vector = chunk.to_vec();
         sink.hand_over(&mut vector);

@@ -139,8 +139,14 @@ impl Event {
     }
 }
 
-/// A timestamped event: nanoseconds since the Unix epoch.
-pub type Timestamped = (i64, Event);
+/// An event with when it happened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Timestamped {
+    /// Nanoseconds since the Unix epoch.
+    pub time_ns: i64,
+    /// What happened.
+    pub event: Event,
+}
 
 /// Why a logger calls its action.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -188,7 +194,7 @@ impl Logger {
     pub fn log(&self, event: Event) {
         let mut state = self.state.borrow_mut();
         if state.classes.records(event.kind()) {
-            state.buffer.push((clock::now_ns(), event));
+            state.buffer.push(Timestamped { time_ns: clock::now_ns(), event });
             if state.buffer.len() >= FLUSH_AT {
                 state.flush(Flush::Full);
             }
@@ -201,7 +207,7 @@ impl Logger {
     pub fn log_at(&self, time_ns: i64, event: Event) {
         let mut state = self.state.borrow_mut();
         if state.classes.records(event.kind()) {
-            state.buffer.push((time_ns, event));
+            state.buffer.push(Timestamped { time_ns, event });
         }
     }
 

@@ -10,7 +10,9 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use timely_trace::schema::schema;
-use timely_trace::{ChannelKind, Kind, ProcessMetadata, Row, Status, TraceConfig, TraceWriter, Wake};
+use timely_trace::{
+    ChannelKind, EventBatch, Kind, ProcessMetadata, Row, Status, TraceConfig, TraceEvent, TraceWriter, Wake,
+};
 
 /// An event owning every column a row can have.
 #[derive(Clone, Debug)]
@@ -51,6 +53,20 @@ fn to_row(_worker: usize, event: &Owned) -> Row<'_> {
             .wake
             .map(|w| [Wake::Data, Wake::Progress, Wake::Activation, Wake::Timeout][w as usize % 4]),
         ..Row::new(event.time_ns, Kind::ALL[event.kind])
+    }
+}
+
+impl TraceEvent for Owned {
+    fn time_ns(&self) -> i64 {
+        self.time_ns
+    }
+
+    fn kind(&self) -> Kind {
+        Kind::ALL[self.kind]
+    }
+
+    fn write(&self, worker: usize, batch: &mut EventBatch) {
+        batch.push(&to_row(worker, self));
     }
 }
 
@@ -103,7 +119,7 @@ fn written(events: Vec<Owned>, hand_over: usize) -> (RecordBatch, RecordBatch) {
         Some(Box::new(move |_, batch: &RecordBatch| record.lock().unwrap().push(batch.clone())));
     let metadata = ProcessMetadata::starting(0, 1, 1, 0, vec!["encoding-test".into()]);
     let writer = TraceWriter::start(config, metadata, 1).unwrap();
-    let mut sink = writer.sink(0, to_row);
+    let mut sink = writer.sink(0);
     for chunk in events.chunks(hand_over) {
         sink.hand_over(&mut chunk.to_vec());
     }
