@@ -27,7 +27,7 @@ use crate::schema::Kind;
 
 /// Zstandard's level for pages: its fastest, which still packs the level bitmaps and the
 /// repeats between neighbouring values.
-const ZSTD_LEVEL: i32 = 1;
+const ZSTD_LEVEL: i32 = -5;
 
 /// A Zstandard compressor for pages, kept to reuse its memory.
 pub(crate) struct PageCompressor(zstd::bulk::Compressor<'static>);
@@ -130,7 +130,7 @@ fn chunk_metadata(
     let mut encodings = vec![Encoding::RLE, pages.encoding];
     encodings.extend(dictionary.map(|_| Encoding::PLAIN));
     let mut metadata = ColumnChunkMetaData::builder(descriptor)
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(ZSTD_LEVEL)?))
+        .set_compression(Compression::ZSTD(ZstdLevel::default()))
         .set_encodings(encodings)
         .set_num_values(pages.levels as i64)
         .set_total_compressed_size(written.iter().map(|spec| spec.compressed_size as i64).sum())
