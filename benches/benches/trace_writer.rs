@@ -6,7 +6,6 @@
 //! events/s of the writer thread; what the worker pays is measured by the tracing-overhead
 //! benchmark (`benches/trace/overhead.py`).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -21,7 +20,7 @@ fn now() -> i64 {
 
 /// The events of a step of a small dataflow, repeated: eleven kinds in a realistic mix.
 fn workload() -> Vec<Timestamped> {
-    let address: Arc<[usize]> = Arc::from(vec![0usize]);
+    let address: &'static [usize] = &[0];
     let step = |round: usize| {
         let (sequence, time) = (round as u64, (round * 2_000) as i64);
         vec![
@@ -30,22 +29,8 @@ fn workload() -> Vec<Timestamped> {
             Event::Messages { send: false, channel: 3, source: 1, target: 0, sequence, length: 200 },
             Event::Messages { send: true, channel: 4, source: 0, target: 1, sequence, length: 100 },
             Event::Schedule { id: 2, start: false, useful: true },
-            Event::Progress {
-                send: true,
-                source: 0,
-                channel: 1,
-                sequence,
-                address: address.clone(),
-                updates: 4,
-            },
-            Event::Progress {
-                send: false,
-                source: 1,
-                channel: 1,
-                sequence,
-                address: address.clone(),
-                updates: 3,
-            },
+            Event::Progress { send: true, source: 0, channel: 1, sequence, address, updates: 4 },
+            Event::Progress { send: false, source: 1, channel: 1, sequence, address, updates: 3 },
             Event::PushProgress { id: 3 },
             Event::Schedule { id: 3, start: true, useful: false },
             Event::Schedule { id: 3, start: false, useful: false },
