@@ -25,8 +25,10 @@ use crate::batch::{Column, EventBatch};
 use crate::encoding::{bit_width, bitmap_levels, delta_binary_packed, hybrid, plain_booleans, plain_strings};
 use crate::schema::Kind;
 
-/// Zstandard's level for pages: its fastest, which still packs the level bitmaps and the
-/// repeats between neighbouring values.
+/// Zstandard's level for pages: one of its fast (negative) levels, which still packs the
+/// level bitmaps and the repeats between neighbouring values, at about half the writer's
+/// instructions of level 1 for a few percent more bytes (`docs/benchmarks.md`, "Tracing
+/// overhead"). Files record only the codec, not the level.
 const ZSTD_LEVEL: i32 = -5;
 
 /// A Zstandard compressor for pages, kept to reuse its memory.
