@@ -1,4 +1,4 @@
-//! Cost of the trace writer's thread per event: the engine's events turned into rows and
+//! Cost of the trace writer's thread per event: the engine's events writing their cells into
 //! columns, then written as Parquet files (`files`) or only handed to a callback
 //! (`columns`). One criterion iteration starts a writer, hands it `EVENTS` events of a
 //! fast-stepping workload's mix (schedules, data messages, progress batches, parks) in
