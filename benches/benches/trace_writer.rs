@@ -1,4 +1,4 @@
-//! Cost of the trace writer's thread per event: the engine's events turned into rows and
+//! Cost of the trace writer's thread per event: the engine's events writing their cells into
 //! columns, then written as Parquet files (`files`) or only handed to a callback
 //! (`columns`). One criterion iteration starts a writer, hands it `EVENTS` events of a
 //! fast-stepping workload's mix (schedules, data messages, progress batches, parks) in
@@ -6,12 +6,10 @@
 //! events/s of the writer thread; what the worker pays is measured by the tracing-overhead
 //! benchmark (`benches/trace/overhead.py`).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use timely_engine::logging::{Event, Timestamped, Wake, FLUSH_AT};
-use timely_engine::trace::event_row;
 use timely_trace::{ProcessMetadata, Status, TraceConfig, TraceWriter};
 
 const EVENTS: usize = 200_000;
@@ -22,7 +20,7 @@ fn now() -> i64 {
 
 /// The events of a step of a small dataflow, repeated: eleven kinds in a realistic mix.
 fn workload() -> Vec<Timestamped> {
-    let address: Arc<[usize]> = Arc::from(vec![0usize]);
+    let address: &'static [usize] = &[0];
     let step = |round: usize| {
         let (sequence, time) = (round as u64, (round * 2_000) as i64);
         vec![
@@ -31,22 +29,8 @@ fn workload() -> Vec<Timestamped> {
             Event::Messages { send: false, channel: 3, source: 1, target: 0, sequence, length: 200 },
             Event::Messages { send: true, channel: 4, source: 0, target: 1, sequence, length: 100 },
             Event::Schedule { id: 2, start: false, useful: true },
-            Event::Progress {
-                send: true,
-                source: 0,
-                channel: 1,
-                sequence,
-                address: address.clone(),
-                updates: 4,
-            },
-            Event::Progress {
-                send: false,
-                source: 1,
-                channel: 1,
-                sequence,
-                address: address.clone(),
-                updates: 3,
-            },
+            Event::Progress { send: true, source: 0, channel: 1, sequence, address, updates: 4 },
+            Event::Progress { send: false, source: 1, channel: 1, sequence, address, updates: 3 },
             Event::PushProgress { id: 3 },
             Event::Schedule { id: 3, start: true, useful: false },
             Event::Schedule { id: 3, start: false, useful: false },
@@ -54,7 +38,7 @@ fn workload() -> Vec<Timestamped> {
         ]
         .into_iter()
         .enumerate()
-        .map(move |(offset, event)| (time + offset as i64 * 100, event))
+        .map(move |(offset, event)| Timestamped { time_ns: time + offset as i64 * 100, event })
     };
     (0..).flat_map(step).take(EVENTS).collect()
 }
@@ -73,7 +57,7 @@ fn write(events: &[Timestamped], files: bool) {
         }));
     }
     let writer = TraceWriter::start(config, metadata(), 1).expect("a writer");
-    let mut sink = writer.sink(0, event_row);
+    let mut sink = writer.sink(0);
     for chunk in events.chunks(FLUSH_AT) {
         let mut vector = chunk.to_vec();
         sink.hand_over(&mut vector);

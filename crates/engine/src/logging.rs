@@ -12,8 +12,9 @@
 //! someone else's job (the action installed with the logger, see `crate::trace`).
 
 use std::cell::RefCell;
+use std::collections::HashSet;
 use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use timely_communication::clock;
@@ -83,8 +84,9 @@ pub enum Event {
         channel: usize,
         /// The sender's sequence number for this scope.
         sequence: u64,
-        /// Address of the scope (shared: the scope's own, not a copy).
-        address: Arc<[usize]>,
+        /// Address of the scope ([`intern_address`]: no copy and no reference count, so
+        /// that neither the worker nor the trace writer touches a counter per event).
+        address: &'static [usize],
         /// Number of `(pointstamp, delta)` updates.
         updates: usize,
     },
@@ -139,8 +141,14 @@ impl Event {
     }
 }
 
-/// A timestamped event: nanoseconds since the Unix epoch.
-pub type Timestamped = (i64, Event);
+/// An event with when it happened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Timestamped {
+    /// Nanoseconds since the Unix epoch.
+    pub time_ns: i64,
+    /// What happened.
+    pub event: Event,
+}
 
 /// Why a logger calls its action.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -161,6 +169,8 @@ struct LoggerState {
     worker: usize,
     buffer: Vec<Timestamped>,
     classes: EventClasses,
+    /// Whether every class is recorded (the common case: no check per event).
+    every: bool,
     action: Action,
 }
 
@@ -180,17 +190,18 @@ impl Logger {
     where
         F: FnMut(usize, &mut Vec<Timestamped>, Flush) + 'static,
     {
-        let state = LoggerState { worker, buffer: Vec::new(), classes, action: Box::new(action) };
+        let every = classes == EventClasses::all();
+        let state = LoggerState { worker, buffer: Vec::new(), classes, every, action: Box::new(action) };
         Logger { state: Rc::new(RefCell::new(state)) }
     }
 
     /// Records `event` now, if its class is recorded.
     pub fn log(&self, event: Event) {
         let mut state = self.state.borrow_mut();
-        if state.classes.records(event.kind()) {
-            state.buffer.push((clock::now_ns(), event));
+        if state.every || state.classes.records(event.kind()) {
+            state.buffer.push(Timestamped { time_ns: clock::now_ns(), event });
             if state.buffer.len() >= FLUSH_AT {
-                state.flush(Flush::Full);
+                state.flush_full();
             }
         }
     }
@@ -200,8 +211,8 @@ impl Logger {
     /// worker's events in time order.
     pub fn log_at(&self, time_ns: i64, event: Event) {
         let mut state = self.state.borrow_mut();
-        if state.classes.records(event.kind()) {
-            state.buffer.push((time_ns, event));
+        if state.every || state.classes.records(event.kind()) {
+            state.buffer.push(Timestamped { time_ns, event });
         }
     }
 
@@ -212,6 +223,14 @@ impl Logger {
 }
 
 impl LoggerState {
+    /// Hands over a full buffer: apart from the rest of [`Logger::log`], which runs for
+    /// every event.
+    #[cold]
+    #[inline(never)]
+    fn flush_full(&mut self) {
+        self.flush(Flush::Full);
+    }
+
     fn flush(&mut self, why: Flush) {
         if !self.buffer.is_empty() {
             (self.action)(self.worker, &mut self.buffer, why);
@@ -225,6 +244,23 @@ impl LoggerState {
 impl Drop for LoggerState {
     fn drop(&mut self) {
         self.flush(Flush::Last);
+    }
+}
+
+/// The process's one copy of the scope address `address`, kept for the process's lifetime:
+/// progress events carry it. A process has few distinct scope addresses (dataflows built
+/// again reuse theirs), so the copies stay few.
+pub fn intern_address(address: &[usize]) -> &'static [usize] {
+    static ADDRESSES: Mutex<Option<HashSet<&'static [usize]>>> = Mutex::new(None);
+    let mut addresses = ADDRESSES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let addresses = addresses.get_or_insert_with(HashSet::new);
+    match addresses.get(address) {
+        Some(interned) => interned,
+        None => {
+            let interned: &'static [usize] = Box::leak(address.into());
+            addresses.insert(interned);
+            interned
+        }
     }
 }
 

@@ -16,7 +16,7 @@ fn traced_hello(workers: usize, rounds: u64) -> Vec<(usize, i64, Event)> {
     timely_engine::execute(Config::Process(workers), move |worker| {
         let sink = shared.clone();
         worker.install_logger(EventClasses::all(), move |index, events, _| {
-            sink.lock().unwrap().extend(events.drain(..).map(|(time, event)| (index, time, event)));
+            sink.lock().unwrap().extend(events.drain(..).map(|e| (index, e.time_ns, e.event)));
         });
         let mut input = InputHandle::new();
         let probe = ProbeHandle::new();
@@ -162,7 +162,7 @@ fn an_idle_worker_parks_until_data_arrives() {
     timely_engine::execute(Config::Process(2), move |worker| {
         let sink = shared.clone();
         worker.install_logger(EventClasses::all(), move |index, events, _| {
-            sink.lock().unwrap().extend(events.drain(..).map(|(time, event)| (index, time, event)));
+            sink.lock().unwrap().extend(events.drain(..).map(|e| (index, e.time_ns, e.event)));
         });
         let mut input = InputHandle::new();
         let probe = ProbeHandle::new();

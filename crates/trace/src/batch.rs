@@ -1,9 +1,11 @@
 //! Columnar batches of trace events.
 //!
-//! A [`Row`] is one event with every column optional but its time and kind; an
-//! [`EventBatch`] appends rows column by column, sparsely, and turns them into an Arrow
-//! `RecordBatch` of [`crate::schema::schema`] or shows them as they are ([`Column`]) to the
-//! file encoder. This module must not decide which events exist or where batches go.
+//! An [`EventBatch`] gathers rows column by column, sparsely: a recorder starts a row with
+//! [`EventBatch::row`] and fills only the cells its event has ([`Cells`]), with no
+//! intermediate form. A [`Row`] is the same event as a value, every column optional but its
+//! time and kind, for recorders that prefer building one. The batch turns into an Arrow
+//! `RecordBatch` of [`crate::schema::schema`], or shows its columns as they are ([`Column`])
+//! to the file encoder. This module must not decide which events exist or where batches go.
 
 use std::sync::Arc;
 
@@ -103,16 +105,8 @@ impl<T> Default for Sparse<T> {
 
 impl<T> Sparse<T> {
     #[inline]
-    fn push(&mut self, row: usize, value: Option<T>) {
-        if let Some(value) = value {
-            self.cells.push((row as u32, value));
-        }
-    }
-
-    /// Moves `other`'s cells after this column's, their rows shifted by `rows`.
-    fn append(&mut self, other: &mut Sparse<T>, rows: usize) {
-        let shift = rows as u32;
-        self.cells.extend(other.cells.drain(..).map(|(row, value)| (row + shift, value)));
+    fn push(&mut self, row: u32, value: T) {
+        self.cells.push((row, value));
     }
 
     /// The validity of `rows` rows (none when every row has a value).
@@ -124,17 +118,6 @@ impl<T> Sparse<T> {
         valid.append_n(rows, false);
         self.cells.iter().for_each(|(row, _)| valid.set_bit(*row as usize, true));
         Some(NullBuffer::new(valid.finish()))
-    }
-}
-
-/// A column that can forget its cells.
-trait Clear {
-    fn clear(&mut self);
-}
-
-impl<T> Clear for Sparse<T> {
-    fn clear(&mut self) {
-        self.cells.clear();
     }
 }
 
@@ -193,17 +176,9 @@ struct Lists {
 
 impl Lists {
     #[inline]
-    fn push(&mut self, row: usize, list: Option<&[usize]>) {
-        if let Some(list) = list {
-            self.items.extend(list.iter().map(|item| *item as i64));
-            self.cells.push((row as u32, self.items.len() as u32));
-        }
-    }
-
-    fn append(&mut self, other: &mut Lists, rows: usize) {
-        let (shift, items) = (rows as u32, self.items.len() as u32);
-        self.cells.extend(other.cells.drain(..).map(|(row, end)| (row + shift, end + items)));
-        self.items.append(&mut other.items);
+    fn push(&mut self, row: u32, list: &[usize]) {
+        self.items.extend(list.iter().map(|item| *item as i64));
+        self.cells.push((row, self.items.len() as u32));
     }
 
     /// The column as an array of `rows` rows; the lists are empty afterwards.
@@ -226,14 +201,44 @@ impl Lists {
         let nulls = Some(NullBuffer::new(valid.finish()));
         Arc::new(ListArray::new(item, OffsetBuffer::new(offsets.into()), items, nulls))
     }
-}
 
-impl Clear for Lists {
     fn clear(&mut self) {
         self.cells.clear();
         self.items.clear();
     }
 }
+
+/// The nullable integer columns, in schema order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Int {
+    /// `operator`.
+    Operator,
+    /// `channel`.
+    Channel,
+    /// `source_worker`.
+    SourceWorker,
+    /// `target_worker`.
+    TargetWorker,
+    /// `source_operator`.
+    SourceOperator,
+    /// `source_port`.
+    SourcePort,
+    /// `target_operator`.
+    TargetOperator,
+    /// `target_port`.
+    TargetPort,
+    /// `seq`.
+    Seq,
+    /// `records`.
+    Records,
+    /// `bytes`.
+    Bytes,
+    /// `duration_ns`.
+    DurationNs,
+}
+
+/// How many [`Int`] columns there are.
+const INTS: usize = 12;
 
 /// One column of an [`EventBatch`] as gathered, in schema order: what the file encoder reads.
 pub(crate) enum Column<'a> {
@@ -258,23 +263,60 @@ pub(crate) enum Column<'a> {
 pub struct EventBatch {
     time_ns: Vec<i64>,
     kind: Vec<i8>,
-    operator: Sparse<i64>,
+    ints: [Sparse<i64>; INTS],
     address: Lists,
     name: Sparse<String>,
-    channel: Sparse<i64>,
-    channel_kind: Sparse<&'static str>,
-    source_worker: Sparse<i64>,
-    target_worker: Sparse<i64>,
-    source_operator: Sparse<i64>,
-    source_port: Sparse<i64>,
-    target_operator: Sparse<i64>,
-    target_port: Sparse<i64>,
-    seq: Sparse<i64>,
-    records: Sparse<i64>,
-    bytes: Sparse<i64>,
+    channel_kind: Sparse<ChannelKind>,
     useful: Sparse<bool>,
-    duration_ns: Sparse<i64>,
-    wake: Sparse<&'static str>,
+    wake: Sparse<Wake>,
+}
+
+/// The cells of the row an [`EventBatch::row`] started: each setter fills one column of it.
+/// Set each column at most once.
+pub struct Cells<'a> {
+    batch: &'a mut EventBatch,
+    row: u32,
+}
+
+impl Cells<'_> {
+    /// Sets an integer column.
+    #[inline]
+    pub fn int(self, column: Int, value: i64) -> Self {
+        self.batch.ints[column as usize].push(self.row, value);
+        self
+    }
+
+    /// Sets `address`.
+    #[inline]
+    pub fn address(self, address: &[usize]) -> Self {
+        self.batch.address.push(self.row, address);
+        self
+    }
+
+    /// Sets `name`.
+    pub fn name(self, name: &str) -> Self {
+        self.batch.name.push(self.row, name.to_owned());
+        self
+    }
+
+    /// Sets `channel_kind`.
+    pub fn channel_kind(self, kind: ChannelKind) -> Self {
+        self.batch.channel_kind.push(self.row, kind);
+        self
+    }
+
+    /// Sets `useful`.
+    #[inline]
+    pub fn useful(self, useful: bool) -> Self {
+        self.batch.useful.push(self.row, useful);
+        self
+    }
+
+    /// Sets `wake`.
+    pub fn wake(self, wake: Wake) -> Self {
+        self.batch.wake.push(self.row, wake);
+        self
+    }
 }
 
 impl EventBatch {
@@ -283,28 +325,53 @@ impl EventBatch {
         Self::default()
     }
 
+    /// Appends a row of `kind` at `time_ns`, its other columns null until set through the
+    /// returned [`Cells`].
+    #[inline]
+    pub fn row(&mut self, time_ns: i64, kind: Kind) -> Cells<'_> {
+        let row = self.time_ns.len() as u32;
+        self.time_ns.push(time_ns);
+        self.kind.push(kind.code());
+        Cells { batch: self, row }
+    }
+
     /// Appends `row`.
     pub fn push(&mut self, row: &Row<'_>) {
-        let at = self.time_ns.len();
-        self.time_ns.push(row.time_ns);
-        self.kind.push(row.kind.code());
-        self.operator.push(at, row.operator);
-        self.address.push(at, row.address);
-        self.name.push(at, row.name.map(str::to_owned));
-        self.channel.push(at, row.channel);
-        self.channel_kind.push(at, row.channel_kind.map(ChannelKind::name));
-        self.source_worker.push(at, row.source_worker);
-        self.target_worker.push(at, row.target_worker);
-        self.source_operator.push(at, row.source_operator);
-        self.source_port.push(at, row.source_port);
-        self.target_operator.push(at, row.target_operator);
-        self.target_port.push(at, row.target_port);
-        self.seq.push(at, row.seq);
-        self.records.push(at, row.records);
-        self.bytes.push(at, row.bytes);
-        self.useful.push(at, row.useful);
-        self.duration_ns.push(at, row.duration_ns);
-        self.wake.push(at, row.wake.map(Wake::name));
+        let mut cells = self.row(row.time_ns, row.kind);
+        let ints = [
+            (Int::Operator, row.operator),
+            (Int::Channel, row.channel),
+            (Int::SourceWorker, row.source_worker),
+            (Int::TargetWorker, row.target_worker),
+            (Int::SourceOperator, row.source_operator),
+            (Int::SourcePort, row.source_port),
+            (Int::TargetOperator, row.target_operator),
+            (Int::TargetPort, row.target_port),
+            (Int::Seq, row.seq),
+            (Int::Records, row.records),
+            (Int::Bytes, row.bytes),
+            (Int::DurationNs, row.duration_ns),
+        ];
+        for (column, value) in ints {
+            if let Some(value) = value {
+                cells = cells.int(column, value);
+            }
+        }
+        if let Some(address) = row.address {
+            cells = cells.address(address);
+        }
+        if let Some(name) = row.name {
+            cells = cells.name(name);
+        }
+        if let Some(kind) = row.channel_kind {
+            cells = cells.channel_kind(kind);
+        }
+        if let Some(useful) = row.useful {
+            cells = cells.useful(useful);
+        }
+        if let Some(wake) = row.wake {
+            cells.wake(wake);
+        }
     }
 
     /// The number of rows gathered.
@@ -317,79 +384,58 @@ impl EventBatch {
         self.time_ns.is_empty()
     }
 
-    /// Moves `other`'s rows after this batch's; `other` is empty afterwards.
-    pub fn append(&mut self, other: &mut EventBatch) {
-        let rows = self.len();
-        self.time_ns.append(&mut other.time_ns);
-        self.kind.append(&mut other.kind);
-        self.operator.append(&mut other.operator, rows);
-        self.address.append(&mut other.address, rows);
-        self.name.append(&mut other.name, rows);
-        self.channel.append(&mut other.channel, rows);
-        self.channel_kind.append(&mut other.channel_kind, rows);
-        self.source_worker.append(&mut other.source_worker, rows);
-        self.target_worker.append(&mut other.target_worker, rows);
-        self.source_operator.append(&mut other.source_operator, rows);
-        self.source_port.append(&mut other.source_port, rows);
-        self.target_operator.append(&mut other.target_operator, rows);
-        self.target_port.append(&mut other.target_port, rows);
-        self.seq.append(&mut other.seq, rows);
-        self.records.append(&mut other.records, rows);
-        self.bytes.append(&mut other.bytes, rows);
-        self.useful.append(&mut other.useful, rows);
-        self.duration_ns.append(&mut other.duration_ns, rows);
-        self.wake.append(&mut other.wake, rows);
+    /// How many rows have a `channel_kind`: a mark for [`EventBatch::channels_since`].
+    pub(crate) fn channel_mark(&self) -> usize {
+        self.channel_kind.cells.len()
+    }
+
+    /// The `(channel, channel_kind)` of the rows that got a channel kind after `mark`.
+    pub(crate) fn channels_since(&self, mark: usize) -> impl Iterator<Item = (i64, ChannelKind)> + '_ {
+        let channels = &self.ints[Int::Channel as usize].cells;
+        self.channel_kind.cells[mark..].iter().filter_map(|(row, kind)| {
+            let at = channels.binary_search_by_key(row, |(channel_row, _)| *channel_row).ok()?;
+            Some((channels[at].1, *kind))
+        })
     }
 
     /// Forgets every row, keeping the memory for the next ones.
     pub fn clear(&mut self) {
         self.time_ns.clear();
         self.kind.clear();
-        let sparse: [&mut dyn Clear; 17] = [
-            &mut self.operator,
-            &mut self.address,
-            &mut self.name,
-            &mut self.channel,
-            &mut self.channel_kind,
-            &mut self.source_worker,
-            &mut self.target_worker,
-            &mut self.source_operator,
-            &mut self.source_port,
-            &mut self.target_operator,
-            &mut self.target_port,
-            &mut self.seq,
-            &mut self.records,
-            &mut self.bytes,
-            &mut self.useful,
-            &mut self.duration_ns,
-            &mut self.wake,
-        ];
-        sparse.into_iter().for_each(|column| column.clear());
+        self.ints.iter_mut().for_each(|column| column.cells.clear());
+        self.address.clear();
+        self.name.cells.clear();
+        self.channel_kind.cells.clear();
+        self.useful.cells.clear();
+        self.wake.cells.clear();
     }
 
     /// The columns as gathered, in the order of [`crate::schema::schema`].
     pub(crate) fn columns(&self) -> [Column<'_>; 19] {
-        let strings = |cells: &[(u32, &'static str)]| cells.to_vec();
+        let int = |column: Int| Column::Ints(&self.ints[column as usize].cells);
+        let named = |cells: &[(u32, &'static str)]| Column::Strings(cells.to_vec());
+        let kinds: Vec<_> = self.channel_kind.cells.iter().map(|(row, kind)| (*row, kind.name())).collect();
+        let wakes: Vec<_> = self.wake.cells.iter().map(|(row, wake)| (*row, wake.name())).collect();
         [
             Column::Times(&self.time_ns),
             Column::Kinds(&self.kind),
-            Column::Ints(&self.operator.cells),
+            int(Int::Operator),
             Column::Lists { cells: &self.address.cells, items: &self.address.items },
             Column::Strings(self.name.cells.iter().map(|(row, name)| (*row, name.as_str())).collect()),
-            Column::Ints(&self.channel.cells),
-            Column::Strings(strings(&self.channel_kind.cells)),
-            Column::Ints(&self.source_worker.cells),
-            Column::Ints(&self.target_worker.cells),
-            Column::Ints(&self.source_operator.cells),
-            Column::Ints(&self.source_port.cells),
-            Column::Ints(&self.target_operator.cells),
-            Column::Ints(&self.target_port.cells),
-            Column::Ints(&self.seq.cells),
-            Column::Ints(&self.records.cells),
-            Column::Ints(&self.bytes.cells),
+            int(Int::Channel),
+            named(&kinds),
+            int(Int::SourceWorker),
+            int(Int::TargetWorker),
+            int(Int::SourceOperator),
+            int(Int::SourcePort),
+            int(Int::TargetOperator),
+            int(Int::TargetPort),
+            int(Int::Seq),
+            int(Int::Records),
+            int(Int::Bytes),
             Column::Bools(&self.useful.cells),
-            Column::Ints(&self.duration_ns.cells),
-            Column::Strings(strings(&self.wake.cells)),
+            int(Int::DurationNs),
+            named(&wakes),
         ]
     }
 
@@ -401,29 +447,39 @@ impl EventBatch {
         let codes = Int8Array::new(std::mem::take(&mut self.kind).into(), None);
         let kind = DictionaryArray::<Int8Type>::try_new(codes, Arc::new(names))
             .expect("kind codes index the kind names");
+        let mut ints = self.ints.iter_mut().map(|column| column.finish(rows, &no_ints));
+        let mut int = || ints.next().expect("one array per integer column");
+        let mut kinds = named(&mut self.channel_kind, ChannelKind::name);
+        let mut wakes = named(&mut self.wake, Wake::name);
         let columns: Vec<ArrayRef> = vec![
             Arc::new(Int64Array::new(std::mem::take(&mut self.time_ns).into(), None)),
             Arc::new(kind),
-            self.operator.finish(rows, &no_ints),
+            int(),
             self.address.finish(rows),
             self.name.finish_strings(rows),
-            self.channel.finish(rows, &no_ints),
-            self.channel_kind.finish_strings(rows),
-            self.source_worker.finish(rows, &no_ints),
-            self.target_worker.finish(rows, &no_ints),
-            self.source_operator.finish(rows, &no_ints),
-            self.source_port.finish(rows, &no_ints),
-            self.target_operator.finish(rows, &no_ints),
-            self.target_port.finish(rows, &no_ints),
-            self.seq.finish(rows, &no_ints),
-            self.records.finish(rows, &no_ints),
-            self.bytes.finish(rows, &no_ints),
+            int(),
+            kinds.finish_strings(rows),
+            int(),
+            int(),
+            int(),
+            int(),
+            int(),
+            int(),
+            int(),
+            int(),
+            int(),
             self.useful.finish_booleans(rows),
-            self.duration_ns.finish(rows, &no_ints),
-            self.wake.finish_strings(rows),
+            int(),
+            wakes.finish_strings(rows),
         ];
         RecordBatch::try_new(schema(), columns).expect("the columns follow the schema")
     }
+}
+
+/// A column of small enumerations as the strings written for them; `column` is empty
+/// afterwards.
+fn named<T>(column: &mut Sparse<T>, name: fn(T) -> &'static str) -> Sparse<&'static str> {
+    Sparse { cells: column.cells.drain(..).map(|(row, value)| (row, name(value))).collect() }
 }
 
 #[cfg(test)]

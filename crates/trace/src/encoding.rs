@@ -76,9 +76,13 @@ pub(crate) fn hybrid(out: &mut Vec<u8>, values: &[u8], width: u8) {
     }
     put_varint(out, ((values.len().div_ceil(8) as u64) << 1) | 1);
     let width = u32::from(width);
+    out.reserve(values.len().div_ceil(8) * 8 + 8);
     for group in values.chunks(8) {
         let word = group.iter().rev().fold(0u64, |word, value| (word << width) | u64::from(*value));
-        out.extend_from_slice(&word.to_le_bytes()[..width as usize]);
+        // Eight bytes, then the ones past the group's `width` dropped: no variable-length copy.
+        let end = out.len() + width as usize;
+        out.extend_from_slice(&word.to_le_bytes());
+        out.truncate(end);
     }
 }
 

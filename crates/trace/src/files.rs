@@ -68,8 +68,16 @@ impl Files {
         self.open.values().map(|file| file.opened + self.flush_interval).min()
     }
 
-    /// Moves `batch`'s rows into the worker's file (`batch` is empty afterwards).
-    pub(crate) fn write(&mut self, worker: usize, batch: &mut EventBatch) -> io::Result<()> {
+    /// Has `rows` append a worker's rows to those gathered for its file (opened if they are
+    /// the first).
+    pub(crate) fn write(&mut self, worker: usize, rows: impl FnOnce(&mut EventBatch)) -> io::Result<()> {
+        let pending = self.pending.entry(worker).or_default();
+        let before = pending.len();
+        rows(pending);
+        let added = pending.len() - before;
+        if added == 0 {
+            return Ok(());
+        }
         let file = match self.open.entry(worker) {
             std::collections::hash_map::Entry::Occupied(file) => file.into_mut(),
             std::collections::hash_map::Entry::Vacant(slot) => {
@@ -79,9 +87,7 @@ impl Files {
                 slot.insert(file)
             }
         };
-        let pending = self.pending.entry(worker).or_default();
-        file.rows += batch.len();
-        pending.append(batch);
+        file.rows += added;
         if pending.len() >= ROW_GROUP_ROWS {
             file.write_row_group(pending, &mut self.compressor)?;
         }

@@ -3,7 +3,7 @@
 //! This crate owns the trace format: its vocabulary of event kinds and classes
 //! ([`schema`]), columnar batches of events ([`batch`]), the per-process metadata file
 //! ([`metadata`]), the sinks through which workers and network threads hand events over
-//! ([`sink`]), the background thread that turns them into rows ([`writer`]) and writes
+//! ([`sink`]), the background thread that has them written as rows ([`writer`]) and writes
 //! Hive-partitioned Parquet files (`files`) or hands batches to a callback, and batches as
 //! Arrow IPC bytes ([`ipc`]). It must not know how events come about: the engine decides what
 //! to record and when, and says how its events become rows.
@@ -18,8 +18,8 @@ pub mod schema;
 pub mod sink;
 pub mod writer;
 
-pub use batch::{EventBatch, Row};
+pub use batch::{Cells, EventBatch, Int, Row};
 pub use metadata::{ClockSample, ProcessMetadata, Status};
 pub use schema::{ChannelKind, EventClass, EventClasses, Kind, Wake, FORMAT_VERSION};
-pub use sink::{NetworkEvent, NetworkSink, ToRow, WorkerSink};
+pub use sink::{NetworkEvent, NetworkSink, TraceEvent, WorkerSink};
 pub use writer::{BatchCallback, ClockRecorder, TraceConfig, TraceWriter};

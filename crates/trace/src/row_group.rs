@@ -25,9 +25,11 @@ use crate::batch::{Column, EventBatch};
 use crate::encoding::{bit_width, bitmap_levels, delta_binary_packed, hybrid, plain_booleans, plain_strings};
 use crate::schema::Kind;
 
-/// Zstandard's level for pages: its fastest, which still packs the level bitmaps and the
-/// repeats between neighbouring values.
-const ZSTD_LEVEL: i32 = 1;
+/// Zstandard's level for pages: one of its fast (negative) levels, which still packs the
+/// level bitmaps and the repeats between neighbouring values, at about half the writer's
+/// instructions of level 1 for a few percent more bytes (`docs/benchmarks.md`, "Tracing
+/// overhead"). Files record only the codec, not the level.
+const ZSTD_LEVEL: i32 = -5;
 
 /// A Zstandard compressor for pages, kept to reuse its memory.
 pub(crate) struct PageCompressor(zstd::bulk::Compressor<'static>);
@@ -130,7 +132,7 @@ fn chunk_metadata(
     let mut encodings = vec![Encoding::RLE, pages.encoding];
     encodings.extend(dictionary.map(|_| Encoding::PLAIN));
     let mut metadata = ColumnChunkMetaData::builder(descriptor)
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(ZSTD_LEVEL)?))
+        .set_compression(Compression::ZSTD(ZstdLevel::default()))
         .set_encodings(encodings)
         .set_num_values(pages.levels as i64)
         .set_total_compressed_size(written.iter().map(|spec| spec.compressed_size as i64).sum())

@@ -3,9 +3,10 @@
 //!
 //! A worker keeps its events in its own form (the engine's event enum, say) and hands whole
 //! vectors of them to its sink; the sink ships each vector to the writer thread untouched,
-//! with the function that turns one event into a [`Row`], and gets back an emptied vector to
-//! fill next. So the worker pays for a push into a vector per event, and the writer thread
-//! for the columns and the files. A full queue makes the worker wait, and the wait is
+//! and gets back an emptied vector to fill next. The events say themselves how they become
+//! rows ([`TraceEvent`]): on the writer thread, each writes its cells straight into the
+//! columns being gathered. So the worker pays for a push into a vector per event, and the
+//! writer thread for the columns and the files. A full queue makes the worker wait, and the wait is
 //! recorded (a `trace_wait` row). The network threads of a process share one [`NetworkSink`].
 //! This module must not decide what events mean, nor write files.
 
@@ -14,21 +15,30 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
-use crate::batch::Row;
-use crate::schema::{ChannelKind, Kind};
+use crate::batch::{EventBatch, Int};
+use crate::schema::{ChannelKind, EventClasses, Kind};
 use crate::writer::Command;
 
-/// Turns one of a recorder's events into its row; the first argument is the global index of
-/// the worker whose sink received the event.
-pub type ToRow<E> = for<'a> fn(usize, &'a E) -> Row<'a>;
+/// An event a recorder hands to its [`WorkerSink`], as the writer thread reads it.
+pub trait TraceEvent: Send + 'static {
+    /// When it happened: nanoseconds since the Unix epoch.
+    fn time_ns(&self) -> i64;
+    /// What happened (events of classes not recorded are left out).
+    fn kind(&self) -> Kind;
+    /// Appends the event's row to `batch` (`EventBatch::row`, then its cells); `worker` is
+    /// the global index of the worker whose sink received the event.
+    fn write(&self, worker: usize, batch: &mut EventBatch);
+}
 
 /// Empty vectors a worker may keep for its next events.
 const SPARE_VECTORS: usize = 4;
 
 /// A worker's events on their way to the writer thread.
 pub(crate) trait PendingEvents: Send {
-    /// Calls `row` with the row of each event, in order.
-    fn rows(&self, row: &mut dyn FnMut(&Row<'_>));
+    /// Appends the rows of the events of recorded classes to `batch`, in order, each wait
+    /// for the writer `(start, duration)` of `waits` (oldest first) before the first event
+    /// stamped after its start. Returns how many of `waits` were written.
+    fn write(&self, batch: &mut EventBatch, classes: EventClasses, waits: &[(i64, i64)]) -> usize;
     /// Gives the emptied vector back to its worker.
     fn recycle(self: Box<Self>);
 }
@@ -36,15 +46,26 @@ pub(crate) trait PendingEvents: Send {
 struct Pending<E> {
     worker: usize,
     events: Vec<E>,
-    to_row: ToRow<E>,
     spares: Sender<Vec<E>>,
 }
 
-impl<E: Send + 'static> PendingEvents for Pending<E> {
-    fn rows(&self, row: &mut dyn FnMut(&Row<'_>)) {
+impl<E: TraceEvent> PendingEvents for Pending<E> {
+    fn write(&self, batch: &mut EventBatch, classes: EventClasses, waits: &[(i64, i64)]) -> usize {
+        let every = classes == EventClasses::all();
+        let mut written = 0;
         for event in &self.events {
-            row(&(self.to_row)(self.worker, event));
+            if written < waits.len() {
+                let time = event.time_ns();
+                while written < waits.len() && waits[written].0 <= time {
+                    write_wait(batch, waits[written]);
+                    written += 1;
+                }
+            }
+            if every || classes.records(event.kind()) {
+                event.write(self.worker, batch);
+            }
         }
+        written
     }
 
     fn recycle(self: Box<Self>) {
@@ -59,7 +80,6 @@ impl<E: Send + 'static> PendingEvents for Pending<E> {
 pub struct WorkerSink<E> {
     worker: usize,
     sender: Sender<Command>,
-    to_row: ToRow<E>,
     hand_over_every: Duration,
     last_handed_over: Instant,
     clock: fn() -> i64,
@@ -68,18 +88,16 @@ pub struct WorkerSink<E> {
     spares: (Sender<Vec<E>>, Receiver<Vec<E>>),
 }
 
-impl<E: Send + 'static> WorkerSink<E> {
+impl<E: TraceEvent> WorkerSink<E> {
     pub(crate) fn new(
         worker: usize,
         sender: Sender<Command>,
-        to_row: ToRow<E>,
         hand_over_every: Duration,
         clock: fn() -> i64,
     ) -> Self {
         WorkerSink {
             worker,
             sender,
-            to_row,
             hand_over_every,
             last_handed_over: Instant::now(),
             clock,
@@ -114,8 +132,7 @@ impl<E: Send + 'static> WorkerSink<E> {
         }
         let spare = self.spares.1.try_recv().unwrap_or_else(|_| Vec::with_capacity(events.capacity()));
         let events = std::mem::replace(events, spare);
-        let pending =
-            Pending { worker: self.worker, events, to_row: self.to_row, spares: self.spares.0.clone() };
+        let pending = Pending { worker: self.worker, events, spares: self.spares.0.clone() };
         self.ship(Box::new(pending), false);
     }
 }
@@ -147,8 +164,15 @@ impl<E> Drop for WorkerSink<E> {
 struct NoEvents;
 
 impl PendingEvents for NoEvents {
-    fn rows(&self, _row: &mut dyn FnMut(&Row<'_>)) {}
+    fn write(&self, _batch: &mut EventBatch, _classes: EventClasses, _waits: &[(i64, i64)]) -> usize {
+        0
+    }
     fn recycle(self: Box<Self>) {}
+}
+
+/// Appends the row of a wait for the writer, `(start, duration)`.
+pub(crate) fn write_wait(batch: &mut EventBatch, (started, waited): (i64, i64)) {
+    batch.row(started, Kind::TraceWait).int(Int::DurationNs, waited);
 }
 
 /// A frame that went over the network, as one of the process's network threads saw it.
@@ -175,17 +199,19 @@ pub struct NetworkEvent {
 }
 
 impl NetworkEvent {
-    /// The event's row, for a channel that carries `channel_kind`.
-    pub fn row(&self, channel_kind: Option<ChannelKind>) -> Row<'static> {
-        Row {
-            channel: Some(self.channel),
-            channel_kind,
-            source_worker: Some(self.source_worker),
-            target_worker: Some(self.target_worker),
-            seq: Some(self.seq),
-            bytes: Some(self.bytes),
-            ..Row::new(self.time_ns, self.kind)
-        }
+    /// Appends the event's row to `batch`, for a channel that carries `channel_kind`.
+    pub fn write(&self, channel_kind: Option<ChannelKind>, batch: &mut EventBatch) {
+        let cells = batch.row(self.time_ns, self.kind);
+        let cells = match channel_kind {
+            Some(kind) => cells.channel_kind(kind),
+            None => cells,
+        };
+        cells
+            .int(Int::Channel, self.channel)
+            .int(Int::SourceWorker, self.source_worker)
+            .int(Int::TargetWorker, self.target_worker)
+            .int(Int::Seq, self.seq)
+            .int(Int::Bytes, self.bytes);
     }
 }
 

@@ -4,9 +4,9 @@
 //! through their [`WorkerSink`]s (a bounded queue: a worker waits only when it is full, and
 //! then records how long); the network threads record frames into the process's
 //! [`NetworkSink`], which the thread collects at least every half flush interval. The thread
-//! turns events into rows (`trace_wait` rows in time order among them), appends them to the
-//! open file of their worker (`crate::files`), and hands every batch to a callback if one is
-//! configured. It keeps the process's metadata file up to date. This module must not decide
+//! has the events write their rows (`trace_wait` rows in time order among them) straight into
+//! the rows gathered for the open file of their worker (`crate::files`), and into a batch for
+//! the callback if one is configured. It keeps the process's metadata file up to date. This module must not decide
 //! what events mean or when they happen.
 
 use std::collections::HashMap;
@@ -18,11 +18,11 @@ use std::time::{Duration, Instant};
 use arrow_array::RecordBatch;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
-use crate::batch::{EventBatch, Row};
+use crate::batch::EventBatch;
 use crate::files::Files;
 use crate::metadata::{ClockSample, ProcessMetadata, Status};
 use crate::schema::{ChannelKind, EventClass, EventClasses, Kind};
-use crate::sink::{NetworkEvent, NetworkSink, PendingEvents, ToRow, WorkerSink};
+use crate::sink::{write_wait, NetworkEvent, NetworkSink, PendingEvents, TraceEvent, WorkerSink};
 
 /// Receives every batch of events with the global index of the worker that recorded it.
 pub type BatchCallback = Box<dyn FnMut(usize, &RecordBatch) + Send>;
@@ -94,7 +94,7 @@ impl TraceWriter {
         };
         let network = NetworkSink::default();
         let mut state = WriterState {
-            output: Outputs { files, callback: config.callback, error: None },
+            output: Outputs { files, callback: config.callback, batch: EventBatch::new(), error: None },
             rows: Rows::new(config.classes),
             network: network.clone(),
             collect_every: config.flush_interval / 2,
@@ -116,10 +116,10 @@ impl TraceWriter {
         self.classes
     }
 
-    /// The sink of the worker with global index `worker`, whose events become rows by `to_row`
-    /// (on the writer thread).
-    pub fn sink<E: Send + 'static>(&self, worker: usize, to_row: ToRow<E>) -> WorkerSink<E> {
-        WorkerSink::new(worker, self.sender.clone(), to_row, self.flush_interval / 2, self.clock)
+    /// The sink of the worker with global index `worker`, whose events write their rows on
+    /// the writer thread.
+    pub fn sink<E: TraceEvent>(&self, worker: usize) -> WorkerSink<E> {
+        WorkerSink::new(worker, self.sender.clone(), self.flush_interval / 2, self.clock)
     }
 
     /// Where the process's network threads record frames.
@@ -176,10 +176,9 @@ impl ClockRecorder {
 /// without the channel's kind.
 const UNRESOLVED_COLLECTIONS: u32 = 8;
 
-/// Turns events into batches of rows, on the writer thread.
+/// Turns events into rows, on the writer thread.
 struct Rows {
     classes: EventClasses,
-    batch: EventBatch,
     /// Per worker, the waits for the writer `(start, duration)` not yet written, oldest first:
     /// events stamped before a wait may arrive after it (a worker hands over events it
     /// stamped earlier), so each wait is written before the first event stamped after its
@@ -196,35 +195,32 @@ struct Rows {
 
 impl Rows {
     fn new(classes: EventClasses) -> Self {
-        Rows {
-            classes,
-            batch: EventBatch::new(),
-            waits: HashMap::new(),
-            channel_kinds: HashMap::new(),
-            unresolved: Vec::new(),
-        }
+        Rows { classes, waits: HashMap::new(), channel_kinds: HashMap::new(), unresolved: Vec::new() }
     }
 
-    /// Gathers the rows of a worker's hand-over into `self.batch`.
-    fn of_worker(&mut self, worker: usize, events: &dyn PendingEvents, waits: Vec<(i64, i64)>, last: bool) {
+    /// Hands `output` the rows of a worker's hand-over.
+    fn of_worker(
+        &mut self,
+        worker: usize,
+        events: &dyn PendingEvents,
+        waits: Vec<(i64, i64)>,
+        last: bool,
+        output: &mut Outputs,
+    ) -> io::Result<()> {
         let pending = self.waits.entry(worker).or_default();
         pending.extend(waits);
-        let (classes, batch, kinds) = (self.classes, &mut self.batch, &mut self.channel_kinds);
-        events.rows(&mut |row| {
-            if classes.records(row.kind) {
-                let due = pending.partition_point(|(started, _)| *started <= row.time_ns);
-                pending.drain(..due).for_each(|wait| batch.push(&wait_row(wait)));
-                batch.push(row);
-                if let (Kind::ChannelCreated, Some(channel), Some(kind)) =
-                    (row.kind, row.channel, row.channel_kind)
-                {
-                    kinds.insert(channel, kind);
-                }
+        let (classes, kinds) = (self.classes, &mut self.channel_kinds);
+        let mut written = 0;
+        let outcome = output.write(worker, |batch| {
+            let mark = batch.channel_mark();
+            written = events.write(batch, classes, pending);
+            if last {
+                pending[written..].iter().for_each(|wait| write_wait(batch, *wait));
             }
+            kinds.extend(batch.channels_since(mark));
         });
-        if last {
-            pending.drain(..).for_each(|wait| batch.push(&wait_row(wait)));
-        }
+        pending.drain(..if last { pending.len() } else { written });
+        outcome
     }
 
     /// Hands `output` the rows of network events (and of those left unresolved before), one
@@ -247,45 +243,36 @@ impl Rows {
         }
         ready.sort_by_key(|(event, _)| (event.worker, event.time_ns));
         for chunk in ready.chunk_by(|(a, _), (b, _)| a.worker == b.worker) {
-            chunk.iter().for_each(|(event, kind)| self.batch.push(&event.row(*kind)));
-            output.write(chunk[0].0.worker, &mut self.batch)?;
+            output.write(chunk[0].0.worker, |batch| {
+                chunk.iter().for_each(|(event, kind)| event.write(*kind, batch));
+            })?;
         }
         Ok(())
     }
-}
-
-fn wait_row((started, waited): (i64, i64)) -> Row<'static> {
-    Row { duration_ns: Some(waited), ..Row::new(started, Kind::TraceWait) }
 }
 
 /// Where rows go: the files, the callback, and the first error met writing files.
 struct Outputs {
     files: Option<Files>,
     callback: Option<BatchCallback>,
+    /// The rows for the callback.
+    batch: EventBatch,
     /// The first error met; no data file is written after it, only the final metadata.
     error: Option<io::Error>,
 }
 
 impl Outputs {
-    /// Hands `batch`'s rows to the callback and the worker's file; `batch` is empty afterwards.
-    fn write(&mut self, worker: usize, batch: &mut EventBatch) -> io::Result<()> {
-        if batch.is_empty() {
-            return Ok(());
-        }
-        let files = self.writes_files();
+    /// Has `rows` append a worker's rows to the batch for the callback, then to the rows of
+    /// the worker's file (so `rows` runs once per output, and must append the same rows each
+    /// time).
+    fn write(&mut self, worker: usize, mut rows: impl FnMut(&mut EventBatch)) -> io::Result<()> {
         if let Some(callback) = &mut self.callback {
-            let rows = if files { batch.clone().finish() } else { batch.finish() };
-            callback(worker, &rows);
+            rows(&mut self.batch);
+            if !self.batch.is_empty() {
+                callback(worker, &self.batch.finish());
+            }
         }
-        let written = self.with_files(|files| files.write(worker, batch));
-        if !batch.is_empty() {
-            *batch = EventBatch::new();
-        }
-        written
-    }
-
-    fn writes_files(&self) -> bool {
-        self.files.is_some() && self.error.is_none()
+        self.with_files(|files| files.write(worker, rows))
     }
 
     /// When the oldest open file is due to be closed (none once writing failed).
@@ -336,9 +323,9 @@ impl WriterState {
                 self.output.files_due().map_or(next_collection, |due| due.max(now).min(next_collection));
             let outcome = match receiver.recv_deadline(deadline) {
                 Ok(Command::Events { worker, events, waits, last }) => {
-                    self.rows.of_worker(worker, events.as_ref(), waits, last);
+                    let written = self.rows.of_worker(worker, events.as_ref(), waits, last, &mut self.output);
                     events.recycle();
-                    self.output.write(worker, &mut self.rows.batch)
+                    written
                 }
                 Ok(Command::Clock(sample)) => self.output.with_files(|files| files.record_clock(sample)),
                 Ok(Command::Finish { status, end_time_ns }) => return self.finish(status, end_time_ns),

@@ -1,16 +1,22 @@
 //! The trace files' own Parquet encoder against Arrow: any rows, handed both to a callback
 //! (Arrow arrays built by `EventBatch::finish`) and to files (pages encoded by the writer),
-//! read back from the files by the `parquet` crate's Arrow reader, must be the same table.
+//! read back from the files by the `parquet` crate's Arrow reader, must be the same table;
+//! and the files must hold, cell by cell, what the events say.
 
 use std::sync::{Arc, Mutex};
 
-use arrow_array::RecordBatch;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int64Type, Int8Type};
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::DataType;
 use arrow_select::concat::concat_batches;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use timely_trace::schema::schema;
-use timely_trace::{ChannelKind, Kind, ProcessMetadata, Row, Status, TraceConfig, TraceWriter, Wake};
+use timely_trace::{
+    ChannelKind, EventBatch, Kind, ProcessMetadata, Row, Status, TraceConfig, TraceEvent, TraceWriter, Wake,
+};
 
 /// An event owning every column a row can have.
 #[derive(Clone, Debug)]
@@ -51,6 +57,20 @@ fn to_row(_worker: usize, event: &Owned) -> Row<'_> {
             .wake
             .map(|w| [Wake::Data, Wake::Progress, Wake::Activation, Wake::Timeout][w as usize % 4]),
         ..Row::new(event.time_ns, Kind::ALL[event.kind])
+    }
+}
+
+impl TraceEvent for Owned {
+    fn time_ns(&self) -> i64 {
+        self.time_ns
+    }
+
+    fn kind(&self) -> Kind {
+        Kind::ALL[self.kind]
+    }
+
+    fn write(&self, worker: usize, batch: &mut EventBatch) {
+        batch.push(&to_row(worker, self));
     }
 }
 
@@ -103,7 +123,7 @@ fn written(events: Vec<Owned>, hand_over: usize) -> (RecordBatch, RecordBatch) {
         Some(Box::new(move |_, batch: &RecordBatch| record.lock().unwrap().push(batch.clone())));
     let metadata = ProcessMetadata::starting(0, 1, 1, 0, vec!["encoding-test".into()]);
     let writer = TraceWriter::start(config, metadata, 1).unwrap();
-    let mut sink = writer.sink(0, to_row);
+    let mut sink = writer.sink(0);
     for chunk in events.chunks(hand_over) {
         sink.hand_over(&mut chunk.to_vec());
     }
@@ -160,4 +180,94 @@ fn many_rows_cross_row_groups() {
     let (from_callback, from_files) = written(events, 4096);
     assert!(from_files.num_rows() >= 300_000);
     assert_eq!(from_files, from_callback);
+}
+
+/// One cell of a table, whatever its column's type.
+#[derive(Debug, PartialEq)]
+enum Cell {
+    Null,
+    Int(i64),
+    Text(String),
+    Bool(bool),
+    List(Vec<i64>),
+}
+
+/// The cell at `row` of `column`, read through Arrow's typed arrays.
+fn read_cell(column: &dyn Array, row: usize) -> Cell {
+    if column.is_null(row) {
+        return Cell::Null;
+    }
+    match column.data_type() {
+        DataType::Int64 => Cell::Int(column.as_primitive::<Int64Type>().value(row)),
+        DataType::Utf8 => Cell::Text(column.as_string::<i32>().value(row).to_string()),
+        DataType::Boolean => Cell::Bool(column.as_boolean().value(row)),
+        DataType::List(_) => {
+            Cell::List(column.as_list::<i32>().value(row).as_primitive::<Int64Type>().values().to_vec())
+        }
+        DataType::Dictionary(_, _) => {
+            let kinds = column.as_dictionary::<Int8Type>();
+            let key = kinds.keys().value(row) as usize;
+            Cell::Text(kinds.values().as_string::<i32>().value(key).to_string())
+        }
+        other => panic!("no trace column is {other}"),
+    }
+}
+
+/// The cells `event` should have, in schema order, worked out from the event alone.
+fn expected_cells(event: &Owned) -> Vec<Cell> {
+    let int = |value: Option<i64>| value.map_or(Cell::Null, Cell::Int);
+    let text = |value: Option<&str>| value.map_or(Cell::Null, |text| Cell::Text(text.to_string()));
+    let row = to_row(0, event);
+    let [operator, channel, source_worker, target_worker, source_operator, source_port, target_operator, target_port, seq, records, bytes, duration_ns] =
+        event.ints;
+    vec![
+        Cell::Int(event.time_ns),
+        Cell::Text(Kind::ALL[event.kind].name().to_string()),
+        int(operator),
+        event
+            .address
+            .as_ref()
+            .map_or(Cell::Null, |items| Cell::List(items.iter().map(|i| *i as i64).collect())),
+        text(event.name.as_deref()),
+        int(channel),
+        text(row.channel_kind.map(ChannelKind::name)),
+        int(source_worker),
+        int(target_worker),
+        int(source_operator),
+        int(source_port),
+        int(target_operator),
+        int(target_port),
+        int(seq),
+        int(records),
+        int(bytes),
+        event.useful.map_or(Cell::Null, Cell::Bool),
+        int(duration_ns),
+        text(row.wake.map(Wake::name)),
+    ]
+}
+
+/// Files hold exactly the events fed, cell by cell: every column kind, dense and sparse
+/// columns (from nearly empty to nearly full), several row groups and files' worth of
+/// hand-overs. The expectation is worked out from the events, not from the writer's columns.
+#[test]
+fn files_hold_the_events_fed() {
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    for filled in [0.02, 0.5, 0.98] {
+        let events: Vec<Owned> = (0..150_000)
+            .map(|_| event(filled).new_tree(&mut runner).unwrap().current())
+            // No `trace_wait` among the events fed: the writer's own are left out below.
+            .map(|event| Owned { kind: event.kind % (Kind::ALL.len() - 1), ..event })
+            .collect();
+        let (_, from_files) = written(events.clone(), 4096);
+        let kinds = from_files.column(1);
+        let rows: Vec<usize> = (0..from_files.num_rows())
+            .filter(|row| read_cell(kinds, *row) != Cell::Text(Kind::TraceWait.name().to_string()))
+            .collect();
+        assert_eq!(rows.len(), events.len(), "filled {filled}");
+        for (event, row) in events.iter().zip(rows) {
+            let cells: Vec<Cell> =
+                from_files.columns().iter().map(|column| read_cell(column.as_ref(), row)).collect();
+            assert_eq!(cells, expected_cells(event), "filled {filled}, row {row}");
+        }
+    }
 }

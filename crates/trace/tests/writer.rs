@@ -11,8 +11,8 @@ use arrow_array::types::Int64Type;
 use arrow_array::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use timely_trace::{
-    ChannelKind, ClockSample, EventClass, EventClasses, Kind, NetworkEvent, ProcessMetadata, Row, Status,
-    TraceConfig, TraceWriter, WorkerSink,
+    ChannelKind, ClockSample, EventBatch, EventClass, EventClasses, Kind, NetworkEvent, ProcessMetadata, Row,
+    Status, TraceConfig, TraceEvent, TraceWriter, WorkerSink,
 };
 
 fn now() -> i64 {
@@ -44,19 +44,30 @@ fn times(batches: &[RecordBatch]) -> Vec<i64> {
 }
 
 /// A test's events: time, kind and operator (for `channel_created`: the id of a data channel).
-type Event = (i64, Kind, Option<i64>);
+#[derive(Clone, Copy, Debug)]
+struct Event(i64, Kind, Option<i64>);
 
-fn to_row(_worker: usize, event: &Event) -> Row<'_> {
-    match event.1 {
-        Kind::ChannelCreated => {
-            Row { channel: event.2, channel_kind: Some(ChannelKind::Data), ..Row::new(event.0, event.1) }
-        }
-        _ => Row { operator: event.2, ..Row::new(event.0, event.1) },
+impl TraceEvent for Event {
+    fn time_ns(&self) -> i64 {
+        self.0
+    }
+
+    fn kind(&self) -> Kind {
+        self.1
+    }
+
+    fn write(&self, _worker: usize, batch: &mut EventBatch) {
+        batch.push(&match self.1 {
+            Kind::ChannelCreated => {
+                Row { channel: self.2, channel_kind: Some(ChannelKind::Data), ..Row::new(self.0, self.1) }
+            }
+            _ => Row { operator: self.2, ..Row::new(self.0, self.1) },
+        });
     }
 }
 
 fn schedule(time: i64, operator: i64) -> Event {
-    (time, Kind::ScheduleStart, Some(operator))
+    Event(time, Kind::ScheduleStart, Some(operator))
 }
 
 /// Buffers events as a worker does, handing over every `batch` of them and when dropped.
@@ -68,7 +79,7 @@ struct Recorder {
 
 impl Recorder {
     fn new(writer: &TraceWriter, worker: usize, batch: usize) -> Self {
-        Recorder { sink: writer.sink(worker, to_row), events: Vec::new(), batch }
+        Recorder { sink: writer.sink(worker), events: Vec::new(), batch }
     }
 
     fn push(&mut self, event: Event) {
@@ -219,7 +230,7 @@ fn switched_off_classes_are_not_recorded() {
     let writer = TraceWriter::start(config, metadata(0), 1).unwrap();
     let mut sink = Recorder::new(&writer, 0, 4096);
     sink.push(schedule(1, 1));
-    sink.push((2, Kind::Park, None));
+    sink.push(Event(2, Kind::Park, None));
     drop(sink);
     writer.finish(Status::Complete).unwrap();
     assert_eq!(*seen.lock().unwrap(), vec!["park".to_string()]);
@@ -302,7 +313,7 @@ fn network_events_go_to_their_workers_partitions_with_their_channels_kind() {
     let writer = TraceWriter::start(TraceConfig::new(Some(dir.path().into()), now), metadata(1), 2).unwrap();
     let network = writer.network_sink();
     let mut creator = Recorder::new(&writer, 5, 1);
-    creator.push((0, Kind::ChannelCreated, Some(4)));
+    creator.push(Event(0, Kind::ChannelCreated, Some(4)));
     let frame = |time_ns, kind, worker| NetworkEvent {
         time_ns,
         kind,

@@ -14,7 +14,6 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::Arc;
 
 use super::change_batch::ChangeBatch;
 use super::ledger::{Ledger, Released};
@@ -105,7 +104,7 @@ pub struct Progcaster<T: Timestamp> {
     worker: usize,
     channel: usize,
     ledger: Rc<RefCell<Ledger<T>>>,
-    address: Arc<[usize]>,
+    address: &'static [usize],
     logger: Option<Logger>,
     /// An emptied update buffer given back by the channel, for the next batch.
     spare: Vec<((Location, T), i64)>,
@@ -133,7 +132,7 @@ impl<T: Timestamp> Progcaster<T> {
             worker: allocator.index(),
             channel,
             ledger: Rc::new(RefCell::new(Ledger::new(allocator.peers()))),
-            address: address.into(),
+            address: logging::intern_address(&address),
             logger,
             spare: Vec::new(),
             released: Vec::new(),
@@ -175,7 +174,7 @@ impl<T: Timestamp> Progcaster<T> {
             source: self.worker,
             channel: self.channel,
             sequence,
-            address: self.address.clone(),
+            address: self.address,
             updates: updates.len(),
         });
         let mut slot = Some(ProgressBatch { source: self.worker, sequence, after, updates });
@@ -222,7 +221,7 @@ impl<T: Timestamp> Progcaster<T> {
             source,
             channel: self.channel,
             sequence,
-            address: self.address.clone(),
+            address: self.address,
             updates,
         });
     }

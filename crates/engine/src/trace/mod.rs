@@ -1,7 +1,7 @@
 //! Tracing a run: the process's trace writer from the first worker to the last event.
 //!
 //! [`ProcessTrace`] starts the writer of one process ([`timely_trace`]), installs on each of
-//! its workers a logger whose events the writer turns into rows ([`rows`]), records the frames
+//! its workers a logger whose events write their own rows on the writer's thread ([`rows`]), records the frames
 //! of a cluster's network threads ([`frames`]), has the clock measurements of a process other
 //! than 0 recorded into its metadata (`crate::clock_watch`), and finishes the trace when the
 //! run ends. How tracing is switched on is [`settings`]'s business. This module must not decide
@@ -20,7 +20,6 @@ use timely_communication::{clock, Config, FrameObserver};
 use timely_trace::{EventClass, ProcessMetadata, Status, TraceConfig, TraceWriter, WorkerSink};
 
 pub use frames::FrameRecorder;
-pub use rows::event_row;
 pub use settings::{TraceSettings, TRACE_DIR_VARIABLE, TRACE_EVENTS_VARIABLE, TRACE_FLUSH_VARIABLE};
 
 use crate::clock_watch::ClockWatch;
@@ -81,7 +80,7 @@ impl ProcessTrace {
 
     /// Makes `worker` record its events into this trace.
     pub fn install(&self, worker: &mut Worker) {
-        let mut sink = self.writer.sink(worker.index(), event_row);
+        let mut sink = self.writer.sink(worker.index());
         worker.install_logger(self.writer.classes(), move |_, events, why| hand_over(&mut sink, events, why));
     }
 
@@ -104,7 +103,7 @@ fn shape(config: &Config) -> (usize, usize, usize) {
 /// Hands `events` to `sink` when the logger says it must, or when they are due (always
 /// before the worker parks for a while, so that a live reader is not kept waiting).
 fn hand_over(sink: &mut WorkerSink<Timestamped>, events: &mut Vec<Timestamped>, why: Flush) {
-    let parking = matches!(events.last(), Some((_, Event::Park { .. })));
+    let parking = matches!(events.last(), Some(Timestamped { event: Event::Park { .. }, .. }));
     let due = if parking { sink.has_waited(PARK_HAND_OVER) } else { sink.is_due() };
     if why != Flush::Step || due {
         sink.hand_over(events);

@@ -1,76 +1,98 @@
 //! The rows of the engine's events: how each [`Event`] fills the columns of
-//! `docs/trace-format.md`. Called on the trace writer's thread. This module must not decide
-//! when events happen or where rows go.
+//! `docs/trace-format.md`, written cell by cell into the trace writer's columns (no row value
+//! in between). Called on the trace writer's thread. This module must not decide when events
+//! happen or where rows go.
 
-use timely_trace::{ChannelKind, Kind, Row};
+use timely_trace::{ChannelKind, EventBatch, Int, Kind, TraceEvent};
 
 use crate::logging::{Event, Timestamped};
 
-/// The trace row (`docs/trace-format.md`) of a timestamped event that `worker` recorded.
-/// The trace writer calls it on its own thread.
-pub fn event_row(worker: usize, (time, event): &Timestamped) -> Row<'_> {
-    row(worker, *time, event)
+impl TraceEvent for Timestamped {
+    fn time_ns(&self) -> i64 {
+        self.time_ns
+    }
+
+    fn kind(&self) -> Kind {
+        self.event.kind()
+    }
+
+    #[inline]
+    fn write(&self, worker: usize, batch: &mut EventBatch) {
+        write(worker, self.time_ns, &self.event, batch);
+    }
 }
 
-/// The row of `event`, which happened on `worker` at `time`.
-fn row(worker: usize, time: i64, event: &Event) -> Row<'_> {
-    let worker = worker as i64;
-    let int = |value: usize| Some(value as i64);
+/// Appends the row of `event`, which happened on `worker` at `time`, to `batch`. Inlined
+/// into the writer's loop over a hand-over's events.
+#[inline]
+fn write(worker: usize, time: i64, event: &Event, batch: &mut EventBatch) {
+    let int = |value: usize| value as i64;
     match event {
-        Event::Operates { id, address, name } => Row {
-            operator: int(*id),
-            address: Some(address),
-            name: Some(name),
-            ..Row::new(time, Kind::OperatorCreated)
-        },
-        Event::ProgressChannel { id, scope_address } => Row {
-            channel: int(*id),
-            channel_kind: Some(ChannelKind::Progress),
-            address: Some(scope_address),
-            ..Row::new(time, Kind::ChannelCreated)
-        },
-        Event::Channels { id, scope_address, source, target } => Row {
-            channel: int(*id),
-            channel_kind: Some(ChannelKind::Data),
-            address: Some(scope_address),
-            source_operator: int(source.0),
-            source_port: int(source.1),
-            target_operator: int(target.0),
-            target_port: int(target.1),
-            ..Row::new(time, Kind::ChannelCreated)
-        },
+        Event::Operates { id, address, name } => {
+            batch.row(time, Kind::OperatorCreated).int(Int::Operator, int(*id)).address(address).name(name);
+        }
+        Event::ProgressChannel { id, scope_address } => {
+            batch
+                .row(time, Kind::ChannelCreated)
+                .int(Int::Channel, int(*id))
+                .channel_kind(ChannelKind::Progress)
+                .address(scope_address);
+        }
+        Event::Channels { id, scope_address, source, target } => {
+            batch
+                .row(time, Kind::ChannelCreated)
+                .int(Int::Channel, int(*id))
+                .channel_kind(ChannelKind::Data)
+                .address(scope_address)
+                .int(Int::SourceOperator, int(source.0))
+                .int(Int::SourcePort, int(source.1))
+                .int(Int::TargetOperator, int(target.0))
+                .int(Int::TargetPort, int(target.1));
+        }
         Event::Schedule { id, start: true, .. } => {
-            Row { operator: int(*id), ..Row::new(time, Kind::ScheduleStart) }
+            batch.row(time, Kind::ScheduleStart).int(Int::Operator, int(*id));
         }
         Event::Schedule { id, start: false, useful } => {
-            Row { operator: int(*id), useful: Some(*useful), ..Row::new(time, Kind::ScheduleStop) }
+            batch.row(time, Kind::ScheduleStop).int(Int::Operator, int(*id)).useful(*useful);
         }
-        Event::Messages { send, channel, source, target, sequence, length } => Row {
-            channel: int(*channel),
-            source_worker: int(*source),
-            target_worker: int(*target),
-            seq: Some(*sequence as i64),
-            records: int(*length),
-            ..Row::new(time, if *send { Kind::MessageSend } else { Kind::MessageRecv })
-        },
-        Event::Progress { send, source, channel, sequence, address, updates } => Row {
-            channel: int(*channel),
-            address: Some(address),
-            source_worker: int(*source),
-            target_worker: if *send { None } else { Some(worker) },
-            seq: Some(*sequence as i64),
-            records: int(*updates),
-            ..Row::new(time, if *send { Kind::ProgressSend } else { Kind::ProgressRecv })
-        },
-        Event::PushProgress { id } => Row { operator: int(*id), ..Row::new(time, Kind::ProgressPush) },
+        Event::Messages { send, channel, source, target, sequence, length } => {
+            batch
+                .row(time, if *send { Kind::MessageSend } else { Kind::MessageRecv })
+                .int(Int::Channel, int(*channel))
+                .int(Int::SourceWorker, int(*source))
+                .int(Int::TargetWorker, int(*target))
+                .int(Int::Seq, *sequence as i64)
+                .int(Int::Records, int(*length));
+        }
+        Event::Progress { send, source, channel, sequence, address, updates } => {
+            let cells = batch
+                .row(time, if *send { Kind::ProgressSend } else { Kind::ProgressRecv })
+                .int(Int::Channel, int(*channel))
+                .address(address)
+                .int(Int::SourceWorker, int(*source))
+                .int(Int::Seq, *sequence as i64)
+                .int(Int::Records, int(*updates));
+            if !*send {
+                cells.int(Int::TargetWorker, int(worker));
+            }
+        }
+        Event::PushProgress { id } => {
+            batch.row(time, Kind::ProgressPush).int(Int::Operator, int(*id));
+        }
         Event::Park { timeout } => {
-            Row { duration_ns: timeout.map(|t| t.as_nanos() as i64), ..Row::new(time, Kind::Park) }
+            let cells = batch.row(time, Kind::Park);
+            if let Some(timeout) = timeout {
+                cells.int(Int::DurationNs, timeout.as_nanos() as i64);
+            }
         }
-        Event::Unpark { wake } => Row { wake: Some(*wake), ..Row::new(time, Kind::Unpark) },
-        Event::Activity { name, start } => Row {
-            name: Some(name),
-            ..Row::new(time, if *start { Kind::ActivityStart } else { Kind::ActivityStop })
-        },
-        Event::Shutdown { id } => Row { operator: int(*id), ..Row::new(time, Kind::OperatorShutdown) },
+        Event::Unpark { wake } => {
+            batch.row(time, Kind::Unpark).wake(*wake);
+        }
+        Event::Activity { name, start } => {
+            batch.row(time, if *start { Kind::ActivityStart } else { Kind::ActivityStop }).name(name);
+        }
+        Event::Shutdown { id } => {
+            batch.row(time, Kind::OperatorShutdown).int(Int::Operator, int(*id));
+        }
     }
 }
