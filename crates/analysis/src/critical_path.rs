@@ -132,23 +132,22 @@ impl<'a> Timeline<'a> {
     }
 }
 
-/// Where the walk starts: the lowest running worker not waiting at `end`; when every one waits,
-/// the lowest whose wait's message was in flight (sent by `end`), else the lowest whose wait's
-/// message was sent after `end`, else the lowest running one.
+/// How the walk prefers to start on a running worker doing `row` at `end` (lowest first): not
+/// waiting; waiting for a message in flight (sent by `end`); for one sent after `end`; for none.
+fn start_rank(row: Option<&Activity>, end: i64) -> u8 {
+    match row.filter(|r| r.is_wait()).map(Activity::crossing) {
+        None => 0,
+        Some(Some(crossing)) if crossing.send <= end => 1,
+        Some(Some(_)) => 2,
+        Some(None) => 3,
+    }
+}
+
+/// Where the walk starts: the running worker it prefers most (`start_rank`), the lowest on a tie.
 fn first_worker(timelines: &BTreeMap<i64, Timeline>, end: i64) -> i64 {
-    let at_end: Vec<(i64, Option<&Activity>)> = timelines
-        .iter()
-        .filter(|(_, line)| line.last >= end)
-        .map(|(w, line)| (*w, line.before(end).ok()))
-        .collect();
-    let crossing = |row: Option<&Activity>| row.and_then(Activity::crossing);
-    let preferences: [&dyn Fn(Option<&Activity>) -> bool; 3] = [
-        &|row| row.is_none_or(|r| !r.is_wait()),
-        &|row| crossing(row).is_some_and(|c| c.send <= end),
-        &|row| crossing(row).is_some(),
-    ];
-    let preferred = preferences.iter().find_map(|wanted| at_end.iter().find(|(_, row)| wanted(*row)));
-    preferred.or(at_end.first()).expect("the worker whose activity ends last runs at the end").0
+    let running = timelines.iter().filter(|(_, line)| line.last >= end);
+    let first = running.min_by_key(|(worker, line)| (start_rank(line.before(end).ok(), end), **worker));
+    *first.expect("the worker whose activity ends last runs at the end").0
 }
 
 /// The latest moment up to `t`, after `start`, at which any worker ran a non-waiting activity,

@@ -96,22 +96,20 @@ def _crossable(wait: Row) -> bool:
     return all(wait[c] is not None for c in ("ended_by", "ended_by_send", "ended_by_worker"))
 
 
+def _start_rank(row: Optional[Row], end: int) -> int:
+    """How the walk prefers to start on a running worker doing ``row`` at ``end`` (lowest first): not
+    waiting; waiting for a message in flight (sent by ``end``); for one sent after ``end``; for none."""
+    if row is None or row["type"] not in WAITS:
+        return 0
+    if not _crossable(row):
+        return 3
+    return 1 if row["ended_by_send"] <= end else 2
+
+
 def _first_worker(timelines: Dict[int, _Timeline], end: int) -> int:
-    """Where the walk starts: the lowest running worker not waiting at ``end``; when every one
-    waits, the lowest whose wait's message was in flight (sent by ``end``), else the lowest
-    whose wait's message was sent after ``end``, else the lowest running one."""
-    running = sorted(w for w, line in timelines.items() if line.last is not None and line.last >= end)
-    at_end = [(w, timelines[w].before(end)[0]) for w in running]
-    preferences = (
-        lambda row: row is None or row["type"] not in WAITS,
-        lambda row: _crossable(row) and row["ended_by_send"] <= end,
-        _crossable,
-    )
-    for preferred in preferences:
-        for worker, row in at_end:
-            if preferred(row):
-                return worker
-    return running[0]
+    """Where the walk starts: the running worker it prefers most (:func:`_start_rank`), the lowest on a tie."""
+    running = [w for w, line in timelines.items() if line.last is not None and line.last >= end]
+    return min(running, key=lambda w: (_start_rank(timelines[w].before(end)[0], end), w))
 
 
 def _cross(walk: _Walk, wait: Row, worker: Optional[int], t: int) -> Tuple[int, int]:
