@@ -17,7 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernel_inputs import in_chunks, slice_table, worker_table
-from test_analysis_kernels import act, cut, delivery, row, simulated_workers, sliced_timelines, wait
+from test_analysis_kernels import (
+    act, assert_complete_path, cut, delivery, row, simulated_workers, sliced_timelines, wait,
+)  # fmt: skip
 from timely_py import _core
 from timely_py.analysis import analyze
 from timely_py.analysis.critical_path import slice_critical_path
@@ -105,7 +107,9 @@ def test_a_wait_at_the_end_for_a_message_sent_later_crosses_at_the_end_to_the_sl
 
 
 def test_nothing_in_flight_at_the_end_is_all_waiting_since_the_last_work():
-    rows = [act(0, "operator", 0, 20), act(0, "waiting", 20, 100), act(1, "operator", 0, 35), act(1, "waiting", 35, 100)]
+    rows = [
+        act(0, "operator", 0, 20), act(0, "waiting", 20, 100), act(1, "operator", 0, 35), act(1, "waiting", 35, 100),
+    ]  # fmt: skip
     assert edges_of(rows, 100) == ([("all_waiting", 0, 1, 35, 100), ("operator", 1, None, 0, 35)], True)
     alone = [act(0, "waiting", 0, 40), act(0, "operator", 40, 60)]  # nobody worked before: down to the start
     assert edges_of(alone, 100) == ([("operator", 0, None, 40, 60), ("all_waiting", 0, None, 0, 40)], True)
@@ -169,6 +173,11 @@ def test_critical_paths_equal_the_reference_on_random_slices(seed):
     reference = slice_critical_path(table)
     same(_core.slice_critical_path(table), reference)
     same(_core.slice_critical_path(in_chunks(table, rng)), reference)
+    rows = table.to_pylist()  # any input, valid or not, gets a whole path
+    start = max(rows[0]["slice_start"], min(r["start"] for r in rows)) if rows else 0
+    end = min(rows[0]["slice_end"], max(r["end"] for r in rows)) if rows else 0
+    if end > start:
+        assert_complete_path(reference.to_pylist(), start, end, valid=False)
 
 
 @settings(max_examples=300, deadline=None)
@@ -190,7 +199,8 @@ def test_both_kernels_agree_on_simulated_workers_end_to_end(rows, data):
     activities = pa.concat_tables(native)
     start, end = pa.compute.min(activities["start"]).as_py(), pa.compute.max(activities["end"]).as_py()
     at = data.draw(st.integers(start + 1, end + 1), label="slice end")
-    sliced = pa.Table.from_pylist(cut([dict(a, slice=0, slice_start=start) for a in activities.to_pylist()], at), schema=SLICED)
+    projected = cut([dict(a, slice=0, slice_start=start) for a in activities.to_pylist()], at)
+    sliced = pa.Table.from_pylist(projected, schema=SLICED)
     same(_core.slice_critical_path(sliced), slice_critical_path(sliced))
 
 
