@@ -157,6 +157,36 @@ fn last_work(timelines: &BTreeMap<i64, Timeline>, t: i64, start: i64) -> Option<
     moments.filter(|(until, _)| *until > start).max_by_key(|(until, w)| (*until, std::cmp::Reverse(*w)))
 }
 
+/// The edge past a wait of `worker` at `t` and where the walk goes on (worker, time): the
+/// message that ended it, from its send (clipped into `[start, t]`) to `t`, on to the sender;
+/// or, when the walk cannot `cross` it, an `all_waiting` edge back to the last work of any
+/// worker, on to that worker.
+fn past_wait<'a>(
+    wait: &Activity<'a>,
+    worker: i64,
+    t: i64,
+    start: i64,
+    cross: bool,
+    timelines: &BTreeMap<i64, Timeline>,
+) -> (Edge<'a>, (i64, i64)) {
+    if let Some(crossing) = wait.crossing().filter(|_| cross) {
+        let from = crossing.send.min(t).max(start);
+        let comm = Some(crossing.comm_id);
+        let edge = Edge {
+            kind: wait.ended_by_type,
+            source_worker: Some(crossing.sender),
+            comm_id: comm,
+            ..edge(worker, from, t)
+        };
+        return (edge, (crossing.sender, from));
+    }
+    let source = last_work(timelines, t, start);
+    let moment = source.map_or(start, |(until, _)| until);
+    let source_worker = source.map(|(_, w)| w);
+    let edge = Edge { kind: Some(ALL_WAITING), source_worker, ..edge(worker, moment, t) };
+    (edge, (source_worker.unwrap_or(worker), moment))
+}
+
 /// The path of one slice's activities, latest edge first, and whether it reached the start.
 pub fn critical_path<'a>(
     rows: &[Activity<'a>],
@@ -186,30 +216,10 @@ pub fn critical_path<'a>(
                 left
             }
             Ok(row) if row.is_wait() => {
-                match row.crossing().filter(|_| stalled < timelines.len()) {
-                    Some(crossing) => {
-                        let from = crossing.send.min(t).max(start);
-                        edges.push(Edge {
-                            kind: row.ended_by_type,
-                            source_worker: Some(crossing.sender),
-                            comm_id: Some(crossing.comm_id),
-                            ..edge(worker, from, t)
-                        });
-                        stalled = if from == t { stalled + 1 } else { 0 };
-                        (worker, t) = (crossing.sender, from);
-                    }
-                    None => {
-                        let source = last_work(&timelines, t, start);
-                        let moment = source.map_or(start, |(until, _)| until);
-                        let source_worker = source.map(|(_, w)| w);
-                        edges.push(Edge {
-                            kind: Some(ALL_WAITING),
-                            source_worker,
-                            ..edge(worker, moment, t)
-                        });
-                        (stalled, worker, t) = (0, source_worker.unwrap_or(worker), moment);
-                    }
-                }
+                let (past, next) = past_wait(row, worker, t, start, stalled < timelines.len(), &timelines);
+                stalled = if past.comm_id.is_some() && past.start == t { stalled + 1 } else { 0 };
+                edges.push(past);
+                (worker, t) = next;
                 continue;
             }
             Ok(row) => {
