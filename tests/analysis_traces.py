@@ -11,6 +11,9 @@ events are stamped on its own clock, `offset` ahead).
 * `three_workers`: one process, three workers, local messages (arrival = send). A chain
   w0 -> w1 -> w2 -> w0 of messages ends a park, a park, and spinning (unproductive steps);
   then worker 0 waits for input. Slices of 500 ns from the first event (t = 50) cut the trace.
+* `sleeping_sender`: one process, two workers. Worker 0 parks until worker 1's message
+  arrives; worker 1 records nothing from 250 to 1150 (it sleeps), then sends it at 1200.
+  Slices of 500 ns end at 550 and 1050 where worker 0 waits for a message not yet sent.
 """
 
 from tracedirs import process_json, write_trace
@@ -132,4 +135,28 @@ THREE_WORKERS_FIRST_SLICE = [
     ("parked", 0, 295, 298), ("data_message", 0, 295, 295), ("operator", 2, 185, 295), ("unknown", 2, 180, 185),
     ("data_message", 2, 180, 180), ("operator", 1, 170, 180), ("unknown", 1, 155, 170), ("parked", 1, 150, 155),
     ("data_message", 1, 150, 150), ("operator", 0, 100, 150), ("unknown", 0, 50, 100),
+]  # fmt: skip
+
+
+def sleeping_sender(directory):
+    trace = Trace(2, {0: 0})
+    for worker in range(2):
+        trace.created(worker, 50)
+    to0 = _message(1, 0)
+    trace.step(0, 100, 205, [(1, 100, 200, True)])
+    trace.park(0, 210, 1300, "data")
+    trace.step(0, 1305, 1405, [(1, 1310, 1400, True, [(1320, "message_recv", to0)])])
+    trace.step(1, 100, 255, [(2, 100, 250, True)])
+    trace.step(1, 1145, 1305, [(2, 1150, 1300, True, [(1200, "message_send", to0)])])
+    return trace.write(directory, 1)
+
+
+#: The critical paths of `sleeping_sender`'s three slices of 500 ns, latest edge first.
+SLEEPING_SENDER_PATHS = [
+    [("data_message", 0, 550, 550), ("unknown", 1, 250, 550), ("operator", 1, 100, 250)],
+    [("data_message", 0, 1050, 1050), ("unknown", 1, 550, 1050)],
+    [
+        ("operator", 0, 1310, 1400), ("unknown", 0, 1300, 1310), ("parked", 0, 1200, 1300),
+        ("data_message", 0, 1200, 1200), ("operator", 1, 1150, 1200), ("unknown", 1, 1050, 1150),
+    ],
 ]  # fmt: skip

@@ -1,9 +1,10 @@
 """The analysis's per-partition kernels on hand-built inputs, without Spark: user-activity
 precedence, the wait-state analysis per worker, the critical path per slice, and properties
-of the critical path on random valid activity timelines (hypothesis)."""
+of the critical path on random valid activity timelines, whole and cut by a slice's end
+(anywhere, and where every running worker waits), and on simulated workers (hypothesis)."""
 
 import pyarrow as pa
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from timely_py.analysis.critical_path import critical_path, slice_critical_path
@@ -182,14 +183,15 @@ def test_the_kernel_table_signature():
 @st.composite
 def timelines(draw):
     """Random valid activity timelines of a slice: per worker, a sequence of operator runs
-    and gaps; some runs are turned into waits, each ended by a message sent from a run of
-    another worker that is kept a run (the sender is not waiting when it sends)."""
+    and gaps (short ones, and long ones where a worker sleeps unrecorded); some runs are
+    turned into waits, each ended by a message sent from a run of another worker that is kept
+    a run (the sender is not waiting when it sends)."""
     workers = draw(st.integers(1, 4))
     runs = []
     for worker in range(workers):
         t = draw(st.integers(0, 20))
         for _ in range(draw(st.integers(1, 8))):
-            start = t + draw(st.integers(0, 10))
+            start = t + draw(st.integers(0, 10) | st.integers(30, 80))
             end = start + draw(st.integers(1, 40))
             runs.append(act(worker, "operator", start, end, activity_id=len(runs)))
             t = end
@@ -209,21 +211,67 @@ def timelines(draw):
     return runs
 
 
-@settings(max_examples=300, deadline=None)
-@given(timelines())
-def test_critical_path_properties_on_random_valid_timelines(rows):
-    path = critical_path(rows, 0)
-    start, end = min(r["start"] for r in rows), max(r["end"] for r in rows)
+def cut(rows, at):
+    """``rows`` projected onto a slice that ends at ``at`` (definition 3.4): what starts later
+    belongs to the next slice, what crosses ``at`` is cut there."""
+    return [dict(r, end=min(r["end"], at), slice_end=at) for r in rows if r["start"] < at]
+
+
+def waits_at(rows, t):
+    """The waits covering the moment before ``t``."""
+    return [r for r in rows if r["type"] == "waiting" and r["start"] < t <= r["end"]]
+
+
+def everyone_waits(rows, t):
+    """Whether every worker running at ``t`` (an activity ends at or after it) is in a wait there."""
+    return {r["worker"] for r in rows if r["end"] >= t} == {r["worker"] for r in waits_at(rows, t)}
+
+
+@st.composite
+def sliced_timelines(draw, waiting_at_end=None):
+    """:func:`timelines` cut by a slice's end: anywhere (``waiting_at_end=None``), or at a
+    moment where every running worker waits, each for a message in flight there (``"in
+    flight"``) or each for one sent after it (``"sent later"``)."""
+    rows = draw(timelines())
+    first, last = min(r["start"] for r in rows), max(r["end"] for r in rows)
+    moments = [t for t in range(first + 1, last + 1) if waiting_at_end is None or everyone_waits(cut(rows, t), t)]
+    if waiting_at_end is not None:
+        later = waiting_at_end == "sent later"
+        moments = [t for t in moments if all((w["ended_by_send"] > t) == later for w in waits_at(rows, t))]
+    assume(moments)
+    return cut(rows, draw(st.sampled_from(moments)))
+
+
+def assert_complete_path(path, start, end, valid=True):
+    """The properties of every critical path: complete, no waiting edge, the snapshot's length,
+    from its end to its start, connected (across a communication or an ``all_waiting`` edge
+    to the worker it names in ``source_worker``, otherwise on the same worker); and in a
+    ``valid`` trace no ``all_waiting`` edge (there is always a message or a worker to follow)."""
     assert path and all(e["complete"] for e in path)
     assert all(e["type"] != "waiting" for e in path)
+    assert not valid or all(e["type"] != "all_waiting" for e in path)
     assert sum(e["duration"] for e in path) == end - start
     assert path[0]["end"] == end and path[-1]["start"] == start
     for later, earlier in zip(path, path[1:]):
         assert earlier["end"] == later["start"]  # connected in time
-        if later["type"] == "data_message":
-            assert earlier["worker"] == later["source_worker"]  # continues on the sender
-        elif earlier["type"] != "data_message":
-            assert earlier["worker"] == later["worker"]  # stays on the worker otherwise
+        moved = later["type"] in ("data_message", "progress_message", "all_waiting")
+        assert earlier["worker"] == (later["source_worker"] if moved else later["worker"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(timelines())
+def test_critical_path_properties_on_random_valid_timelines(rows):
+    assert_complete_path(critical_path(rows, 0), min(r["start"] for r in rows), max(r["end"] for r in rows))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([None, "in flight", "sent later"]).flatmap(sliced_timelines))
+def test_critical_path_properties_on_random_timelines_cut_by_the_slice_end(rows):
+    end = max(r["end"] for r in rows)
+    path = critical_path(rows, 0)
+    assert_complete_path(path, min(r["start"] for r in rows), end)
+    if everyone_waits(rows, end):  # the walk starts by crossing a wait's message
+        assert path[0]["type"] == "data_message"
 
 
 # --- both kernels on random simulated workers ----------------------------------------------
@@ -268,8 +316,8 @@ def simulated_workers(draw):
 
 
 @settings(max_examples=300, deadline=None)
-@given(simulated_workers())
-def test_waits_then_critical_path_on_random_simulated_workers(rows):
+@given(simulated_workers(), st.data())
+def test_waits_then_critical_path_on_random_simulated_workers(rows, data):
     tables = []
     for w in sorted({r["worker"] for r in rows}):
         tables.append(
@@ -280,9 +328,6 @@ def test_waits_then_critical_path_on_random_simulated_workers(rows):
         mine = sorted((a for a in activities if a["worker"] == worker), key=lambda a: a["start"])
         assert all(a["end"] <= b["start"] for a, b in zip(mine, mine[1:], strict=False)), "activities never overlap"
     start, end = min(a["start"] for a in activities), max(a["end"] for a in activities)
-    sliced = [dict(a, slice=0, slice_start=start, slice_end=end + 1) for a in activities]
-    path = critical_path(sliced, 0)
-    assert path and all(e["complete"] for e in path)
-    assert all(e["type"] != "waiting" for e in path)
-    assert sum(e["duration"] for e in path) == end - start
-    assert all(earlier["end"] == later["start"] for later, earlier in zip(path, path[1:], strict=False))
+    at = data.draw(st.integers(start + 1, end + 1), label="slice end")  # cuts waits as slicing does
+    sliced = cut([dict(a, slice=0, slice_start=start) for a in activities], at)
+    assert_complete_path(critical_path(sliced, 0), start, max(a["end"] for a in sliced))

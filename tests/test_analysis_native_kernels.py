@@ -1,6 +1,7 @@
 """The native (Rust) kernels of the analysis against the plain-Python reference: the same
-table for every input (hand-built edge cases, seeded random ones in one batch and in
-several, hypothesis's simulated workers, and a real traced BFS run analysed both ways
+table for every input (hand-built edge cases, among them slices at whose end every worker
+waits, seeded random ones in one batch and in several, hypothesis's simulated workers and
+valid timelines cut where every worker waits, and a real traced BFS run analysed both ways
 through `analyze`), clear errors for inputs of the wrong shape, and the choice of kernels
 through `analyze` and the `timely-py analyze` command."""
 
@@ -13,9 +14,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kernel_inputs import in_chunks, slice_table, worker_table
-from test_analysis_kernels import act, delivery, row, simulated_workers, wait
+from test_analysis_kernels import (
+    act, assert_complete_path, cut, delivery, row, simulated_workers, sliced_timelines, wait,
+)  # fmt: skip
 from timely_py import _core
 from timely_py.analysis import analyze
 from timely_py.analysis.critical_path import slice_critical_path
@@ -59,11 +63,9 @@ def test_single_rows():
     assert [(e["type"], e["duration"]) for e in both_paths([act(0, "operator", 5, 9)])] == [("operator", 4)]
 
 
-def test_a_wait_without_a_message_is_waiting_for_input_and_ends_the_path_there():
+def test_a_wait_without_a_message_is_waiting_for_input():
     rows = [row("operator", 0, 10, useful=True), row("park", 20, 100, wake="timeout"), row("operator", 110, 130, useful=True)]
     assert [r["type"] for r in both_waits(rows)] == ["operator", "waiting_for_input", "operator"]
-    path = both_paths([act(0, "waiting", 0, 40), act(0, "operator", 40, 60)])
-    assert [e["type"] for e in path] == ["operator"] and not path[0]["complete"]
 
 
 def test_a_message_sent_after_the_wait_it_ended():
@@ -80,6 +82,54 @@ def test_a_sender_without_activities_in_the_slice_is_one_gap():
         ("operator", 1, 40, 100), ("data_message", 1, 10, 40), ("unknown", 5, 0, 10),
     ]  # fmt: skip
     assert path[0]["complete"]
+
+
+def edges_of(rows, end):
+    """The path of ``rows`` in a slice ending at ``end``, the same by both kernels, and whether complete."""
+    path = both_paths(cut(rows, end))
+    assert len({e["complete"] for e in path}) == 1
+    return [(e["type"], e["worker"], e["source_worker"], e["start"], e["end"]) for e in path], path[0]["complete"]
+
+
+def test_every_worker_waiting_at_the_end_with_a_message_in_flight_crosses_it():
+    rows = [
+        act(0, "operator", 0, 50), wait(0, 50, 100, source=1, send=70),
+        act(1, "operator", 0, 70), wait(1, 70, 100, source=0, send=130),
+    ]  # fmt: skip
+    assert edges_of(rows, 100) == ([("data_message", 0, 1, 70, 100), ("operator", 1, None, 0, 70)], True)
+
+
+def test_a_wait_at_the_end_for_a_message_sent_later_crosses_at_the_end_to_the_sleeping_sender():
+    rows = [act(0, "operator", 0, 20), wait(0, 30, 100, source=1, send=130), act(1, "operator", 0, 10)]
+    assert edges_of(rows, 100) == (
+        [("data_message", 0, 1, 100, 100), ("unknown", 1, None, 10, 100), ("operator", 1, None, 0, 10)], True,
+    )  # fmt: skip
+
+
+def test_nothing_in_flight_at_the_end_is_all_waiting_since_the_last_work():
+    rows = [
+        act(0, "operator", 0, 20), act(0, "waiting", 20, 100), act(1, "operator", 0, 35), act(1, "waiting", 35, 100),
+    ]  # fmt: skip
+    assert edges_of(rows, 100) == ([("all_waiting", 0, 1, 35, 100), ("operator", 1, None, 0, 35)], True)
+    alone = [act(0, "waiting", 0, 40), act(0, "operator", 40, 60)]  # nobody worked before: down to the start
+    assert edges_of(alone, 100) == ([("operator", 0, None, 40, 60), ("all_waiting", 0, None, 0, 40)], True)
+
+
+def test_three_workers_waiting_at_the_end_prefer_the_message_in_flight_and_break_a_circle():
+    rows = [
+        act(0, "operator", 0, 40), wait(0, 40, 100, source=1, send=110),
+        act(1, "operator", 0, 50), wait(1, 50, 100, source=2, send=90),
+        act(2, "operator", 0, 90), wait(2, 90, 100, source=0, send=150),
+    ]  # fmt: skip
+    assert edges_of(rows, 100) == ([("data_message", 1, 2, 90, 100), ("operator", 2, None, 0, 90)], True)
+    rows[3] = wait(1, 50, 100, source=2, send=120)  # every message sent after the end: once round, then all_waiting
+    assert edges_of(rows, 100) == (
+        [
+            ("data_message", 0, 1, 100, 100), ("data_message", 1, 2, 100, 100), ("data_message", 2, 0, 100, 100),
+            ("all_waiting", 0, 2, 90, 100), ("operator", 2, None, 0, 90),
+        ],
+        True,
+    )  # fmt: skip
 
 
 def test_nested_user_activities_over_operators_and_waits():
@@ -123,11 +173,23 @@ def test_critical_paths_equal_the_reference_on_random_slices(seed):
     reference = slice_critical_path(table)
     same(_core.slice_critical_path(table), reference)
     same(_core.slice_critical_path(in_chunks(table, rng)), reference)
+    rows = table.to_pylist()  # any input, valid or not, gets a whole path
+    start = max(rows[0]["slice_start"], min(r["start"] for r in rows)) if rows else 0
+    end = min(rows[0]["slice_end"], max(r["end"] for r in rows)) if rows else 0
+    if end > start:
+        assert_complete_path(reference.to_pylist(), start, end, valid=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([None, "in flight", "sent later"]).flatmap(sliced_timelines))
+def test_critical_paths_equal_the_reference_on_timelines_cut_where_every_worker_waits(rows):
+    table = pa.Table.from_pylist(rows, schema=SLICED)
+    same(_core.slice_critical_path(table), slice_critical_path(table))
 
 
 @settings(max_examples=200, deadline=None)
-@given(simulated_workers())
-def test_both_kernels_agree_on_simulated_workers_end_to_end(rows):
+@given(simulated_workers(), st.data())
+def test_both_kernels_agree_on_simulated_workers_end_to_end(rows, data):
     native, reference = [], []
     for w in sorted({r["worker"] for r in rows}):
         table = pa.Table.from_pylist([r for r in rows if r["worker"] == w], schema=WORKER_ROWS)
@@ -136,9 +198,9 @@ def test_both_kernels_agree_on_simulated_workers_end_to_end(rows):
     same(pa.concat_tables(native), pa.concat_tables(reference))
     activities = pa.concat_tables(native)
     start, end = pa.compute.min(activities["start"]).as_py(), pa.compute.max(activities["end"]).as_py()
-    sliced = pa.Table.from_pylist(
-        [dict(a, slice=0, slice_start=start, slice_end=end + 1) for a in activities.to_pylist()], schema=SLICED
-    )
+    at = data.draw(st.integers(start + 1, end + 1), label="slice end")
+    projected = cut([dict(a, slice=0, slice_start=start) for a in activities.to_pylist()], at)
+    sliced = pa.Table.from_pylist(projected, schema=SLICED)
     same(_core.slice_critical_path(sliced), slice_critical_path(sliced))
 
 

@@ -8,7 +8,9 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from analysis_traces import THREE_WORKERS_FIRST_SLICE, TWO_PROCESSES_PATH, three_workers, two_processes
+from analysis_traces import (
+    SLEEPING_SENDER_PATHS, THREE_WORKERS_FIRST_SLICE, TWO_PROCESSES_PATH, sleeping_sender, three_workers, two_processes,
+)  # fmt: skip
 from timely_py.analysis import analyze, parse_duration
 from timely_py.analysis.clocks import offset_at, offset_column
 from timely_py.analysis.critical_path import critical_path
@@ -101,6 +103,18 @@ def test_slices_cut_activities_at_their_boundaries(three):
     ]
     assert all(r["critical_ns"] == r["length_ns"] for r in slices)
     assert three.slices == 3 and three.slice_ns == 500
+
+
+def test_slices_that_end_while_a_worker_waits_for_a_sleeping_sender_get_whole_paths(spark, tmp_path):
+    # At 550 and 1050 worker 0 waits for a message worker 1 sends at 1200, and worker 1 sleeps
+    # (nothing recorded): the walk crosses the message at the slice's end to worker 1's gap.
+    result = analyze(sleeping_sender(tmp_path / "trace"), out=tmp_path / "out", slice="500ns", spark=spark, views=False)
+    assert [path_of(result, k) for k in range(3)] == SLEEPING_SENDER_PATHS
+    assert result.slices == result.complete_slices == 3
+    slices = table(result, "slices", ["slice"])
+    assert [(s["slice"], s["critical_ns"], s["length_ns"], s["crossings"]) for s in slices] == [
+        (0, 450, 450, 1), (1, 500, 500, 1), (2, 350, 350, 1),
+    ]  # fmt: skip
 
 
 def test_imbalance_and_slack_tables(three):

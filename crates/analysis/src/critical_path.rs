@@ -7,14 +7,18 @@
 //! ([`crate::waits`] does).
 //!
 //! The walk: the snapshot spans from the slice's earliest to its latest activity (within the
-//! slice's bounds). It starts at the end on the lowest running worker not waiting there (when
-//! every running worker waits: on one whose wait's message was already sent). At time `t` on
-//! worker `w` it takes the activity covering the moment before `t`: a worker activity is
-//! added (clipped to `t` and the snapshot) and the walk moves to its start; a gap is added as
-//! `unknown`; a `waiting` activity is never added: the walk crosses to the sender over the
-//! communication that ended it (an edge from its send, clipped into `[start, t]`, to `t`) and
-//! goes on on the sender at the send. A sender with no activity in the slice is one long gap.
-//! `complete` is false when the walk could not reach the snapshot's start.
+//! slice's bounds). It starts at the end on the lowest running worker not waiting there; when
+//! every running worker waits, on the lowest whose wait's message was in flight at the end,
+//! else the lowest whose wait's message was sent after the end, else the lowest running one.
+//! At time `t` on worker `w` it takes the activity covering the moment before `t`: a worker
+//! activity is added (clipped to `t` and the snapshot) and the walk moves to its start; a gap
+//! is added as `unknown`; a `waiting` activity is never added: the walk crosses to the sender
+//! over the communication that ended it (an edge from its send, clipped into `[start, t]`, to
+//! `t`) and goes on on the sender at the send. A sender with no activity in the slice is one
+//! long gap. A wait the walk cannot cross (no message, or crossings that go round without
+//! moving back in time) gets an `all_waiting` edge back to the latest end of any worker's
+//! non-waiting activity, and the walk goes on on that worker. So the walk always reaches the
+//! snapshot's start (`complete`).
 
 use crate::columns::{check, Batch, KernelError};
 use crate::schemas::{schema, CRITICAL_PATH, SLICED_READ};
@@ -25,6 +29,9 @@ use std::sync::Arc;
 
 /// The activity type the critical path never contains.
 const WAITING: &str = "waiting";
+
+/// The edge type of time in which no worker the walk can follow was working.
+const ALL_WAITING: &str = "all_waiting";
 
 /// Where an empty worker's "last activity before t" ends.
 const NEVER: i64 = -(1 << 62);
@@ -49,6 +56,19 @@ impl Activity<'_> {
     fn is_wait(&self) -> bool {
         self.kind == Some(WAITING)
     }
+
+    /// The message that ended this wait, when the trace says which, from whom and when sent.
+    fn crossing(&self) -> Option<Crossing> {
+        Some(Crossing { comm_id: self.ended_by?, send: self.ended_by_send?, sender: self.ended_by_worker? })
+    }
+}
+
+/// A message the walk can cross backwards: its id, send time and sender.
+#[derive(Clone, Copy, Debug)]
+struct Crossing {
+    comm_id: i64,
+    send: i64,
+    sender: i64,
 }
 
 /// One edge of the path.
@@ -73,10 +93,13 @@ pub struct Bounds {
     pub end: i64,
 }
 
-/// One worker's activities in a slice, sorted, for "what covers the moment before t".
+/// One worker's activities in a slice, sorted, for "what covers the moment before t" and
+/// "when did its last non-waiting activity before t end".
 struct Timeline<'a> {
     /// The non-empty activities by start; they never overlap.
     rows: Vec<Activity<'a>>,
+    /// The non-empty activities that are not waits, by start.
+    work: Vec<Activity<'a>>,
     /// The latest end of any activity, empty ones included.
     last: i64,
 }
@@ -89,7 +112,8 @@ impl<'a> Timeline<'a> {
         if let Some(pair) = rows.windows(2).find(|pair| pair[1].start < pair[0].end) {
             return Err(KernelError::Overlap { worker, at: pair[1].start });
         }
-        Ok(Timeline { rows, last })
+        let work = rows.iter().filter(|r| !r.is_wait()).copied().collect();
+        Ok(Timeline { rows, work, last })
     }
 
     /// The activity covering `(t - 1, t)`, or else the end of the last one before `t`.
@@ -100,19 +124,67 @@ impl<'a> Timeline<'a> {
             _ => Err(if index > 0 { self.rows[index - 1].end } else { NEVER }),
         }
     }
+
+    /// The latest moment up to `t` at which a non-waiting activity of this worker ran.
+    fn worked_until(&self, t: i64) -> Option<i64> {
+        let index = self.work.partition_point(|r| r.start < t);
+        index.checked_sub(1).map(|i| self.work[i].end.min(t))
+    }
 }
 
-/// Where the walk starts: the lowest running worker not waiting at `end`, else the lowest
-/// waiting one whose wait's message was already sent by `end`.
-fn first_worker(timelines: &BTreeMap<i64, Timeline>, end: i64) -> Option<i64> {
-    let running: Vec<(&i64, &Timeline)> = timelines.iter().filter(|(_, line)| line.last >= end).collect();
-    let not_waiting = running.iter().find(|(_, line)| line.before(end).map_or(true, |row| !row.is_wait()));
-    let sent = || {
-        running.iter().find(|(_, line)| {
-            line.before(end).is_ok_and(|row| row.ended_by_send.is_some_and(|send| send <= end))
-        })
-    };
-    not_waiting.or_else(sent).map(|(worker, _)| **worker)
+/// How the walk prefers to start on a running worker doing `row` at `end` (lowest first): not
+/// waiting; waiting for a message in flight (sent by `end`); for one sent after `end`; for none.
+fn start_rank(row: Option<&Activity>, end: i64) -> u8 {
+    match row.filter(|r| r.is_wait()).map(Activity::crossing) {
+        None => 0,
+        Some(Some(crossing)) if crossing.send <= end => 1,
+        Some(Some(_)) => 2,
+        Some(None) => 3,
+    }
+}
+
+/// Where the walk starts: the running worker it prefers most (`start_rank`), the lowest on a tie.
+fn first_worker(timelines: &BTreeMap<i64, Timeline>, end: i64) -> i64 {
+    let running = timelines.iter().filter(|(_, line)| line.last >= end);
+    let first = running.min_by_key(|(worker, line)| (start_rank(line.before(end).ok(), end), **worker));
+    *first.expect("the worker whose activity ends last runs at the end").0
+}
+
+/// The latest moment up to `t`, after `start`, at which any worker ran a non-waiting activity,
+/// and that worker (the lowest on a tie).
+fn last_work(timelines: &BTreeMap<i64, Timeline>, t: i64, start: i64) -> Option<(i64, i64)> {
+    let moments = timelines.iter().filter_map(|(w, line)| line.worked_until(t).map(|until| (until, *w)));
+    moments.filter(|(until, _)| *until > start).max_by_key(|(until, w)| (*until, std::cmp::Reverse(*w)))
+}
+
+/// The edge past a wait of `worker` at `t` and where the walk goes on (worker, time): the
+/// message that ended it, from its send (clipped into `[start, t]`) to `t`, on to the sender;
+/// or, when the walk cannot `cross` it, an `all_waiting` edge back to the last work of any
+/// worker, on to that worker.
+fn past_wait<'a>(
+    wait: &Activity<'a>,
+    worker: i64,
+    t: i64,
+    start: i64,
+    cross: bool,
+    timelines: &BTreeMap<i64, Timeline>,
+) -> (Edge<'a>, (i64, i64)) {
+    if let Some(crossing) = wait.crossing().filter(|_| cross) {
+        let from = crossing.send.min(t).max(start);
+        let comm = Some(crossing.comm_id);
+        let edge = Edge {
+            kind: wait.ended_by_type,
+            source_worker: Some(crossing.sender),
+            comm_id: comm,
+            ..edge(worker, from, t)
+        };
+        return (edge, (crossing.sender, from));
+    }
+    let source = last_work(timelines, t, start);
+    let moment = source.map_or(start, |(until, _)| until);
+    let source_worker = source.map(|(_, w)| w);
+    let edge = Edge { kind: Some(ALL_WAITING), source_worker, ..edge(worker, moment, t) };
+    (edge, (source_worker.unwrap_or(worker), moment))
 }
 
 /// The path of one slice's activities, latest edge first, and whether it reached the start.
@@ -134,27 +206,20 @@ pub fn critical_path<'a>(
     for (worker, rows) in by_worker {
         timelines.insert(worker, Timeline::new(worker, rows)?);
     }
-    let empty = Timeline { rows: Vec::new(), last: NEVER };
+    let empty = Timeline { rows: Vec::new(), work: Vec::new(), last: NEVER };
     let (mut edges, mut worker, mut t, mut stalled) = (Vec::new(), first_worker(&timelines, end), end, 0);
-    while let Some(w) = worker.filter(|_| t > start && stalled <= timelines.len()) {
-        let left = match timelines.get(&w).unwrap_or(&empty).before(t) {
+    while t > start {
+        let left = match timelines.get(&worker).unwrap_or(&empty).before(t) {
             Err(previous_end) => {
                 let left = previous_end.max(start);
-                edges.push(Edge { kind: Some("unknown"), ..edge(w, left, t) });
+                edges.push(Edge { kind: Some("unknown"), ..edge(worker, left, t) });
                 left
             }
             Ok(row) if row.is_wait() => {
-                let (Some(comm_id), Some(send)) = (row.ended_by, row.ended_by_send) else { break };
-                let from = send.min(t).max(start);
-                let crossing = Edge {
-                    kind: row.ended_by_type,
-                    source_worker: row.ended_by_worker,
-                    comm_id: Some(comm_id),
-                    ..edge(w, from, t)
-                };
-                edges.push(crossing);
-                stalled = if from == t { stalled + 1 } else { 0 };
-                (worker, t) = (row.ended_by_worker, from);
+                let (past, next) = past_wait(row, worker, t, start, stalled < timelines.len(), &timelines);
+                stalled = if past.comm_id.is_some() && past.start == t { stalled + 1 } else { 0 };
+                edges.push(past);
+                (worker, t) = next;
                 continue;
             }
             Ok(row) => {
@@ -164,7 +229,7 @@ pub fn critical_path<'a>(
                     operator: row.operator,
                     name: row.name,
                     activity_id: row.activity_id,
-                    ..edge(w, left, t)
+                    ..edge(worker, left, t)
                 });
                 left
             }

@@ -1,12 +1,13 @@
 //! The two kernels on hand-built inputs: the wait-state analysis (waits ended by messages,
 //! waits for input, buffered messages, spinning steps, the last stretch, user activities),
 //! the critical path (crossing a message and splitting the sender, a message sent after the
-//! wait, a sender absent from the slice, waits without messages) and their errors.
+//! wait, a sender absent from the slice, waits without messages, every worker waiting at the
+//! slice's end) and their errors.
 
 mod rows;
 
 use arrow_schema::DataType;
-use rows::{batch, ints, strings, Cell::*, Row};
+use rows::{batch, ints, strings, Cell, Cell::*, Row};
 use timely_analysis::schemas::{Kind, SLICED_READ, WORKER_ROWS};
 use timely_analysis::{slice_critical_path, worker_activities, KernelError};
 
@@ -168,14 +169,90 @@ fn a_message_sent_after_the_wait_crosses_at_the_wait_end() {
 }
 
 #[test]
-fn a_sender_absent_from_the_slice_is_a_gap_and_a_wait_without_message_ends_the_path() {
+fn a_sender_absent_from_the_slice_is_a_gap_and_a_wait_without_message_is_all_waiting() {
     let rows = [wait(1, 0, 40, 5, 10), act(1, "operator", 40, 100)];
     let (edges, complete) = path(&rows);
     assert_eq!(edges, [e("operator", 1, 40, 100), e("data_message", 1, 10, 40), e("unknown", 5, 0, 10)]);
     assert!(complete);
     let (edges, complete) = path(&[act(0, "waiting", 0, 40), act(0, "operator", 40, 60)]);
-    assert_eq!(edges, [e("operator", 0, 40, 60)]);
-    assert!(!complete);
+    assert_eq!(edges, [e("operator", 0, 40, 60), e("all_waiting", 0, 0, 40)]);
+    assert!(complete);
+}
+
+/// `rows` in a slice that ends at `end` (every activity already cut there, as slicing does).
+fn ending_at(rows: &[Row], end: i64) -> Vec<Row> {
+    let bound =
+        |&(name, cell): &(&'static str, Cell)| (name, if name == "slice_end" { I(end) } else { cell });
+    rows.iter().map(|row| row.iter().map(bound).collect()).collect()
+}
+
+#[test]
+fn every_worker_waiting_at_the_end_with_a_message_in_flight_crosses_it() {
+    // Worker 1's wait ends after the slice by a message worker 0 sends after the slice; worker
+    // 0's by a message worker 1 sent at 70, still in flight at the end: the walk crosses that.
+    let rows = [
+        act(0, "operator", 0, 50),
+        wait(0, 50, 100, 1, 70),
+        act(1, "operator", 0, 70),
+        wait(1, 70, 100, 0, 130),
+    ];
+    let (edges, complete) = path(&ending_at(&rows, 100));
+    assert_eq!(edges, [e("data_message", 0, 70, 100), e("operator", 1, 0, 70)]);
+    assert!(complete);
+}
+
+#[test]
+fn a_wait_at_the_end_for_a_message_sent_later_crosses_at_the_end_to_the_sender() {
+    // Worker 0 waits for a message worker 1 sends after the slice; worker 1 has done nothing
+    // recorded since 10 (it sleeps): that gap is what worker 0 waits for.
+    let rows = [act(0, "operator", 0, 20), wait(0, 30, 100, 1, 130), act(1, "operator", 0, 10)];
+    let (edges, complete) = path(&ending_at(&rows, 100));
+    assert_eq!(edges, [e("data_message", 0, 100, 100), e("unknown", 1, 10, 100), e("operator", 1, 0, 10)]);
+    assert!(complete);
+}
+
+#[test]
+fn nothing_in_flight_at_the_end_is_all_waiting_since_the_last_work() {
+    let rows = [
+        act(0, "operator", 0, 20),
+        act(0, "waiting", 20, 100),
+        act(1, "operator", 0, 35),
+        act(1, "waiting", 35, 100),
+    ];
+    let (edges, complete) = path(&ending_at(&rows, 100));
+    assert_eq!(edges, [e("all_waiting", 0, 35, 100), e("operator", 1, 0, 35)]);
+    assert!(complete);
+}
+
+#[test]
+fn three_workers_waiting_at_the_end_prefer_the_message_in_flight_and_break_a_circle() {
+    let in_flight = [
+        act(0, "operator", 0, 40),
+        wait(0, 40, 100, 1, 110),
+        act(1, "operator", 0, 50),
+        wait(1, 50, 100, 2, 90),
+        act(2, "operator", 0, 90),
+        wait(2, 90, 100, 0, 150),
+    ];
+    let (edges, complete) = path(&ending_at(&in_flight, 100));
+    assert_eq!(edges, [e("data_message", 1, 90, 100), e("operator", 2, 0, 90)]);
+    assert!(complete);
+    // Each waits for the next one's message, all sent after the slice: the crossings at the
+    // end go once round the circle, then the walk takes the time since the last work.
+    let mut circle = in_flight.to_vec();
+    circle[3] = wait(1, 50, 100, 2, 120);
+    let (edges, complete) = path(&ending_at(&circle, 100));
+    assert_eq!(
+        edges,
+        [
+            e("data_message", 0, 100, 100),
+            e("data_message", 1, 100, 100),
+            e("data_message", 2, 100, 100),
+            e("all_waiting", 0, 90, 100),
+            e("operator", 2, 0, 90)
+        ]
+    );
+    assert!(complete);
 }
 
 #[test]

@@ -10,18 +10,21 @@ native kernel (:mod:`.kernels`) matches. It must not change activities or decide
 
 The walk: the slice's snapshot spans from its earliest to its latest activity (within the
 slice's bounds). It starts at the end on the lowest worker that is running and not waiting
-there (or, when every running worker waits, on a wait whose message was already sent).
-Then, at time ``t`` on worker ``w``, it takes the activity of ``w`` covering the moment
-before ``t``: a worker activity is added (from its start, or from ``t``'s side of a split)
-and the walk moves to its start; a gap between activities is added as ``unknown``; a wait
-is never added: the walk crosses to the sender over the communication that ended it (added
-as an edge from its send to the wait's end) and continues on the sender at the send, which
-splits the sender's activity there (a sender with no activity in the slice is one long
-gap). Other communications are never followed (worker activities are preferred, thesis
-5.3.1). The walk ends at the snapshot's start, so the
-path's edges tile ``[start, end]`` and its length is the snapshot's length; ``complete`` is
-false when the trace broke that (a wait without a message, a message sent after the wait it
-ended).
+there; when every running worker waits, on the lowest whose wait's message was in flight at
+the end (sent by then), else the lowest whose wait has a message at all (sent after the end:
+crossed at the end, as if sent then), else the lowest running worker. Then, at time ``t`` on
+worker ``w``, it takes the activity of ``w`` covering the moment before ``t``: a worker
+activity is added (from its start, or from ``t``'s side of a split) and the walk moves to its
+start; a gap between activities is added as ``unknown``; a wait is never added: the walk
+crosses to the sender over the communication that ended it (added as an edge from its send,
+or from ``t`` when it was sent later, to ``t``) and continues on the sender at the send, which
+splits the sender's activity there (a sender with no activity in the slice is one long gap).
+A wait the walk cannot cross (no message, or crossings that go round the workers without
+moving back in time) means nobody the walk can follow was working: an ``all_waiting`` edge
+goes back to the latest end of any worker's non-waiting activity, and the walk continues on
+that worker. Other communications are never followed (worker activities are preferred, thesis
+5.3.1). The walk ends at the snapshot's start, so the path's edges tile ``[start, end]`` and
+its length is the snapshot's length (``complete``).
 """
 
 from __future__ import annotations
@@ -42,14 +45,20 @@ Row = Dict[str, Any]
 #: Activity types the critical path never contains.
 WAITS = ("waiting",)
 
+#: The edge type of time in which no worker the walk can follow was working.
+ALL_WAITING = "all_waiting"
+
 
 class _Timeline:
-    """One worker's activities in a slice, sorted, for "what covers the moment before t"."""
+    """One worker's activities in a slice, sorted, for "what covers the moment before t" and
+    "when did its last non-waiting activity before t end"."""
 
     def __init__(self, rows: List[Row]) -> None:
         self.rows = sorted((r for r in rows if r["end"] > r["start"]), key=lambda r: r["start"])
         self.ends = [r["end"] for r in self.rows]
         self.last = max((r["end"] for r in rows), default=None)
+        self.work = [r for r in self.rows if r["type"] not in WAITS]
+        self.work_starts = [r["start"] for r in self.work]
 
     def before(self, t: int) -> Tuple[Optional[Row], int]:
         """The activity covering ``(t - 1, t)`` and, when none does, the end of the last one before ``t``."""
@@ -57,6 +66,11 @@ class _Timeline:
         if index < len(self.rows) and self.rows[index]["start"] < t:
             return self.rows[index], t
         return None, self.ends[index - 1] if index > 0 else -(1 << 62)
+
+    def worked_until(self, t: int) -> Optional[int]:
+        """The latest moment up to ``t`` at which a non-waiting activity of this worker ran."""
+        index = bisect.bisect_left(self.work_starts, t)
+        return min(self.work[index - 1]["end"], t) if index > 0 else None
 
 
 #: The timeline of a sender with no activity in the slice: one long gap.
@@ -67,7 +81,8 @@ class _Walk:
     """The path being built backwards from the end of a slice."""
 
     def __init__(self, slice_index: int, start: int) -> None:
-        self.slice, self.start, self.edges, self.complete = slice_index, start, [], True
+        self.slice, self.start = slice_index, start
+        self.edges: List[Row] = []
 
     def add(self, kind: str, start: int, end: int, worker: Optional[int], **extra: Any) -> None:
         edge = {name: None for name in CRITICAL_PATH.names}
@@ -76,33 +91,52 @@ class _Walk:
         self.edges.append(edge)
 
 
-def _first_worker(timelines: Dict[int, _Timeline], end: int) -> Optional[int]:
-    """Where the walk starts: the lowest running worker not waiting at ``end``, else the lowest
-    waiting one whose wait's message was already sent by ``end``."""
-    running = sorted(w for w, line in timelines.items() if line.last is not None and line.last >= end)
-    for worker in running:
-        row, _ = timelines[worker].before(end)
-        if row is None or row["type"] not in WAITS:
-            return worker
-    for worker in running:
-        row, _ = timelines[worker].before(end)
-        if row is not None and row["ended_by_send"] is not None and row["ended_by_send"] <= end:
-            return worker
-    return None
+def _crossable(wait: Row) -> bool:
+    """Whether the walk can cross ``wait``: the trace says which message ended it, from whom, when sent."""
+    return all(wait[c] is not None for c in ("ended_by", "ended_by_send", "ended_by_worker"))
 
 
-def _cross(walk: _Walk, wait: Row, worker: int, t: int) -> Optional[Tuple[int, int]]:
-    """Adds the communication that ended ``wait``; the sender and the send time (clipped), or None.
+def _start_rank(row: Optional[Row], end: int) -> int:
+    """How the walk prefers to start on a running worker doing ``row`` at ``end`` (lowest first): not
+    waiting; waiting for a message in flight (sent by ``end``); for one sent after ``end``; for none."""
+    if row is None or row["type"] not in WAITS:
+        return 0
+    if not _crossable(row):
+        return 3
+    return 1 if row["ended_by_send"] <= end else 2
+
+
+def _first_worker(timelines: Dict[int, _Timeline], end: int) -> int:
+    """Where the walk starts: the running worker it prefers most (:func:`_start_rank`), the lowest on a tie."""
+    running = [w for w, line in timelines.items() if line.last is not None and line.last >= end]
+    return min(running, key=lambda w: (_start_rank(timelines[w].before(end)[0], end), w))
+
+
+def _cross(walk: _Walk, wait: Row, worker: Optional[int], t: int) -> Tuple[int, int]:
+    """Adds the communication that ended ``wait``; the sender and the send time (clipped).
 
     A send later than ``t`` (the clocks of two processes disagree by more than the measured
     offset corrects, or the slice cut the wait before the message left) crosses at ``t``."""
-    if wait["ended_by"] is None or wait["ended_by_send"] is None:
-        return None
     start = max(min(wait["ended_by_send"], t), walk.start)
     walk.add(
         wait["ended_by_type"], start, t, worker, source_worker=wait["ended_by_worker"], comm_id=wait["ended_by"]
     )  # fmt: skip
     return wait["ended_by_worker"], start
+
+
+def _all_waiting(
+    walk: _Walk, timelines: Dict[int, _Timeline], worker: Optional[int], t: int
+) -> Tuple[Optional[int], int]:
+    """Adds the time since any worker last ran a non-waiting activity (by ``t``) as an
+    ``all_waiting`` edge of ``worker``; the worker that ran it last (lowest on a tie) and when,
+    or no worker and the snapshot's start when none ran one in the snapshot."""
+    source, moment = None, walk.start
+    for other in sorted(timelines):
+        until = timelines[other].worked_until(t)
+        if until is not None and until > moment:
+            source, moment = other, until
+    walk.add(ALL_WAITING, moment, t, worker, source_worker=source)
+    return source, moment
 
 
 def critical_path(rows: List[Row], slice_index: int) -> List[Row]:
@@ -115,29 +149,28 @@ def critical_path(rows: List[Row], slice_index: int) -> List[Row]:
     for row in rows:
         by_worker.setdefault(row["worker"], []).append(row)
     timelines = {w: _Timeline(r) for w, r in by_worker.items()}
-    walk, worker, t = _Walk(slice_index, start), _first_worker(timelines, end), end
-    stalled = 0
-    while worker is not None and t > start and stalled <= len(timelines):
+    walk, t, stalled = _Walk(slice_index, start), end, 0
+    worker: Optional[int] = _first_worker(timelines, end)
+    while t > start:
         row, previous_end = timelines.get(worker, _NOBODY).before(t)
-        if row is None:
-            left = max(previous_end, start)
-            walk.add("unknown", left, t, worker)
-        elif row["type"] in WAITS:
-            crossed = _cross(walk, row, worker, t)
-            if crossed is None:
-                break
-            stalled = stalled + 1 if crossed[1] == t else 0
-            worker, t = crossed
+        if row is not None and row["type"] in WAITS:
+            if _crossable(row) and stalled < len(timelines):
+                worker, crossed = _cross(walk, row, worker, t)
+                stalled, t = (stalled + 1 if crossed == t else 0), crossed
+            else:
+                worker, t = _all_waiting(walk, timelines, worker, t)
+                stalled = 0
             continue
+        left = max(previous_end if row is None else row["start"], start)
+        if row is None:
+            walk.add("unknown", left, t, worker)
         else:
-            left = max(row["start"], start)
             walk.add(
                 row["type"], left, t, worker, operator=row["operator"], name=row["name"], activity_id=row["activity_id"]
             )
         stalled, t = 0, left
-    walk.complete = t <= start
     for edge in walk.edges:
-        edge["complete"] = walk.complete
+        edge["complete"] = t <= start
     return walk.edges
 
 

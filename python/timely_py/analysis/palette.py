@@ -18,6 +18,7 @@ TYPE_COLOURS: Dict[str, str] = {
     "unknown": "#d3d3d3",
     "data_message": "#f28e2b",
     "progress_message": "#edc948",
+    "all_waiting": "#ff9da7",
 }
 
 #: The colour of a type this palette does not know.

@@ -65,7 +65,7 @@ CRITICAL_PATH = pa.schema(
     [
         ("slice", _I64),
         ("step", _I64),
-        ("type", _STR),  # a worker activity's type, unknown, data_message or progress_message
+        ("type", _STR),  # a worker activity's type, unknown, data_message, progress_message or all_waiting
         ("worker", _I64),  # the worker (a communication: the receiving worker)
         ("source_worker", _I64),  # a communication's sender (null for worker activities)
         ("operator", _I64),
