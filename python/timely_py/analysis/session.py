@@ -35,6 +35,16 @@ LOG_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.pr
 #: The master of a session made on demand when none is given.
 DEFAULT_MASTER = "local[*]"
 
+#: A trace of fewer events than this is *small*: its analysis is mostly Spark's fixed cost
+#: per job (``docs/benchmarks.md``, "Analysis throughput").
+SMALL_TRACE_EVENTS = 1_000_000
+
+#: The driver JVM's options for a small trace: compile with the client JIT only. Spark's
+#: first minute is spent compiling its own code and each job's generated code; the server
+#: JIT's compilations take a core of two for most of a small analysis and pay off only on
+#: large data.
+SMALL_TRACE_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+
 
 class MissingDependencyError(OSError):
     """Something the analysis runs on is not installed (an OSError: the environment's fault)."""
@@ -67,8 +77,12 @@ def require_java() -> str:
     return command
 
 
-def session_settings(master: Optional[str] = None, conf: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    """The settings a new session gets: :data:`DEFAULTS`, then ``conf``, then ``master``.
+def session_settings(
+    master: Optional[str] = None, conf: Optional[Mapping[str, str]] = None, events: Optional[int] = None
+) -> Dict[str, str]:
+    """The settings a new session gets: :data:`DEFAULTS`, then ``conf``, then ``master``;
+    for a trace of ``events`` below :data:`SMALL_TRACE_EVENTS`, the driver's JVM also gets
+    :data:`SMALL_TRACE_JAVA_OPTIONS` (before any of ``conf``'s, which can override them).
 
     >>> session_settings("local[2]", {"spark.driver.memory": "1g"})["spark.master"]
     'local[2]'
@@ -86,8 +100,9 @@ def session_settings(master: Optional[str] = None, conf: Optional[Mapping[str, s
         settings.setdefault("spark.driver.host", "127.0.0.1")
         settings.setdefault("spark.driver.bindAddress", "127.0.0.1")
     quiet = f"-Dlog4j.configurationFile=file:{LOG_CONFIG}"
+    small = SMALL_TRACE_JAVA_OPTIONS if events is not None and events < SMALL_TRACE_EVENTS else ""
     settings["spark.driver.extraJavaOptions"] = " ".join(
-        part for part in (quiet, settings.get("spark.driver.extraJavaOptions", "")) if part
+        part for part in (quiet, small, settings.get("spark.driver.extraJavaOptions", "")) if part
     )
     return settings
 
@@ -97,8 +112,10 @@ def get_session(
     *,
     master: Optional[str] = None,
     conf: Optional[Mapping[str, str]] = None,
+    events: Optional[int] = None,
 ) -> "SparkSession":
-    """``spark`` itself when given; otherwise a session with :func:`session_settings`.
+    """``spark`` itself when given; otherwise a session with :func:`session_settings` (for a
+    trace of ``events``, when known).
 
     A running session of this process with another master is reused as Spark does
     (``getOrCreate``); its static settings then stay as they were.
@@ -117,7 +134,7 @@ def get_session(
     # unless the caller chose another with PYSPARK_PYTHON.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
-    for key, value in session_settings(master, conf).items():
+    for key, value in session_settings(master, conf, events).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
