@@ -90,7 +90,7 @@ def build_activities(
     from pyspark.sql import functions as F
 
     raw, info = load_events(spark, trace_dir)
-    events = correct_clocks(raw, info.processes).cache()
+    events = correct_clocks(raw, info.processes).repartition("worker").cache()
     table, origin = acts.operators_and_origin(events)
     scopes, roots = acts.scope_ids(table)
     pieces = {
@@ -169,7 +169,7 @@ def analyze_built(
     activities.count()
     started = _stage(progress, "activities and waits", started)
     sliced = slice_activities(activities, length, built["origin"] if origin is None else origin).cache()
-    path = critical_paths(sliced, kernels).cache()
+    path = critical_paths(sliced, kernels).repartition(1).cache()
     path.count()
     started = _stage(progress, "slices and critical paths", started)
     large = {"communications": built["communications"], "activities": activities, "critical_path": path}
