@@ -8,6 +8,7 @@ from timely_py.analysis.session import (
     DEFAULTS,
     SMALL_TRACE_EVENTS,
     SMALL_TRACE_JAVA_OPTIONS,
+    SMALL_TRACE_SETTINGS,
     parse_conf,
     require_java,
     session_settings,
@@ -26,7 +27,7 @@ def test_master_and_spark_settings_override_the_defaults():
     assert local["spark.driver.memory"] == DEFAULTS["spark.driver.memory"]
 
 
-def test_only_a_small_trace_gets_the_client_jit_and_conf_overrides_it():
+def test_only_a_small_trace_gets_the_small_trace_settings_and_conf_overrides_them():
     def options(**kwargs):
         return session_settings(**kwargs)["spark.driver.extraJavaOptions"]
 
@@ -35,6 +36,9 @@ def test_only_a_small_trace_gets_the_client_jit_and_conf_overrides_it():
     assert SMALL_TRACE_JAVA_OPTIONS not in options()  # size unknown: the JVM's default
     mine = options(events=10, conf={"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=4"})
     assert mine.index(SMALL_TRACE_JAVA_OPTIONS) < mine.index("-XX:TieredStopAtLevel=4")  # the last one wins
+    small, large = session_settings(events=10), session_settings(events=SMALL_TRACE_EVENTS)
+    assert all(small[key] == value != large[key] for key, value in SMALL_TRACE_SETTINGS.items())
+    assert session_settings(events=10, conf={"spark.sql.shuffle.partitions": "5"})["spark.sql.shuffle.partitions"] == "5"
 
 
 def test_settings_must_be_spark_settings():

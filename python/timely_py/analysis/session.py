@@ -45,6 +45,14 @@ SMALL_TRACE_EVENTS = 1_000_000
 #: large data.
 SMALL_TRACE_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 
+#: Settings over :data:`DEFAULTS` for a small trace: no adaptive execution (it plans the rest
+#: of a query again after each of its stages, and the driver's planning is most of a small
+#: trace's cost) and two shuffle partitions (which adaptive execution would coalesce to).
+SMALL_TRACE_SETTINGS: Dict[str, str] = {
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.shuffle.partitions": "2",
+}
+
 
 class MissingDependencyError(OSError):
     """Something the analysis runs on is not installed (an OSError: the environment's fault)."""
@@ -81,13 +89,15 @@ def session_settings(
     master: Optional[str] = None, conf: Optional[Mapping[str, str]] = None, events: Optional[int] = None
 ) -> Dict[str, str]:
     """The settings a new session gets: :data:`DEFAULTS`, then ``conf``, then ``master``;
-    for a trace of ``events`` below :data:`SMALL_TRACE_EVENTS`, the driver's JVM also gets
-    :data:`SMALL_TRACE_JAVA_OPTIONS` (before any of ``conf``'s, which can override them).
+    for a trace of ``events`` below :data:`SMALL_TRACE_EVENTS`, :data:`SMALL_TRACE_SETTINGS`
+    come before ``conf`` and the driver's JVM gets :data:`SMALL_TRACE_JAVA_OPTIONS` (before
+    any of ``conf``'s, which can override them).
 
     >>> session_settings("local[2]", {"spark.driver.memory": "1g"})["spark.master"]
     'local[2]'
     """
-    settings = dict(DEFAULTS)
+    small = events is not None and events < SMALL_TRACE_EVENTS
+    settings = dict(DEFAULTS, **(SMALL_TRACE_SETTINGS if small else {}))
     settings["spark.master"] = DEFAULT_MASTER
     for key, value in (conf or {}).items():
         if not key.startswith("spark."):
@@ -100,9 +110,9 @@ def session_settings(
         settings.setdefault("spark.driver.host", "127.0.0.1")
         settings.setdefault("spark.driver.bindAddress", "127.0.0.1")
     quiet = f"-Dlog4j.configurationFile=file:{LOG_CONFIG}"
-    small = SMALL_TRACE_JAVA_OPTIONS if events is not None and events < SMALL_TRACE_EVENTS else ""
+    jit = SMALL_TRACE_JAVA_OPTIONS if small else ""
     settings["spark.driver.extraJavaOptions"] = " ".join(
-        part for part in (quiet, small, settings.get("spark.driver.extraJavaOptions", "")) if part
+        part for part in (quiet, jit, settings.get("spark.driver.extraJavaOptions", "")) if part
     )
     return settings
 
