@@ -4,7 +4,15 @@ used as it is, `--conf` pairs, and a clear error naming what to install when Jav
 import pytest
 
 from timely_py.analysis import JavaMissingError, get_session
-from timely_py.analysis.session import DEFAULTS, parse_conf, require_java, session_settings
+from timely_py.analysis.session import (
+    DEFAULTS,
+    SMALL_TRACE_EVENTS,
+    SMALL_TRACE_JAVA_OPTIONS,
+    SMALL_TRACE_SETTINGS,
+    parse_conf,
+    require_java,
+    session_settings,
+)
 
 
 def test_master_and_spark_settings_override_the_defaults():
@@ -17,6 +25,20 @@ def test_master_and_spark_settings_override_the_defaults():
     assert local["spark.master"] == "local[*]" and local["spark.driver.host"] == "127.0.0.1"
     assert "log4j2.properties" in local["spark.driver.extraJavaOptions"]
     assert local["spark.driver.memory"] == DEFAULTS["spark.driver.memory"]
+
+
+def test_only_a_small_trace_gets_the_small_trace_settings_and_conf_overrides_them():
+    def options(**kwargs):
+        return session_settings(**kwargs)["spark.driver.extraJavaOptions"]
+
+    assert SMALL_TRACE_JAVA_OPTIONS in options(events=SMALL_TRACE_EVENTS - 1)
+    assert SMALL_TRACE_JAVA_OPTIONS not in options(events=SMALL_TRACE_EVENTS)
+    assert SMALL_TRACE_JAVA_OPTIONS not in options()  # size unknown: the JVM's default
+    mine = options(events=10, conf={"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=4"})
+    assert mine.index(SMALL_TRACE_JAVA_OPTIONS) < mine.index("-XX:TieredStopAtLevel=4")  # the last one wins
+    small, large = session_settings(events=10), session_settings(events=SMALL_TRACE_EVENTS)
+    assert all(small[key] == value != large[key] for key, value in SMALL_TRACE_SETTINGS.items())
+    assert session_settings(events=10, conf={"spark.sql.shuffle.partitions": "5"})["spark.sql.shuffle.partitions"] == "5"
 
 
 def test_settings_must_be_spark_settings():

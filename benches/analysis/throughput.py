@@ -68,17 +68,14 @@ def make_trace(directory, rounds, workers):
 def kernel_inputs(spark, trace, slice_ns, activities, scratch):
     """The tables the kernels get: one per worker (WORKER_ROWS), one per slice (SLICED, from
     the `activities` table an analysis wrote)."""
-    from pyspark.sql import functions as F
-
     raw, info = load_events(spark, trace)
     events = correct_clocks(raw, info.processes)
-    table = acts.operators(events)
+    table, origin = acts.operators_and_origin(events)
     scopes, roots = acts.scope_ids(table)
     pieces = {"executions": acts.executions(events, scopes, roots), "user": acts.user_activities(events),
               "parks": acts.parks(events), "instants": acts.instants(events)}  # fmt: skip
     rows = worker_rows(pieces, acts.communications(events, info.workers_per_process))
     rows.write.mode("overwrite").parquet(str(scratch / "rows"))
-    origin = events.agg(F.min("t")).first()[0]
     sliced = slice_activities(spark.read.parquet(str(activities)), slice_ns, origin)
     sliced.write.mode("overwrite").parquet(str(scratch / "sliced"))
     return split(scratch / "rows", "worker"), split(scratch / "sliced", "slice")

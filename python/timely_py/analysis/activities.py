@@ -3,7 +3,8 @@
 This module owns turning clock-corrected events into the pieces the wait-state analysis
 works on, per worker:
 
-* ``operators``: the operators of the dataflow (id, name, address) and which are scopes;
+* ``operators_and_origin``: the operators of the dataflow (id, name, address), and which
+  are scopes (``scope_ids``); the trace's first moment;
 * ``executions``: each ``schedule_start`` paired with the ``schedule_stop`` of the same
   operator on the same worker (kind ``operator`` for operators that are not scopes, ``step``
   for a dataflow's root scope: one step of the worker; inner scopes are left out, their time
@@ -20,7 +21,7 @@ It must not decide what is waiting (that is :mod:`.waits`). Columns: ``docs/crit
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -29,10 +30,15 @@ if TYPE_CHECKING:  # pragma: no cover
 INSTANT_KINDS = ("progress_send", "progress_recv", "progress_push")
 
 
-def operators(events: "DataFrame") -> Dict[int, Tuple[str, List[int]]]:
-    """``operator id -> (name, address)`` from ``operator_created`` (the same on every worker)."""
-    rows = events.where("kind = 'operator_created'").select("operator", "name", "address").distinct().collect()
-    return {int(r["operator"]): (r["name"] or "", list(r["address"] or [])) for r in rows}
+def operators_and_origin(events: "DataFrame") -> Tuple[Dict[int, Tuple[str, List[int]]], Optional[int]]:
+    """``operator id -> (name, address)`` from ``operator_created`` (the same on every worker),
+    and the trace's first ``t`` (None without events), gathered in one Spark job."""
+    from pyspark.sql import functions as F
+
+    created = F.when(F.col("kind") == "operator_created", F.struct("operator", "name", "address"))
+    row = events.agg(F.collect_set(created).alias("operators"), F.min("t").alias("origin")).first()
+    table = {int(r["operator"]): (r["name"] or "", list(r["address"] or [])) for r in row["operators"]}
+    return table, row["origin"]
 
 
 def scope_ids(table: Dict[int, Tuple[str, List[int]]]) -> Tuple[Set[int], Set[int]]:

@@ -69,6 +69,14 @@ def load_events(spark: "SparkSession", trace_dir: "os.PathLike[str] | str") -> T
     return frame, info
 
 
+def count_events(trace_dir: "os.PathLike[str] | str") -> int:
+    """How many events the trace's files hold, from their Parquet footers (no Spark; 0 for a
+    path without event files)."""
+    import pyarrow.parquet as pq
+
+    return sum(pq.read_metadata(path).num_rows for path in glob.glob(_glob(trace_dir)))
+
+
 def _glob(trace_dir: "os.PathLike[str] | str") -> str:
     return os.path.join(str(trace_dir), "process=*", "worker=*", "part-*.parquet")
 

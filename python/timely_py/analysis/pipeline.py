@@ -14,8 +14,9 @@ import os
 import shutil
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -23,13 +24,14 @@ import pyarrow.parquet as pq
 from . import activities as acts
 from .clocks import correct_clocks
 from .critical_path import critical_paths
-from .events import TraceInfo, load_events
+from .events import TraceInfo, count_events, load_events
 from .kernels import check_kernels
 from .perfetto_export import write_perfetto
 from .plots import write_plots
 from .profiles import all_profiles
 from .session import get_session
 from .slicing import parse_duration, slice_activities
+from .together import run_together
 from .viewer import write_viewer
 from .waits import wait_states, worker_rows
 
@@ -88,8 +90,8 @@ def build_activities(
     from pyspark.sql import functions as F
 
     raw, info = load_events(spark, trace_dir)
-    events = correct_clocks(raw, info.processes).cache()
-    table = acts.operators(events)
+    events = correct_clocks(raw, info.processes).repartition("worker").cache()
+    table, origin = acts.operators_and_origin(events)
     scopes, roots = acts.scope_ids(table)
     pieces = {
         "executions": acts.executions(events, scopes, roots),
@@ -103,7 +105,6 @@ def build_activities(
     )
     activities = wait_states(worker_rows(pieces, communications), kernels).join(F.broadcast(names), "operator", "left")
     activities = activities.withColumn("name", F.coalesce("name", "op_name")).drop("op_name")
-    origin = events.agg(F.min("t")).first()[0]
     return {
         "info": info,
         "events": events,
@@ -139,7 +140,7 @@ def analyze(
     length = parse_duration(slice)
     check_kernels(kernels)
     started = time.monotonic()
-    session = get_session(spark, master=master, conf=conf)
+    session = spark or get_session(master=master, conf=conf, events=count_events(trace_dir))
     started = _stage(progress, "spark session", started)
     built = build_activities(session, trace_dir, kernels)
     return analyze_built(
@@ -168,13 +169,11 @@ def analyze_built(
     activities.count()
     started = _stage(progress, "activities and waits", started)
     sliced = slice_activities(activities, length, built["origin"] if origin is None else origin).cache()
-    path = critical_paths(sliced, kernels).cache()
+    path = critical_paths(sliced, kernels).repartition(1).cache()
     path.count()
     started = _stage(progress, "slices and critical paths", started)
     large = {"communications": built["communications"], "activities": activities, "critical_path": path}
-    written = _write_large(large, Path(out))
-    small = {name: frame.toArrow() for name, frame in all_profiles(sliced, path, built["info"].workers).items()}
-    written.update(_write_small(small, Path(out)))
+    written, small = _write_tables(large, all_profiles(sliced, path, built["info"].workers), Path(out))
     _stage(progress, "profiles written", started)
     for frame in (built["events"], built["communications"], activities, sliced, path):
         frame.unpersist()
@@ -194,26 +193,34 @@ def write_views(out: Union[str, "os.PathLike[str]"], trace_dir: Union[str, "os.P
     }
 
 
-def _write_large(tables: Dict[str, "DataFrame"], out: Path) -> Dict[str, Path]:
-    """Tables as large as the trace: written by Spark, a directory of part files each."""
-    written = {}
-    for name, frame in tables.items():
-        written[name] = out / name
-        frame.write.mode("overwrite").parquet(str(written[name]))
-    return written
-
-
-def _write_small(tables: Dict[str, pa.Table], out: Path) -> Dict[str, Path]:
-    """Summaries (a row per slice and contributor at most): collected, then written as one
-    file each in a directory of the same shape as Spark's."""
-    written = {}
+def _write_tables(
+    large: Dict[str, "DataFrame"], small: Dict[str, Callable[[], "DataFrame"]], out: Path
+) -> Tuple[Dict[str, Path], Dict[str, pa.Table]]:
+    """Writes the ``large`` tables (as large as the trace: by Spark, a directory of part files
+    each) and collects the ``small`` ones (summaries, a row per slice and contributor at
+    most: each built by its function), all Spark's jobs side by side; then writes each small
+    table as one file in a directory of the same shape as Spark's. Returns the paths
+    written and the small tables."""
+    actions: Dict[str, Callable[[], Any]] = {
+        name: partial(_spark_write, frame, out / name) for name, frame in large.items()
+    }
+    actions.update({name: partial(_collected, build) for name, build in small.items()})
+    done = run_together(actions)
+    tables = {name: done[name] for name in small}
     for name, table in tables.items():
-        written[name] = out / name
-        if written[name].exists():
-            shutil.rmtree(written[name])
-        written[name].mkdir(parents=True)
-        pq.write_table(table, written[name] / "part-00000.parquet")
-    return written
+        if (out / name).exists():
+            shutil.rmtree(out / name)
+        (out / name).mkdir(parents=True)
+        pq.write_table(table, out / name / "part-00000.parquet")
+    return {name: out / name for name in actions}, tables
+
+
+def _spark_write(frame: "DataFrame", path: Path) -> None:
+    frame.write.mode("overwrite").parquet(str(path))
+
+
+def _collected(build: Callable[[], "DataFrame"]) -> pa.Table:
+    return build().toArrow()
 
 
 def contributors(profile: pa.Table, top: int = TOP) -> List[Contributor]:

@@ -9,7 +9,7 @@ Definitions and columns: ``docs/critical-path.md`` ("Profiles").
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict
+from typing import TYPE_CHECKING, Callable, Dict
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
@@ -129,16 +129,16 @@ def slack(sliced: "DataFrame", path: "DataFrame", top: int = TOP_SLACK) -> "Data
     ).orderBy("contributor")  # fmt: skip
 
 
-def all_profiles(sliced: "DataFrame", path: "DataFrame", workers: int) -> Dict[str, "DataFrame"]:
-    """Every table of this stage, by the name it is written under."""
-    slice_table = slices(path)
-    imbalances = imbalance(sliced, path, workers)
+def all_profiles(sliced: "DataFrame", path: "DataFrame", workers: int) -> Dict[str, Callable[[], "DataFrame"]]:
+    """Every table of this stage, by the name it is written under, as a function that builds
+    it (building ``slack`` runs a Spark job: its leaders), so the caller can build and collect
+    them side by side."""
     return {
-        "slices": imbalance_per_slice(imbalances, slice_table),
-        "profile_type": by_type(path),
-        "profile_operator": by_operator(path),
-        "profile_worker": by_worker(path),
-        "profile": overall(path),
-        "imbalance": imbalances,
-        "slack": slack(sliced, path),
+        "slices": lambda: imbalance_per_slice(imbalance(sliced, path, workers), slices(path)),
+        "profile_type": lambda: by_type(path),
+        "profile_operator": lambda: by_operator(path),
+        "profile_worker": lambda: by_worker(path),
+        "profile": lambda: overall(path),
+        "imbalance": lambda: imbalance(sliced, path, workers),
+        "slack": lambda: slack(sliced, path),
     }

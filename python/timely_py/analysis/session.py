@@ -35,6 +35,24 @@ LOG_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.pr
 #: The master of a session made on demand when none is given.
 DEFAULT_MASTER = "local[*]"
 
+#: A trace of fewer events than this is *small*: its analysis is mostly Spark's fixed cost
+#: per job (``docs/benchmarks.md``, "Analysis throughput").
+SMALL_TRACE_EVENTS = 1_000_000
+
+#: The driver JVM's options for a small trace: compile with the client JIT only. Spark's
+#: first minute is spent compiling its own code and each job's generated code; the server
+#: JIT's compilations take a core of two for most of a small analysis and pay off only on
+#: large data.
+SMALL_TRACE_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+
+#: Settings over :data:`DEFAULTS` for a small trace: no adaptive execution (it plans the rest
+#: of a query again after each of its stages, and the driver's planning is most of a small
+#: trace's cost) and two shuffle partitions (which adaptive execution would coalesce to).
+SMALL_TRACE_SETTINGS: Dict[str, str] = {
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.shuffle.partitions": "2",
+}
+
 
 class MissingDependencyError(OSError):
     """Something the analysis runs on is not installed (an OSError: the environment's fault)."""
@@ -67,13 +85,19 @@ def require_java() -> str:
     return command
 
 
-def session_settings(master: Optional[str] = None, conf: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    """The settings a new session gets: :data:`DEFAULTS`, then ``conf``, then ``master``.
+def session_settings(
+    master: Optional[str] = None, conf: Optional[Mapping[str, str]] = None, events: Optional[int] = None
+) -> Dict[str, str]:
+    """The settings a new session gets: :data:`DEFAULTS`, then ``conf``, then ``master``;
+    for a trace of ``events`` below :data:`SMALL_TRACE_EVENTS`, :data:`SMALL_TRACE_SETTINGS`
+    come before ``conf`` and the driver's JVM gets :data:`SMALL_TRACE_JAVA_OPTIONS` (before
+    any of ``conf``'s, which can override them).
 
     >>> session_settings("local[2]", {"spark.driver.memory": "1g"})["spark.master"]
     'local[2]'
     """
-    settings = dict(DEFAULTS)
+    small = events is not None and events < SMALL_TRACE_EVENTS
+    settings = dict(DEFAULTS, **(SMALL_TRACE_SETTINGS if small else {}))
     settings["spark.master"] = DEFAULT_MASTER
     for key, value in (conf or {}).items():
         if not key.startswith("spark."):
@@ -86,8 +110,9 @@ def session_settings(master: Optional[str] = None, conf: Optional[Mapping[str, s
         settings.setdefault("spark.driver.host", "127.0.0.1")
         settings.setdefault("spark.driver.bindAddress", "127.0.0.1")
     quiet = f"-Dlog4j.configurationFile=file:{LOG_CONFIG}"
+    jit = SMALL_TRACE_JAVA_OPTIONS if small else ""
     settings["spark.driver.extraJavaOptions"] = " ".join(
-        part for part in (quiet, settings.get("spark.driver.extraJavaOptions", "")) if part
+        part for part in (quiet, jit, settings.get("spark.driver.extraJavaOptions", "")) if part
     )
     return settings
 
@@ -97,8 +122,10 @@ def get_session(
     *,
     master: Optional[str] = None,
     conf: Optional[Mapping[str, str]] = None,
+    events: Optional[int] = None,
 ) -> "SparkSession":
-    """``spark`` itself when given; otherwise a session with :func:`session_settings`.
+    """``spark`` itself when given; otherwise a session with :func:`session_settings` (for a
+    trace of ``events``, when known).
 
     A running session of this process with another master is reused as Spark does
     (``getOrCreate``); its static settings then stay as they were.
@@ -117,7 +144,7 @@ def get_session(
     # unless the caller chose another with PYSPARK_PYTHON.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
-    for key, value in session_settings(master, conf).items():
+    for key, value in session_settings(master, conf, events).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
