@@ -103,12 +103,14 @@ def workers(request):
 
 @pytest.fixture(scope="session")
 def spark():
-    """One local SparkSession (2 cores, few partitions) shared by every analysis test."""
+    """One local SparkSession (2 cores, few partitions) shared by every analysis test, with the
+    settings of a small trace (every test's trace is small)."""
     from timely_py.analysis import get_session
 
     session = get_session(
         master="local[2]",
         conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2", "spark.driver.memory": "1g"},
+        events=0,
     )
     yield session
     session.stop()
