@@ -91,6 +91,35 @@ fn hello_with_joins(initial: usize, threads: usize, rounds: u64, joins: &[u64]) 
     seen
 }
 
+/// Runs `program` on 2 processes of `threads` workers; once each of their workers has counted
+/// itself in `ready`, a third process joins, served by worker `server`. Returns when all three
+/// processes have ended.
+fn two_processes_then_a_join<F>(program: F, threads: usize, ready: &Arc<AtomicUsize>, server: usize)
+where
+    F: Fn(&mut Worker) + Clone + Send + Sync + 'static,
+{
+    let addresses = common::free_addresses(3);
+    let mut runs: Vec<_> = (0..2)
+        .map(|process| {
+            let (config, program) = (config(&addresses, process, 2, threads, None), program.clone());
+            std::thread::spawn(move || timely_engine::execute(config, program))
+        })
+        .collect();
+    common::within(LIMIT, {
+        let ready = ready.clone();
+        move || {
+            while ready.load(Ordering::SeqCst) < 2 * threads {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    });
+    let config = config(&addresses, 2, 2, threads, Some(server));
+    runs.push(std::thread::spawn(move || timely_engine::execute(config, program)));
+    for run in runs {
+        run.join().expect("process thread").expect("process run");
+    }
+}
+
 /// The worker that must see record `x`: `x mod peers`, with the peers after the joins whose
 /// round came before `x` was sent.
 fn owner(x: u64, initial: usize, threads: usize, joins: &[u64]) -> usize {
@@ -137,7 +166,6 @@ struct Observed {
 #[test]
 fn two_dataflows_with_a_loop_broadcasts_and_notifications() {
     const ROUNDS: u64 = 10;
-    let addresses = common::free_addresses(3);
     let observed: Arc<Mutex<Observed>> = Arc::default();
     let reached = Arc::new(AtomicUsize::new(0));
     let program = {
@@ -203,23 +231,7 @@ fn two_dataflows_with_a_loop_broadcasts_and_notifications() {
             }
         }
     };
-    let mut runs: Vec<_> = (0..2)
-        .map(|process| {
-            let (config, program) = (config(&addresses, process, 2, 1, None), program.clone());
-            std::thread::spawn(move || timely_engine::execute(config, program))
-        })
-        .collect();
-    common::within(LIMIT, move || {
-        while reached.load(Ordering::SeqCst) < 2 {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    });
-    runs.push(std::thread::spawn(move || {
-        timely_engine::execute(config(&addresses, 2, 2, 1, Some(0)), program)
-    }));
-    for run in runs {
-        run.join().expect("process thread").expect("process run");
-    }
+    two_processes_then_a_join(program, 1, &reached, 0);
     let observed = observed.lock().unwrap();
     let mut looped: Vec<u64> = observed.looped.iter().map(|&(_, x)| x).collect();
     looped.sort();
@@ -258,7 +270,6 @@ fn two_dataflows_with_a_loop_broadcasts_and_notifications() {
 #[test]
 fn joins_under_load_lose_and_duplicate_nothing() {
     for (seed, join_after) in [(1u64, 3u64), (2, 17), (3, 40)] {
-        let addresses = common::free_addresses(3);
         let seen: Arc<Mutex<Vec<u64>>> = Arc::default();
         let sent = Arc::new(AtomicUsize::new(0));
         let reached = Arc::new(AtomicUsize::new(0));
@@ -302,25 +313,7 @@ fn joins_under_load_lose_and_duplicate_nothing() {
                 worker.step_while(|| probe.less_than(&last));
             }
         };
-        let mut runs: Vec<_> = (0..2)
-            .map(|process| {
-                let (config, program) = (config(&addresses, process, 2, 2, None), program.clone());
-                std::thread::spawn(move || timely_engine::execute(config, program))
-            })
-            .collect();
-        common::within(LIMIT, {
-            let reached = reached.clone();
-            move || {
-                while reached.load(Ordering::SeqCst) < 4 {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-            }
-        });
-        let config = config(&addresses, 2, 2, 2, Some(seed as usize % 4));
-        runs.push(std::thread::spawn(move || timely_engine::execute(config, program)));
-        for run in runs {
-            run.join().expect("process thread").expect("process run");
-        }
+        two_processes_then_a_join(program, 2, &reached, seed as usize % 4);
         let mut seen = seen.lock().unwrap().clone();
         let total = seen.len();
         seen.sort_unstable();
@@ -335,7 +328,6 @@ fn joins_under_load_lose_and_duplicate_nothing() {
 /// probe completes, while a second dataflow that still runs takes the joined workers' records.
 #[test]
 fn a_dataflow_completed_before_the_join_is_complete_on_the_joiner() {
-    let addresses = common::free_addresses(3);
     let seen: Arc<Mutex<Vec<u64>>> = Arc::default();
     let finished = Arc::new(AtomicUsize::new(0));
     let joiner_saw: Arc<Mutex<Vec<(bool, bool, bool)>>> = Arc::default();
@@ -372,27 +364,7 @@ fn a_dataflow_completed_before_the_join_is_complete_on_the_joiner() {
             late.send(worker.index() as u64);
         }
     };
-    let mut runs: Vec<_> = (0..2)
-        .map(|process| {
-            let (config, program) = (config(&addresses, process, 2, 1, None), program.clone());
-            std::thread::spawn(move || timely_engine::execute(config, program))
-        })
-        .collect();
-    common::within(LIMIT, {
-        let finished = finished.clone();
-        move || {
-            while finished.load(Ordering::SeqCst) < 2 {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        }
-    });
-    runs.push(std::thread::spawn({
-        let config = config(&addresses, 2, 2, 1, Some(1));
-        move || timely_engine::execute(config, program)
-    }));
-    for run in runs {
-        run.join().expect("process thread").expect("process run");
-    }
+    two_processes_then_a_join(program, 1, &finished, 1);
     assert_eq!(
         *joiner_saw.lock().unwrap(),
         vec![(true, true, true)],
@@ -418,7 +390,6 @@ fn thread_cpu_time() -> Duration {
 #[test]
 fn a_joining_worker_parks_while_it_waits_for_its_welcome() {
     const PAUSE: Duration = Duration::from_millis(400);
-    let addresses = common::free_addresses(3);
     let reached = Arc::new(AtomicUsize::new(0));
     let waited: Arc<Mutex<Vec<(Duration, Duration)>>> = Arc::default();
     let program = {
@@ -448,27 +419,7 @@ fn a_joining_worker_parks_while_it_waits_for_its_welcome() {
             await_peers(worker, 3);
         }
     };
-    let mut runs: Vec<_> = (0..2)
-        .map(|process| {
-            let (config, program) = (config(&addresses, process, 2, 1, None), program.clone());
-            std::thread::spawn(move || timely_engine::execute(config, program))
-        })
-        .collect();
-    common::within(LIMIT, {
-        let reached = reached.clone();
-        move || {
-            while reached.load(Ordering::SeqCst) < 2 {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        }
-    });
-    runs.push(std::thread::spawn({
-        let config = config(&addresses, 2, 2, 1, Some(0));
-        move || timely_engine::execute(config, program)
-    }));
-    for run in runs {
-        run.join().expect("process thread").expect("process run");
-    }
+    two_processes_then_a_join(program, 1, &reached, 0);
     let waited = waited.lock().unwrap();
     let [(cpu, wall)] = waited[..] else { panic!("one joining worker reports, not {}", waited.len()) };
     assert!(wall >= PAUSE / 2, "the welcome did not wait for the paused server ({wall:?})");
