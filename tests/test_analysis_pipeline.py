@@ -162,7 +162,12 @@ def test_slack_is_the_length_of_the_next_wait_on_the_worker(spark):
         row["name"] = "Map" if row["type"] == "operator" else None
     path = [{"slice": 0, "step": 0, "type": "operator", "worker": 0, "name": "Map", "activity_id": 4, "start": 28,
              "end": 30, "duration": 2, "complete": False}]  # fmt: skip
-    (row,) = slack(frame(SLICED, rows), frame(CRITICAL_PATH, path)).collect()
+    # Time that is no activity's leads the path here but has no slack: never a leader.
+    for step, (kind, start, end) in enumerate([("unknown", 20, 28), ("all_waiting", 0, 20)], start=1):
+        path.append(dict(path[0], step=step, type=kind, name=None, activity_id=None, start=start, end=end,
+                         duration=end - start))  # fmt: skip
+    (row,) = slack(frame(SLICED, rows), frame(CRITICAL_PATH, path), top=1).collect()
+    assert row["contributor"] == "Map"
     assert (row["activities"], row["on_critical_path"]) == (3, 1)
     assert (row["min_slack_ns"], row["median_slack_ns"]) == (3, 3)  # the runs before the waits of 3 and 8 ns
 

@@ -111,7 +111,9 @@ def slack(sliced: "DataFrame", path: "DataFrame", top: int = TOP_SLACK) -> "Data
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    leaders = [r["contributor"] for r in overall(path).where("type NOT IN ('unknown')").limit(top).collect()]
+    # Time that is no activity's has no slack to measure.
+    timed = overall(path).where("type NOT IN ('unknown', 'all_waiting')")
+    leaders = [r["contributor"] for r in timed.limit(top).collect()]
     wait = F.col("type").isin("waiting", "waiting_for_input")
     # The first wait after each activity is the last one seen walking the worker's slice
     # backwards: a growing frame, linear in Spark (a frame to unboundedFollowing is quadratic).
