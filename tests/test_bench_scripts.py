@@ -226,3 +226,17 @@ def test_rescale_latency_loop_variant_loses_nothing_across_joins():
     assert [c[1] for c in comments if c[0] == "join"] == ["1", "2"]
     (records,) = [c for c in comments if c[0] == "records"]
     assert int(records[1]) == int(records[2]) > 2000
+
+
+def test_rescaling_spike_compares_the_join_of_two_builds():
+    """Both "builds" are this worktree's binary: each run gives the three levels and a bootstrap."""
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "timely-benches", "--bin", "rescale_latency"],
+                   cwd=ROOT, check=True)  # fmt: skip
+    binary = ROOT / "target" / "release" / "rescale_latency"
+    out = run_rescaling("spike.py", "--build", f"a={binary}", "--build", f"b={binary}", "--runs", "1",
+                        "--rate", "500", "--cost", "100", "--join", "1.6", "--duration", "2.5")  # fmt: skip
+    lines = out.splitlines()
+    header = "build,bootstrap_ms,before_p99_us,join_p99_us,after_p99_us,join_over_before,join_over_after"
+    summary = lines[lines.index(header) + 1:]
+    assert [row.split(",")[0] for row in summary] == ["a", "b"]
+    assert all(float(value) > 0 for row in summary for value in row.split(",")[1:])
