@@ -229,12 +229,14 @@ def test_rescale_latency_loop_variant_loses_nothing_across_joins():
 
 
 def test_rescaling_spike_compares_the_join_of_two_builds():
-    """Both "builds" are this worktree's binary: each run gives the three levels and a bootstrap."""
+    """Both "builds" are this worktree's binary: each run gives the three levels and a bootstrap
+    (on a cluster of one worker per process: the shape after ``--`` reaches every run)."""
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "timely-benches", "--bin", "rescale_latency"],
                    cwd=ROOT, check=True)  # fmt: skip
     binary = ROOT / "target" / "release" / "rescale_latency"
     out = run_rescaling("spike.py", "--build", f"a={binary}", "--build", f"b={binary}", "--runs", "1",
-                        "--rate", "500", "--cost", "100", "--join", "1.6", "--duration", "2.5")  # fmt: skip
+                        "--rate", "500", "--cost", "100", "--join", "1.6", "--duration", "2.5",
+                        "--", "--threads", "1", "--injectors", "2")  # fmt: skip
     lines = out.splitlines()
     header = "build,bootstrap_ms,before_p99_us,join_p99_us,after_p99_us,join_over_before,join_over_after"
     summary = lines[lines.index(header) + 1:]

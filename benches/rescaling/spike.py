@@ -6,7 +6,9 @@ p99 before the join (the median of the 100 ms windows from 1 s to 0.1 s before t
 p99 of the join (the worst window from 0.1 s before the join to 0.1 s after its bootstrap),
 the steady p99 after it (the median of the windows from 0.5 s after the join to the end) and
 the join's bootstrap time. Prints every run and, per build, the medians and the ratios
-join/before and join/after (``docs/rescaling.md``, experiment 4). It measures only.
+join/before and join/after (``docs/rescaling.md``, experiment 4). Arguments after ``--`` go
+to every run of ``rescale_latency`` (the cluster's shape, say: ``-- --threads 1 --initial 3
+--injectors 2``). It measures only.
 
     .venv/bin/python benches/rescaling/spike.py --build old=/tmp/rescale_latency_old \\
         --build new=target/release/rescale_latency --runs 7
@@ -23,7 +25,8 @@ import common  # noqa: E402
 def measure(binary, args):
     """(before, join, after) p99 in us and the bootstrap in ms, of one run of ``binary``."""
     rows, comments = common.run_csv(
-        [binary, "--rate", args.rate, "--cost", args.cost, "--joins", args.join, "--duration", args.duration],
+        [binary, "--rate", args.rate, "--cost", args.cost, "--joins", args.join, "--duration", args.duration,
+         *args.shape],
         timeout=args.duration * 3 + 60,
     )  # fmt: skip
     spawned, bootstrapped = (float(v) for v in next(c for c in comments if c[0] == "join")[2:4])
@@ -42,6 +45,7 @@ def main():
     parser.add_argument("--cost", type=int, default=50000)
     parser.add_argument("--join", type=float, default=3.0)
     parser.add_argument("--duration", type=float, default=5.0)
+    parser.add_argument("shape", nargs="*", help="after --: more arguments of rescale_latency")
     args = parser.parse_args()
     builds = [tuple(build.split("=", 1)) for build in args.build]
     print(f"load average before: {common.load()}")
