@@ -9,20 +9,19 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use timely_communication::clock;
 use timely_engine::logging::{Event, Timestamped, Wake, FLUSH_AT};
-use timely_trace::{ProcessMetadata, Status, TraceConfig, TraceWriter};
+use timely_trace::{ProcessMetadata, Status, TraceClock, TraceConfig, TraceWriter};
 
 const EVENTS: usize = 200_000;
 
-fn now() -> i64 {
-    timely_communication::clock::now_ns()
-}
-
-/// The events of a step of a small dataflow, repeated: eleven kinds in a realistic mix.
+/// The events of a step of a small dataflow, repeated: eleven kinds in a realistic mix,
+/// stamped from now on, 100 ticks apart.
 fn workload() -> Vec<Timestamped> {
     let address: &'static [usize] = &[0];
-    let step = |round: usize| {
-        let (sequence, time) = (round as u64, (round * 2_000) as i64);
+    let start = clock::stamp();
+    let step = move |round: usize| {
+        let (sequence, time) = (round as u64, start + (round * 2_000) as i64);
         vec![
             Event::Unpark { wake: Wake::Data },
             Event::Schedule { id: 2, start: true, useful: false },
@@ -38,19 +37,20 @@ fn workload() -> Vec<Timestamped> {
         ]
         .into_iter()
         .enumerate()
-        .map(move |(offset, event)| Timestamped { time_ns: time + offset as i64 * 100, event })
+        .map(move |(offset, event)| Timestamped { stamp: time + offset as i64 * 100, event })
     };
     (0..).flat_map(step).take(EVENTS).collect()
 }
 
 fn metadata() -> ProcessMetadata {
-    ProcessMetadata::starting(0, 1, 1, now(), vec!["trace_writer".into()])
+    ProcessMetadata::starting(0, 1, 1, clock::now_ns(), vec!["trace_writer".into()])
 }
 
 /// Hands `events` over in worker-sized vectors and waits for the writer to finish.
 fn write(events: &[Timestamped], files: bool) {
     let directory = files.then(|| tempfile::tempdir().expect("a temporary directory"));
-    let mut config = TraceConfig::new(directory.as_ref().map(|d| d.path().to_path_buf()), now);
+    let engine_clock = TraceClock { stamp: clock::stamp, to_ns: clock::stamps_to_ns };
+    let mut config = TraceConfig::new(directory.as_ref().map(|d| d.path().to_path_buf()), engine_clock);
     if !files {
         config.callback = Some(Box::new(|_, batch| {
             std::hint::black_box(batch.num_rows());

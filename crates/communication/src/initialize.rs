@@ -403,10 +403,10 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
     let addresses = &addresses[..processes];
     warn_if_unprotected(&protection(!identity.secret.is_empty(), insecure, addresses)?);
     let entry = if join.is_some() { Entry::Join } else { Entry::Setup };
-    let connecting = crate::clock::now_ns();
+    let connecting = crate::clock::stamp();
     let Connections { streams, listener } =
         establish_as(entry, process, addresses, threads, &identity, connect_timeout)?;
-    let connection = (connecting, crate::clock::now_ns());
+    let connection = (connecting, crate::clock::stamp());
     let locals = ProcessBuilder::new_vector(threads);
     let wake = locals[0].waker();
     let (mut transport, endpoints) =

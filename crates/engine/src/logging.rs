@@ -144,8 +144,9 @@ impl Event {
 /// An event with when it happened.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Timestamped {
-    /// Nanoseconds since the Unix epoch.
-    pub time_ns: i64,
+    /// When it happened: a stamp of the process's trace clock ([`clock::stamp`]; nanoseconds
+    /// since the Unix epoch through [`clock::stamps_to_ns`]).
+    pub stamp: i64,
     /// What happened.
     pub event: Event,
 }
@@ -199,20 +200,20 @@ impl Logger {
     pub fn log(&self, event: Event) {
         let mut state = self.state.borrow_mut();
         if state.every || state.classes.records(event.kind()) {
-            state.buffer.push(Timestamped { time_ns: clock::now_ns(), event });
+            state.buffer.push(Timestamped { stamp: clock::stamp(), event });
             if state.buffer.len() >= FLUSH_AT {
                 state.flush_full();
             }
         }
     }
 
-    /// Records `event` at `time_ns` (a reading of [`clock::now_ns`] taken earlier), if its
-    /// class is recorded: for what happened before the worker could log it. Callers keep the
-    /// worker's events in time order.
-    pub fn log_at(&self, time_ns: i64, event: Event) {
+    /// Records `event` at `stamp` (a [`clock::stamp`] taken earlier), if its class is
+    /// recorded: for what happened before the worker could log it. Callers keep the worker's
+    /// events in time order.
+    pub fn log_at(&self, stamp: i64, event: Event) {
         let mut state = self.state.borrow_mut();
         if state.every || state.classes.records(event.kind()) {
-            state.buffer.push(Timestamped { time_ns, event });
+            state.buffer.push(Timestamped { stamp, event });
         }
     }
 

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use timely_communication::clock;
 use timely_engine::dataflow::{InputHandle, ProbeHandle};
 use timely_engine::logging::{Event, EventClasses, Wake};
 use timely_engine::Config;
@@ -16,7 +17,9 @@ fn traced_hello(workers: usize, rounds: u64) -> Vec<(usize, i64, Event)> {
     timely_engine::execute(Config::Process(workers), move |worker| {
         let sink = shared.clone();
         worker.install_logger(EventClasses::all(), move |index, events, _| {
-            sink.lock().unwrap().extend(events.drain(..).map(|e| (index, e.time_ns, e.event)));
+            sink.lock()
+                .unwrap()
+                .extend(events.drain(..).map(|e| (index, clock::stamp_to_ns(e.stamp), e.event)));
         });
         let mut input = InputHandle::new();
         let probe = ProbeHandle::new();
@@ -162,7 +165,9 @@ fn an_idle_worker_parks_until_data_arrives() {
     timely_engine::execute(Config::Process(2), move |worker| {
         let sink = shared.clone();
         worker.install_logger(EventClasses::all(), move |index, events, _| {
-            sink.lock().unwrap().extend(events.drain(..).map(|e| (index, e.time_ns, e.event)));
+            sink.lock()
+                .unwrap()
+                .extend(events.drain(..).map(|e| (index, clock::stamp_to_ns(e.stamp), e.event)));
         });
         let mut input = InputHandle::new();
         let probe = ProbeHandle::new();

@@ -384,6 +384,23 @@ impl EventBatch {
         self.time_ns.is_empty()
     }
 
+    /// Turns the times of the rows from `first` on, and the durations of their waits for the
+    /// writer, from stamps into nanoseconds with `to_ns`.
+    pub(crate) fn stamps_to_ns(&mut self, first: usize, to_ns: fn(&mut [i64])) {
+        let wait = Kind::TraceWait.code();
+        let durations = &mut self.ints[Int::DurationNs as usize].cells;
+        let from = durations.partition_point(|(row, _)| (*row as usize) < first);
+        for (row, duration) in &mut durations[from..] {
+            if self.kind[*row as usize] == wait {
+                let start = self.time_ns[*row as usize];
+                let mut ends = [start, start + *duration];
+                to_ns(&mut ends);
+                *duration = ends[1] - ends[0];
+            }
+        }
+        to_ns(&mut self.time_ns[first..]);
+    }
+
     /// How many rows have a `channel_kind`: a mark for [`EventBatch::channels_since`].
     pub(crate) fn channel_mark(&self) -> usize {
         self.channel_kind.cells.len()

@@ -20,7 +20,7 @@ use parquet::file::writer::SerializedFileWriter;
 
 use crate::batch::EventBatch;
 use crate::metadata::{ClockSample, ProcessMetadata, Status};
-use crate::row_group::{self, PageCompressor};
+use crate::row_group::{self, PageEncoder};
 use crate::schema::schema;
 
 /// A file is closed once it holds this many rows, even before the flush interval.
@@ -38,7 +38,7 @@ pub(crate) struct Files {
     /// Per worker, the rows of its open file not yet in a row group. Kept between files, so
     /// that their memory is reused (up to a row group's worth per worker).
     pending: HashMap<usize, EventBatch>,
-    compressor: PageCompressor,
+    encoder: PageEncoder,
 }
 
 struct OpenFile {
@@ -59,8 +59,8 @@ impl Files {
         fs::create_dir_all(&process_dir).map_err(|e| annotate(e, "cannot create", &process_dir))?;
         metadata.write(&process_dir).map_err(|e| annotate(e, "cannot write metadata into", &process_dir))?;
         let (open, next_part, pending) = (HashMap::new(), HashMap::new(), HashMap::new());
-        let compressor = PageCompressor::new()?;
-        Ok(Files { process_dir, metadata, flush_interval, open, next_part, pending, compressor })
+        let encoder = PageEncoder::new()?;
+        Ok(Files { process_dir, metadata, flush_interval, open, next_part, pending, encoder })
     }
 
     /// When the oldest open file is due to be closed.
@@ -89,7 +89,7 @@ impl Files {
         };
         file.rows += added;
         if pending.len() >= ROW_GROUP_ROWS {
-            file.write_row_group(pending, &mut self.compressor)?;
+            file.write_row_group(pending, &mut self.encoder)?;
         }
         if file.rows >= MAX_FILE_ROWS {
             self.close(worker)?;
@@ -111,10 +111,7 @@ impl Files {
 
     fn close(&mut self, worker: usize) -> io::Result<()> {
         let file = self.open.remove(&worker).expect("the file is open");
-        file.close(
-            self.pending.get_mut(&worker).expect("an open file has pending rows"),
-            &mut self.compressor,
-        )
+        file.close(self.pending.get_mut(&worker).expect("an open file has pending rows"), &mut self.encoder)
     }
 
     pub(crate) fn record_clock(&mut self, sample: ClockSample) -> io::Result<()> {
@@ -153,20 +150,16 @@ impl OpenFile {
     }
 
     /// Writes `pending` as a row group; `pending` is empty afterwards.
-    fn write_row_group(
-        &mut self,
-        pending: &mut EventBatch,
-        compressor: &mut PageCompressor,
-    ) -> io::Result<()> {
-        row_group::write(&mut self.writer, pending, compressor).map_err(io::Error::other)?;
+    fn write_row_group(&mut self, pending: &mut EventBatch, encoder: &mut PageEncoder) -> io::Result<()> {
+        row_group::write(&mut self.writer, pending, encoder).map_err(io::Error::other)?;
         pending.clear();
         Ok(())
     }
 
     /// Writes the last rows (`pending`) and the footer, and gives the file its final name.
-    fn close(mut self, pending: &mut EventBatch, compressor: &mut PageCompressor) -> io::Result<()> {
+    fn close(mut self, pending: &mut EventBatch, encoder: &mut PageEncoder) -> io::Result<()> {
         if !pending.is_empty() {
-            self.write_row_group(pending, compressor)?;
+            self.write_row_group(pending, encoder)?;
         }
         self.writer.close().map_err(io::Error::other)?;
         fs::rename(&self.temporary, &self.complete).map_err(|e| annotate(e, "cannot rename", &self.temporary))

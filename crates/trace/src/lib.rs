@@ -22,4 +22,4 @@ pub use batch::{Cells, EventBatch, Int, Row};
 pub use metadata::{ClockSample, ProcessMetadata, Status};
 pub use schema::{ChannelKind, EventClass, EventClasses, Kind, Wake, FORMAT_VERSION};
 pub use sink::{NetworkEvent, NetworkSink, TraceEvent, WorkerSink};
-pub use writer::{BatchCallback, ClockRecorder, TraceConfig, TraceWriter};
+pub use writer::{BatchCallback, ClockRecorder, TraceClock, TraceConfig, TraceWriter};

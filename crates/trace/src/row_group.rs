@@ -31,16 +31,65 @@ use crate::schema::Kind;
 /// overhead"). Files record only the codec, not the level.
 const ZSTD_LEVEL: i32 = -5;
 
-/// A Zstandard compressor for pages, kept to reuse its memory.
-pub(crate) struct PageCompressor(zstd::bulk::Compressor<'static>);
+/// Encodes and compresses pages, keeping its Zstandard context and every buffer a page
+/// needs from one row group to the next: a row group's buffers are large (a page of
+/// `time_ns` alone is a megabyte before encoding), and allocating them afresh each time cost
+/// the writer thread about a fifth of its time in page faults.
+pub(crate) struct PageEncoder {
+    compressor: zstd::bulk::Compressor<'static>,
+    scratch: Scratch,
+}
 
-impl PageCompressor {
+/// The buffers a column chunk is built in.
+#[derive(Default)]
+struct Scratch {
+    /// The data page being encoded.
+    page: Vec<u8>,
+    /// A page's compressed bytes.
+    compressed: Vec<u8>,
+    /// The column chunk: page headers and compressed pages.
+    chunk: Vec<u8>,
+    /// A column's integers, gathered from its cells.
+    values: Vec<i64>,
+    /// Bitmaps, level and code bytes.
+    bytes: [Vec<u8>; 2],
+}
+
+impl PageEncoder {
     pub(crate) fn new() -> std::io::Result<Self> {
-        zstd::bulk::Compressor::new(ZSTD_LEVEL).map(PageCompressor)
+        let compressor = zstd::bulk::Compressor::new(ZSTD_LEVEL)?;
+        Ok(PageEncoder { compressor, scratch: Scratch::default() })
     }
 
-    fn compress(&mut self, page: &[u8]) -> Result<Bytes> {
-        Ok(Bytes::from(self.0.compress(page)?))
+    /// The bytes of one column chunk and what the row group records about it.
+    fn chunk(
+        &mut self,
+        descriptor: ColumnDescPtr,
+        column: &Column<'_>,
+        rows: usize,
+    ) -> Result<(Bytes, ColumnCloseResult)> {
+        let Scratch { page, compressed, chunk, values, bytes } = &mut self.scratch;
+        page.clear();
+        let pages = encode(column, rows, page, values, bytes);
+        chunk.clear();
+        let mut sink = TrackedWrite::new(&mut *chunk);
+        let mut compress = |data: &[u8]| -> Result<Bytes> {
+            compressed.clear();
+            compressed.reserve(zstd::zstd_safe::compress_bound(data.len()));
+            self.compressor.compress_to_buffer(data, compressed)?;
+            Ok(Bytes::copy_from_slice(compressed))
+        };
+        let written = write_pages(&pages, page, &mut SerializedPageWriter::new(&mut sink), &mut compress)?;
+        let chunk = Bytes::copy_from_slice(sink.into_inner()?);
+        let close = ColumnCloseResult {
+            bytes_written: written.iter().map(|spec| spec.compressed_size as u64).sum(),
+            rows_written: rows as u64,
+            metadata: chunk_metadata(descriptor, pages, &written)?,
+            bloom_filter: None,
+            column_index: None,
+            offset_index: None,
+        };
+        Ok((chunk, close))
     }
 }
 
@@ -48,60 +97,39 @@ impl PageCompressor {
 pub(crate) fn write<W: Write + Send>(
     file: &mut SerializedFileWriter<W>,
     batch: &EventBatch,
-    compressor: &mut PageCompressor,
+    encoder: &mut PageEncoder,
 ) -> Result<()> {
     let descriptors = file.schema_descr().columns().to_vec();
     let mut group = file.next_row_group()?;
     for (descriptor, column) in descriptors.into_iter().zip(batch.columns()) {
-        let (bytes, close) = chunk(descriptor, &column, batch.len(), compressor)?;
+        let (bytes, close) = encoder.chunk(descriptor, &column, batch.len())?;
         group.append_column(&bytes, close)?;
     }
     group.close()?;
     Ok(())
 }
 
-/// A column chunk's pages before compression.
+/// What a column chunk's pages are, besides the data page's bytes.
 struct Pages {
     /// Level entries in the data page: one per row, but one per item of a list longer than one.
     levels: usize,
     dictionary: Option<Vec<u8>>,
-    data: Vec<u8>,
     encoding: Encoding,
     statistics: Option<Statistics>,
 }
 
-/// The bytes of one column chunk and what the row group records about it.
-fn chunk(
-    descriptor: ColumnDescPtr,
-    column: &Column<'_>,
-    rows: usize,
-    compressor: &mut PageCompressor,
-) -> Result<(Bytes, ColumnCloseResult)> {
-    let pages = encode(column, rows);
-    let mut sink = TrackedWrite::new(Vec::new());
-    let written = write_pages(&pages, &mut SerializedPageWriter::new(&mut sink), compressor)?;
-    let close = ColumnCloseResult {
-        bytes_written: written.iter().map(|spec| spec.compressed_size as u64).sum(),
-        rows_written: rows as u64,
-        metadata: chunk_metadata(descriptor, pages, &written)?,
-        bloom_filter: None,
-        column_index: None,
-        offset_index: None,
-    };
-    Ok((Bytes::from(sink.into_inner()?), close))
-}
-
-/// Compresses and writes the dictionary page, if any, then the data page; what was written,
-/// in that order.
+/// Compresses and writes the dictionary page, if any, then the data page (`data`); what was
+/// written, in that order.
 fn write_pages<W: Write + Send>(
     pages: &Pages,
+    data: &[u8],
     writer: &mut SerializedPageWriter<'_, W>,
-    compressor: &mut PageCompressor,
+    compress: &mut impl FnMut(&[u8]) -> Result<Bytes>,
 ) -> Result<Vec<PageWriteSpec>> {
     let mut written = Vec::with_capacity(2);
     if let Some(names) = &pages.dictionary {
         let page = Page::DictionaryPage {
-            buf: compressor.compress(names)?,
+            buf: compress(names)?,
             num_values: Kind::ALL.len() as u32,
             encoding: Encoding::PLAIN,
             is_sorted: false,
@@ -109,14 +137,14 @@ fn write_pages<W: Write + Send>(
         written.push(writer.write_page(CompressedPage::new(page, names.len()))?);
     }
     let page = Page::DataPage {
-        buf: compressor.compress(&pages.data)?,
+        buf: compress(data)?,
         num_values: pages.levels as u32,
         encoding: pages.encoding,
         def_level_encoding: Encoding::RLE,
         rep_level_encoding: Encoding::RLE,
         statistics: None,
     };
-    written.push(writer.write_page(CompressedPage::new(page, pages.data.len()))?);
+    written.push(writer.write_page(CompressedPage::new(page, data.len()))?);
     writer.close()?;
     Ok(written)
 }
@@ -145,65 +173,86 @@ fn chunk_metadata(
     metadata.build()
 }
 
-/// The pages of `column`, a column of `rows` rows.
-fn encode(column: &Column<'_>, rows: usize) -> Pages {
-    let mut data = Vec::new();
-    let pages =
-        |encoding| Pages { levels: rows, dictionary: None, data: Vec::new(), encoding, statistics: None };
+/// Encodes the data page of `column`, a column of `rows` rows, into `data` (with `values`
+/// and `bytes` as scratch); returns what else its chunk needs.
+fn encode(
+    column: &Column<'_>,
+    rows: usize,
+    data: &mut Vec<u8>,
+    values: &mut Vec<i64>,
+    [first, second]: &mut [Vec<u8>; 2],
+) -> Pages {
+    let pages = |encoding| Pages { levels: rows, dictionary: None, encoding, statistics: None };
     match column {
         Column::Times(times) => {
-            delta_binary_packed(&mut data, times);
+            delta_binary_packed(data, times);
             let (least, most) = (times.iter().min().copied(), times.iter().max().copied());
             let statistics = Some(Statistics::int64(least, most, None, Some(0), false));
-            Pages { data, statistics, ..pages(Encoding::DELTA_BINARY_PACKED) }
+            Pages { statistics, ..pages(Encoding::DELTA_BINARY_PACKED) }
         }
         Column::Kinds(codes) => {
             let mut names = Vec::new();
             plain_strings(&mut names, Kind::ALL.iter().map(|kind| kind.name()));
             let width = bit_width(Kind::ALL.len() as u64 - 1);
             data.push(width);
-            let codes: Vec<u8> = codes.iter().map(|code| *code as u8).collect();
-            hybrid(&mut data, &codes, width);
-            Pages { data, dictionary: Some(names), ..pages(Encoding::RLE_DICTIONARY) }
+            first.clear();
+            first.extend(codes.iter().map(|code| *code as u8));
+            hybrid(data, first, width);
+            Pages { dictionary: Some(names), ..pages(Encoding::RLE_DICTIONARY) }
         }
         Column::Ints(cells) => {
-            optional_levels(&mut data, cells.iter().map(|(row, _)| *row), cells.len(), rows);
-            let values: Vec<i64> = cells.iter().map(|(_, value)| *value).collect();
-            delta_binary_packed(&mut data, &values);
-            Pages { data, ..pages(Encoding::DELTA_BINARY_PACKED) }
+            optional_levels(data, first, cells.iter().map(|(row, _)| *row), cells.len(), rows);
+            values.clear();
+            values.extend(cells.iter().map(|(_, value)| *value));
+            delta_binary_packed(data, values);
+            pages(Encoding::DELTA_BINARY_PACKED)
         }
         Column::Lists { cells, items } => {
-            let levels = list_levels(&mut data, cells, rows);
-            delta_binary_packed(&mut data, items);
-            Pages { data, levels, ..pages(Encoding::DELTA_BINARY_PACKED) }
+            let levels = list_levels(data, (first, second), cells, rows);
+            delta_binary_packed(data, items);
+            Pages { levels, ..pages(Encoding::DELTA_BINARY_PACKED) }
         }
         Column::Strings(cells) => {
-            optional_levels(&mut data, cells.iter().map(|(row, _)| *row), cells.len(), rows);
-            plain_strings(&mut data, cells.iter().map(|(_, value)| *value));
-            Pages { data, ..pages(Encoding::PLAIN) }
+            optional_levels(data, first, cells.iter().map(|(row, _)| *row), cells.len(), rows);
+            plain_strings(data, cells.iter().map(|(_, value)| *value));
+            pages(Encoding::PLAIN)
         }
         Column::Bools(cells) => {
-            optional_levels(&mut data, cells.iter().map(|(row, _)| *row), cells.len(), rows);
-            plain_booleans(&mut data, cells.iter().map(|(_, value)| *value));
-            Pages { data, ..pages(Encoding::PLAIN) }
+            optional_levels(data, first, cells.iter().map(|(row, _)| *row), cells.len(), rows);
+            plain_booleans(data, cells.iter().map(|(_, value)| *value));
+            pages(Encoding::PLAIN)
         }
     }
 }
 
 /// Appends a data page's definition levels for an optional column of `rows` rows whose
-/// `present` rows (ascending, `count` of them) have a value: their length, then the levels.
-fn optional_levels(out: &mut Vec<u8>, present: impl Iterator<Item = u32>, count: usize, rows: usize) {
-    let mut bitmap = vec![0u8; rows.div_ceil(8)];
+/// `present` rows (ascending, `count` of them) have a value: their length, then the levels
+/// (`bitmap` is scratch).
+fn optional_levels(
+    out: &mut Vec<u8>,
+    bitmap: &mut Vec<u8>,
+    present: impl Iterator<Item = u32>,
+    count: usize,
+    rows: usize,
+) {
+    bitmap.clear();
+    bitmap.resize(rows.div_ceil(8), 0);
     present.for_each(|row| bitmap[row as usize / 8] |= 1 << (row % 8));
-    with_length(out, |levels| bitmap_levels(levels, &bitmap, rows, count));
+    with_length(out, |levels| bitmap_levels(levels, bitmap, rows, count));
 }
 
 /// Appends a data page's repetition and definition levels for the list column: a null list
 /// is defined to 0, an empty one to 1, each item to 2; an item after a list's first repeats
-/// at 1. `cells` are the rows that have a list, each with where its items end. Returns the
-/// number of levels.
-fn list_levels(out: &mut Vec<u8>, cells: &[(u32, u32)], rows: usize) -> usize {
-    let (mut repeats, mut defines) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
+/// at 1. `cells` are the rows that have a list, each with where its items end; `repeats` and
+/// `defines` are scratch. Returns the number of levels.
+fn list_levels(
+    out: &mut Vec<u8>,
+    (repeats, defines): (&mut Vec<u8>, &mut Vec<u8>),
+    cells: &[(u32, u32)],
+    rows: usize,
+) -> usize {
+    repeats.clear();
+    defines.clear();
     let (mut next, mut start) = (0, 0);
     for (row, end) in cells {
         let (nulls, length) = (*row as usize - next, *end - start);
@@ -219,8 +268,8 @@ fn list_levels(out: &mut Vec<u8>, cells: &[(u32, u32)], rows: usize) -> usize {
     }
     repeats.extend(std::iter::repeat_n(0, rows - next));
     defines.extend(std::iter::repeat_n(0, rows - next));
-    with_length(out, |levels| hybrid(levels, &repeats, 1));
-    with_length(out, |levels| hybrid(levels, &defines, 2));
+    with_length(out, |levels| hybrid(levels, repeats, 1));
+    with_length(out, |levels| hybrid(levels, defines, 2));
     defines.len()
 }
 

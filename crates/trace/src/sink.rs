@@ -21,8 +21,8 @@ use crate::writer::Command;
 
 /// An event a recorder hands to its [`WorkerSink`], as the writer thread reads it.
 pub trait TraceEvent: Send + 'static {
-    /// When it happened: nanoseconds since the Unix epoch.
-    fn time_ns(&self) -> i64;
+    /// When it happened: a stamp of the trace clock (`crate::writer::TraceClock`).
+    fn stamp(&self) -> i64;
     /// What happened (events of classes not recorded are left out).
     fn kind(&self) -> Kind;
     /// Appends the event's row to `batch` (`EventBatch::row`, then its cells); `worker` is
@@ -55,7 +55,7 @@ impl<E: TraceEvent> PendingEvents for Pending<E> {
         let mut written = 0;
         for event in &self.events {
             if written < waits.len() {
-                let time = event.time_ns();
+                let time = event.stamp();
                 while written < waits.len() && waits[written].0 <= time {
                     write_wait(batch, waits[written]);
                     written += 1;
@@ -170,7 +170,8 @@ impl PendingEvents for NoEvents {
     fn recycle(self: Box<Self>) {}
 }
 
-/// Appends the row of a wait for the writer, `(start, duration)`.
+/// Appends the row of a wait for the writer, `(start, duration)` in stamps (turned into
+/// nanoseconds with the row's time, `EventBatch::stamps_to_ns`).
 pub(crate) fn write_wait(batch: &mut EventBatch, (started, waited): (i64, i64)) {
     batch.row(started, Kind::TraceWait).int(Int::DurationNs, waited);
 }
@@ -178,8 +179,8 @@ pub(crate) fn write_wait(batch: &mut EventBatch, (started, waited): (i64, i64)) 
 /// A frame that went over the network, as one of the process's network threads saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NetworkEvent {
-    /// Nanoseconds since the Unix epoch on this process's clock.
-    pub time_ns: i64,
+    /// When it happened: a stamp of the process's trace clock.
+    pub stamp: i64,
     /// `NetworkSendStart` or `NetworkRecvEnd`.
     pub kind: Kind,
     /// The worker whose partition holds the event: the sender of a sent frame, a receiver of
@@ -201,7 +202,7 @@ pub struct NetworkEvent {
 impl NetworkEvent {
     /// Appends the event's row to `batch`, for a channel that carries `channel_kind`.
     pub fn write(&self, channel_kind: Option<ChannelKind>, batch: &mut EventBatch) {
-        let cells = batch.row(self.time_ns, self.kind);
+        let cells = batch.row(self.stamp, self.kind);
         let cells = match channel_kind {
             Some(kind) => cells.channel_kind(kind),
             None => cells,

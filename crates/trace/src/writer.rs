@@ -40,13 +40,39 @@ pub struct TraceConfig {
     pub classes: EventClasses,
     /// A file is closed, and a worker's events handed over, at least this often.
     pub flush_interval: Duration,
-    /// The process's trace clock: nanoseconds since the Unix epoch.
-    pub clock: fn() -> i64,
+    /// The process's trace clock: what events are stamped with.
+    pub clock: TraceClock,
+}
+
+/// The clock a process's events are stamped with: stamps, and how they become nanoseconds
+/// since the Unix epoch (the writer thread converts them as it writes rows, so the workers
+/// pay only for the stamp).
+#[derive(Clone, Copy, Debug)]
+pub struct TraceClock {
+    /// A stamp of now.
+    pub stamp: fn() -> i64,
+    /// Turns stamps into nanoseconds since the Unix epoch, in place. Converting a stamp
+    /// again gives the same nanoseconds, and stamps in order stay in order.
+    pub to_ns: fn(&mut [i64]),
+}
+
+impl TraceClock {
+    /// A clock whose stamps are nanoseconds since the Unix epoch already.
+    pub fn nanoseconds(now_ns: fn() -> i64) -> Self {
+        TraceClock { stamp: now_ns, to_ns: |_| () }
+    }
+
+    /// A stamp of now, in nanoseconds.
+    fn now_ns(&self) -> i64 {
+        let mut now = [(self.stamp)()];
+        (self.to_ns)(&mut now);
+        now[0]
+    }
 }
 
 impl TraceConfig {
     /// Files in `directory`, every class, a flush every second.
-    pub fn new(directory: Option<PathBuf>, clock: fn() -> i64) -> Self {
+    pub fn new(directory: Option<PathBuf>, clock: TraceClock) -> Self {
         TraceConfig {
             directory,
             callback: None,
@@ -79,7 +105,7 @@ pub struct TraceWriter {
     thread: Option<JoinHandle<io::Result<()>>>,
     classes: EventClasses,
     flush_interval: Duration,
-    clock: fn() -> i64,
+    clock: TraceClock,
     network: NetworkSink,
 }
 
@@ -94,7 +120,13 @@ impl TraceWriter {
         };
         let network = NetworkSink::default();
         let mut state = WriterState {
-            output: Outputs { files, callback: config.callback, batch: EventBatch::new(), error: None },
+            output: Outputs {
+                files,
+                callback: config.callback,
+                batch: EventBatch::new(),
+                to_ns: config.clock.to_ns,
+                error: None,
+            },
             rows: Rows::new(config.classes),
             network: network.clone(),
             collect_every: config.flush_interval / 2,
@@ -119,7 +151,7 @@ impl TraceWriter {
     /// The sink of the worker with global index `worker`, whose events write their rows on
     /// the writer thread.
     pub fn sink<E: TraceEvent>(&self, worker: usize) -> WorkerSink<E> {
-        WorkerSink::new(worker, self.sender.clone(), self.flush_interval / 2, self.clock)
+        WorkerSink::new(worker, self.sender.clone(), self.flush_interval / 2, self.clock.stamp)
     }
 
     /// Where the process's network threads record frames.
@@ -145,7 +177,7 @@ impl TraceWriter {
 
     fn stop(&mut self, status: Status) -> io::Result<()> {
         let Some(thread) = self.thread.take() else { return Ok(()) };
-        let _ = self.sender.send(Command::Finish { status, end_time_ns: (self.clock)() });
+        let _ = self.sender.send(Command::Finish { status, end_time_ns: self.clock.now_ns() });
         thread.join().unwrap_or_else(|_| Err(io::Error::other("the trace writer panicked")))
     }
 }
@@ -241,7 +273,7 @@ impl Rows {
                 ready.push((event, kind));
             }
         }
-        ready.sort_by_key(|(event, _)| (event.worker, event.time_ns));
+        ready.sort_by_key(|(event, _)| (event.worker, event.stamp));
         for chunk in ready.chunk_by(|(a, _), (b, _)| a.worker == b.worker) {
             output.write(chunk[0].0.worker, |batch| {
                 chunk.iter().for_each(|(event, kind)| event.write(*kind, batch));
@@ -257,6 +289,8 @@ struct Outputs {
     callback: Option<BatchCallback>,
     /// The rows for the callback.
     batch: EventBatch,
+    /// Turns the stamps of new rows into nanoseconds.
+    to_ns: fn(&mut [i64]),
     /// The first error met; no data file is written after it, only the final metadata.
     error: Option<io::Error>,
 }
@@ -264,8 +298,14 @@ struct Outputs {
 impl Outputs {
     /// Has `rows` append a worker's rows to the batch for the callback, then to the rows of
     /// the worker's file (so `rows` runs once per output, and must append the same rows each
-    /// time).
+    /// time), with their stamps turned into nanoseconds.
     fn write(&mut self, worker: usize, mut rows: impl FnMut(&mut EventBatch)) -> io::Result<()> {
+        let to_ns = self.to_ns;
+        let mut rows = move |batch: &mut EventBatch| {
+            let first = batch.len();
+            rows(batch);
+            batch.stamps_to_ns(first, to_ns);
+        };
         if let Some(callback) = &mut self.callback {
             rows(&mut self.batch);
             if !self.batch.is_empty() {

@@ -15,7 +15,8 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use timely_trace::schema::schema;
 use timely_trace::{
-    ChannelKind, EventBatch, Kind, ProcessMetadata, Row, Status, TraceConfig, TraceEvent, TraceWriter, Wake,
+    ChannelKind, EventBatch, Kind, ProcessMetadata, Row, Status, TraceClock, TraceConfig, TraceEvent,
+    TraceWriter, Wake,
 };
 
 /// An event owning every column a row can have.
@@ -61,7 +62,7 @@ fn to_row(_worker: usize, event: &Owned) -> Row<'_> {
 }
 
 impl TraceEvent for Owned {
-    fn time_ns(&self) -> i64 {
+    fn stamp(&self) -> i64 {
         self.time_ns
     }
 
@@ -118,7 +119,7 @@ fn written(events: Vec<Owned>, hand_over: usize) -> (RecordBatch, RecordBatch) {
     let dir = tempfile::tempdir().unwrap();
     let seen: Arc<Mutex<Vec<RecordBatch>>> = Default::default();
     let record = seen.clone();
-    let mut config = TraceConfig::new(Some(dir.path().into()), || 0);
+    let mut config = TraceConfig::new(Some(dir.path().into()), TraceClock::nanoseconds(|| 0));
     config.callback =
         Some(Box::new(move |_, batch: &RecordBatch| record.lock().unwrap().push(batch.clone())));
     let metadata = ProcessMetadata::starting(0, 1, 1, 0, vec!["encoding-test".into()]);

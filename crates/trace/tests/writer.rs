@@ -8,11 +8,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
-use arrow_array::RecordBatch;
+use arrow_array::{Array, RecordBatch};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use timely_trace::{
     ChannelKind, ClockSample, EventBatch, EventClass, EventClasses, Kind, NetworkEvent, ProcessMetadata, Row,
-    Status, TraceConfig, TraceEvent, TraceWriter, WorkerSink,
+    Status, TraceClock, TraceConfig, TraceEvent, TraceWriter, WorkerSink,
 };
 
 fn now() -> i64 {
@@ -48,7 +48,7 @@ fn times(batches: &[RecordBatch]) -> Vec<i64> {
 struct Event(i64, Kind, Option<i64>);
 
 impl TraceEvent for Event {
-    fn time_ns(&self) -> i64 {
+    fn stamp(&self) -> i64 {
         self.0
     }
 
@@ -105,7 +105,12 @@ impl Drop for Recorder {
 #[test]
 fn writes_partitions_and_metadata() {
     let dir = tempfile::tempdir().unwrap();
-    let writer = TraceWriter::start(TraceConfig::new(Some(dir.path().into()), now), metadata(0), 2).unwrap();
+    let writer = TraceWriter::start(
+        TraceConfig::new(Some(dir.path().into()), TraceClock::nanoseconds(now)),
+        metadata(0),
+        2,
+    )
+    .unwrap();
     let (mut zero, mut one) = (Recorder::new(&writer, 0, 4096), Recorder::new(&writer, 1, 4096));
     for time in 0..10_000 {
         zero.push(schedule(time, 1));
@@ -132,7 +137,12 @@ fn writes_partitions_and_metadata() {
 #[test]
 fn a_clock_recorder_on_another_thread_appends_to_the_history_in_order() {
     let dir = tempfile::tempdir().unwrap();
-    let writer = TraceWriter::start(TraceConfig::new(Some(dir.path().into()), now), metadata(1), 1).unwrap();
+    let writer = TraceWriter::start(
+        TraceConfig::new(Some(dir.path().into()), TraceClock::nanoseconds(now)),
+        metadata(1),
+        1,
+    )
+    .unwrap();
     let recorder = writer.clock_recorder();
     let samples: Vec<ClockSample> =
         (1..=3).map(|i| ClockSample { offset_ns: -i, error_ns: 10 * i, measured_at_ns: 100 * i }).collect();
@@ -160,7 +170,7 @@ fn walk(dir: &Path) -> Vec<String> {
 #[test]
 fn files_close_on_time_while_running() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = TraceConfig::new(Some(dir.path().into()), now);
+    let mut config = TraceConfig::new(Some(dir.path().into()), TraceClock::nanoseconds(now));
     config.flush_interval = Duration::from_millis(50);
     let writer = TraceWriter::start(config, metadata(3), 1).unwrap();
     let mut sink = Recorder::new(&writer, 6, 4096);
@@ -189,7 +199,7 @@ fn callback_sees_what_files_hold() {
     let dir = tempfile::tempdir().unwrap();
     let seen: Arc<Mutex<Vec<(usize, i64)>>> = Default::default();
     let record = seen.clone();
-    let mut config = TraceConfig::new(Some(dir.path().into()), now);
+    let mut config = TraceConfig::new(Some(dir.path().into()), TraceClock::nanoseconds(now));
     config.callback = Some(Box::new(move |worker, batch: &RecordBatch| {
         let times = batch.column(0).as_primitive::<Int64Type>();
         record.lock().unwrap().extend(times.values().iter().map(|t| (worker, *t)));
@@ -219,7 +229,7 @@ fn callback_sees_what_files_hold() {
 fn switched_off_classes_are_not_recorded() {
     let seen: Arc<Mutex<Vec<String>>> = Default::default();
     let record = seen.clone();
-    let mut config = TraceConfig::new(None, now);
+    let mut config = TraceConfig::new(None, TraceClock::nanoseconds(now));
     config.classes = EventClasses::all().without(EventClass::Schedule);
     config.callback = Some(Box::new(move |_, batch: &RecordBatch| {
         let kinds = batch.column(1).as_dictionary::<arrow_array::types::Int8Type>();
@@ -240,7 +250,7 @@ fn switched_off_classes_are_not_recorded() {
 fn a_full_queue_is_recorded_as_a_wait() {
     let waits: Arc<Mutex<Vec<i64>>> = Default::default();
     let record = waits.clone();
-    let mut config = TraceConfig::new(None, now);
+    let mut config = TraceConfig::new(None, TraceClock::nanoseconds(now));
     config.callback = Some(Box::new(move |_, batch: &RecordBatch| {
         std::thread::sleep(Duration::from_millis(5)); // a slow consumer
         let kinds = batch.column(1).as_dictionary::<arrow_array::types::Int8Type>();
@@ -266,16 +276,25 @@ fn an_unusable_directory_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let blocker = dir.path().join("not-a-directory");
     fs::write(&blocker, b"x").unwrap();
-    let error = TraceWriter::start(TraceConfig::new(Some(blocker.clone()), now), metadata(0), 1)
-        .err()
-        .expect("a file where the directory should be");
+    let error = TraceWriter::start(
+        TraceConfig::new(Some(blocker.clone()), TraceClock::nanoseconds(now)),
+        metadata(0),
+        1,
+    )
+    .err()
+    .expect("a file where the directory should be");
     assert!(error.to_string().contains("not-a-directory"), "{error}");
 }
 
 #[test]
 fn a_dropped_writer_marks_the_run_failed() {
     let dir = tempfile::tempdir().unwrap();
-    let writer = TraceWriter::start(TraceConfig::new(Some(dir.path().into()), now), metadata(0), 1).unwrap();
+    let writer = TraceWriter::start(
+        TraceConfig::new(Some(dir.path().into()), TraceClock::nanoseconds(now)),
+        metadata(0),
+        1,
+    )
+    .unwrap();
     let mut sink = Recorder::new(&writer, 0, 4096);
     sink.push(schedule(1, 1));
     drop(sink);
@@ -289,7 +308,7 @@ fn a_dropped_writer_marks_the_run_failed() {
 fn a_wait_is_recorded_in_time_order_among_rows_stamped_before_it() {
     let times: Arc<Mutex<Vec<i64>>> = Default::default();
     let record = times.clone();
-    let mut config = TraceConfig::new(None, now);
+    let mut config = TraceConfig::new(None, TraceClock::nanoseconds(now));
     config.callback = Some(Box::new(move |_, batch: &RecordBatch| {
         std::thread::sleep(Duration::from_millis(5)); // a slow consumer: the queue fills up
         let column = batch.column_by_name("time_ns").unwrap().as_primitive::<Int64Type>();
@@ -310,12 +329,17 @@ fn a_wait_is_recorded_in_time_order_among_rows_stamped_before_it() {
 #[test]
 fn network_events_go_to_their_workers_partitions_with_their_channels_kind() {
     let dir = tempfile::tempdir().unwrap();
-    let writer = TraceWriter::start(TraceConfig::new(Some(dir.path().into()), now), metadata(1), 2).unwrap();
+    let writer = TraceWriter::start(
+        TraceConfig::new(Some(dir.path().into()), TraceClock::nanoseconds(now)),
+        metadata(1),
+        2,
+    )
+    .unwrap();
     let network = writer.network_sink();
     let mut creator = Recorder::new(&writer, 5, 1);
     creator.push(Event(0, Kind::ChannelCreated, Some(4)));
     let frame = |time_ns, kind, worker| NetworkEvent {
-        time_ns,
+        stamp: time_ns,
         kind,
         worker,
         channel: 4,
@@ -348,9 +372,14 @@ fn network_events_go_to_their_workers_partitions_with_their_channels_kind() {
 #[test]
 fn network_events_of_channels_never_created_are_written_without_a_kind() {
     let dir = tempfile::tempdir().unwrap();
-    let writer = TraceWriter::start(TraceConfig::new(Some(dir.path().into()), now), metadata(0), 1).unwrap();
+    let writer = TraceWriter::start(
+        TraceConfig::new(Some(dir.path().into()), TraceClock::nanoseconds(now)),
+        metadata(0),
+        1,
+    )
+    .unwrap();
     let frame = NetworkEvent {
-        time_ns: 3,
+        stamp: 3,
         kind: Kind::NetworkRecvEnd,
         worker: 0,
         channel: 9,
@@ -369,12 +398,12 @@ fn network_events_of_channels_never_created_are_written_without_a_kind() {
 #[test]
 fn network_events_are_collected_while_running() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = TraceConfig::new(Some(dir.path().into()), now);
+    let mut config = TraceConfig::new(Some(dir.path().into()), TraceClock::nanoseconds(now));
     config.flush_interval = Duration::from_millis(50);
     let writer = TraceWriter::start(config, metadata(0), 1).unwrap();
     let network = writer.network_sink();
     network.record([NetworkEvent {
-        time_ns: 7,
+        stamp: 7,
         kind: Kind::NetworkRecvEnd,
         worker: 0,
         channel: 1,
@@ -386,4 +415,48 @@ fn network_events_are_collected_while_running() {
     std::thread::sleep(Duration::from_millis(400));
     assert_eq!(times(&read_dir(&dir.path().join("process=0/worker=0"))), vec![7], "a complete file, mid-run");
     writer.finish(Status::Complete).unwrap();
+}
+
+/// A clock that stamps in tens of nanoseconds.
+fn tens() -> i64 {
+    now() / 10
+}
+
+fn tens_to_ns(stamps: &mut [i64]) {
+    stamps.iter_mut().for_each(|stamp| *stamp *= 10);
+}
+
+/// A row's kind code, time and duration.
+type KindTimeDuration = (i8, i64, Option<i64>);
+
+#[test]
+fn stamps_and_waits_become_nanoseconds_through_the_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows: Arc<Mutex<Vec<KindTimeDuration>>> = Default::default();
+    let record = rows.clone();
+    let mut config = TraceConfig::new(Some(dir.path().into()), TraceClock { stamp: tens, to_ns: tens_to_ns });
+    config.callback = Some(Box::new(move |_, batch: &RecordBatch| {
+        std::thread::sleep(Duration::from_millis(5)); // a slow consumer: the queue fills up
+        let kinds = batch.column(1).as_dictionary::<arrow_array::types::Int8Type>();
+        let times = batch.column(0).as_primitive::<Int64Type>();
+        let durations = batch.column_by_name("duration_ns").unwrap().as_primitive::<Int64Type>();
+        let mut record = record.lock().unwrap();
+        for row in 0..batch.num_rows() {
+            let duration = durations.is_valid(row).then(|| durations.value(row));
+            record.push((kinds.keys().value(row), times.value(row), duration));
+        }
+    }));
+    let writer = TraceWriter::start(config, metadata(0), 1).unwrap();
+    let mut sink = Recorder::new(&writer, 0, 1);
+    let before = now();
+    (0..40).for_each(|_| sink.push(schedule(tens(), 1)));
+    drop(sink);
+    let elapsed = now() - before;
+    writer.finish(Status::Complete).unwrap();
+    let rows = rows.lock().unwrap();
+    let in_files = times(&read_dir(&dir.path().join("process=0").join("worker=0")));
+    assert_eq!(in_files, rows.iter().map(|row| row.1).collect::<Vec<_>>(), "files and callback agree");
+    assert!(in_files.iter().all(|time| (before - 10..=before + elapsed + 10).contains(time)), "{in_files:?}");
+    let waited: i64 = rows.iter().filter(|row| row.0 == Kind::TraceWait.code()).filter_map(|row| row.2).sum();
+    assert!(waited > elapsed / 2 && waited <= elapsed, "waited {waited} ns of {elapsed}");
 }

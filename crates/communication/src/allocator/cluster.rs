@@ -279,7 +279,7 @@ impl ClusterAllocator {
     }
 
     /// On a worker of a joining process: when its process started and finished connecting to
-    /// the cluster (nanoseconds, [`crate::clock::now_ns`]).
+    /// the cluster (stamps, [`crate::clock::stamp`]).
     pub fn join_connection(&self) -> Option<(i64, i64)> {
         self.join_server.and(self.connection)
     }

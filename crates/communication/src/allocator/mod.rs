@@ -195,7 +195,7 @@ impl Allocator {
     }
 
     /// On a worker of a process that joined a running cluster: when the process started and
-    /// finished connecting to the others (nanoseconds, [`crate::clock::now_ns`]).
+    /// finished connecting to the others (stamps, [`crate::clock::stamp`]).
     pub fn join_connection(&self) -> Option<(i64, i64)> {
         match self {
             Allocator::Cluster(allocator) => allocator.join_connection(),

@@ -2,8 +2,8 @@
 //!
 //! This module owns the contract between the transport and whoever records network events
 //! (the engine's trace): [`FrameObserver`], told of every data frame as the send thread starts
-//! writing it and as the receive thread finishes reading it, with the frame's header and a time
-//! on the process's trace clock ([`crate::clock::now_ns`]). It must not record, buffer or
+//! writing it and as the receive thread finishes reading it, with the frame's header and a
+//! stamp of the process's trace clock ([`crate::clock::stamp`]). It must not record, buffer or
 //! interpret anything itself: the transport calls the observer, the observer decides what to
 //! keep.
 //!
@@ -47,13 +47,13 @@ pub enum FrameDirection {
 /// Set one per process in [`crate::initialize::ClusterConfig::frames`], or give it to
 /// [`super::Transport::start`].
 pub trait FrameObserver: Send + Sync + 'static {
-    /// `Sent`: the send thread started writing the frame at `time_ns` (reported once the batch
+    /// `Sent`: the send thread started writing the frame at `stamp` (reported once the batch
     /// of buffers holding it is written); `Received`: the receive thread had read the whole
-    /// frame at `time_ns` (reported before the frame is handed to a worker). `header` is the
+    /// frame at `stamp` (reported before the frame is handed to a worker). `header` is the
     /// frame's header as on the wire (channel, source, target range, payload length, seqno;
-    /// see [`super::framing`] for what `seqno` counts). Times are on the process's trace
-    /// clock, [`crate::clock::now_ns`].
-    fn frame(&self, direction: FrameDirection, time_ns: i64, header: &MessageHeader);
+    /// see [`super::framing`] for what `seqno` counts). Stamps are the process's trace
+    /// clock's, [`crate::clock::stamp`] (nanoseconds through [`crate::clock::stamps_to_ns`]).
+    fn frame(&self, direction: FrameDirection, stamp: i64, header: &MessageHeader);
 }
 
 /// Lets configurations that hold an observer derive `Debug`: it prints as `FrameObserver`.

@@ -23,9 +23,9 @@ impl FrameRecorder {
 }
 
 impl FrameObserver for FrameRecorder {
-    fn frame(&self, direction: FrameDirection, time_ns: i64, header: &MessageHeader) {
+    fn frame(&self, direction: FrameDirection, stamp: i64, header: &MessageHeader) {
         let event = |kind, worker: u64| NetworkEvent {
-            time_ns,
+            stamp,
             kind,
             worker: worker as usize,
             channel: header.channel as i64,
@@ -50,8 +50,8 @@ impl FrameObserver for FrameRecorder {
 pub struct BothObservers(pub Arc<dyn FrameObserver>, pub Arc<dyn FrameObserver>);
 
 impl FrameObserver for BothObservers {
-    fn frame(&self, direction: FrameDirection, time_ns: i64, header: &MessageHeader) {
-        self.0.frame(direction, time_ns, header);
-        self.1.frame(direction, time_ns, header);
+    fn frame(&self, direction: FrameDirection, stamp: i64, header: &MessageHeader) {
+        self.0.frame(direction, stamp, header);
+        self.1.frame(direction, stamp, header);
     }
 }

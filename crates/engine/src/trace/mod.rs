@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use timely_communication::{clock, Config, FrameObserver};
-use timely_trace::{EventClass, ProcessMetadata, Status, TraceConfig, TraceWriter, WorkerSink};
+use timely_trace::{EventClass, ProcessMetadata, Status, TraceClock, TraceConfig, TraceWriter, WorkerSink};
 
 pub use frames::FrameRecorder;
 pub use settings::{TraceSettings, TRACE_DIR_VARIABLE, TRACE_EVENTS_VARIABLE, TRACE_FLUSH_VARIABLE};
@@ -51,7 +51,8 @@ impl ProcessTrace {
             event_classes: settings.classes.names().into_iter().map(String::from).collect(),
             ..ProcessMetadata::starting(process, processes, workers, start_time_ns, argv)
         };
-        let mut files = TraceConfig::new(settings.directory, clock::now_ns);
+        let clock = TraceClock { stamp: clock::stamp, to_ns: clock::stamps_to_ns };
+        let mut files = TraceConfig::new(settings.directory, clock);
         files.callback = settings.callback;
         files.classes = settings.classes;
         files.flush_interval = settings.flush_interval;

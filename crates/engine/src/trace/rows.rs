@@ -8,8 +8,8 @@ use timely_trace::{ChannelKind, EventBatch, Int, Kind, TraceEvent};
 use crate::logging::{Event, Timestamped};
 
 impl TraceEvent for Timestamped {
-    fn time_ns(&self) -> i64 {
-        self.time_ns
+    fn stamp(&self) -> i64 {
+        self.stamp
     }
 
     fn kind(&self) -> Kind {
@@ -18,11 +18,11 @@ impl TraceEvent for Timestamped {
 
     #[inline]
     fn write(&self, worker: usize, batch: &mut EventBatch) {
-        write(worker, self.time_ns, &self.event, batch);
+        write(worker, self.stamp, &self.event, batch);
     }
 }
 
-/// Appends the row of `event`, which happened on `worker` at `time`, to `batch`. Inlined
+/// Appends the row of `event`, which happened on `worker` at the stamp `time`, to `batch`. Inlined
 /// into the writer's loop over a hand-over's events.
 #[inline]
 fn write(worker: usize, time: i64, event: &Event, batch: &mut EventBatch) {

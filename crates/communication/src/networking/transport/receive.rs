@@ -103,8 +103,8 @@ pub(super) struct Inbound {
     liveness: Liveness,
     clock: ClockEnd,
     frames: Option<Arc<dyn FrameObserver>>,
-    /// When the last read returned, on the trace clock (kept only for `frames`).
-    read_ns: i64,
+    /// When the last read returned, a trace clock stamp (kept only for `frames`).
+    read_stamp: i64,
 }
 
 /// What a receive thread does besides delivering messages.
@@ -194,7 +194,7 @@ impl Inbound {
             liveness,
             clock,
             frames,
-            read_ns: 0,
+            read_stamp: 0,
         }
     }
 
@@ -224,7 +224,7 @@ impl Inbound {
             }
             slab.make_valid(read);
             if self.frames.is_some() {
-                self.read_ns = clock::now_ns();
+                self.read_stamp = clock::stamp();
             }
         }
     }
@@ -291,7 +291,7 @@ impl Inbound {
     fn deliver(&mut self, header: MessageHeader, payload: Bytes) -> Result<(), NetworkError> {
         let targets = self.targets(&header)?;
         if let Some(observer) = &self.frames {
-            observer.frame(FrameDirection::Received, self.read_ns, &header);
+            observer.frame(FrameDirection::Received, self.read_stamp, &header);
         }
         self.totals.messages += 1;
         self.totals.payload_bytes += header.length;

@@ -195,7 +195,7 @@ impl FrameWriter {
     /// Writes `buffers` (whole frames each), then reports their frames to the observer, if
     /// any, with the time the write started.
     fn write_buffers(&mut self, buffers: &[Vec<u8>]) -> std::io::Result<()> {
-        let observed = self.frames.as_deref().map(|observer| (observer, clock::now_ns()));
+        let observed = self.frames.as_deref().map(|observer| (observer, clock::stamp()));
         write_all_vectored(&mut self.stream, buffers)?;
         self.last_write = Instant::now();
         if let Some((observer, started)) = observed {

@@ -5,14 +5,21 @@
 //! stamps trace events with this one clock, so their events order correctly against each
 //! other, and a wall-clock step (NTP adjusting the system time) never makes time go back.
 //!
+//! Trace events are stamped with [`stamp`], a cheaper reading of the same clock that
+//! [`stamps_to_ns`] turns into these nanoseconds later, off the hot path ([`stamps`]).
+//!
 //! Offsets between processes are measured by the transport
 //! ([`crate::networking::clock_sync`]); this module only keeps what it measured, process-wide
 //! ([`record_offset`], [`offsets_since`]), for readers such as the engine's trace, which must
 //! not know about connections. A process belongs to one cluster at a time, so the log holds one
 //! run's offsets after another's; a reader remembers where it started ([`offset_count`]).
 
+pub mod stamps;
+
 use std::sync::{Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+pub use stamps::{stamp, stamp_to_ns, stamps_to_ns};
 
 /// The monotonic clock and the wall clock, read once, together.
 fn anchor() -> &'static (i64, i64) {
