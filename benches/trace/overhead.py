@@ -34,6 +34,8 @@ LAUNCH = [PY, "-m", "timely_py.launch", "--base-port", "24601"]
 WORKLOADS = {
     "wordcount (Rust, 2 workers, 20,000 epochs of 200 words)":
         ([str(RUST / "wordcount"), "20000", "200", "-w", "2"], 2),
+    "wordcount (Rust, 1 worker, 20,000 epochs of 200 words)":
+        ([str(RUST / "wordcount"), "20000", "200", "-w", "1"], 1),
     "hello (Rust, 1 worker, 200,000 rounds)":
         ([str(RUST / "hello"), "200000", "-w", "1", "--quiet"], 1),
     "exchange (Rust, 2 workers, 10 rounds of 1,000,000)":
