@@ -9,11 +9,14 @@
 //!
 //! Counter stamps become nanoseconds through one process-wide map, piecewise linear between
 //! knots that pair a counter reading with a [`super::now_ns`] reading taken together. A
-//! conversion first adds a knot for "now" (at most one per [`KNOT_SPACING_NS`]), so that
-//! stamps taken before it are interpolated between two measured knots. The map never changes
-//! below the largest stamp it has converted (a stamp beyond the last knot is extrapolated
-//! along the last segment, and that point becomes a knot before a later one is added), so
-//! every conversion of a stamp gives the same nanoseconds, and stamps in order stay in order.
+//! conversion first adds a knot for "now", so that stamps taken before it are interpolated
+//! between two measured knots; once the knots span [`BASELINE_NS`], at most one knot is added
+//! per [`KNOT_SPACING_NS`], and a stamp past the last knot is extrapolated at the rate
+//! measured over at least [`BASELINE_NS`] (a rate measured over a short span would carry the
+//! knots' reading errors far: two knots 20 us apart, each off by 0.2 us, are 1 % off in rate).
+//! The map never changes below the largest stamp it has converted (an extrapolated point
+//! becomes a knot before a later one is added), so every conversion of a stamp gives the same
+//! nanoseconds, and stamps in order stay in order.
 //! Knots older than [`RECENT_KNOTS`] knots are thinned to one in [`THINNED_EVERY`] (their
 //! stamps are converted long after they were taken, if ever; the rate between them is
 //! constant to well within a microsecond per second). This module must not know what is
@@ -21,20 +24,24 @@
 
 use std::sync::{Mutex, OnceLock};
 
-/// The least time between two knots of the map.
-pub const KNOT_SPACING_NS: i64 = 10_000_000;
+/// The least time between two knots of the map, once its knots span [`BASELINE_NS`].
+pub const KNOT_SPACING_NS: i64 = 1_000_000;
+/// The least span over which the rate used past the last knot is measured.
+pub const BASELINE_NS: i64 = 100_000_000;
 /// How many of the newest knots are kept as measured.
 const RECENT_KNOTS: usize = 8192;
 /// Older knots are thinned to one in this many.
 const THINNED_EVERY: usize = 16;
 /// A knot's two counter readings may be at most this far apart (else the thread was
-/// interrupted between them, and the pair is read again).
+/// interrupted between them, and the pair is read again, up to [`PAIR_ATTEMPTS`] times).
 const PAIR_SPREAD_TICKS: i64 = 2_000;
+/// Readings of a pair before a conversion goes on without a new knot.
+const PAIR_ATTEMPTS: usize = 8;
 
 /// The process's map from counter stamps to nanoseconds (`None`: stamps are nanoseconds).
 fn counter_map() -> &'static Option<Mutex<StampMap>> {
     static MAP: OnceLock<Option<Mutex<StampMap>>> = OnceLock::new();
-    MAP.get_or_init(|| counter_is_usable().then(|| Mutex::new(StampMap::new(counter_and_now()))))
+    MAP.get_or_init(|| counter_is_usable().then(|| Mutex::new(StampMap::new(closest_pair()))))
 }
 
 /// Whether the time-stamp counter can stamp trace events here.
@@ -59,7 +66,9 @@ pub fn stamp() -> i64 {
 pub fn stamps_to_ns(stamps: &mut [i64]) {
     if let Some(map) = counter_map() {
         let mut map = map.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        map.refresh(counter_and_now());
+        if let Some(now) = counter_and_now() {
+            map.refresh(now);
+        }
         map.convert(stamps);
     }
 }
@@ -84,23 +93,27 @@ fn counter() -> i64 {
 }
 
 /// A counter reading and a [`super::now_ns`] reading taken together: the nanoseconds between
-/// two counter readings at most [`PAIR_SPREAD_TICKS`] apart (if three attempts fail, the
-/// closest of them), paired with their midpoint.
-fn counter_and_now() -> (i64, i64) {
-    let read = || {
-        let before = counter();
-        let now = super::now_ns();
-        let after = counter();
-        (after - before, (before + (after - before) / 2, now))
-    };
-    let mut best = read();
-    for _ in 0..2 {
-        if best.0 <= PAIR_SPREAD_TICKS {
-            break;
-        }
-        best = best.min(read());
-    }
-    best.1
+/// two counter readings at most [`PAIR_SPREAD_TICKS`] apart, paired with their midpoint; none
+/// if [`PAIR_ATTEMPTS`] attempts were all interrupted (a loaded machine).
+fn counter_and_now() -> Option<(i64, i64)> {
+    (0..PAIR_ATTEMPTS)
+        .map(|_| read_pair())
+        .find(|(spread, _)| *spread <= PAIR_SPREAD_TICKS)
+        .map(|(_, pair)| pair)
+}
+
+/// The closest of [`PAIR_ATTEMPTS`] pairs of readings (for the first knot, which cannot wait).
+fn closest_pair() -> (i64, i64) {
+    (0..PAIR_ATTEMPTS).map(|_| read_pair()).min().expect("at least one attempt").1
+}
+
+/// Two counter readings around a [`super::now_ns`] reading: their spread, and their midpoint
+/// paired with the nanoseconds.
+fn read_pair() -> (i64, (i64, i64)) {
+    let before = counter();
+    let now = super::now_ns();
+    let after = counter();
+    (after - before, (before + (after - before) / 2, now))
 }
 
 /// A piecewise linear map from stamps to nanoseconds (see the module docs).
@@ -117,12 +130,13 @@ impl StampMap {
         StampMap { knots: vec![first], converted: i64::MIN }
     }
 
-    /// Adds the knot `now` (a pair of readings) if the last knot is at least
-    /// [`KNOT_SPACING_NS`] older; first fixes where the map stood at the largest stamp
-    /// converted, if that is past the last knot.
+    /// Adds the knot `now` (a pair of readings), unless the knots span [`BASELINE_NS`] and
+    /// the last is less than [`KNOT_SPACING_NS`] older; first fixes where the map stood at
+    /// the largest stamp converted, if that is past the last knot.
     fn refresh(&mut self, now: (i64, i64)) {
         let last = *self.knots.last().expect("the map has a knot");
-        let too_soon = self.knots.len() > 1 && now.1 - last.1 < KNOT_SPACING_NS;
+        let spans_baseline = last.1 - self.knots[0].1 >= BASELINE_NS;
+        let too_soon = spans_baseline && now.1 - last.1 < KNOT_SPACING_NS;
         if too_soon || now.0 <= last.0 || now.1 <= last.1 {
             return;
         }
@@ -149,17 +163,25 @@ impl StampMap {
         });
     }
 
-    /// The linear piece that converts stamps from knot `index` on (the last knot's piece is
-    /// the segment before it, extended; the first knot alone maps stamps to themselves offset).
+    /// The linear piece that converts stamps from knot `index` on: up to the next knot, the
+    /// line between the two; past the last, the last knot's time at the rate since the
+    /// latest knot at least [`BASELINE_NS`] older (or the first); the first knot alone maps
+    /// a tick to a nanosecond.
     fn segment(&self, index: usize) -> Segment {
-        let (from, to) = match self.knots.len() {
-            1 => return Segment { stamp: self.knots[0].0, ns: self.knots[0].1, per_tick: 1 << SCALE },
-            n if index + 1 >= n => (self.knots[n - 2], self.knots[n - 1]),
+        let n = self.knots.len();
+        let last = self.knots[n - 1];
+        let (from, to) = match n {
+            1 => return Segment { stamp: last.0, ns: last.1, per_tick: 1 << SCALE },
+            _ if index + 1 >= n => {
+                let older = self.knots.partition_point(|knot| knot.1 <= last.1 - BASELINE_NS);
+                (self.knots[older.saturating_sub(1).min(n - 2)], last)
+            }
             _ => (self.knots[index], self.knots[index + 1]),
         };
         let ticks = (to.0 - from.0) as i128;
         let per_tick = ((((to.1 - from.1) as i128) << SCALE) + ticks / 2) / ticks;
-        Segment { stamp: from.0, ns: from.1, per_tick }
+        let origin = if index + 1 >= n { last } else { from };
+        Segment { stamp: origin.0, ns: origin.1, per_tick }
     }
 
     /// Converts `stamps` in place: one search for the first, then forward along the knots
@@ -236,20 +258,41 @@ mod tests {
     }
 
     #[test]
+    fn a_rate_measured_over_a_short_span_is_not_carried_far() {
+        // Two knots 20 us apart, the second read 200 ns late: the rate between them is 1 % off.
+        let mut map = StampMap::new(pair(0));
+        map.refresh((pair(20_000).0, pair(20_000).1 + 200));
+        // Stamps taken up to 1 ms later are converted after a knot at 1 ms: interpolated.
+        map.refresh(pair(1_000_000));
+        let mut stamps = [pair(900_000).0];
+        map.convert(&mut stamps);
+        assert!((stamps[0] - pair(900_000).1).abs() < 300, "{} ns off", stamps[0] - pair(900_000).1);
+        // Past the last knot, the rate comes from the longest span: the first knot on.
+        map.refresh((pair(200_000_000).0, pair(200_000_000).1 + 300));
+        let mut late = [pair(200_900_000).0];
+        map.convert(&mut late);
+        assert!((late[0] - pair(200_900_000).1).abs() < 400, "{} ns off", late[0] - pair(200_900_000).1);
+    }
+
+    #[test]
     fn knots_come_at_most_every_spacing_and_old_ones_are_thinned() {
         let mut map = StampMap::new(pair(0));
         map.refresh(pair(1));
         map.refresh(pair(2));
-        assert_eq!(map.knots.len(), 2, "a second knot at once, then none until the spacing passed");
+        assert_eq!(map.knots.len(), 3, "knots come at every refresh while they span little time");
+        map.refresh(pair(BASELINE_NS));
+        map.refresh(pair(BASELINE_NS + 1));
+        assert_eq!(map.knots.len(), 4, "then at most one per spacing");
         for step in 1..=(RECENT_KNOTS as i64 * 2) {
-            map.refresh(pair(step * KNOT_SPACING_NS));
+            map.refresh(pair(BASELINE_NS + step * KNOT_SPACING_NS));
         }
         assert!(map.knots.len() <= RECENT_KNOTS * 2);
         let newest = map.knots[map.knots.len() - RECENT_KNOTS..].to_vec();
         assert!(newest.windows(2).all(|k| k[1].1 - k[0].1 == KNOT_SPACING_NS), "the newest knots stay");
-        let mut stamps = [pair(3 * KNOT_SPACING_NS + 7).0];
+        let mut stamps = [pair(BASELINE_NS + 3 * KNOT_SPACING_NS + 7).0];
         map.convert(&mut stamps);
-        assert_eq!(stamps[0], 1_000_000_000 + 3 * KNOT_SPACING_NS + 7, "a constant rate survives thinning");
+        let expected = 1_000_000_000 + BASELINE_NS + 3 * KNOT_SPACING_NS + 7;
+        assert_eq!(stamps[0], expected, "a constant rate survives thinning");
     }
 
     #[test]
