@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -54,13 +55,36 @@ def traced(command: list[str], directory: str) -> list[str]:
     return [*command, "--trace", directory]
 
 
-def run(command: list[str]) -> float:
+#: How a Rust example reports its dataflow's time: a Rust `Duration` after " in ".
+COMPUTATION = re.compile(r" in ([0-9.]+)(ns|µs|ms|s)\b")
+UNIT_S = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def run(command: list[str]) -> tuple[float, float | None]:
+    """Wall time of `command`, and the computation time it printed (None if it prints none)."""
     start = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         sys.exit(f"{' '.join(command)} failed:\n{done.stderr}")
-    return elapsed
+    found = [COMPUTATION.search(line) for line in done.stdout.splitlines()]
+    reported = [float(m.group(1)) * UNIT_S[m.group(2)] for m in found if m]
+    return elapsed, (reported[-1] if reported else None)
+
+
+def medians(times: list[tuple[float, float | None]]) -> tuple[float, float | None]:
+    """Median wall time, and median computation time if every run printed one."""
+    walls, computations = zip(*times)
+    if any(c is None for c in computations):
+        return statistics.median(walls), None
+    return statistics.median(walls), statistics.median(computations)
+
+
+def overhead(off: float | None, on: float | None, digits: int = 3) -> tuple[str, str, str]:
+    """Off, traced and the overhead as table cells ("-" when not measured)."""
+    if off is None or on is None:
+        return "-", "-", "-"
+    return f"{off:.{digits}f}", f"{on:.{digits}f}", f"{on / off - 1:+.1%}"
 
 
 def trace_figures(directory: str) -> dict[str, float]:
@@ -93,17 +117,18 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as directory:
                 on.append(run(traced(command, directory)))
                 figures = trace_figures(directory)
-        m_off, m_on = statistics.median(off), statistics.median(on)
+        (wall_off, computation_off), (wall_on, computation_on) = medians(off), medians(on)
         rate = figures["events"] / figures["span_s"] / workers
-        rows.append((name, m_off, m_on, m_on / m_off - 1, rate,
-                     figures["bytes"] / figures["events"], figures["idle_share"], figures["events"]))
+        cells = [*overhead(wall_off, wall_on), *overhead(computation_off, computation_on)]
+        rows.append([name, *cells, f"{rate:,.0f}", f"{figures['bytes'] / figures['events']:.1f}",
+                     f"{figures['idle_share']:.0%}", f"{figures['events']:,}"])
         print(f"done: {name}", file=sys.stderr)
     print(f"load average at the end: {os.getloadavg()[0]:.2f} ({options.runs} runs each, medians)\n")
-    print("| workload | off (s) | traced (s) | overhead | events/s per worker | bytes/event | idle schedules | events |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for name, m_off, m_on, over, rate, per_event, idle, events in rows:
-        print(f"| {name} | {m_off:.3f} | {m_on:.3f} | {over:+.1%} | {rate:,.0f} | {per_event:.1f} "
-              f"| {idle:.0%} | {events:,} |")
+    print("| workload | off (s) | traced (s) | overhead | computation off (s) | traced (s) | overhead "
+          "| events/s per worker | bytes/event | idle schedules | events |")
+    print("|---|" + "---:|" * 10)
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
 
 
 if __name__ == "__main__":
