@@ -1,6 +1,7 @@
 """The Python crate's source layout, enforced by `scripts/check_crate_layout.py`: no circle of
-dependencies between its files and no file over 600 lines. The checker itself is tested on
-small synthetic crates, so that a check that always passed would fail here."""
+dependencies between its files and no file over 600 lines; and no source file over 600 lines
+in any crate. The checker itself is tested on small synthetic crates, so that a check that
+always passed would fail here."""
 
 import importlib.util
 import textwrap
@@ -26,6 +27,11 @@ def crate(tmp_path, files):
 
 def test_the_python_crate_has_no_circles_and_no_long_files():
     assert layout.problems(ROOT / "crates" / "python" / "src") == []
+
+
+@pytest.mark.parametrize("crate_dir", sorted(p.name for p in (ROOT / "crates").iterdir() if (p / "src").is_dir()))
+def test_no_source_file_of_any_crate_is_over_600_lines(crate_dir):
+    assert layout.long_files(ROOT / "crates" / crate_dir / "src", layout.DEFAULT_MAX_LINES) == []
 
 
 def test_the_python_crate_is_split_into_folders_of_one_concern():

@@ -1,27 +1,15 @@
-//! Reachability: from pointstamp counts to a frontier at every operator input.
+//! A scope's graph: `GraphBuilder` collects operators with their internal summaries and the
+//! edges between their ports, checks them, and compiles them into a `Graph` with a dense
+//! numbering of ports, the path summaries from every port to every scope output, and those
+//! from every scope input to every scope output. Cycles that do not advance timestamps are
+//! rejected here.
 //!
-//! A scope's graph is built with `GraphBuilder` (operators with their internal summaries,
-//! edges from outputs to inputs) and compiled into a `Tracker`. The tracker keeps, for
-//! every location, the counts of its pointstamps (messages at inputs, capabilities at
-//! outputs) and its *implications*: the minimal times at which anything upstream could
-//! still arrive, mapped through the path summaries. Port by port: every input has its own
-//! frontier. It also projects internal pointstamps onto the scope's outputs, which is how a
-//! nested scope reports capabilities to its parent as if it were one operator.
-//!
-//! Node 0 is the world outside the scope. Its summary is empty: paths through the parent are
-//! accounted for by the parent, which hands the resulting frontier back as pointstamps at
-//! node 0's outputs. Those pointstamps are not projected onto scope outputs.
-//!
-//! This module owns the graph algorithms; it does not know about operators, channels or
-//! workers.
-
-use super::antichain::{Antichain, MutableAntichain};
-use super::change_batch::ChangeBatch;
-use super::location::{Location, Port, Source, Target};
-use super::timestamp::{PathSummary, Timestamp};
+//! This module owns the graph's shape and its path algorithms; it must not hold pointstamps
+//! or frontiers (that is the `Tracker` of the parent module).
 use crate::order::PartialOrder;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use crate::progress::antichain::Antichain;
+use crate::progress::location::{Location, Source, Target};
+use crate::progress::timestamp::{PathSummary, Timestamp};
 use std::fmt;
 
 /// `summary[input][output]`: the path summaries from an operator input to an operator output.
@@ -105,9 +93,10 @@ impl<T: Timestamp> GraphBuilder<T> {
         self.edges.push((source, target));
     }
 
-    /// Compiles the graph into a tracker, and returns the summaries from each scope input to
-    /// each scope output (`[input][output]`).
-    pub fn build(self) -> Result<(Tracker<T>, Summary<T>), GraphError> {
+    /// Checks and compiles the graph: the compiled graph, the summaries from each port to each
+    /// scope output (`[port index][output]`), and those from each scope input to each scope
+    /// output (`[input][output]`).
+    pub(super) fn compile(self) -> Result<Compiled<T>, GraphError> {
         let layout = Layout::new(&self.nodes)?;
         let mut internal = vec![Vec::new(); layout.targets.len()];
         for (node, shape) in self.nodes.iter().enumerate() {
@@ -133,16 +122,22 @@ impl<T: Timestamp> GraphBuilder<T> {
         let graph = Graph { layout, internal, edges };
         graph.check_cycles()?;
         let (per_location, scope_summary) = graph.summarize_outputs();
-        Ok((Tracker::new(graph, per_location), scope_summary))
+        Ok((graph, per_location, scope_summary))
     }
 }
 
+/// What `GraphBuilder::compile` returns: the graph, the summaries from each port to each scope
+/// output, and those from each scope input to each scope output.
+pub(super) type Compiled<T> = (Graph<T>, PortSummaries<<T as Timestamp>::Summary>, Summary<T>);
+
 /// Dense numbering of the ports of a scope.
-struct Layout {
+pub(super) struct Layout {
     target_base: Vec<usize>,
     source_base: Vec<usize>,
-    targets: Vec<Target>,
-    sources: Vec<Source>,
+    /// Every operator input, by target id.
+    pub(super) targets: Vec<Target>,
+    /// Every operator output, by source id.
+    pub(super) sources: Vec<Source>,
 }
 
 impl Layout {
@@ -196,40 +191,40 @@ impl Layout {
     }
 
     #[inline]
-    fn source_id(&self, s: Source) -> usize {
+    pub(super) fn source_id(&self, s: Source) -> usize {
         debug_assert!(s.port < self.outputs(s.node), "no port {:?}", s);
         self.source_base[s.node] + s.port
     }
 
     #[inline]
-    fn target_id(&self, t: Target) -> usize {
+    pub(super) fn target_id(&self, t: Target) -> usize {
         debug_assert!(t.port < self.inputs(t.node), "no port {:?}", t);
         self.target_base[t.node] + t.port
     }
 
-    fn inputs(&self, node: usize) -> usize {
+    pub(super) fn inputs(&self, node: usize) -> usize {
         self.ports(node, &self.target_base, self.targets.len())
     }
 
-    fn outputs(&self, node: usize) -> usize {
+    pub(super) fn outputs(&self, node: usize) -> usize {
         self.ports(node, &self.source_base, self.sources.len())
     }
 }
 
 /// A port id in the combined numbering used by searches: targets even, sources odd.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Port2 {
+pub(super) enum Port2 {
     T(usize),
     S(usize),
 }
 
 /// The compiled graph: internal connections per input, edges per output.
-struct Graph<T: Timestamp> {
-    layout: Layout,
+pub(super) struct Graph<T: Timestamp> {
+    pub(super) layout: Layout,
     /// Per target id: the outputs of its operator it reaches, with path summaries.
-    internal: Vec<Vec<(usize, Antichain<T::Summary>)>>,
+    pub(super) internal: Vec<Vec<(usize, Antichain<T::Summary>)>>,
     /// Per source id: the target ids it feeds.
-    edges: Vec<Vec<usize>>,
+    pub(super) edges: Vec<Vec<usize>>,
 }
 
 impl<T: Timestamp> Graph<T> {
@@ -259,7 +254,7 @@ impl<T: Timestamp> Graph<T> {
         }
     }
 
-    fn index(&self, port: Port2) -> usize {
+    pub(super) fn index(&self, port: Port2) -> usize {
         match port {
             Port2::T(t) => 2 * t,
             Port2::S(s) => 2 * s + 1,
@@ -450,210 +445,5 @@ impl<T: Timestamp> Graph<T> {
             }
         }
         (reach, scope_summary)
-    }
-}
-
-/// Progress state of one port.
-struct PortState<T: Timestamp> {
-    /// Counts of pointstamps at this port.
-    pointstamps: MutableAntichain<T>,
-    /// The frontier of times that could still reach this port.
-    implications: MutableAntichain<T>,
-    /// Path summaries from this port to each scope output (empty for node 0).
-    output_summaries: Vec<Antichain<T::Summary>>,
-}
-
-/// Maintains pointstamp counts and the frontier they imply at every port of a scope.
-pub struct Tracker<T: Timestamp> {
-    graph: Graph<T>,
-    targets: Vec<PortState<T>>,
-    sources: Vec<PortState<T>>,
-    target_changes: ChangeBatch<(usize, T)>,
-    source_changes: ChangeBatch<(usize, T)>,
-    worklist: BinaryHeap<Reverse<(T, Port2, i64)>>,
-    pushed: ChangeBatch<(Target, T)>,
-    output_changes: Vec<ChangeBatch<T>>,
-    /// Number of elements in all pointstamp frontiers: zero iff nothing is tracked.
-    total: i64,
-}
-
-impl<T: Timestamp> Tracker<T> {
-    fn new(graph: Graph<T>, mut per_location: Vec<Vec<Antichain<T::Summary>>>) -> Self {
-        let mut state = |port: Port2| PortState {
-            pointstamps: MutableAntichain::new(),
-            implications: MutableAntichain::new(),
-            output_summaries: std::mem::take(&mut per_location[graph.index(port)]),
-        };
-        let targets = (0..graph.layout.targets.len()).map(|t| state(Port2::T(t))).collect();
-        let sources = (0..graph.layout.sources.len()).map(|s| state(Port2::S(s))).collect();
-        let scope_outputs = graph.layout.inputs(0);
-        Tracker {
-            graph,
-            targets,
-            sources,
-            target_changes: ChangeBatch::new(),
-            source_changes: ChangeBatch::new(),
-            worklist: BinaryHeap::new(),
-            pushed: ChangeBatch::new(),
-            output_changes: vec![ChangeBatch::new(); scope_outputs],
-            total: 0,
-        }
-    }
-
-    /// Records a change to the count of pointstamp `(location, time)`.
-    #[inline]
-    pub fn update(&mut self, location: Location, time: T, delta: i64) {
-        match location.port {
-            Port::Target(port) => self.update_target(Target::new(location.node, port), time, delta),
-            Port::Source(port) => self.update_source(Source::new(location.node, port), time, delta),
-        }
-    }
-
-    /// Records a change to the count of messages at an operator input.
-    #[inline]
-    pub fn update_target(&mut self, target: Target, time: T, delta: i64) {
-        let id = self.graph.layout.target_id(target);
-        self.target_changes.update((id, time), delta);
-    }
-
-    /// Records a change to the count of capabilities at an operator output.
-    #[inline]
-    pub fn update_source(&mut self, source: Source, time: T, delta: i64) {
-        let id = self.graph.layout.source_id(source);
-        self.source_changes.update((id, time), delta);
-    }
-
-    /// Applies recorded changes and circulates their implications to every port.
-    ///
-    /// Afterwards `pushed()` holds the frontier changes at operator inputs and
-    /// `pushed_output()` the changes of internal pointstamps projected onto scope outputs.
-    pub fn propagate_all(&mut self) {
-        for ((id, time), delta) in self.target_changes.drain() {
-            let port = &mut self.targets[id];
-            Self::apply_pointstamp(
-                port,
-                Port2::T(id),
-                time,
-                delta,
-                &mut self.total,
-                &mut self.output_changes,
-                &mut self.worklist,
-            );
-        }
-        for ((id, time), delta) in self.source_changes.drain() {
-            let port = &mut self.sources[id];
-            Self::apply_pointstamp(
-                port,
-                Port2::S(id),
-                time,
-                delta,
-                &mut self.total,
-                &mut self.output_changes,
-                &mut self.worklist,
-            );
-        }
-        // Process in increasing time so that a time's net change is final when it is first popped.
-        while let Some(Reverse((time, port, mut delta))) = self.worklist.pop() {
-            while let Some(Reverse((t, p, d))) = self.worklist.peek() {
-                if *t == time && *p == port {
-                    delta += *d;
-                    self.worklist.pop();
-                } else {
-                    break;
-                }
-            }
-            if delta == 0 {
-                continue;
-            }
-            match port {
-                Port2::T(id) => {
-                    let target = self.graph.layout.targets[id];
-                    for (time, delta) in self.targets[id].implications.update_iter(Some((time, delta))) {
-                        for (source, summaries) in &self.graph.internal[id] {
-                            for summary in summaries.elements() {
-                                if let Some(next) = summary.results_in(&time) {
-                                    self.worklist.push(Reverse((next, Port2::S(*source), delta)));
-                                }
-                            }
-                        }
-                        self.pushed.update((target, time), delta);
-                    }
-                }
-                Port2::S(id) => {
-                    for (time, delta) in self.sources[id].implications.update_iter(Some((time, delta))) {
-                        for target in &self.graph.edges[id] {
-                            self.worklist.push(Reverse((time.clone(), Port2::T(*target), delta)));
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    fn apply_pointstamp(
-        port: &mut PortState<T>,
-        id: Port2,
-        time: T,
-        delta: i64,
-        total: &mut i64,
-        output_changes: &mut [ChangeBatch<T>],
-        worklist: &mut BinaryHeap<Reverse<(T, Port2, i64)>>,
-    ) {
-        for (time, delta) in port.pointstamps.update_iter(Some((time, delta))) {
-            *total += delta;
-            for (output, summaries) in port.output_summaries.iter().enumerate() {
-                for summary in summaries.elements() {
-                    if let Some(out) = summary.results_in(&time) {
-                        output_changes[output].update(out, delta);
-                    }
-                }
-            }
-            worklist.push(Reverse((time, id, delta)));
-        }
-    }
-
-    /// Frontier changes at operator inputs produced by `propagate_all`.
-    pub fn pushed(&mut self) -> &mut ChangeBatch<(Target, T)> {
-        &mut self.pushed
-    }
-
-    /// Per scope output: changes of internal pointstamps projected onto it.
-    pub fn pushed_output(&mut self) -> &mut [ChangeBatch<T>] {
-        &mut self.output_changes
-    }
-
-    /// True while any pointstamp has positive count or changes are unapplied.
-    pub fn tracking_anything(&mut self) -> bool {
-        self.total > 0 || !self.target_changes.is_empty() || !self.source_changes.is_empty()
-    }
-
-    /// The frontier at an operator input (or scope output).
-    pub fn frontier(&self, target: Target) -> &MutableAntichain<T> {
-        &self.targets[self.graph.layout.target_id(target)].implications
-    }
-
-    /// The frontier of times that could still appear at an operator output.
-    pub fn source_frontier(&self, source: Source) -> &MutableAntichain<T> {
-        &self.sources[self.graph.layout.source_id(source)].implications
-    }
-
-    /// True when operator `node` holds no capabilities and no input can receive anything.
-    pub fn node_is_idle(&self, node: usize) -> bool {
-        let layout = &self.graph.layout;
-        let inputs = (0..layout.inputs(node)).all(|p| self.frontier(Target::new(node, p)).is_empty());
-        let outputs = (0..layout.outputs(node))
-            .all(|p| self.sources[layout.source_id(Source::new(node, p))].pointstamps.is_empty());
-        inputs && outputs
-    }
-
-    /// True when removing the pointstamp `(location, time)` could change a frontier: no
-    /// other pointstamp at the location is less or equal.
-    pub fn is_global(&mut self, location: Location, time: &T) -> bool {
-        let port = match location.port {
-            Port::Target(p) => &mut self.targets[self.graph.layout.target_id(Target::new(location.node, p))],
-            Port::Source(p) => &mut self.sources[self.graph.layout.source_id(Source::new(location.node, p))],
-        };
-        let dominated = port.implications.frontier().iter().any(|t| t.less_than(time));
-        !dominated && port.implications.count_for(time) <= 1
     }
 }
