@@ -80,11 +80,11 @@ def medians(times: list[tuple[float, float | None]]) -> tuple[float, float | Non
     return statistics.median(walls), statistics.median(computations)
 
 
-def overhead(off: float | None, on: float | None, digits: int = 3) -> tuple[str, str, str]:
-    """Off, traced and the overhead as table cells ("-" when not measured)."""
+def overhead(off: float | None, on: float | None) -> tuple[str, str, str]:
+    """Off, traced (seconds) and the overhead as table cells ("-" when not measured)."""
     if off is None or on is None:
         return "-", "-", "-"
-    return f"{off:.{digits}f}", f"{on:.{digits}f}", f"{on / off - 1:+.1%}"
+    return f"{off:.3f}", f"{on:.3f}", f"{on / off - 1:+.1%}"
 
 
 def trace_figures(directory: str) -> dict[str, float]:
