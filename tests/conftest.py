@@ -22,6 +22,10 @@ EXAMPLES = ROOT / "examples"
 #: Worker counts every multi-worker test runs with.
 WORKER_COUNTS = (1, 2, 4)
 
+#: Epochs of records (one list per epoch, one of them empty) that the operator suites
+#: (`test_operators.py`, `test_exchange.py`) feed into their dataflows.
+EPOCHS = [list(range(0, 12)), list(range(12, 20)), [], list(range(20, 33))]
+
 
 def run(main, workers=1):
     """Runs `main(worker)` on `workers` workers; returns the results in worker order."""
