@@ -1,14 +1,14 @@
 """Shared by the suites of the generic operators (`test_generic_*.py`): the worker counts they
 run on, and helpers that run a dataflow, feed an input, collect a stream's records and check
-errors raised inside a worker.
-
-Unlike `conftest.drive`, `feed` sends from every worker unless told otherwise, and
-`step_until` gives up after 100,000 steps.
+errors raised inside a worker. `step_until` is `conftest`'s, re-exported for these suites.
 """
 
 import re
 
 import timely_py as timely
+from conftest import drive, step_until
+
+__all__ = ["PEERS", "collect", "drop_capability", "feed", "raises", "run", "step_until"]
 
 PEERS = [1, 2]
 
@@ -19,25 +19,9 @@ def run(main, workers):
     return results
 
 
-def step_until(worker, condition, limit=100_000):
-    """Steps while `condition()` is true; fails instead of hanging forever."""
-    for _ in range(limit):
-        if not condition():
-            return
-        worker.step_or_park(0.001)
-    raise AssertionError("the dataflow made no progress")
-
-
 def feed(worker, inp, probe, epochs, by=None):
-    """Sends `epochs[e]` at epoch e (from worker `by`, or every worker if None), waits for
-    the probe to pass each epoch, closes the input and steps until the probe is done."""
-    for epoch, records in enumerate(epochs):
-        if by is None or worker.index == by:
-            inp.send_batch(records)
-        inp.advance_to(epoch + 1)
-        step_until(worker, lambda: probe.less_than(inp.time))
-    inp.close()
-    step_until(worker, lambda: not probe.done())
+    """`conftest.drive`, with every worker sending unless `by` names one."""
+    drive(worker, inp, probe, epochs, by=by)
 
 
 def collect(stream, into):
