@@ -6,6 +6,7 @@
 //!
 //! This module owns the graph's shape and its path algorithms; it must not hold pointstamps
 //! or frontiers (that is the `Tracker` of the parent module).
+
 use crate::order::PartialOrder;
 use crate::progress::antichain::Antichain;
 use crate::progress::location::{Location, Source, Target};
