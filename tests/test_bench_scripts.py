@@ -92,6 +92,31 @@ def test_trace_overhead_measures_a_workload_off_and_traced():
     assert float(cells[8]) > 0  # bytes per event on disk
 
 
+def test_trace_compare_times_each_build_off_and_traced():
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "timely-engine", "--examples"], cwd=ROOT, check=True)
+    examples = str(ROOT / "target" / "release" / "examples")
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benches" / "trace" / "compare.py"), "--build", f"a={examples}",
+         "--build", f"b={examples}", "--runs", "1", "--only", "hello"],
+        check=True, timeout=300, capture_output=True, text=True,
+    )  # fmt: skip
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| hello")]
+    assert [row.split("|")[2].strip() for row in rows] == ["a", "b"], done.stdout
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        wall_off, wall_traced, cpu_off, computation_off = float(cells[2]), float(cells[3]), float(cells[5]), float(cells[8])
+        assert 0 < computation_off < wall_off and wall_traced > 0 and cpu_off > 0
+        assert cells[4].endswith("%") and cells[7].endswith("%") and cells[10].endswith("%")
+
+
+def test_trace_compare_rejects_a_build_without_a_directory():
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benches" / "trace" / "compare.py"), "--build", "only-a-name"],
+        timeout=60, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 2 and "expected NAME=EXAMPLES_DIRECTORY" in done.stderr
+
+
 def test_analysis_throughput_times_both_kernels(tmp_path):
     out = tmp_path / "throughput.json"
     subprocess.run(

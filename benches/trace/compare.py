@@ -1,74 +1,79 @@
-"""Tracing overhead of two builds side by side: each build's `wordcount` and `hello` examples
-run untraced and traced (`--trace DIR`, files written), the builds and modes in turns, RUNS
-times; prints the medians of wall time and of CPU time (user + system) and the overheads.
+"""Tracing overhead of builds side by side: each build's `wordcount` and `hello` examples run
+untraced and traced (`--trace DIR`, files written), the builds and modes in turns, RUNS times;
+prints the medians of wall time, of CPU time (user + system) and of the computation's own
+time (as the examples print it), and the overheads.
 
-    python benches/trace/compare.py OLD_EXAMPLES_DIR NEW_EXAMPLES_DIR [--runs 7]
+    python benches/trace/compare.py --build old=OLD_EXAMPLES_DIR --build new=NEW_EXAMPLES_DIR \\
+        [--runs 7] [--workers 2] [--only wordcount]
 
-Build the old examples elsewhere first, for instance
+Build the other examples elsewhere first, for instance
 `git worktree add /tmp/old main && (cd /tmp/old && CARGO_TARGET_DIR=/tmp/target-old cargo
 build --release -p timely-engine --examples)`, then pass `/tmp/target-old/release/examples`
-and `target/release/examples`. CPU time is reported beside wall time because on a shared
-machine other tenants' work stretches wall time but not the CPU a run takes.
+and `target/release/examples`. A build may also be a throwaway change to the tracing code (to
+see where its cost goes, `docs/benchmarks.md`, "Tracing overhead"). CPU time is reported
+beside wall time because on a shared machine other tenants' work stretches wall time but not
+the CPU a run takes.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
-import statistics
-import subprocess
 import tempfile
-import time
 
-WORKLOADS = {
-    "wordcount (2 workers, 20,000 epochs of 200 words)": ["wordcount", "20000", "200", "-w", "2"],
-    "hello (1 worker, 200,000 rounds)": ["hello", "200000", "-w", "1", "--quiet"],
-}
+from timing import Timing, median, overhead, run
 
 
-def run(command: list[str]) -> tuple[float, float]:
-    """Wall and CPU seconds of `command` (CPU: user + system of the child)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    subprocess.run(command, stdout=subprocess.DEVNULL, check=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu
+def workloads(workers: int) -> dict[str, list[str]]:
+    """name -> the example and its arguments."""
+    return {
+        f"wordcount ({workers} workers, 20,000 epochs of 200 words)": ["wordcount", "20000", "200", "-w", str(workers)],
+        "hello (1 worker, 200,000 rounds)": ["hello", "200000", "-w", "1", "--quiet"],
+    }
+
+
+def build(text: str) -> tuple[str, str]:
+    """`NAME=DIRECTORY` as a pair."""
+    name, _, directory = text.partition("=")
+    if not name or not directory:
+        raise argparse.ArgumentTypeError(f"expected NAME=EXAMPLES_DIRECTORY, found {text!r}")
+    return name, directory
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("old")
-    parser.add_argument("new")
+    parser.add_argument("--build", type=build, action="append", required=True, help="NAME=EXAMPLES_DIR")
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--workers", type=int, default=2, help="wordcount's workers")
+    parser.add_argument("--only", default="", help="comma-separated workload name prefixes")
     args = parser.parse_args()
-    builds = {"old": args.old, "new": args.new}
-    times: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+    builds = dict(args.build)
+    chosen = {name: command for name, command in workloads(args.workers).items()
+              if not args.only or any(name.startswith(p) for p in args.only.split(","))}
+    times: dict[tuple[str, str, str], list[Timing]] = {}
     scratch = tempfile.mkdtemp(prefix="trace-compare-")
     try:
         for _ in range(args.runs):
-            for build, directory in builds.items():
-                for workload, (program, *rest) in WORKLOADS.items():
+            for name, directory in builds.items():
+                for workload, (program, *rest) in chosen.items():
                     command = [os.path.join(directory, program), *rest]
-                    times.setdefault((build, workload, "off"), []).append(run(command))
+                    times.setdefault((name, workload, "off"), []).append(run(command))
                     trace = os.path.join(scratch, "t")
                     shutil.rmtree(trace, ignore_errors=True)
-                    times.setdefault((build, workload, "traced"), []).append(run([*command, "--trace", trace]))
+                    times.setdefault((name, workload, "traced"), []).append(run([*command, "--trace", trace]))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print(f"{args.runs} runs each, medians; load average at the end {os.getloadavg()[0]:.2f}")
-    print("| workload | build | wall off / traced (s) | overhead | CPU off / traced (s) | overhead |")
-    print("|---|---|---:|---:|---:|---:|")
-    for workload in WORKLOADS:
-        for build in builds:
-            off, on = times[(build, workload, "off")], times[(build, workload, "traced")]
-            wall = [statistics.median(t[0] for t in runs) for runs in (off, on)]
-            cpu = [statistics.median(t[1] for t in runs) for runs in (off, on)]
-            print(f"| {workload} | {build} | {wall[0]:.3f} / {wall[1]:.3f} | {wall[1] / wall[0] - 1:+.1%} "
-                  f"| {cpu[0]:.3f} / {cpu[1]:.3f} | {cpu[1] / cpu[0] - 1:+.1%} |")
+    print("| workload | build | wall off (s) | traced (s) | overhead | CPU off (s) | traced (s) | overhead "
+          "| computation off (s) | traced (s) | overhead |")
+    print("|---|---|" + "---:|" * 9)
+    for workload in chosen:
+        for name in builds:
+            off, on = times[(name, workload, "off")], times[(name, workload, "traced")]
+            cells = [cell for field in ("wall", "cpu", "computation")
+                     for cell in overhead(median(off, field), median(on, field))]
+            print(f"| {workload} | {name} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -9,22 +9,23 @@ Needs the Rust examples built (`cargo build --release -p timely-engine --example
 timely_py with pyarrow installed in the interpreter that runs it (`bash scripts/dev_install.sh`,
 then `.venv/bin/python benches/trace/overhead.py`). Wall time of the whole program is
 measured, start-up included, so the fast workloads run long enough (seconds) to dwarf it.
+The Rust examples also print how long their dataflow ran, without start-up or the example's
+own check of its results (wordcount counts every epoch again, sequentially, which takes about
+as long as the dataflow): the "computation" columns give those times and their overhead, the
+figure the thesis reports.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import re
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+from timing import median, overhead, run
 
 ROOT = Path(__file__).resolve().parents[2]
 RUST = ROOT / "target" / "release" / "examples"
@@ -55,38 +56,6 @@ def traced(command: list[str], directory: str) -> list[str]:
     return [*command, "--trace", directory]
 
 
-#: How a Rust example reports its dataflow's time: a Rust `Duration` after " in ".
-COMPUTATION = re.compile(r" in ([0-9.]+)(ns|µs|ms|s)\b")
-UNIT_S = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
-
-
-def run(command: list[str]) -> tuple[float, float | None]:
-    """Wall time of `command`, and the computation time it printed (None if it prints none)."""
-    start = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-    elapsed = time.perf_counter() - start
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(command)} failed:\n{done.stderr}")
-    found = [COMPUTATION.search(line) for line in done.stdout.splitlines()]
-    reported = [float(m.group(1)) * UNIT_S[m.group(2)] for m in found if m]
-    return elapsed, (reported[-1] if reported else None)
-
-
-def medians(times: list[tuple[float, float | None]]) -> tuple[float, float | None]:
-    """Median wall time, and median computation time if every run printed one."""
-    walls, computations = zip(*times)
-    if any(c is None for c in computations):
-        return statistics.median(walls), None
-    return statistics.median(walls), statistics.median(computations)
-
-
-def overhead(off: float | None, on: float | None) -> tuple[str, str, str]:
-    """Off, traced (seconds) and the overhead as table cells ("-" when not measured)."""
-    if off is None or on is None:
-        return "-", "-", "-"
-    return f"{off:.3f}", f"{on:.3f}", f"{on / off - 1:+.1%}"
-
-
 def trace_figures(directory: str) -> dict[str, float]:
     files = [p for p in Path(directory).rglob("*.parquet") if not p.name.startswith(".")]
     table = ds.dataset(directory, format="parquet", partitioning="hive").to_table(
@@ -113,13 +82,13 @@ def main() -> None:
             continue
         off, on, figures = [], [], None
         for _ in range(options.runs):
-            off.append(run(command))
+            off.append(run(command, cwd=ROOT))
             with tempfile.TemporaryDirectory() as directory:
-                on.append(run(traced(command, directory)))
+                on.append(run(traced(command, directory), cwd=ROOT))
                 figures = trace_figures(directory)
-        (wall_off, computation_off), (wall_on, computation_on) = medians(off), medians(on)
         rate = figures["events"] / figures["span_s"] / workers
-        cells = [*overhead(wall_off, wall_on), *overhead(computation_off, computation_on)]
+        cells = [*overhead(median(off, "wall"), median(on, "wall")),
+                 *overhead(median(off, "computation"), median(on, "computation"))]
         rows.append([name, *cells, f"{rate:,.0f}", f"{figures['bytes'] / figures['events']:.1f}",
                      f"{figures['idle_share']:.0%}", f"{figures['events']:,}"])
         print(f"done: {name}", file=sys.stderr)
