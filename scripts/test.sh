@@ -20,7 +20,7 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 .venv/bin/pip install -q --upgrade pip >/dev/null
-.venv/bin/pip install -q "pytest>=7" "hypothesis>=6" "websocket-client>=1.6"
+.venv/bin/pip install -q "pytest>=7" "pytest-timeout>=2.3" "pytest-xdist>=3.5" "hypothesis>=6" "websocket-client>=1.6"
 .venv/bin/pip install -q ".[analysis]"
 bash scripts/lint.sh
 .venv/bin/python -m pytest -q tests

@@ -1,0 +1,203 @@
+"""Follow mode of the analysis (`timely_py.analysis.follow`, `timely-py analyze --follow`):
+slices are emitted while a traced run is still going, each the same as the batch analysis's
+once the run has finished; a finished trace is followed to its end; prefixes of a finished
+trace (as a reader sees a run being written) emit only slices that are already final; the
+follower stops at its timeout and on Ctrl-C."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+from support.paths import CLUSTER_SCRIPTS, ROOT
+from support.ports import free_base_port
+from support.processes import python_subprocess
+from support.tracedirs import FILE_SCHEMA, write_crafted
+from timely_py.analysis import analyze, follow
+
+SCRIPT = Path(sys.executable).parent / "timely-py"
+ROUNDS = CLUSTER_SCRIPTS / "rounds_until_file.py"
+
+
+def batch_paths(out):
+    """slice -> the batch analysis's critical path edges of that slice, latest first."""
+    paths = {}
+    for edge in pq.read_table(Path(out) / "critical_path").to_pylist():
+        paths.setdefault(edge["slice"], []).append(edge)
+    return {index: sorted(edges, key=lambda e: e["step"]) for index, edges in paths.items()}
+
+
+def test_a_live_run_is_followed_and_its_slices_match_the_batch_analysis(spark, tmp_path):
+    trace, stop = tmp_path / "trace", tmp_path / "stop"
+    port = free_base_port(2)
+    # Clock measurements every second: a slice is final only once both processes' clocks were
+    # measured after its end (docs/critical-path.md, "Follow mode"), which this exercises.
+    run = subprocess.Popen(
+        [sys.executable, "-m", "timely_py.launch", "-n", "2", "-w", "1", "--base-port", str(port),
+         "--trace", str(trace), str(ROUNDS), str(stop), "0.02", "240"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "TIMELY_CLOCK_INTERVAL": "1"},
+    )  # fmt: skip
+    try:
+        while not trace.is_dir():
+            assert run.poll() is None, run.communicate()
+            time.sleep(0.05)
+        follower = follow(trace, out=tmp_path / "out", slice="500ms", spark=spark, poll=0.2, timeout=400, views=False)
+        emitted = []
+        for result in follower:
+            if not emitted:
+                assert run.poll() is None, "the first slice came while the run was going"
+                stop.write_text("")
+            emitted.append(result)
+        output, errors = run.communicate(timeout=120)
+    finally:
+        stop.write_text("")
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 0, errors
+    assert follower.stopped_by == "finished" and follower.final is not None
+    indices = [r.index for r in emitted]
+    assert len(emitted) >= 2 and indices == sorted(set(indices)), "each slice once, in order"
+    assert all(r.complete and 0 < r.critical_ns <= r.end - r.start for r in emitted)
+    batch = analyze(trace, out=tmp_path / "batch", slice="500ms", spark=spark, views=False)
+    expected = batch_paths(batch.out)
+    assert sorted(expected) == indices
+    for result in emitted:
+        assert result.edges.to_pylist() == expected[result.index], f"slice {result.index} differs"
+        written = pq.read_table(result.files["critical_path"]).to_pylist()
+        assert written == expected[result.index]
+    assert batch_paths(follower.final.out) == expected, "the follower's last batch wrote the batch tables"
+
+
+@pytest.fixture(scope="module")
+def rounds_trace(tmp_path_factory):
+    """`rounds.py` (80 rounds of 10 ms) traced on 2 processes x 2 workers, clocks measured
+    every 0.25 s, and its batch analysis in slices of 50 ms."""
+    trace = tmp_path_factory.mktemp("rounds") / "trace"
+    done = python_subprocess(
+        ["-m", "timely_py.launch", "-n", "2", "-w", "2", "--base-port", str(free_base_port(2)),
+         "--trace", str(trace), str(CLUSTER_SCRIPTS / "rounds.py"), "80", "0.01"],
+        timeout=300, env={**os.environ, "TIMELY_CLOCK_INTERVAL": "0.25"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return trace
+
+
+@pytest.fixture(scope="module")
+def rounds_paths(spark, rounds_trace, tmp_path_factory):
+    out = tmp_path_factory.mktemp("rounds-batch")
+    return batch_paths(analyze(rounds_trace, out=out, slice="50ms", spark=spark, views=False).out)
+
+
+@pytest.mark.parametrize("kernels", ["rust", "python"])
+def test_a_finished_trace_is_followed_to_its_end(spark, rounds_trace, rounds_paths, tmp_path, kernels):
+    follower = follow(rounds_trace, out=tmp_path / "out", slice="50ms", spark=spark, views=False, kernels=kernels)
+    emitted = list(follower)
+    assert follower.stopped_by == "finished"
+    assert [r.index for r in emitted] == sorted(rounds_paths)
+    assert {r.index: r.edges.to_pylist() for r in emitted} == rounds_paths
+    assert all(r.top and r.top[0].share >= r.top[-1].share for r in emitted)
+
+
+def _prefix(source, target, cut_ns, lag_ns):
+    """The trace at `source` as a follower could see it while it was written: each worker's
+    own events up to `cut_ns` after the run's first event (plus one worker a little behind), its
+    network rows up to `lag_ns` earlier, and every process still `running`, with only the
+    clock measurements made by then."""
+    table = ds.dataset(source, partitioning="hive").to_table()
+    first = min(table.column("time_ns").to_pylist())
+    for meta_file in Path(source).glob("process=*/_process.json"):
+        meta = json.loads(meta_file.read_text())
+        cut = first + cut_ns
+        meta["status"] = "running"
+        meta["clock_history"] = [m for m in meta["clock_history"] if m["measured_at_ns"] <= cut]
+        (target / meta_file.parent.name).mkdir(parents=True)
+        (target / meta_file.parent.name / "_process.json").write_text(json.dumps(meta))
+    for file in Path(source).glob("process=*/worker=*/part-*.parquet"):
+        worker = int(file.parent.name.split("=")[1])
+        rows = pq.read_table(file).to_pylist()
+        cut = first + cut_ns - (worker == 1) * lag_ns
+        kept = [r for r in rows if r["time_ns"] <= (cut - lag_ns if r["kind"].startswith("network_") else cut)]
+        if kept:
+            folder = target / file.parent.parent.name / file.parent.name
+            folder.mkdir(parents=True, exist_ok=True)
+            pq.write_table(pa.Table.from_pylist(kept, schema=FILE_SCHEMA), folder / file.name)
+    return target
+
+
+@pytest.mark.parametrize("cut_ms", [400, 700])
+def test_a_prefix_of_a_run_emits_only_final_slices(spark, rounds_trace, rounds_paths, tmp_path, cut_ms):
+    expected = rounds_paths
+    prefix = _prefix(rounds_trace, tmp_path / "prefix", cut_ms * 1_000_000, 3_000_000)
+    follower = follow(prefix, out=tmp_path / "out", slice="50ms", spark=spark, timeout=0.1, views=False)
+    emitted = list(follower)
+    assert follower.stopped_by == "timeout" and follower.final is None
+    assert emitted, "a prefix this long has final slices"
+    assert max(r.index for r in emitted) < cut_ms // 50, "no slice past what was written"
+    for result in emitted:
+        assert result.edges.to_pylist() == expected[result.index], f"slice {result.index} differs"
+
+
+def test_nothing_is_emitted_before_every_worker_wrote(spark, tmp_path):
+    trace = write_crafted(tmp_path / "trace")
+    (trace / "process=1" / "worker=1" / "part-000000.parquet").unlink()
+    for meta_file in trace.glob("process=*/_process.json"):
+        meta_file.write_text(meta_file.read_text().replace('"complete"', '"running"'))
+    started = time.monotonic()
+    follower = follow(trace, out=tmp_path / "out", slice="1ms", spark=spark, poll=0.1, timeout=2)
+    assert list(follower) == [] and follower.stopped_by == "timeout" and follower.final is None
+    assert time.monotonic() - started < 120
+
+
+def test_bad_arguments_are_errors(tmp_path):
+    with pytest.raises(ValueError, match="not a directory"):
+        follow(tmp_path / "missing", out=tmp_path / "out")
+    with pytest.raises(ValueError, match="positive"):
+        follow(tmp_path, out=tmp_path / "out", timeout=0)
+    with pytest.raises(ValueError, match="slice"):
+        follow(tmp_path, out=tmp_path / "out", slice="0s")
+    with pytest.raises(ValueError, match="kernels"):
+        follow(tmp_path, out=tmp_path / "out", kernels="java")
+
+
+def test_the_console_script_stops_on_ctrl_c(tmp_path):
+    trace = write_crafted(tmp_path / "trace")
+    for meta_file in trace.glob("process=*/_process.json"):
+        meta_file.write_text(meta_file.read_text().replace('"complete"', '"running"'))
+    command = subprocess.Popen(
+        [str(SCRIPT), "analyze", str(trace), "--out", str(tmp_path / "out"), "--slice", "1ms", "--follow",
+         "--poll", "0.2", "--master", "local[1]", "--conf", "spark.sql.shuffle.partitions=2"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        for line in command.stderr:
+            if "[analyze] follow batch" in line:
+                break
+        time.sleep(0.5)
+        command.send_signal(signal.SIGINT)
+        output, _ = command.communicate(timeout=60)
+    finally:
+        if command.poll() is None:
+            command.kill()
+    assert command.returncode == 130, output
+    assert "follow stopped (Ctrl-C)" in output
+
+
+def test_the_console_script_follows_a_finished_trace(tmp_path):
+    trace = write_crafted(tmp_path / "trace")
+    done = python_subprocess(
+        ["-m", "timely_py.cli", "analyze", str(trace), "--out", str(tmp_path / "out"), "--slice", "1ms",
+         "--follow", "--timeout", "300", "--no-views", "--master", "local[1]"],
+        timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("slice 0 (") and "outer" in lines[0]
+    assert "top critical-path contributors" in done.stdout

@@ -1,0 +1,147 @@
+"""The example programs, run as users run them: `python examples/X.py ... -w N`."""
+
+import random
+import re
+from collections import Counter, deque
+
+import pytest
+import timely_py as timely
+from support.cluster import Cluster
+from support.paths import EXAMPLES
+from support.processes import run_example
+
+# --- hello.py -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_hello_sees_every_record_once_on_its_worker(workers):
+    out = run_example("hello.py", "-w", str(workers))
+    seen = re.findall(r"^worker (\d+): seen (\d+)$", out, flags=re.MULTILINE)
+    assert len(seen) == len(out.splitlines()), f"unexpected output:\n{out}"
+    records = Counter(int(x) for _, x in seen)
+    assert records == Counter(range(10)), "every record 0..9 exactly once"
+    for worker, x in seen:
+        assert int(worker) == int(x) % workers
+
+
+def test_hello_without_arguments_uses_one_worker():
+    out = run_example("hello.py")
+    assert sorted(out.splitlines()) == sorted(f"worker 0: seen {x}" for x in range(10))
+
+
+def test_hello_takes_rounds_and_a_pause():
+    out = run_example("hello.py", "3", "0.01", "-w", "2")
+    assert sorted(out.splitlines()) == sorted(f"worker {x % 2}: seen {x}" for x in range(3))
+
+
+def test_a_third_process_joins_a_running_hello(tmp_path):
+    """The issue's command: `hello.py -n 2 -p 2 --join 0 --nn 3` joins a 2-process hello that
+    runs 40 rounds of 0.05 s; worker 0 routes by x mod 2, then by x mod 3 once it counts the
+    new worker, and every record is seen exactly once."""
+    with Cluster(tmp_path, 3) as cluster:
+        cluster.processes = 2  # the hostfile lists three addresses; two processes start
+        for index in range(2):
+            cluster.start(index, [EXAMPLES / "hello.py", 40, 0.05])
+        cluster.wait_for_output(1, r"^worker 1: seen 3$")
+        cluster.start(2, [EXAMPLES / "hello.py", "--join", 0, "--nn", 3])
+        cluster.assert_succeeded()
+        records = sorted((int(x), int(w)) for i in range(3)
+                         for w, x in re.findall(r"^worker (\d+): seen (\d+)$", cluster.stdout(i), re.M))
+    assert [x for x, _ in records] == list(range(len(records))), "every record exactly once"
+    assert len(records) >= 40
+    switches = [s for s in range(len(records) + 1) if all(w == (x % 2 if x < s else x % 3) for x, w in records)]
+    assert switches and switches[0] >= 4, records
+    assert any(w == 2 for _, w in records), "the joined worker saw nothing"
+
+
+# --- loops.py -------------------------------------------------------------------------------
+
+
+def collatz_steps(n):
+    steps = 0
+    while n != 1:
+        n = n // 2 if n % 2 == 0 else 3 * n + 1
+        steps += 1
+    return steps
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_loops_counts_collatz_steps(workers):
+    out = run_example("loops.py", "300", "-w", str(workers))
+    lines = out.splitlines()
+    assert lines[-1] == "ok"
+    assert lines[0] == f"collatz: numbers 1..300 on {workers} workers"
+    steps = {n: collatz_steps(n) for n in range(1, 301)}
+    longest = max(steps, key=lambda n: (steps[n], -n))
+    assert f"longest: {longest} takes {steps[longest]} steps" in lines
+    assert f"total steps: {sum(steps.values())}" in lines
+    histogram = {int(low): int(count) for low, count in re.findall(r"^\s+(\d+)-\s*\d+ steps: (\d+)$", out, re.M)}
+    assert sum(histogram.values()) == 300
+
+
+def test_loops_default_size_and_attached_worker_option():
+    out = run_example("loops.py", "-w2")
+    assert "collatz: numbers 1..1000 on 2 workers" in out
+    assert "longest: 871 takes 178 steps" in out
+    assert out.splitlines()[-1] == "ok"
+
+
+# --- bfs.py ---------------------------------------------------------------------------------
+
+
+def reference_bfs(nodes, edges, seed):
+    """A sequential BFS on the graph the example documents: `random.Random(seed)` drawing
+    `(src, dst)` pairs with `randrange(nodes)`."""
+    rng = random.Random(seed)
+    graph = [(rng.randrange(nodes), rng.randrange(nodes)) for _ in range(edges)]
+    adjacency = {}
+    for src, dst in graph:
+        adjacency.setdefault(src, []).append(dst)
+    distance, queue = {0: 0}, deque([0])
+    while queue:
+        node = queue.popleft()
+        for other in adjacency.get(node, ()):
+            if other not in distance:
+                distance[other] = distance[node] + 1
+                queue.append(other)
+    return distance
+
+
+def parse_bfs(out):
+    reached = re.search(r"^reached (\d+) of (\d+) nodes$", out, re.M)
+    assert reached, out
+    histogram = {int(d): int(n) for d, n in re.findall(r"^  (\d+): (\d+)$", out, re.M)}
+    return int(reached.group(1)), int(reached.group(2)), histogram
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("nodes,edges,seed", [(500, 1200, 3), (2000, 5000, 12)])
+def test_bfs_matches_a_sequential_bfs(workers, nodes, edges, seed):
+    out = run_example("bfs.py", str(nodes), str(edges), str(seed), "-w", str(workers))
+    assert out.splitlines()[-1] == "ok"
+    assert out.splitlines()[0] == f"bfs: {nodes} nodes, {edges} edges, seed {seed}, {workers} workers"
+    reached, total, histogram = parse_bfs(out)
+    expected = reference_bfs(nodes, edges, seed)
+    assert total == nodes
+    assert reached == len(expected)
+    assert histogram == dict(Counter(expected.values()))
+    assert reached > 1, "the test graph should reach beyond the root"
+
+
+def test_bfs_output_does_not_depend_on_the_worker_count():
+    one = run_example("bfs.py", "800", "2000", "5", "-w", "1")
+    four = run_example("bfs.py", "-w", "4", "800", "2000", "5")
+    assert parse_bfs(one) == parse_bfs(four)
+
+
+def test_bfs_on_a_graph_without_edges_reaches_only_the_root():
+    out = run_example("bfs.py", "10", "0", "1")
+    assert parse_bfs(out) == (1, 10, {0: 1})
+    assert out.splitlines()[-1] == "ok"
+
+
+def test_program_args_leave_out_the_runtime_options():
+    argv = ["500", "-w", "2", "--workers=3", "-w4", "--threads", "1", "7", "--", "-w", "9"]
+    assert timely.program_args(argv) == ["500", "7", "--", "-w", "9"]
+    with pytest.raises(ValueError, match="-w"):
+        timely.program_args(["-w"])
