@@ -16,7 +16,7 @@ import sys
 import pytest
 from support.dataflows import WORKER_COUNTS
 from support.paths import EXAMPLES, ROOT
-from support.ports import free_base_port
+from support.ports import launcher_base_port
 
 
 @pytest.fixture(params=WORKER_COUNTS, ids=lambda n: f"w{n}")
@@ -45,7 +45,7 @@ def bfs_trace(tmp_path_factory):
     """`examples/bfs.py` traced once on 2 processes x 2 workers, for every analysis test."""
     trace = tmp_path_factory.mktemp("bfs") / "trace"
     done = subprocess.run(
-        [sys.executable, "-m", "timely_py.launch", "-n", "2", "-w", "2", "--base-port", str(free_base_port(2)),
+        [sys.executable, "-m", "timely_py.launch", "-n", "2", "-w", "2", "--base-port", str(launcher_base_port(2)),
          "--trace", str(trace), str(EXAMPLES / "bfs.py"), "2000", "6000"],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )  # fmt: skip

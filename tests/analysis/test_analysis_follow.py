@@ -17,7 +17,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 from support.paths import CLUSTER_SCRIPTS, ROOT
-from support.ports import free_base_port
+from support.ports import launcher_base_port
 from support.processes import python_subprocess
 from support.tracedirs import FILE_SCHEMA, write_crafted
 from timely_py.analysis import analyze, follow
@@ -36,7 +36,7 @@ def batch_paths(out):
 
 def test_a_live_run_is_followed_and_its_slices_match_the_batch_analysis(spark, tmp_path):
     trace, stop = tmp_path / "trace", tmp_path / "stop"
-    port = free_base_port(2)
+    port = launcher_base_port(2)
     # Clock measurements every second: a slice is final only once both processes' clocks were
     # measured after its end (docs/critical-path.md, "Follow mode"), which this exercises.
     run = subprocess.Popen(
@@ -82,7 +82,7 @@ def rounds_trace(tmp_path_factory):
     every 0.25 s, and its batch analysis in slices of 50 ms."""
     trace = tmp_path_factory.mktemp("rounds") / "trace"
     done = python_subprocess(
-        ["-m", "timely_py.launch", "-n", "2", "-w", "2", "--base-port", str(free_base_port(2)),
+        ["-m", "timely_py.launch", "-n", "2", "-w", "2", "--base-port", str(launcher_base_port(2)),
          "--trace", str(trace), str(CLUSTER_SCRIPTS / "rounds.py"), "80", "0.01"],
         timeout=300, env={**os.environ, "TIMELY_CLOCK_INTERVAL": "0.25"},
     )  # fmt: skip

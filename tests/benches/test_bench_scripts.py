@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from support.paths import ROOT
-from support.ports import free_base_port
+from support.ports import launcher_base_port
 
 BENCHES = ROOT / "benches" / "python"
 
@@ -137,7 +137,7 @@ def test_the_bfs_experiment_writes_profiles_side_by_side(tmp_path):
     script = ROOT / "benches" / "analysis" / "experiment_bfs.py"
     done = subprocess.run(
         [sys.executable, str(script), "--nodes", "2000", "--edges", "5000", "--reps", "1", "--slice", "100ms",
-         "--out", str(tmp_path), "--base-port", str(free_base_port(2))],
+         "--out", str(tmp_path), "--base-port", str(launcher_base_port(2))],
         timeout=900, capture_output=True, text=True, cwd=ROOT,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

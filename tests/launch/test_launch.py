@@ -19,6 +19,7 @@ import time
 
 import pytest
 from support.paths import LAUNCH_SCRIPTS, ROOT
+from support.ports import free_ports, launcher_base_port
 from timely_py import launch
 
 SCRIPTS = LAUNCH_SCRIPTS
@@ -65,7 +66,8 @@ def hold_port(port):
 
 
 def test_runtime_flags_and_environment_reach_every_process(capsys):
-    status = launch.main(["-n", "3", "-w", "2", "--cluster-id", "42", "--base-port", "23101",
+    first = launcher_base_port(3)
+    status = launch.main(["-n", "3", "-w", "2", "--cluster-id", "42", "--base-port", str(first),
                           script("report"), "a", "--", "-w", "9"])
     out = capsys.readouterr().out
     assert status == 0
@@ -78,7 +80,7 @@ def test_runtime_flags_and_environment_reach_every_process(capsys):
         assert report["argv"] == ["a", "-n", "3", "-p", str(index), "-w", "2", "-h", hostfile, "--", "-w", "9"]
         assert report["rest"] == ["a", "--", "-w", "9"]
         # Room for 4 joiners (--max-processes defaults to N + 4), all free at the start.
-        assert report["hosts"] == [f"127.0.0.1:{port}" for port in range(23101, 23108)]
+        assert report["hosts"] == [f"127.0.0.1:{port}" for port in range(first, first + 7)]
         assert report["cluster_id"] == "42" and report["unbuffered"] == "1" and report["stdin"] == ""
         assert report["control"] == found[0]["control"] and report["control"].endswith("/control")
         assert report["secret"] not in " ".join(report["argv"])
@@ -101,7 +103,7 @@ def test_whole_prefixed_lines_from_three_processes(capsys):
     """The children write each line in four pieces, all at once: every relayed line must be
     whole, on the stream it was written to, with its own process's prefix."""
     lines = 400
-    assert launch.main(["-n", "3", "--base-port", "23201", script("chatter"), str(lines)]) == 0
+    assert launch.main(["-n", "3", "--base-port", str(launcher_base_port(3)), script("chatter"), str(lines)]) == 0
     captured = capsys.readouterr()
     seen = {0: set(), 1: set(), 2: set()}
     for text, parity in ((captured.out, 0), (captured.err, 1)):
@@ -122,8 +124,8 @@ def test_whole_prefixed_lines_from_three_processes(capsys):
 
 
 def test_exit_codes(capsys):
-    assert launch.main(["-n", "2", "--base-port", "23301", script("exit_code"), "0", "0"]) == 0
-    assert launch.main(["-n", "2", "--base-port", "23301", script("exit_code"), "0", "3"]) == 3
+    assert launch.main(["-n", "2", "--base-port", str(launcher_base_port(2)), script("exit_code"), "0", "0"]) == 0
+    assert launch.main(["-n", "2", "--base-port", str(launcher_base_port(2)), script("exit_code"), "0", "3"]) == 3
     err = capsys.readouterr().err
     assert "[launch] process 1 failed: exit code 3" in err
     assert "process 0 failed" not in err
@@ -131,7 +133,7 @@ def test_exit_codes(capsys):
 
 def test_a_failure_ends_the_others_after_the_grace_period(capsys):
     started = time.monotonic()
-    status = launch.main(["-n", "3", "--grace", "0.5", "--base-port", "23401", script("fail_one"), "1", "7"])
+    status = launch.main(["-n", "3", "--grace", "0.5", "--base-port", str(launcher_base_port(3)), script("fail_one"), "1", "7"])
     elapsed = time.monotonic() - started
     captured = capsys.readouterr()
     assert status == 7
@@ -146,7 +148,7 @@ def test_a_failure_ends_the_others_after_the_grace_period(capsys):
 
 def test_processes_that_ignore_sigterm_are_killed(capsys, monkeypatch):
     monkeypatch.setattr(launch.supervise, "KILL_AFTER", 0.3)
-    status = launch.main(["-n", "2", "--grace", "0.2", "--base-port", "23501", script("fail_one"), "0", "5", "stubborn"])
+    status = launch.main(["-n", "2", "--grace", "0.2", "--base-port", str(launcher_base_port(2)), script("fail_one"), "0", "5", "stubborn"])
     captured = capsys.readouterr()
     assert status == 5
     assert "[launch] process(es) 1 still running: sending SIGKILL" in captured.err
@@ -183,7 +185,7 @@ def launched(*args, processes):
 def test_ctrl_c_stops_every_process_and_exits_130():
     """SIGINT to the launcher alone (as a terminal's Ctrl-C would be, the children being in
     their own process groups): process 2 ignores SIGINT, so it takes the SIGTERM."""
-    args = ["--stop-grace", "1", "--base-port", "23601", script("forever"), "deaf", "2"]
+    args = ["--stop-grace", "1", "--base-port", str(launcher_base_port(3)), script("forever"), "deaf", "2"]
     with launched(*args, processes=3) as (launcher, started):
         launcher.send_signal(signal.SIGINT)
         out, err = launcher.communicate(timeout=1 + launch.KILL_AFTER + 3)
@@ -207,7 +209,7 @@ def dead(pid):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
 def test_processes_end_when_the_launcher_is_killed():
-    with launched("--base-port", "24101", script("forever"), processes=2) as (launcher, started):
+    with launched("--base-port", str(launcher_base_port(2)), script("forever"), processes=2) as (launcher, started):
         launcher.kill()
     deadline = time.monotonic() + 5
     while not all(dead(pid) for pid in started) and time.monotonic() < deadline:
@@ -215,6 +217,7 @@ def test_processes_end_when_the_launcher_is_killed():
     assert all(dead(pid) for pid in started)
 
 
+@pytest.mark.xdist_group("default_ports")
 def test_busy_default_port_moves_the_cluster_to_free_ports(capsys):
     held = hold_port(launch.DEFAULT_BASE_PORT)
     try:
@@ -231,6 +234,7 @@ def test_busy_default_port_moves_the_cluster_to_free_ports(capsys):
     assert "in use; the processes listen on" in captured.err
 
 
+@pytest.mark.xdist_group("default_ports")
 def test_free_default_ports_need_no_hostfile(capsys):
     if not all(launch.port_is_free(port) for port in (2101, 2102)):
         pytest.skip("the default ports are busy on this machine")
@@ -239,19 +243,20 @@ def test_free_default_ports_need_no_hostfile(capsys):
 
 
 def test_a_busy_base_port_is_an_error(capsys):
-    held = hold_port(23702)
+    first = launcher_base_port(3)
+    held = hold_port(first + 1)
     try:
-        status = launch.main(["-n", "3", "--base-port", "23701", script("report")])
+        status = launch.main(["-n", "3", "--base-port", str(first), script("report")])
     finally:
         if held is not None:
             held.close()
     assert status == launch.SETUP_FAILED
-    assert "port(s) 23702 in use" in capsys.readouterr().err
+    assert f"port(s) {first + 1} in use" in capsys.readouterr().err
 
 
 def test_a_hostfile_is_passed_on(tmp_path, capsys):
     hostfile = tmp_path / "hosts"
-    hostfile.write_text("127.0.0.1:23801\n127.0.0.1:23802\n")
+    hostfile.write_text("".join(f"127.0.0.1:{port}\n" for port in free_ports(2)))
     assert launch.main(["-n", "2", "--hostfile", str(hostfile), script("report")]) == 0
     found = reports(capsys.readouterr().out)
     assert all(report["flags"]["hostfile"] == str(hostfile) for report in found.values())
@@ -259,7 +264,7 @@ def test_a_hostfile_is_passed_on(tmp_path, capsys):
 
 def test_module_form(capsys, monkeypatch):
     monkeypatch.chdir(SCRIPTS)
-    assert launch.main(["-n", "2", "--base-port", "23901", "-m", "report", "--flag", "-x"]) == 0
+    assert launch.main(["-n", "2", "--base-port", str(launcher_base_port(2)), "-m", "report", "--flag", "-x"]) == 0
     found = reports(capsys.readouterr().out)
     assert found[1]["rest"] == ["--flag", "-x"] and found[1]["flags"]["process"] == "1"
 
@@ -280,7 +285,7 @@ def test_bad_command_lines_exit_2(argv, capsys):
 
 
 def test_an_interpreter_that_does_not_exist(capsys):
-    status = launch.main(["-n", "2", "--base-port", "24001", "--python", "/nonexistent/python", script("report")])
+    status = launch.main(["-n", "2", "--base-port", str(launcher_base_port(2)), "--python", "/nonexistent/python", script("report")])
     assert status == launch.SETUP_FAILED
     assert "cannot start process 0" in capsys.readouterr().err
 

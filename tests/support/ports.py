@@ -60,3 +60,9 @@ def free_base_port(count):
         if ports == list(range(ports[0], ports[0] + count)):
             return ports[0]
     raise AssertionError(f"no {count} consecutive free test ports in this worker's block")
+
+
+def launcher_base_port(processes):
+    """A `--base-port` for the launcher starting `processes` processes: it needs consecutive
+    free ports for them and for the 4 joiners `--max-processes` allows by default."""
+    return free_base_port(processes + 4)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 from support.paths import CLUSTER_SCRIPTS, ROOT
+from support.ports import launcher_base_port
 
 ROUNDS = CLUSTER_SCRIPTS / "rounds.py"
 #: The largest error accepted between two processes on loopback, even on a loaded machine.
@@ -36,7 +37,7 @@ def assert_measured(sample):
 
 
 def test_process_1_records_a_measurement_every_clock_interval(tmp_path):
-    zero, one = traced_cluster(tmp_path / "trace", 24831, rounds=75, interval=0.25)
+    zero, one = traced_cluster(tmp_path / "trace", launcher_base_port(2), rounds=75, interval=0.25)
     history = one["clock_history"]
     # About 1.5 s of rounds at 0.25 s: several measurements, whatever the machine's load.
     assert len(history) >= 2, history
@@ -51,7 +52,7 @@ def test_process_1_records_a_measurement_every_clock_interval(tmp_path):
 
 
 def test_by_default_a_short_run_is_measured_once_at_start(tmp_path):
-    zero, one = traced_cluster(tmp_path / "trace", 24841, rounds=25)
+    zero, one = traced_cluster(tmp_path / "trace", launcher_base_port(2), rounds=25)
     assert len(one["clock_history"]) == 1, one["clock_history"]
     assert_measured(one["clock"])
     assert one["clock"] == one["clock_history"][0]

@@ -12,6 +12,7 @@ import pyarrow.dataset as ds
 import pytest
 import timely_py as timely
 from support.paths import EXAMPLES, ROOT
+from support.ports import launcher_base_port
 
 EPOCHS = 5
 PER_EPOCH = 40
@@ -163,7 +164,7 @@ def test_an_example_traces_with_the_trace_flag(tmp_path):
 def test_the_launcher_traces_every_process(tmp_path):
     trace = tmp_path / "trace"
     done = subprocess.run(
-        [sys.executable, "-m", "timely_py.launch", "-n", "2", "-w", "2", "--base-port", "24731",
+        [sys.executable, "-m", "timely_py.launch", "-n", "2", "-w", "2", "--base-port", str(launcher_base_port(2)),
          "--trace", str(trace), str(EXAMPLES / "hello.py")],
         capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr
@@ -183,7 +184,7 @@ EXAMPLE_NAMES = ["hello", "wordcount", "loops", "bfs"]
 LAYOUTS = {
     "1 worker": ["-w", "1"],
     "2 workers": ["-w", "2"],
-    "2 processes x 2 workers": ["--launch", "-n", "2", "-w", "2"],  # on ports 24741 and up
+    "2 processes x 2 workers": ["--launch", "-n", "2", "-w", "2"],
 }
 
 
@@ -197,8 +198,7 @@ def test_traces_of_every_python_example_are_valid(tmp_path, example, layout):
     flags = LAYOUTS[layout]
     script = str(EXAMPLES / f"{example}.py")
     if flags[0] == "--launch":
-        port = str(24741 + 2 * EXAMPLE_NAMES.index(example))
-        command = [sys.executable, "-m", "timely_py.launch", *flags[1:], "--base-port", port,
+        command = [sys.executable, "-m", "timely_py.launch", *flags[1:], "--base-port", str(launcher_base_port(2)),
                    "--trace", str(trace), script]
     else:
         command = [sys.executable, script, *flags, "--trace", str(trace)]
