@@ -1,27 +1,66 @@
 #!/usr/bin/env bash
 # Sets everything up on a fresh machine and runs the main demo on local defaults:
-# builds the engine and the Python package (into .venv), runs BFS on a generated random
-# graph with two worker threads from Python, then on a cluster of two local processes of
-# two workers each (started by the launcher) with a trace of the run, checks the trace and
-# prints its summary, exports it for Perfetto, analyses its critical path with a local Spark
-# (tables, plots, a trace viewer), then a join: a cluster of two processes started by the
-# launcher grows to three while it runs (worker 0 of examples/word_count_scale_out.py asks the
-# launcher for a process, which joins, receives the word count's routing state and feeds
-# words; worker 0 then moves part of the per-word state to it and checks that the counts are
-# exact), then the Rust hello latency measurement.
+#   1. the build (scripts/build.sh): .venv with timely_py from a release build, the analysis
+#      extra downloaded meanwhile;
+#   2. BFS on a random graph with two worker threads, from Python;
+#   3. a word count over skewed words on a cluster of two processes of two workers, started by
+#      the launcher and traced; the trace is checked, summarised and exported for Perfetto;
+#   4. the trace's critical path, analysed on a local Spark: which operator on which worker
+#      limited the run, in one sentence, with plots and a trace viewer;
+#   5. the remedy the analysis points at (the per-record work done where records are drawn,
+#      before routing them), timed side by side with the skewed run;
+#   6. a cluster that grows while it runs: worker 0 asks the launcher for a third process in
+#      epoch 4, which receives the word count's routing state; part of the per-word state moves
+#      to it and worker 0 checks that the counts stay exact;
+#   7. the engine's per-round latency (the Rust hello example).
+# It ends by saying where the outputs are and how to do the same with your own program.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/dev_install.sh
+
+section() { printf '\n=== %s\n' "$*"; }
+out="${TMPDIR:-/tmp}/timely_py-demo"
+trace="$out/trace"
+analysis="$out/analysis"
+rm -rf "$out"
+mkdir -p "$out"
+
+section "building (scripts/build.sh)"
+bash scripts/build.sh
+
+section "BFS on a random graph, two worker threads (examples/bfs.py)"
 .venv/bin/python examples/bfs.py -w 2
-trace="${TMPDIR:-/tmp}/timely_py-demo-trace"
-rm -rf "$trace"
-.venv/bin/python -m timely_py.launch -n 2 -w 2 --trace "$trace" examples/bfs.py
+
+section "a skewed word count on 2 processes x 2 workers, traced (examples/skewed_word_count.py)"
+.venv/bin/python -m timely_py.launch -n 2 -w 2 --trace "$trace" examples/skewed_word_count.py --keyed
 .venv/bin/timely-py trace validate "$trace"
 .venv/bin/timely-py trace summary "$trace"
-.venv/bin/timely-py trace export "$trace" --format perfetto -o "$trace.json"
-echo "trace of the cluster run: $trace (open $trace.json in ui.perfetto.dev)"
-.venv/bin/timely-py analyze "$trace" --out "$trace-analysis" --slice 100ms
-echo "critical-path analysis: $trace-analysis (open $trace-analysis/viewer.html in a browser)"
-echo "a running cluster grows: worker 0 asks the launcher for a third process in epoch 4, then moves keyed state to it"
+.venv/bin/timely-py trace export "$trace" --format perfetto -o "$out/trace.json"
+
+section "what limited the run: its critical path, on a local Spark (timely-py analyze)"
+.venv/bin/timely-py analyze "$trace" --out "$analysis" --slice 100ms
+
+section "the remedy: normalize words where they are drawn, before routing them (--spread)"
+for layout in --keyed --spread; do
+    .venv/bin/python -m timely_py.launch -n 2 -w 2 examples/skewed_word_count.py "$layout" 2>/dev/null | grep "words on"
+done
+
+section "a running cluster grows: worker 0 asks the launcher for a third process in epoch 4 (examples/word_count_scale_out.py)"
 .venv/bin/python -m timely_py.launch -n 2 -w 2 examples/word_count_scale_out.py 24 0.05 4 batched
-cargo run --release -q --example hello -- 100000 -w 1 --quiet
+
+section "the engine's per-round latency (the Rust example hello; compiled on first use)"
+cargo run --release -q -p timely-engine --example hello -- 100000 -w 1 --quiet
+
+section "where everything is"
+cat <<EOF
+trace of the skewed run:     $trace (checked, summarised above)
+Perfetto timeline:           $out/trace.json (open it at ui.perfetto.dev)
+critical-path analysis:      $analysis (Parquet tables)
+  plots:                     $analysis/*.png
+  trace viewer:              $analysis/viewer.html (open it in a browser)
+
+The same with your own program (anything that calls timely_py.execute_from_args):
+  .venv/bin/python -m timely_py.launch -n 2 -w 2 --trace my-trace my_program.py
+  .venv/bin/timely-py analyze my-trace --out my-analysis
+Mark your own work in the trace with  with worker.activity("load"): ...  (docs/tracing.md,
+docs/critical-path.md).
+EOF

@@ -51,3 +51,14 @@ def bfs_trace(tmp_path_factory):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return trace
+
+
+def pytest_collection_modifyitems(items):
+    """Marks what a test's fixtures start: the `spark` fixture a Spark JVM, `bfs_trace` a
+    cluster (and the analysis tests that take it start Spark themselves)."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if "spark" in names:
+            item.add_marker(pytest.mark.spark)
+        if "bfs_trace" in names:
+            item.add_marker(pytest.mark.cluster)

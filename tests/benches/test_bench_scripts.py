@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.paths import ROOT
+from support.paths import RELEASE, ROOT, RUST_EXAMPLES, built
 from support.ports import launcher_base_port
 
 BENCHES = ROOT / "benches" / "python"
@@ -74,7 +74,7 @@ def test_bench_trace_compare_times_both_versions(tmp_path):
 
 
 def test_trace_overhead_measures_a_workload_off_and_traced():
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "timely-engine", "--examples"], cwd=ROOT, check=True)
+    built(RUST_EXAMPLES / "hello")
     done = subprocess.run(
         [sys.executable, str(ROOT / "benches" / "trace" / "overhead.py"), "--runs", "1", "--only", "hello"],
         check=True, timeout=300, capture_output=True, text=True,
@@ -92,8 +92,8 @@ def test_trace_overhead_measures_a_workload_off_and_traced():
 
 
 def test_trace_compare_times_each_build_off_and_traced():
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "timely-engine", "--examples"], cwd=ROOT, check=True)
-    examples = str(ROOT / "target" / "release" / "examples")
+    built(RUST_EXAMPLES / "hello")
+    examples = str(RUST_EXAMPLES)
     done = subprocess.run(
         [sys.executable, str(ROOT / "benches" / "trace" / "compare.py"), "--build", f"a={examples}",
          "--build", f"b={examples}", "--runs", "1", "--only", "hello"],
@@ -179,8 +179,8 @@ def run_rescaling(script, *args):
 
 def test_rescaling_overhead_compares_two_builds(tmp_path):
     """Both "builds" are this worktree's examples: every workload and process count is measured."""
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "timely-engine", "--examples"], cwd=ROOT, check=True)
-    examples = ROOT / "target" / "release" / "examples"
+    built(RUST_EXAMPLES / "hello")
+    examples = RUST_EXAMPLES
     run_rescaling("overhead.py", "--old", examples, "--runs", "1", "--rounds", "200", "--records", "2000",
                   "--exchange-rounds", "1", "--no-build", "--out", tmp_path)  # fmt: skip
     summary = list(csv.DictReader((tmp_path / "overhead.csv").open()))
@@ -192,8 +192,7 @@ def test_rescaling_overhead_compares_two_builds(tmp_path):
 
 
 def test_rescaling_latency_measures_every_record_across_two_joins(tmp_path):
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "timely-benches", "--bin", "rescale_latency"],
-                   cwd=ROOT, check=True)  # fmt: skip
+    built(RELEASE / "rescale_latency")
     out = run_rescaling("latency.py", "--runs", "1", "--duration", "3", "--joins", "1,2", "--cost", "100",
                         "--saturating-rate", "3000", "--sleep-rate", "1000", "--sleep-us", "50", "--warmup", "0.3", "--no-build",
                         "--out", tmp_path)  # fmt: skip
@@ -215,8 +214,9 @@ def test_rescaling_latency_measures_every_record_across_two_joins(tmp_path):
 
 
 def test_rescaling_state_samples_the_progress_state_per_workload(tmp_path):
+    built(RELEASE / "rescale_state")
     out = run_rescaling("state.py", "--runs", "1", "--rounds", "300", "--every", "100", "--records", "10",
-                        "--workers", "1,2", "--out", tmp_path)  # fmt: skip
+                        "--workers", "1,2", "--no-build", "--out", tmp_path)  # fmt: skip
     rows = list(csv.DictReader((tmp_path / "state.csv").open()))
     series = {(r["workload"], r["workers"]) for r in rows}
     assert series == {(w, n) for w in ("exchange", "loop", "notify") for n in ("1", "2")}
@@ -227,8 +227,7 @@ def test_rescaling_state_samples_the_progress_state_per_workload(tmp_path):
 
 
 def test_rescaling_bootstrap_breaks_a_traced_join_into_phases(tmp_path):
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "timely-benches", "--bin", "rescale_latency"],
-                   cwd=ROOT, check=True)  # fmt: skip
+    built(RELEASE / "rescale_latency")
     run_rescaling("bootstrap.py", "--runs", "1", "--duration", "2", "--joins", "0.7,1.2", "--rate", "500",
                   "--cost", "100", "--no-build", "--out", tmp_path)  # fmt: skip
     summary = list(csv.DictReader((tmp_path / "bootstrap_summary.csv").open()))
@@ -243,10 +242,9 @@ def test_rescaling_bootstrap_breaks_a_traced_join_into_phases(tmp_path):
 def test_rescale_latency_loop_variant_loses_nothing_across_joins():
     """Joiners receive a loop's progress state (which grows with the rounds, docs/rescaling.md
     experiment 3): the run still completes and every record arrives exactly once."""
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "timely-benches", "--bin", "rescale_latency"],
-                   cwd=ROOT, check=True)  # fmt: skip
+    built(RELEASE / "rescale_latency")
     done = subprocess.run(
-        [str(ROOT / "target" / "release" / "rescale_latency"), "--duration", "2.5", "--joins", "1,1.8",
+        [str(RELEASE / "rescale_latency"), "--duration", "2.5", "--joins", "1,1.8",
          "--rate", "1000", "--cost", "100", "--loops", "3"],
         timeout=120, capture_output=True, text=True, check=True,
     )  # fmt: skip
@@ -259,9 +257,8 @@ def test_rescale_latency_loop_variant_loses_nothing_across_joins():
 def test_rescaling_spike_compares_the_join_of_two_builds():
     """Both "builds" are this worktree's binary: each run gives the three levels and a bootstrap
     (on a cluster of one worker per process: the shape after ``--`` reaches every run)."""
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "timely-benches", "--bin", "rescale_latency"],
-                   cwd=ROOT, check=True)  # fmt: skip
-    binary = ROOT / "target" / "release" / "rescale_latency"
+    built(RELEASE / "rescale_latency")
+    binary = RELEASE / "rescale_latency"
     out = run_rescaling("spike.py", "--build", f"a={binary}", "--build", f"b={binary}", "--runs", "1",
                         "--rate", "500", "--cost", "100", "--join", "1.6", "--duration", "2.5",
                         "--", "--threads", "1", "--injectors", "2")  # fmt: skip

@@ -12,18 +12,17 @@ import subprocess
 import sys
 
 import pytest
-from support.paths import ROOT
+from support.paths import RELEASE, ROOT, RUST_EXAMPLES, built
 
 MEGAPHONE = ROOT / "benches" / "megaphone"
 STRATEGIES = {"all-at-once", "fluid", "batched:8", "batched:8@10", "batched:8@done"}
 
 
 @pytest.fixture(scope="module")
-def built():
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "timely-benches", "--bin", "megaphone_latency"],
-                   cwd=ROOT, check=True)  # fmt: skip
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "timely-megaphone", "--example", "overhead"],
-                   cwd=ROOT, check=True)  # fmt: skip
+def binaries():
+    """The benchmark binary and example the scripts run (scripts/test.sh builds them)."""
+    built(RELEASE / "megaphone_latency")
+    built(RUST_EXAMPLES / "overhead")
 
 
 def run_quick(script, out):
@@ -42,7 +41,7 @@ def rows(path):
         return reader.fieldnames, list(reader)
 
 
-def test_latency_during_a_migration_for_every_strategy_and_layout(built, tmp_path):
+def test_latency_during_a_migration_for_every_strategy_and_layout(binaries, tmp_path):
     run_quick("latency.py", tmp_path)
     with gzip.open(tmp_path / "latency.csv.gz", "rt") as f:
         reader = csv.DictReader(f)
@@ -67,8 +66,8 @@ def test_latency_during_a_migration_for_every_strategy_and_layout(built, tmp_pat
     assert (tmp_path / "latency.png").stat().st_size > 20_000
 
 
-def test_the_binary_reports_where_records_of_moved_bins_were_processed(built):
-    binary = ROOT / "target" / "release" / "megaphone_latency"
+def test_the_binary_reports_where_records_of_moved_bins_were_processed(binaries):
+    binary = RELEASE / "megaphone_latency"
     done = subprocess.run([str(binary), "--keys", "5000", "--rate", "20000", "--duration", "0.5", "--migrate-at",
                            "0.2", "--bins", "16", "--strategy", "batched:2"],
                           capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
@@ -83,7 +82,7 @@ def test_the_binary_reports_where_records_of_moved_bins_were_processed(built):
         assert bad.returncode == 2 and error in bad.stderr, bad.stderr
 
 
-def test_max_latency_and_duration_by_bins_and_state_size(built, tmp_path):
+def test_max_latency_and_duration_by_bins_and_state_size(binaries, tmp_path):
     out = run_quick("sweep.py", tmp_path)
     header, runs = rows(tmp_path / "sweep_1x2.csv")
     assert header == ["layout", "bins", "keys", "state_bytes", "state_mb", "strategy", "per_worker", "run", "moved_bins",
@@ -100,7 +99,7 @@ def test_max_latency_and_duration_by_bins_and_state_size(built, tmp_path):
     assert (tmp_path / "sweep_1x2.png").stat().st_size > 20_000
 
 
-def test_overhead_by_bins_against_a_plain_exchange(built, tmp_path):
+def test_overhead_by_bins_against_a_plain_exchange(binaries, tmp_path):
     run_quick("overhead.py", tmp_path)
     header, times = rows(tmp_path / "overhead.csv")
     assert header == ["variant", "bins", "run", "ms"]

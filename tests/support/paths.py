@@ -24,5 +24,12 @@ def built(path):
     with the command that builds it when it is missing (tests never build anything)."""
     path = Path(path)
     if not path.exists():
-        pytest.fail(f"{path} is not built: run `bash scripts/test.sh` or `bash scripts/build.sh --rust`")
+        pytest.fail(f"{path} is not built: run `bash scripts/build.sh --tests` (scripts/test.sh does)")
     return path
+
+
+def wheel():
+    """The wheel of timely_py that `scripts/build.sh` builds for this interpreter."""
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    found = sorted((RELEASE.parent / "wheels").glob(f"timely_py-*-{tag}-{tag}-*.whl"))
+    return found[-1] if found else RELEASE.parent / "wheels" / f"timely_py-{tag}.whl"

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 import timely_py as timely
 import timely_py.trace as trace
-from support.paths import ROOT
+from support.paths import RUST_EXAMPLES, built
 from support.tracedirs import output_file, run_traced, start_traced
 from timely_py.cli import main as cli_main
 
@@ -25,10 +25,9 @@ SCRIPT = Path(sys.executable).parent / "timely-py"
 
 @pytest.fixture(scope="session")
 def programs():
-    """Builds the engine's Rust examples once."""
-    subprocess.run(
-        ["cargo", "build", "--release", "-q", "--workspace", "--examples"], cwd=ROOT, check=True, timeout=1800
-    )
+    """The engine's Rust examples (scripts/test.sh builds them)."""
+    for program in PROGRAMS:
+        built(RUST_EXAMPLES / program)
 
 
 #: The layouts every example runs in: (arguments, processes).

@@ -12,12 +12,14 @@ from __future__ import annotations
 import argparse
 import io
 import sys
-from typing import Callable, Dict
+from typing import TYPE_CHECKING, Callable, Dict
 
 from .kernels import KERNELS
-from .follow import SliceResult, follow
-from .pipeline import AnalysisResult, analyze
-from .session import parse_conf
+from .session import parse_conf, require_extra
+
+if TYPE_CHECKING:  # pragma: no cover - the analysis needs the extra; imported when it runs
+    from .follow import SliceResult
+    from .pipeline import AnalysisResult
 
 #: Exit statuses of ``--follow`` stopped before the run finished (those of timeout(1) and of Ctrl-C).
 TIMED_OUT, INTERRUPTED = 124, 130
@@ -54,6 +56,9 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 
 
 def _analyze(arguments: argparse.Namespace) -> int:
+    require_extra()  # without the extra: MissingDependencyError, exit status 2 (timely_py.cli)
+    from .pipeline import analyze
+
     conf = parse_conf(arguments.conf)
 
     def progress(stage: str, seconds: float) -> None:
@@ -72,6 +77,8 @@ def _analyze(arguments: argparse.Namespace) -> int:
 def _follow(arguments: argparse.Namespace, conf: Dict[str, str], progress: Progress) -> int:
     """``--follow``: a line per emitted slice; the closing report when the run finished.
     Exit status 0 when it finished, 124 at the timeout, 130 on Ctrl-C."""
+    from .follow import follow
+
     follower = follow(
         arguments.directory, out=arguments.out, slice=arguments.slice, master=arguments.master, conf=conf,
         poll=arguments.poll, timeout=arguments.timeout, progress=progress, views=not arguments.no_views,

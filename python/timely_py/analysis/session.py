@@ -9,6 +9,7 @@ one is used as it is), and it knows nothing about traces.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import sys
@@ -60,6 +61,21 @@ class MissingDependencyError(OSError):
 
 class JavaMissingError(MissingDependencyError):
     """PySpark needs a Java runtime and none was found."""
+
+
+#: The packages of the ``analysis`` extra (``pip install 'timely_py[analysis]'``), by import name.
+EXTRA_PACKAGES = ("pyspark", "pandas", "numpy", "rich", "matplotlib")
+
+
+def require_extra() -> None:
+    """Raises :class:`MissingDependencyError` naming every package of the ``analysis`` extra
+    that is not installed, and how to install them; returns when all are there."""
+    missing = [name for name in EXTRA_PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise MissingDependencyError(
+            f"the analysis needs {', '.join(missing)}, which the plain install leaves out; "
+            "install them with: pip install 'timely_py[analysis]'"
+        )
 
 
 def java_command() -> Optional[str]:
