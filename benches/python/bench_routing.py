@@ -21,7 +21,7 @@ routing (the build's `route` function with all it calls, under valgrind's callgr
 the machine's load does not change. Example (before/after a change):
 
     cp -r python/timely_py /tmp/before/              # with the earlier build installed
-    bash scripts/dev_install.sh                      # the new build, into python/
+    bash scripts/build.sh                      # the new build, into python/
     .venv/bin/python benches/python/bench_routing.py --builds before=/tmp/before,after=python
     .venv/bin/python benches/python/bench_routing.py --builds before=/tmp/before,after=python --instructions
 """

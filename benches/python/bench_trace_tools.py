@@ -7,7 +7,7 @@ Writes the trace with the Rust hello example and `--trace` (build it first with
 
     python benches/python/bench_trace_tools.py [ROUNDS] [RUNS]     # defaults: 100000 3
 
-Run it with the Python that has timely_py installed (`bash scripts/dev_install.sh`, then
+Run it with the Python that has timely_py installed (`bash scripts/build.sh`, then
 `.venv/bin/python benches/python/bench_trace_tools.py`). Prints the machine's load average,
 since the figures depend on what else runs.
 """

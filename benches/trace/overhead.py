@@ -6,7 +6,7 @@ of the recorded schedule events were of operators that did nothing.
     python benches/trace/overhead.py [--runs 7] [--only wordcount,bfs]
 
 Needs the Rust examples built (`cargo build --release -p timely-engine --examples`) and
-timely_py with pyarrow installed in the interpreter that runs it (`bash scripts/dev_install.sh`,
+timely_py with pyarrow installed in the interpreter that runs it (`bash scripts/build.sh`,
 then `.venv/bin/python benches/trace/overhead.py`). Wall time of the whole program is
 measured, start-up included, so the fast workloads run long enough (seconds) to dwarf it.
 The Rust examples also print how long their dataflow ran, without start-up or the example's

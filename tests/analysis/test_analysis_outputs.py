@@ -87,6 +87,7 @@ def test_perfetto_export_of_a_path_that_is_not_a_trace_fails_clearly(analysed, t
         write_perfetto(out, tmp_path)
 
 
+@pytest.mark.browser
 def test_the_viewer_draws_every_lane_and_critical_edge_in_chromium(analysed, tmp_path):
     _, out = analysed
     page = write_viewer(out)
@@ -104,6 +105,7 @@ def test_the_viewer_draws_every_lane_and_critical_edge_in_chromium(analysed, tmp
     assert int(attributes["data-activities-in-view"]) == len(rows(out, "activities"))
 
 
+@pytest.mark.browser
 def test_the_viewer_zooms_and_shows_details_from_its_address(analysed, tmp_path):
     _, out = analysed
     data = viewer_data(out)
@@ -119,6 +121,7 @@ def test_the_viewer_zooms_and_shows_details_from_its_address(analysed, tmp_path)
     assert 4 <= drawn < len(acts["start"]), "zoomed in on one wait, the page draws only what is in view"
 
 
+@pytest.mark.browser
 def test_the_viewer_zooms_pans_and_shows_details_with_the_mouse(analysed):
     _, out = analysed
     with Page() as page:
@@ -149,6 +152,7 @@ def test_the_viewer_zooms_pans_and_shows_details_with_the_mouse(analysed):
         assert not [m for m in page.console if m.get("type") in ("error", "assert") or "exceptionDetails" in m]
 
 
+@pytest.mark.browser
 def test_a_capped_viewer_says_so_and_hostile_names_stay_data(analysed, tmp_path):
     _, source = analysed
     out = tmp_path / "out"
@@ -180,6 +184,7 @@ def test_viewer_rejects_a_cap_that_is_not_positive(analysed):
         write_viewer(analysed[1], max_activities=0)
 
 
+@pytest.mark.browser
 def test_screenshot_script_renders_the_viewer(analysed, tmp_path):
     _, out = analysed
     write_viewer(out)
@@ -199,6 +204,8 @@ def test_screenshot_script_without_a_viewer_is_a_usage_error(tmp_path):
     assert done.returncode == 2 and "write_viewer" in done.stderr
 
 
+@pytest.mark.browser
+@pytest.mark.bench
 def test_the_viewer_benchmark_runs_on_a_small_synthetic_output(tmp_path):
     figures = tmp_path / "viewer.json"
     subprocess.run(

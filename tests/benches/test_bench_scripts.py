@@ -14,6 +14,10 @@ import pytest
 from support.paths import RELEASE, ROOT, RUST_EXAMPLES, built
 from support.ports import launcher_base_port
 
+# Some scripts start clusters on the launcher's default ports (2101 and up): they share the
+# xdist group of the launcher's default-port tests, so no two such clusters start at once.
+pytestmark = [pytest.mark.bench, pytest.mark.xdist_group("default_ports")]
+
 BENCHES = ROOT / "benches" / "python"
 
 

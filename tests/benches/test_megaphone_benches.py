@@ -14,6 +14,10 @@ import sys
 import pytest
 from support.paths import RELEASE, ROOT, RUST_EXAMPLES, built
 
+# Some scripts start clusters on the launcher's default ports (2101 and up): they share the
+# xdist group of the launcher's default-port tests, so no two such clusters start at once.
+pytestmark = [pytest.mark.bench, pytest.mark.xdist_group("default_ports")]
+
 MEGAPHONE = ROOT / "benches" / "megaphone"
 STRATEGIES = {"all-at-once", "fluid", "batched:8", "batched:8@10", "batched:8@done"}
 
