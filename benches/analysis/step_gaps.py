@@ -1,14 +1,16 @@
-"""Where BFS's ``unknown`` critical-path time goes: the gaps between a worker's steps.
+"""Where BFS's ``program`` critical-path time (``unknown`` before the analysis named it) goes:
+the gaps between a worker's steps.
 
 Traces ``examples/bfs.py`` on one process of W workers with the interpreter's thread switch
 interval set to each value given (``sys.setswitchinterval``: how long a thread that wants
 the GIL waits before it asks the holder to drop it; CPython's default is 5 ms), and measures
-from the trace (pyarrow only, no Spark) every *gap between steps*: from the end of a run of a
-top-level operator or scope of the dataflow (the root scope's own runs are not in the trace)
+from the trace (pyarrow only, no Spark) every *gap between steps*: from the end of a run of
+the shallowest operators of the dataflow (its root scope, whose runs are the steps; in a
+trace from before the engine recorded the root scope, the top-level operators and scopes)
 to the start of the next one on the same worker, with no park or user activity in between.
-Nothing is recorded in such a gap, so the analysis calls it ``unknown``. If the worker
-spends it waiting for the GIL, the gaps grow with the workers that share the interpreter
-and shrink with the switch interval.
+Only the engine's bookkeeping and the program run in such a gap, so the analysis calls it
+``program``. If the worker spends it waiting for the GIL, the gaps grow with the workers that
+share the interpreter and shrink with the switch interval.
 
     .venv/bin/python benches/analysis/step_gaps.py --workers 1 2 4 --switch 0.005 0.0005 --reps 3
 
@@ -43,7 +45,7 @@ def gaps(trace: Path) -> Dict[str, float]:
     frame = ds.dataset(trace, partitioning="hive").to_table(columns=columns).to_pandas()
     created = frame[frame.kind == "operator_created"]
     depth = created.address.map(len)
-    roots = set(created[depth == depth.min()].operator)  # the top-level operators and scopes
+    roots = set(created[depth == depth.min()].operator)  # the root scope (older traces: the top level)
     found: List[int] = []
     traced = 0
     for _, own in frame[~frame.kind.str.startswith("network_")].groupby("worker"):

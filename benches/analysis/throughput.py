@@ -70,13 +70,10 @@ def kernel_inputs(spark, trace, slice_ns, activities, scratch):
     the `activities` table an analysis wrote)."""
     raw, info = load_events(spark, trace)
     events = correct_clocks(raw, info.processes)
-    table, origin = acts.operators_and_origin(events)
-    scopes, roots = acts.scope_ids(table)
-    pieces = {"executions": acts.executions(events, scopes, roots), "user": acts.user_activities(events),
-              "parks": acts.parks(events), "instants": acts.instants(events)}  # fmt: skip
-    rows = worker_rows(pieces, acts.communications(events, info.workers_per_process))
+    known = acts.catalogue(events)
+    rows = worker_rows(acts.pieces(events, known), acts.communications(events, info.workers_per_process))
     rows.write.mode("overwrite").parquet(str(scratch / "rows"))
-    sliced = slice_activities(spark.read.parquet(str(activities)), slice_ns, origin)
+    sliced = slice_activities(spark.read.parquet(str(activities)), slice_ns, known.origin)
     sliced.write.mode("overwrite").parquet(str(scratch / "sliced"))
     return split(scratch / "rows", "worker"), split(scratch / "sliced", "slice")
 

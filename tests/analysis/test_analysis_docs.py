@@ -1,6 +1,6 @@
 """The analysis's documentation runs: the doctests of its modules that need no Spark, and
-docs/critical-path.md names every table `analyze` writes and every column of the kernels'
-schemas."""
+docs/critical-path.md names every table `analyze` writes, every column of the kernels'
+schemas and every activity type (each with a colour of its own in the palette)."""
 
 import doctest
 import importlib
@@ -35,3 +35,16 @@ def test_the_contract_names_every_table_and_column():
     for schema in (schemas.ACTIVITIES, schemas.CRITICAL_PATH):
         for column in schema.names:
             assert f"`{column}`" in GUIDE, column
+
+
+def test_every_activity_type_is_documented_and_has_a_colour():
+    from timely_py.analysis.palette import TYPE_COLOURS
+    from timely_py.analysis.precedence import PRIORITY
+
+    listed = re.search(r"Table `activities`: .*?`type` \((.*?)\)", GUIDE, flags=re.S).group(1)
+    for kind in PRIORITY:
+        assert f"`{kind}`" in listed, kind
+        assert kind in TYPE_COLOURS, kind
+    background = re.findall(r"^\| `(\w+)` \| ", GUIDE[GUIDE.index("**background**") :], flags=re.M)
+    assert background[:4] == ["scope", "program", "not_started", "finished"]
+    assert len(set(TYPE_COLOURS.values())) == len(TYPE_COLOURS), "one colour per type"

@@ -160,6 +160,54 @@ def test_a_wake_by_progress_ends_at_the_work_that_read_the_progress():
     assert waits == [("waiting", 112, "progress_message")]
 
 
+# --- the background under recorded activities ----------------------------------------------
+
+
+def background_worker():
+    """A worker that starts at 100 in a trace from 0 to 1000, steps twice (the root scope 90
+    around a nested scope 91 around Map), feeds inputs 5 and 6 between steps, ends at 900."""
+    return [
+        row("trace", 0, 1000), row("lifetime", 100, 900),
+        row("step", 200, 300, operator=90, useful=True), row("scope", 210, 290, operator=91, depth=1),
+        row("operator", 220, 280, operator=1, useful=True),
+        row("step", 500, 600, operator=90, useful=True), row("operator", 510, 590, operator=1, useful=True),
+        *(row("input", t, operator=op) for t, op in ((400, 6), (450, 6), (480, 6), (500, 5), (520, 5), (700, 5))),
+    ]  # fmt: skip
+
+
+def test_the_background_covers_every_moment_the_recorded_activities_leave():
+    found = [(r["type"], r["start"], r["end"], r["operator"]) for r in both_waits(background_worker())]
+    assert found == [
+        ("not_started", 0, 100, None), ("program", 100, 200, None), ("scope", 200, 210, 90), ("scope", 210, 220, 91),
+        ("operator", 220, 280, 1), ("scope", 280, 290, 91), ("scope", 290, 300, 90), ("program", 300, 500, 6),
+        ("scope", 500, 510, 90), ("operator", 510, 590, 1), ("scope", 590, 600, 90), ("program", 600, 900, 5),
+        ("finished", 900, 1000, None),
+    ]  # fmt: skip  (the stretch 300-500 fed input 6 three times and 5 once, at its end)
+    steps = [r for r in background_worker() if r["row_type"] != "step"]
+    assert "program" not in {r["type"] for r in both_waits(steps)}  # no recorded step: no program time
+
+
+def test_a_park_between_steps_is_a_wait_over_the_program_and_user_activities_win_over_it():
+    rows = background_worker() + [row("park", 350, 380, wake="timeout"), row("user", 120, 150, name="load", depth=0)]
+    found = [(r["type"], r["start"], r["end"]) for r in both_waits(rows)]
+    assert ("waiting_for_input", 280, 510) in found and ("user", 120, 150) in found
+    assert sum(end - start for _, start, end in found) == 1000
+
+
+def test_the_walk_starts_on_a_running_worker_and_follows_a_late_start():
+    rows = [
+        act(0, "operator", 0, 600), act(0, "finished", 600, 1000),
+        act(1, "not_started", 0, 300), act(1, "operator", 300, 1000),
+    ]  # fmt: skip
+    assert [(e["type"], e["worker"], e["start"], e["end"]) for e in both_paths(rows)] == [
+        ("operator", 1, 300, 1000), ("not_started", 1, 0, 300),
+    ]  # fmt: skip
+    nobody_runs = [act(0, "operator", 0, 900), act(1, "operator", 0, 500), act(1, "finished", 500, 1000)]
+    assert [(e["type"], e["worker"], e["start"]) for e in both_paths(nobody_runs)] == [
+        ("unknown", 0, 900), ("operator", 0, 0),
+    ]  # fmt: skip  (the worker that worked latest, not the one that had finished)
+
+
 # --- random inputs ----------------------------------------------------------------------------
 
 

@@ -21,6 +21,9 @@ from timely_py.analysis.clocks import offset_at, offset_column
 from timely_py.analysis.critical_path import critical_path
 from timely_py.analysis.schemas import SLICED
 
+#: The activity types of `timely_py.analysis.background`.
+BACKGROUND = ("scope", "program", "not_started", "finished")
+
 
 def table(result, name, order):
     rows = pq.read_table(result.tables[name]).to_pylist()
@@ -47,7 +50,7 @@ def three(spark, tmp_path_factory):
 def test_two_processes_critical_path_crosses_the_network_message(two):
     assert path_of(two) == TWO_PROCESSES_PATH
     assert two.workers == 2 and two.slices == 1 and two.complete_slices == 1 and two.trace_complete
-    assert two.critical_ns == 3100 - 1000
+    assert two.critical_ns == 3100 - 900  # from the first event (the operators built at 900)
 
 
 def test_remote_messages_have_buffer_times_on_corrected_clocks(two):
@@ -61,15 +64,31 @@ def test_remote_messages_have_buffer_times_on_corrected_clocks(two):
 
 def test_a_wait_ended_by_a_message_names_it_and_user_activities_nest(two):
     rows = table(two, "activities", ["worker", "start"])
-    worker1 = [(r["type"], r["start"], r["end"], r["name"]) for r in rows if r["worker"] == 1]
+    recorded = [r for r in rows if r["type"] not in BACKGROUND]
+    worker1 = [(r["type"], r["start"], r["end"], r["name"]) for r in recorded if r["worker"] == 1]
     assert worker1 == [
         ("waiting", 1000, 1400, None), ("parked", 1400, 1500, None), ("operator", 1520, 1800, "Sink"),
         ("user", 1900, 2000, "report"), ("user", 2000, 2500, "format"), ("user", 2500, 3100, "report"),
     ]  # fmt: skip
-    wait = rows[[r["worker"] for r in rows].index(1)]
+    wait = recorded[[r["worker"] for r in recorded].index(1)]
     assert (wait["ended_by_type"], wait["ended_by_worker"], wait["ended_by_send"]) == ("data_message", 0, 1050)
-    worker0 = [(r["type"], r["start"], r["end"]) for r in rows if r["worker"] == 0]
+    worker0 = [(r["type"], r["start"], r["end"]) for r in recorded if r["worker"] == 0]
     assert worker0 == [("operator", 1010, 1100), ("parked", 1200, 3000), ("operator", 3002, 3008)]
+    # Under them: the program's time from the first event to the first step and between
+    # steps, the root scope's own time in its runs, and worker 0's time after its last event.
+    background = {
+        w: [(r["type"], r["start"], r["end"], r["name"]) for r in rows if r["type"] in BACKGROUND and r["worker"] == w]
+        for w in (0, 1)
+    }
+    assert background[0] == [
+        ("program", 900, 1000, None), ("scope", 1000, 1010, "Dataflow"), ("scope", 1100, 1110, "Dataflow"),
+        ("program", 1110, 1200, None), ("scope", 3000, 3002, "Dataflow"), ("scope", 3008, 3010, "Dataflow"),
+        ("finished", 3010, 3100, None),
+    ]  # fmt: skip
+    assert background[1] == [
+        ("program", 900, 1000, None), ("program", 1500, 1510, None), ("scope", 1510, 1520, "Dataflow"),
+        ("scope", 1800, 1810, "Dataflow"), ("program", 1810, 1900, None),
+    ]  # fmt: skip
 
 
 def test_profiles_are_shares_of_the_critical_path(two):
@@ -78,7 +97,7 @@ def test_profiles_are_shares_of_the_critical_path(two):
     assert sum(r["share"] for r in by_type.values()) == pytest.approx(1.0)
     assert two.top[0].name == "report" and two.top[0].critical_ns == 700
     workers = {r["worker"]: r["critical_ns"] for r in table(two, "profile_worker", ["worker"])}
-    assert workers == {0: 50, 1: 2050}
+    assert workers == {0: 150, 1: 2050}
 
 
 def test_three_workers_path_follows_the_chain_of_local_messages(three):
@@ -98,12 +117,12 @@ def test_three_workers_waits_by_park_by_spinning_and_for_input(three):
 
 def test_slices_cut_activities_at_their_boundaries(three):
     assert path_of(three, 1) == [("operator", 0, 1000, 1050), ("waiting_for_input", 0, 550, 1000)]
-    assert path_of(three, 2) == [("operator", 0, 1050, 1100)]
+    assert path_of(three, 2) == [("scope", 0, 1100, 1105), ("operator", 0, 1050, 1100)]
     slices = table(three, "slices", ["slice"])
     assert [(r["start"], r["end"], r["complete"]) for r in slices] == [
         (50, 550, True),
         (550, 1050, True),
-        (1050, 1100, True),
+        (1050, 1105, True),
     ]
     assert all(r["critical_ns"] == r["length_ns"] for r in slices)
     assert three.slices == 3 and three.slice_ns == 500
@@ -111,13 +130,13 @@ def test_slices_cut_activities_at_their_boundaries(three):
 
 def test_slices_that_end_while_a_worker_waits_for_a_sleeping_sender_get_whole_paths(spark, tmp_path):
     # At 550 and 1050 worker 0 waits for a message worker 1 sends at 1200, and worker 1 sleeps
-    # (nothing recorded): the walk crosses the message at the slice's end to worker 1's gap.
+    # between steps: the walk starts on worker 1, in the program's time.
     result = analyze(sleeping_sender(tmp_path / "trace"), out=tmp_path / "out", slice="500ns", spark=spark, views=False)
     assert [path_of(result, k) for k in range(3)] == SLEEPING_SENDER_PATHS
     assert result.slices == result.complete_slices == 3
     slices = table(result, "slices", ["slice"])
     assert [(s["slice"], s["critical_ns"], s["length_ns"], s["crossings"]) for s in slices] == [
-        (0, 450, 450, 1), (1, 500, 500, 1), (2, 350, 350, 1),
+        (0, 500, 500, 0), (1, 500, 500, 0), (2, 355, 355, 1),
     ]  # fmt: skip
 
 

@@ -36,7 +36,9 @@ def test_events_are_counted_from_the_footers_and_the_origin_is_the_first_event(s
     assert count_events(tmp_path / "nothing") == 0
     raw, info = load_events(spark, trace)
     events = correct_clocks(raw, info.processes)
-    table, origin = acts.operators_and_origin(events)
-    assert origin == events.agg({"t": "min"}).first()[0]
+    known = acts.catalogue(events)
+    assert known.origin == events.agg({"t": "min"}).first()[0]
+    assert known.end == events.agg({"t": "max"}).first()[0] > known.origin
     expected = events.where("kind = 'operator_created'").select("operator", "name", "address").distinct().collect()
-    assert table == {r["operator"]: (r["name"], list(r["address"])) for r in expected} and len(table) == 3
+    assert known.operators == {r["operator"]: (r["name"], list(r["address"])) for r in expected}
+    assert len(known.operators) == 3

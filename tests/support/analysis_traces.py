@@ -6,14 +6,21 @@ events are stamped on its own clock, `offset` ahead).
   worker 1 (process 1, whose clock runs 5 us ahead), over the network with every buffer
   time known. Worker 1 runs an unproductive step, parks, is woken by the message, processes
   it, then runs nested user activities. Critical path (latest first): worker 1's user
-  activities and the gaps before them, Sink, the rest of its park after the message arrived,
-  the message, and worker 0's Source up to the send.
+  activities, the program's time and its root scope's before them, Sink, the rest of its
+  park after the message arrived, the message, worker 0's Source up to the send, its root
+  scope and the program's time since the dataflow was built (at 900).
 * `three_workers`: one process, three workers, local messages (arrival = send). A chain
   w0 -> w1 -> w2 -> w0 of messages ends a park, a park, and spinning (unproductive steps);
   then worker 0 waits for input. Slices of 500 ns from the first event (t = 50) cut the trace.
 * `sleeping_sender`: one process, two workers. Worker 0 parks until worker 1's message
-  arrives; worker 1 records nothing from 250 to 1150 (it sleeps), then sends it at 1200.
-  Slices of 500 ns end at 550 and 1050 where worker 0 waits for a message not yet sent.
+  arrives; worker 1 records nothing from 255 to 1145 (it sleeps between steps: the program's
+  time), then sends it at 1200. Slices of 500 ns end at 550 and 1050 where worker 0 waits
+  for a message not yet sent and worker 1 runs the program: the path starts there.
+* `late_and_early`: two processes of one worker (process 1's clock 5 us ahead), a dataflow
+  with an Input, a loop scope around Map, and Sink. Process 1 starts 1500 ns after process
+  0, and process 0 ends 1900 ns before process 1. Each worker sends into its Input between
+  steps (the program's own time), runs the loop and Sink in steps, and has time between
+  steps in which it sends nothing: every background type occurs (`BACKGROUND_ACTIVITIES`).
 """
 
 from support.tracedirs import process_json, write_trace
@@ -33,8 +40,8 @@ class Trace:
             {"process": process, "worker": worker, "time_ns": t + self.offsets[process], "kind": kind, **columns}
         )
 
-    def created(self, worker, t):
-        for operator, name, address in OPERATORS:
+    def created(self, worker, t, operators=OPERATORS):
+        for operator, name, address in operators:
             self.event(worker, t, "operator_created", operator=operator, name=name, address=address)
 
     def run(self, worker, operator, start, end, useful, inside=()):
@@ -100,9 +107,10 @@ def two_processes(directory):
 
 #: The critical path of `two_processes` (type, worker, start, end), latest first.
 TWO_PROCESSES_PATH = [
-    ("user", 1, 2500, 3100), ("user", 1, 2000, 2500), ("user", 1, 1900, 2000), ("unknown", 1, 1800, 1900),
-    ("operator", 1, 1520, 1800), ("unknown", 1, 1500, 1520), ("parked", 1, 1400, 1500),
-    ("data_message", 1, 1050, 1400), ("operator", 0, 1010, 1050), ("unknown", 0, 1000, 1010),
+    ("user", 1, 2500, 3100), ("user", 1, 2000, 2500), ("user", 1, 1900, 2000), ("program", 1, 1810, 1900),
+    ("scope", 1, 1800, 1810), ("operator", 1, 1520, 1800), ("scope", 1, 1510, 1520), ("program", 1, 1500, 1510),
+    ("parked", 1, 1400, 1500), ("data_message", 1, 1050, 1400), ("operator", 0, 1010, 1050),
+    ("scope", 0, 1000, 1010), ("program", 0, 900, 1000),
 ]  # fmt: skip
 
 
@@ -131,10 +139,11 @@ def three_workers(directory):
 
 #: The critical path of `three_workers`' first slice ([50, 550)), latest first.
 THREE_WORKERS_FIRST_SLICE = [
-    ("waiting_for_input", 0, 400, 550), ("operator", 0, 300, 400), ("unknown", 0, 298, 300),
-    ("parked", 0, 295, 298), ("data_message", 0, 295, 295), ("operator", 2, 185, 295), ("unknown", 2, 180, 185),
-    ("data_message", 2, 180, 180), ("operator", 1, 170, 180), ("unknown", 1, 155, 170), ("parked", 1, 150, 155),
-    ("data_message", 1, 150, 150), ("operator", 0, 100, 150), ("unknown", 0, 50, 100),
+    ("waiting_for_input", 0, 400, 550), ("operator", 0, 300, 400), ("scope", 0, 299, 300), ("program", 0, 298, 299),
+    ("parked", 0, 295, 298), ("data_message", 0, 295, 295), ("operator", 2, 185, 295), ("scope", 2, 183, 185),
+    ("program", 2, 180, 183), ("data_message", 2, 180, 180), ("operator", 1, 170, 180), ("scope", 1, 165, 170),
+    ("program", 1, 155, 165), ("parked", 1, 150, 155), ("data_message", 1, 150, 150), ("operator", 0, 100, 150),
+    ("program", 0, 50, 100),
 ]  # fmt: skip
 
 
@@ -153,10 +162,61 @@ def sleeping_sender(directory):
 
 #: The critical paths of `sleeping_sender`'s three slices of 500 ns, latest edge first.
 SLEEPING_SENDER_PATHS = [
-    [("data_message", 0, 550, 550), ("unknown", 1, 250, 550), ("operator", 1, 100, 250)],
-    [("data_message", 0, 1050, 1050), ("unknown", 1, 550, 1050)],
+    [("program", 1, 255, 550), ("scope", 1, 250, 255), ("operator", 1, 100, 250), ("program", 1, 50, 100)],
+    [("program", 1, 550, 1050)],
     [
-        ("operator", 0, 1310, 1400), ("unknown", 0, 1300, 1310), ("parked", 0, 1200, 1300),
-        ("data_message", 0, 1200, 1200), ("operator", 1, 1150, 1200), ("unknown", 1, 1050, 1150),
+        ("scope", 0, 1400, 1405), ("operator", 0, 1310, 1400), ("scope", 0, 1305, 1310), ("program", 0, 1300, 1305),
+        ("parked", 0, 1200, 1300), ("data_message", 0, 1200, 1200), ("operator", 1, 1150, 1200),
+        ("scope", 1, 1145, 1150), ("program", 1, 1050, 1145),
     ],
+]  # fmt: skip
+
+
+#: The operators of `late_and_early`: the root scope, an Input, a loop scope around Map, Sink.
+LOOP_OPERATORS = [
+    (0, "Dataflow", [0]), (1, "Input", [0, 1]), (2, "Loop", [0, 2]), (3, "Map", [0, 2, 1]), (4, "Sink", [0, 3]),
+]  # fmt: skip
+#: The data channel from the Input (operator 1 of the root scope) into the loop.
+INPUT_CHANNEL = 10
+
+
+def _loop_step(trace, worker, start, end, loop, map_run, message, after=()):
+    """A step (the root scope's run) around a run of the loop around a useful run of Map that
+    reads `message`, then the operator runs `after` (operator, start, end, useful)."""
+    trace.event(worker, start, "schedule_start", operator=0)
+    trace.event(worker, loop[0], "schedule_start", operator=2)
+    trace.run(worker, 3, *map_run, True, [(map_run[0] + 10, "message_recv", message)])
+    trace.event(worker, loop[1], "schedule_stop", operator=2, useful=True)
+    for run in after:
+        trace.run(worker, *run)
+    trace.event(worker, end, "schedule_stop", operator=0, useful=True)
+
+
+def late_and_early(directory):
+    trace = Trace(1, {0: 0, 1: SKEW})
+    for worker, t in ((0, 1000), (1, 2500)):
+        trace.created(worker, t, LOOP_OPERATORS)
+        trace.event(worker, t, "channel_created", channel=INPUT_CHANNEL, channel_kind="data", address=[0],
+                    source_operator=1, source_port=0, target_operator=2, target_port=0)  # fmt: skip
+    to0, to1 = (dict(channel=INPUT_CHANNEL, source_worker=w, target_worker=w, seq=0, records=3) for w in (0, 1))
+    trace.event(0, 1900, "message_send", **to0)  # the program feeds the input, then steps
+    _loop_step(trace, 0, 2000, 2300, (2050, 2250), (2100, 2200), to0, after=[(4, 2260, 2290, True)])
+    trace.step(0, 3000, 3100, [(4, 3010, 3090, True)])  # after 700 ns of the program's own code
+    trace.step(1, 2600, 2700, [(4, 2610, 2690, True)])
+    trace.event(1, 4800, "message_send", **to1)
+    _loop_step(trace, 1, 4900, 5000, (4905, 4995), (4920, 4980), to1)
+    return trace.write(directory, 2)
+
+
+#: The activities of `late_and_early` (type, worker, name, start, end), by worker and time.
+BACKGROUND_ACTIVITIES = [
+    ("program", 0, "Input", 1000, 2000), ("scope", 0, "Dataflow", 2000, 2050), ("scope", 0, "Loop", 2050, 2100),
+    ("operator", 0, "Map", 2100, 2200), ("scope", 0, "Loop", 2200, 2250), ("scope", 0, "Dataflow", 2250, 2260),
+    ("operator", 0, "Sink", 2260, 2290), ("scope", 0, "Dataflow", 2290, 2300), ("program", 0, None, 2300, 3000),
+    ("scope", 0, "Dataflow", 3000, 3010), ("operator", 0, "Sink", 3010, 3090), ("scope", 0, "Dataflow", 3090, 3100),
+    ("finished", 0, None, 3100, 5000),
+    ("not_started", 1, None, 1000, 2500), ("program", 1, None, 2500, 2600), ("scope", 1, "Dataflow", 2600, 2610),
+    ("operator", 1, "Sink", 2610, 2690), ("scope", 1, "Dataflow", 2690, 2700), ("program", 1, "Input", 2700, 4900),
+    ("scope", 1, "Dataflow", 4900, 4905), ("scope", 1, "Loop", 4905, 4920), ("operator", 1, "Map", 4920, 4980),
+    ("scope", 1, "Loop", 4980, 4995), ("scope", 1, "Dataflow", 4995, 5000),
 ]  # fmt: skip

@@ -2,13 +2,15 @@
 the native kernels to the Python reference on shapes the hand-built tests do not reach.
 
 `worker_table(rng)` is one worker's `WORKER_ROWS`: any mix of operator runs (useful or not),
-steps, parks (woken by data, progress, activation, a timeout or nothing recorded), progress
-instants, nested user activities and deliveries (known and unknown arrivals, repeated ids,
-messages read before others arrived), on a small time range so that times often coincide.
+steps, nested scope runs, parks (woken by data, progress, activation, a timeout or nothing
+recorded), progress instants, nested user activities, input sends, lifetimes and trace bounds
+(none, one or several) and deliveries (known and unknown arrivals, repeated ids, messages
+read before others arrived), on a small time range so that times often coincide.
 `slice_table(rng)` is one slice's `SLICED` activities: per worker a timeline that never
-overlaps itself, of operator runs, user activities, `parked`, `waiting_for_input` and waits
-ended by messages (some without a message, some sent after the wait ended, some from a
-worker that has no activity in the slice), with the slice's bounds inside or around them.
+overlaps itself, of operator runs, user activities, scope runs, program time, `parked`,
+`waiting_for_input`, `not_started`, `finished` and waits ended by messages (some without a
+message, some sent after the wait ended, some from a worker that has no activity in the
+slice), with the slice's bounds inside or around them.
 `in_chunks(table, rng)` cuts a table into several record batches.
 """
 
@@ -23,9 +25,10 @@ def _blank(schema):
 
 
 def _own_row(rng, worker, horizon):
-    kind = rng.choice(["operator", "operator", "step", "park", "instant", "user", "other"])
+    kind = rng.choice(["operator", "operator", "step", "park", "instant", "user", "other", "scope", "input",
+                       "lifetime", "trace"])  # fmt: skip
     start = rng.randrange(horizon)
-    end = start if kind == "instant" else start + rng.randrange(0, horizon // 4)
+    end = start if kind in ("instant", "input") else start + rng.randrange(0, horizon // (1 if kind == "trace" else 4))
     row = dict(_blank(WORKER_ROWS), row_type=kind, worker=worker, start=start, end=end)
     if kind == "operator":
         row.update(operator=rng.randrange(4), useful=rng.choice([True, False, None]), name=rng.choice(["Map", None]))
@@ -33,6 +36,10 @@ def _own_row(rng, worker, horizon):
         row.update(wake=rng.choice(WAKES))
     elif kind == "user":
         row.update(name=rng.choice(["load", "compute"]), depth=rng.choice([0, 1, 2, None]))
+    elif kind in ("step", "scope"):
+        row.update(operator=rng.randrange(90, 93), useful=rng.choice([True, False]), depth=rng.choice([1, 2, 60, None]))
+    elif kind == "input":
+        row.update(operator=rng.choice([5, 6, None]))
     return row
 
 
@@ -56,9 +63,10 @@ def worker_table(rng, size=None):
 
 
 def _activity(rng, worker, start, end, workers):
-    kind = rng.choice(["operator", "operator", "user", "waiting", "waiting", "waiting_for_input", "parked"])
+    kind = rng.choice(["operator", "operator", "user", "waiting", "waiting", "waiting_for_input", "parked", "scope",
+                       "program", "not_started", "finished"])  # fmt: skip
     row = dict(_blank(SLICED), worker=worker, type=kind, start=start, end=end, activity_id=rng.randrange(1 << 20))
-    if kind in ("operator", "user"):
+    if kind in ("operator", "user", "scope", "program"):
         row.update(operator=rng.randrange(4), name=rng.choice(["Map", "load", None]), depth=rng.choice([0, 1, None]))
     if kind == "waiting" and rng.random() < 0.9:
         row.update(

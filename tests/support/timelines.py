@@ -1,7 +1,10 @@
 """Hand-built and random inputs of the analysis's per-partition kernels: rows of one worker
 (`row`, `delivery`, as `WORKER_ROWS`), activities of one slice (`act`, `wait`, as `SLICED`),
 random valid timelines whole and cut by a slice's end (hypothesis strategies), random
-simulated workers, and the properties every critical path has (`assert_complete_path`)."""
+simulated workers, and the properties every critical path has (`assert_complete_path`).
+Timelines and simulated workers come with or without the background of
+`timely_py.analysis.background` (scope runs and program time in gaps, the time before a worker
+started and after it finished)."""
 
 from hypothesis import assume
 from hypothesis import strategies as st
@@ -41,12 +44,35 @@ def wait(worker, start, end, source, send, comm=1):
 
 
 
+#: Activity types in which a worker was not running (`timely_py.analysis.critical_path.ABSENT`).
+ABSENT = ("not_started", "finished")
+
+
+def with_background(rows, fill):
+    """`rows` (a timeline) with, on each worker, `not_started` from the first moment of all
+    to its first activity and `finished` from its last to the last moment of all, and the
+    gaps between its activities for which `fill(worker, start, end)` gives a type (`scope`,
+    `program`) covered by an activity of that type."""
+    first, last = min(r["start"] for r in rows), max(r["end"] for r in rows)
+    added = []
+    for worker in sorted({r["worker"] for r in rows}):
+        mine = sorted((r for r in rows if r["worker"] == worker), key=lambda r: r["start"])
+        for earlier, later in zip(mine, mine[1:]):
+            kind = fill(worker, earlier["end"], later["start"]) if later["start"] > earlier["end"] else None
+            if kind:
+                added.append(act(worker, kind, earlier["end"], later["start"], activity_id=10_000 + len(added)))
+        added.append(act(worker, "not_started", first, mine[0]["start"], activity_id=10_000 + len(added)))
+        added.append(act(worker, "finished", mine[-1]["end"], last, activity_id=10_000 + len(added)))
+    return rows + [r for r in added if r["end"] > r["start"]]
+
+
 @st.composite
 def timelines(draw):
     """Random valid activity timelines of a slice: per worker, a sequence of operator runs
     and gaps (short ones, and long ones where a worker sleeps unrecorded); some runs are
     turned into waits, each ended by a message sent from a run of another worker that is kept
-    a run (the sender is not waiting when it sends)."""
+    a run (the sender is not waiting when it sends); and, half of the time, the background
+    (:func:`with_background`, some gaps filled)."""
     workers = draw(st.integers(1, 4))
     runs = []
     for worker in range(workers):
@@ -69,6 +95,9 @@ def timelines(draw):
         send = draw(st.integers(sender["start"] + 1, min(sender["end"], target["end"])))
         kept.add(runs.index(sender))
         runs[index] = dict(wait(target["worker"], target["start"], target["end"], sender["worker"], send, comm=index))
+    if draw(st.booleans()):
+        fills = st.sampled_from([None, "program", "scope"])
+        runs = with_background(runs, lambda worker, start, end: draw(fills))
     return runs
 
 
@@ -87,8 +116,11 @@ def waits_at(rows, t):
 
 
 def everyone_waits(rows, t):
-    """Whether every worker running at ``t`` (an activity ends at or after it) is in a wait there."""
-    return {r["worker"] for r in rows if r["end"] >= t} == {r["worker"] for r in waits_at(rows, t)}
+    """Whether every worker running at ``t`` (an activity ends at or after it, and it has not
+    finished or not started there) is in a wait there, and some worker is."""
+    absent = {r["worker"] for r in rows if r["type"] in ABSENT and r["start"] < t <= r["end"]}
+    running = {r["worker"] for r in rows if r["end"] >= t} - absent
+    return bool(running) and running == {r["worker"] for r in waits_at(rows, t)}
 
 
 
@@ -131,7 +163,9 @@ def simulated_workers(draw):
     clock is earliest acts next; it runs an operator (useful when it reads the messages that
     have arrived, or by chance: input), which may send messages to other workers, or it parks
     when nothing has arrived, until its next message arrives (wake `data`) or for a while
-    (wake `activation` or `timeout`). Messages take 0 to 20 ns to arrive."""
+    (wake `activation` or `timeout`). Messages take 0 to 20 ns to arrive. Half of the time
+    each worker also has its `lifetime`, the `trace` bounds and, where it sent into an input
+    just before a step, `input` rows (the background's material)."""
     workers = draw(st.integers(1, 3))
     clock, inbox, rows, comm = [0] * workers, [[] for _ in range(workers)], [], 0
     for _ in range(draw(st.integers(1, 25))):
@@ -160,5 +194,22 @@ def simulated_workers(draw):
                 inbox[target].append(message)
                 comm += 1
         clock[w] = end
+    if draw(st.booleans()):
+        rows += _background_rows(draw, rows)
     return rows
+
+
+def _background_rows(draw, rows):
+    """Each worker's `lifetime` (its own rows' span), the `trace` row (all workers' span) and
+    `input` sends of operator 5 at the start of some steps."""
+    own = [r for r in rows if r["row_type"] != "delivery"]
+    first, last = min(r["start"] for r in own), max(r["end"] for r in own)
+    added = []
+    for w in sorted({r["worker"] for r in own}):
+        mine = [r for r in own if r["worker"] == w]
+        added.append(row("lifetime", min(r["start"] for r in mine), max(r["end"] for r in mine), worker=w))
+        added.append(row("trace", first, last, worker=w))
+        steps = [r for r in mine if r["row_type"] == "step"]
+        added += [row("input", r["start"], worker=w, operator=5) for r in steps if draw(st.booleans())]
+    return added
 

@@ -9,7 +9,9 @@
 //! The walk: the snapshot spans from the slice's earliest to its latest activity (within the
 //! slice's bounds). It starts at the end on the lowest running worker not waiting there; when
 //! every running worker waits, on the lowest whose wait's message was in flight at the end,
-//! else the lowest whose wait's message was sent after the end, else the lowest running one.
+//! else the lowest whose wait's message was sent after the end, else the lowest running one;
+//! a worker that has not started or has finished there (`not_started`, `finished`) counts as
+//! not running: one is taken only when no worker runs at the end, the one that worked latest.
 //! At time `t` on worker `w` it takes the activity covering the moment before `t`: a worker
 //! activity is added (clipped to `t` and the snapshot) and the walk moves to its start; a gap
 //! is added as `unknown`; a `waiting` activity is never added: the walk crosses to the sender
@@ -17,7 +19,8 @@
 //! `t`) and goes on on the sender at the send. A sender with no activity in the slice is one
 //! long gap. A wait the walk cannot cross (no message, or crossings that go round without
 //! moving back in time) gets an `all_waiting` edge back to the latest end of any worker's
-//! non-waiting activity, and the walk goes on on that worker. So the walk always reaches the
+//! non-waiting activity (`not_started` and `finished` are none), and the walk goes on on
+//! that worker. So the walk always reaches the
 //! snapshot's start (`complete`).
 
 use crate::columns::{check, Batch, KernelError};
@@ -29,6 +32,10 @@ use std::sync::Arc;
 
 /// The activity type the critical path never contains.
 const WAITING: &str = "waiting";
+
+/// The activity types in which a worker was not running at all: the walk starts in one only
+/// when no worker runs at the end, and they are no work an `all_waiting` edge goes back to.
+const ABSENT: [&str; 2] = ["not_started", "finished"];
 
 /// The edge type of time in which no worker the walk can follow was working.
 const ALL_WAITING: &str = "all_waiting";
@@ -55,6 +62,10 @@ pub struct Activity<'a> {
 impl Activity<'_> {
     fn is_wait(&self) -> bool {
         self.kind == Some(WAITING)
+    }
+
+    fn is_absent(&self) -> bool {
+        self.kind.is_some_and(|kind| ABSENT.contains(&kind))
     }
 
     /// The message that ended this wait, when the trace says which, from whom and when sent.
@@ -98,7 +109,7 @@ pub struct Bounds {
 struct Timeline<'a> {
     /// The non-empty activities by start; they never overlap.
     rows: Vec<Activity<'a>>,
-    /// The non-empty activities that are not waits, by start.
+    /// The non-empty activities that are work (not waits, not `ABSENT`), by start.
     work: Vec<Activity<'a>>,
     /// The latest end of any activity, empty ones included.
     last: i64,
@@ -112,7 +123,7 @@ impl<'a> Timeline<'a> {
         if let Some(pair) = rows.windows(2).find(|pair| pair[1].start < pair[0].end) {
             return Err(KernelError::Overlap { worker, at: pair[1].start });
         }
-        let work = rows.iter().filter(|r| !r.is_wait()).copied().collect();
+        let work = rows.iter().filter(|r| !r.is_wait() && !r.is_absent()).copied().collect();
         Ok(Timeline { rows, work, last })
     }
 
@@ -132,22 +143,28 @@ impl<'a> Timeline<'a> {
     }
 }
 
-/// How the walk prefers to start on a running worker doing `row` at `end` (lowest first): not
-/// waiting; waiting for a message in flight (sent by `end`); for one sent after `end`; for none.
-fn start_rank(row: Option<&Activity>, end: i64) -> u8 {
+/// How the walk prefers to start on the worker of `line` at `end` (lowest first): running (an
+/// activity ends at or after `end`) and not waiting; waiting for a message in flight (sent by
+/// `end`); for one sent after `end`; for none; and last, not running there (nothing at the end,
+/// or not started or finished), the one that worked latest before `end` first.
+fn start_rank(line: &Timeline, end: i64) -> (u8, i64) {
+    let running = line.last >= end;
+    let row = if running { line.before(end).ok() } else { None };
+    if !running || row.is_some_and(Activity::is_absent) {
+        return (4, line.worked_until(end).unwrap_or(NEVER).saturating_neg());
+    }
     match row.filter(|r| r.is_wait()).map(Activity::crossing) {
-        None => 0,
-        Some(Some(crossing)) if crossing.send <= end => 1,
-        Some(Some(_)) => 2,
-        Some(None) => 3,
+        None => (0, 0),
+        Some(Some(crossing)) if crossing.send <= end => (1, 0),
+        Some(Some(_)) => (2, 0),
+        Some(None) => (3, 0),
     }
 }
 
-/// Where the walk starts: the running worker it prefers most (`start_rank`), the lowest on a tie.
+/// Where the walk starts: the worker it prefers most (`start_rank`), the lowest on a tie.
 fn first_worker(timelines: &BTreeMap<i64, Timeline>, end: i64) -> i64 {
-    let running = timelines.iter().filter(|(_, line)| line.last >= end);
-    let first = running.min_by_key(|(worker, line)| (start_rank(line.before(end).ok(), end), **worker));
-    *first.expect("the worker whose activity ends last runs at the end").0
+    let first = timelines.iter().min_by_key(|(worker, line)| (start_rank(line, end), **worker));
+    *first.expect("a slice with activities has a worker").0
 }
 
 /// The latest moment up to `t`, after `start`, at which any worker ran a non-waiting activity,

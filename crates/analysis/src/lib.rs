@@ -5,8 +5,9 @@
 //! same results as the plain-Python reference kernels they replace (`docs/critical-path.md`):
 //!
 //! * [`worker_activities`]: one worker's rows (`WORKER_ROWS`) to its activities
-//!   (`ACTIVITIES`): the wait-state analysis ([`waits`]) and user-activity precedence
-//!   ([`precedence`]);
+//!   (`ACTIVITIES`): the wait-state analysis ([`waits`]), the background under every other
+//!   activity ([`background`]: scopes, the program between steps, before the worker started
+//!   and after it finished) and precedence ([`precedence`]);
 //! * [`slice_critical_path`]: one slice's activities (`SLICED`) to its critical path
 //!   (`CRITICAL_PATH`) ([`critical_path`]).
 //!
@@ -16,11 +17,13 @@
 //! [`schemas`] holds the schemas, [`columns`] the typed access to input columns. This crate
 //! knows nothing of Python, Spark, trace files or the engine.
 
+pub mod background;
 pub mod columns;
 pub mod critical_path;
 pub mod precedence;
 pub mod schemas;
 pub mod waits;
+pub mod worker_rows;
 
 pub use columns::KernelError;
 pub use critical_path::slice_critical_path;

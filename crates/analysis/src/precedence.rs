@@ -4,7 +4,9 @@
 //! segments in which the highest priority covering each moment wins (ties: the span that
 //! started later, that is the inner one; then the one listed first), and the priorities of
 //! the activity types ([`Kind::priority`]): waits, then parked stretches no wait explains,
-//! then user activities (deeper ones higher), then operator runs. It is
+//! then user activities (deeper ones higher), then operator runs, then the background of
+//! [`crate::background`]: scope runs (deeper ones higher), the program between steps, and
+//! the time before the worker started and after it finished. It is
 //! `timely_py.analysis.precedence` in Rust and knows nothing about Arrow or traces.
 
 use std::cmp::Reverse;
@@ -23,7 +25,18 @@ pub enum Kind {
     User,
     /// An operator run.
     Operator,
+    /// A scope's own work in one of its runs (a dataflow's root scope: a step).
+    Scope,
+    /// The worker's time outside its steps: the program's own code.
+    Program,
+    /// Before the worker's first event.
+    NotStarted,
+    /// After the worker's last event.
+    Finished,
 }
+
+/// Scopes nested deeper than this rank as if this deep (so that every scope ranks below operators).
+pub const MAX_SCOPE_DEPTH: i64 = 39;
 
 impl Kind {
     /// The type's name in the `type` column.
@@ -34,16 +47,25 @@ impl Kind {
             Kind::Parked => "parked",
             Kind::User => "user",
             Kind::Operator => "operator",
+            Kind::Scope => "scope",
+            Kind::Program => "program",
+            Kind::NotStarted => "not_started",
+            Kind::Finished => "finished",
         }
     }
 
-    /// The priority of an item of this type; a user activity adds its depth (null: 0).
+    /// The priority of an item of this type; a user activity adds its depth, a scope its
+    /// depth between 0 and [`MAX_SCOPE_DEPTH`] (null: 0).
     pub fn priority(self, depth: Option<i64>) -> i64 {
         match self {
             Kind::Waiting | Kind::WaitingForInput => 1000,
             Kind::Parked => 900,
             Kind::User => 100i64.saturating_add(depth.unwrap_or(0)),
-            Kind::Operator => 1,
+            Kind::Operator => 50,
+            Kind::Scope => 10 + depth.unwrap_or(0).clamp(0, MAX_SCOPE_DEPTH),
+            Kind::Program => 3,
+            Kind::NotStarted => 2,
+            Kind::Finished => 1,
         }
     }
 }
@@ -123,6 +145,21 @@ mod tests {
         let spans =
             [span(0, 10, Kind::Operator, 0), span(5, 20, Kind::Operator, 0), span(5, 20, Kind::Operator, 0)];
         assert_eq!(overlay(&spans), vec![(0, 5, 0), (5, 20, 1)]);
+    }
+
+    #[test]
+    fn operators_win_over_scopes_inner_scopes_over_outer_ones_and_scopes_over_the_program() {
+        let spans = [
+            span(0, 100, Kind::Program, 0),
+            span(10, 90, Kind::Scope, 0),
+            span(20, 80, Kind::Scope, 1),
+            span(30, 40, Kind::Operator, 0),
+            span(50, 60, Kind::Scope, 1000),
+        ];
+        let expected = [(0, 10, 0), (10, 20, 1), (20, 30, 2), (30, 40, 3), (40, 50, 2), (50, 60, 4)];
+        assert_eq!(overlay(&spans)[..6], expected);
+        assert!(Kind::Scope.priority(Some(1000)) < Kind::Operator.priority(None));
+        assert!(Kind::Scope.priority(Some(-5)) > Kind::Program.priority(None));
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! This module owns deciding when one worker was waiting and what ended each wait
 //! ([`find_waits`]), and the kernel [`worker_activities`] that turns one worker's rows
-//! (`WORKER_ROWS`) into its activities (`ACTIVITIES`) through [`crate::precedence::overlay`].
+//! (`WORKER_ROWS`, read by [`crate::worker_rows`]) into its activities (`ACTIVITIES`) through
+//! [`crate::precedence::overlay`].
 //! It must not slice time or follow paths across workers ([`crate::critical_path`] does).
 //!
 //! The rules (`docs/critical-path.md`, "Waiting"): *productive* are useful operator runs and
@@ -13,42 +14,21 @@
 //! (`waiting_for_input`), unless a message read in that work has an unknown arrival, or the
 //! last park woke by `data`/`progress` and a message was read in that work (then `waiting`,
 //! ended by it). The stretch after the last productive moment is no wait: its parks stay
-//! `parked`.
+//! `parked`. Where none of these, no user activity and no operator run covers a moment, the
+//! background of [`crate::background`] does (scope runs, the program between steps, before
+//! the worker started and after it finished).
 
-use crate::columns::{check, Batch, KernelError};
+use crate::background::{background, is_background_row};
+use crate::columns::{check, KernelError};
 use crate::precedence::{overlay, Kind, Segment, Span};
 use crate::schemas::{schema, ACTIVITIES, WORKER_ROWS};
+use crate::worker_rows::{read_rows, Delivery, Own};
 use arrow_array::{ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
 use arrow_schema::Schema;
 use std::sync::Arc;
 
 /// `activity_id = worker << ID_BITS | index of the activity on its worker`.
 pub const ID_BITS: u32 = 40;
-
-/// A row of the worker's own (anything but a delivery).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Own<'a> {
-    pub row_type: Option<&'a str>,
-    pub start: i64,
-    pub end: i64,
-    pub operator: Option<i64>,
-    pub useful: Option<bool>,
-    pub wake: Option<&'a str>,
-    pub name: Option<&'a str>,
-    pub depth: Option<i64>,
-}
-
-/// A message the worker received.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Delivery<'a> {
-    pub comm_id: i64,
-    pub comm_type: Option<&'a str>,
-    pub source_worker: Option<i64>,
-    pub send: i64,
-    pub arrival: i64,
-    pub read: i64,
-    pub arrival_known: bool,
-}
 
 /// A wait: `[start, end)`, `Waiting` with the message that ended it or `WaitingForInput`.
 #[derive(Clone, Copy, Debug)]
@@ -139,9 +119,11 @@ fn of_type<'a>(own: &[Own<'a>], row_type: &str) -> Vec<Own<'a>> {
     rows
 }
 
-/// The waits of one worker (its own rows and its deliveries), in time order.
+/// The waits of one worker (its own rows and its deliveries), in time order. The rows only
+/// [`crate::background`] reads play no part.
 pub fn find_waits<'a>(own: &[Own<'a>], deliveries: &[Delivery<'a>]) -> Vec<Wait<'a>> {
-    let Some(mut begin) = own.iter().map(|r| r.start).min() else { return Vec::new() };
+    let starts = own.iter().filter(|r| !is_background_row(r)).map(|r| r.start);
+    let Some(mut begin) = starts.min() else { return Vec::new() };
     let deliveries = Deliveries::new(deliveries);
     let (parks, steps) = (of_type(own, "park"), of_type(own, "step"));
     let mut waits = Vec::new();
@@ -178,52 +160,6 @@ fn classify<'a>(
     Wait { kind, start: begin, end: start, message }
 }
 
-/// One worker's input split into its own rows and its deliveries, and the worker (of the
-/// first row), or None for an empty input.
-type WorkerInput<'a> = (Option<i64>, Vec<Own<'a>>, Vec<Delivery<'a>>);
-
-fn read_rows(batches: &[RecordBatch]) -> Result<WorkerInput<'_>, KernelError> {
-    let (mut worker, mut own, mut deliveries) = (None, Vec::new(), Vec::new());
-    for batch in Batch::all(batches).iter().filter(|b| !b.is_empty()) {
-        let (row_type, workers, start, end) =
-            (batch.strs("row_type")?, batch.ints("worker")?, batch.ints("start")?, batch.ints("end")?);
-        let (operator, useful, wake) = (batch.ints("operator")?, batch.bools("useful")?, batch.strs("wake")?);
-        let (name, depth, comm_id) = (batch.strs("name")?, batch.ints("depth")?, batch.ints("comm_id")?);
-        let (comm_type, source, send) =
-            (batch.strs("comm_type")?, batch.ints("source_worker")?, batch.ints("send")?);
-        let (arrival, read, known) =
-            (batch.ints("arrival")?, batch.ints("read")?, batch.bools("arrival_known")?);
-        if worker.is_none() {
-            worker = Some(workers.need(0)?);
-        }
-        for i in 0..batch.len() {
-            if row_type.get(i) == Some("delivery") {
-                deliveries.push(Delivery {
-                    comm_id: comm_id.need(i)?,
-                    comm_type: comm_type.get(i),
-                    source_worker: source.get(i),
-                    send: send.need(i)?,
-                    arrival: arrival.need(i)?,
-                    read: read.need(i)?,
-                    arrival_known: known.get(i) == Some(true),
-                });
-            } else {
-                own.push(Own {
-                    row_type: row_type.get(i),
-                    start: start.need(i)?,
-                    end: end.need(i)?,
-                    operator: operator.get(i),
-                    useful: useful.get(i),
-                    wake: wake.get(i),
-                    name: name.get(i),
-                    depth: depth.get(i),
-                });
-            }
-        }
-    }
-    Ok((worker, own, deliveries))
-}
-
 /// An activity before precedence: its type, span and columns.
 struct Item<'a> {
     kind: Kind,
@@ -231,7 +167,8 @@ struct Item<'a> {
     message: Option<Delivery<'a>>,
 }
 
-/// Waits, then operator runs, user activities and the parks no wait covers (input order).
+/// Waits, then operator runs, user activities and the parks no wait covers (input order),
+/// then the background.
 fn items<'a>(own: &[Own<'a>], waits: &[Wait<'a>]) -> Vec<Item<'a>> {
     let mut items: Vec<Item<'a>> = waits
         .iter()
@@ -246,6 +183,7 @@ fn items<'a>(own: &[Own<'a>], waits: &[Wait<'a>]) -> Vec<Item<'a>> {
         let kept = rows.filter(|r| kind != Kind::Parked || !inside_a_wait(r, waits));
         items.extend(kept.map(|r| Item { kind, row: *r, message: None }));
     }
+    items.extend(background(own).into_iter().map(|(kind, row)| Item { kind, row, message: None }));
     items
 }
 

@@ -70,10 +70,23 @@ pub trait Dataflow {
     fn schedule(&mut self) -> bool;
 }
 
-/// A dataflow's root scope; its outer timestamp is its own (it has no inputs or outputs).
-impl<T: Timestamp + Refines<T>> Dataflow for Subgraph<T, T> {
+/// A dataflow's root scope (its outer timestamp is its own: it has no inputs or outputs) as
+/// the worker runs it. Each run is one step of the dataflow; when tracing, it is recorded as a
+/// run of the root scope, an operator `id` at address `[dataflow index]` (`docs/trace-format.md`),
+/// useful when a child's run in it was.
+pub(crate) struct RootScope<T: Timestamp> {
+    pub(crate) id: usize,
+    pub(crate) scope: Subgraph<T, T>,
+    pub(crate) logger: Option<Logger>,
+}
+
+impl<T: Timestamp + Refines<T>> Dataflow for RootScope<T> {
     fn schedule(&mut self) -> bool {
-        crate::progress::Operate::schedule(self)
+        let Some(logger) = &self.logger else { return crate::progress::Operate::schedule(&mut self.scope) };
+        logger.log(Event::Schedule { id: self.id, start: true, useful: false });
+        let incomplete = crate::progress::Operate::schedule(&mut self.scope);
+        logger.log(Event::Schedule { id: self.id, start: false, useful: self.scope.worked() });
+        incomplete
     }
 }
 

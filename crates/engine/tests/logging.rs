@@ -106,6 +106,42 @@ fn schedules_are_balanced_and_timestamps_are_wall_clock() {
 }
 
 #[test]
+fn the_root_scope_is_an_operator_whose_runs_are_the_steps_around_its_children() {
+    let events = traced_hello(2, 5);
+    for worker in 0..2 {
+        let mine: Vec<&Event> = events.iter().filter(|(w, _, _)| *w == worker).map(|(_, _, e)| e).collect();
+        let created: Vec<(usize, usize, &str)> = mine
+            .iter()
+            .filter_map(|e| match e {
+                Event::Operates { id, address, name } => Some((*id, address.len(), name.as_str())),
+                _ => None,
+            })
+            .collect();
+        let roots: Vec<_> = created.iter().filter(|(_, depth, _)| *depth == 1).collect();
+        assert_eq!(roots.len(), 1, "worker {worker}: {created:?}");
+        let (root, _, name) = *roots[0];
+        assert_eq!(name, "Dataflow");
+        assert!(created.iter().all(|(id, depth, _)| *depth == 1 || *id < root), "its id comes last");
+        let (mut in_step, mut steps, mut useful) = (false, 0, false);
+        for event in &mine {
+            match event {
+                Event::Schedule { id, start, useful: u } if *id == root => {
+                    assert_ne!(in_step, *start, "steps do not nest");
+                    in_step = *start;
+                    steps += *start as usize;
+                    useful |= *u;
+                }
+                Event::Schedule { start: true, .. } => {
+                    assert!(in_step, "worker {worker}: a child ran outside a step")
+                }
+                _ => {}
+            }
+        }
+        assert!(steps > 0 && useful && !in_step, "worker {worker}: {steps} steps, useful {useful}");
+    }
+}
+
+#[test]
 fn every_sent_message_and_progress_batch_is_received() {
     let events = traced_hello(2, 20);
     let mut messages: HashMap<(usize, usize, usize, u64), (usize, usize)> = HashMap::new();

@@ -3,55 +3,119 @@
 This module owns turning clock-corrected events into the pieces the wait-state analysis
 works on, per worker:
 
-* ``operators_and_origin``: the operators of the dataflow (id, name, address), and which
-  are scopes (``scope_ids``); the trace's first moment;
+* ``catalogue``: in one Spark job, the operators of the dataflow (id, name, address), the
+  data channels Input operators send on, and the trace's first and last moments; which
+  operators are scopes and how deep (``scope_depths``);
 * ``executions``: each ``schedule_start`` paired with the ``schedule_stop`` of the same
   operator on the same worker (kind ``operator`` for operators that are not scopes, ``step``
-  for a dataflow's root scope: one step of the worker; inner scopes are left out, their time
-  belongs to their children or is unknown);
+  for a dataflow's root scope: one step of the worker, ``scope`` with its ``depth`` for a
+  nested scope);
 * ``user_activities``: ``activity_start``/``activity_stop`` pairs matched by nesting depth;
 * ``parks``: each ``park`` with the ``unpark`` after it and its ``wake``;
 * ``instants``: progress tracking work (``progress_send``, ``progress_recv``, ``progress_push``);
+* ``input_sends``: the ``message_send`` events of Input operators (the program pushing
+  records into an input, outside any operator's run);
+* ``lifetimes``: each worker's first and last own event (every kind but the network
+  threads' ``network_*``), and the trace's bounds for each worker (``trace_bounds``);
 * ``communications``: data messages and progress batches joined send to receive by
   (channel, source, target, sequence number), with the network events where they exist
   (send-buffer, transfer and receive-buffer times).
 
-It must not decide what is waiting (that is :mod:`.waits`). Columns: ``docs/critical-path.md``.
+``pieces`` gathers all but the communications. It must not decide what is waiting (that is
+:mod:`.waits`) nor what covers a gap (that is :mod:`.background`). Columns:
+``docs/critical-path.md``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 #: Event kinds that are progress tracking work: productive instants for the wait-state analysis.
 INSTANT_KINDS = ("progress_send", "progress_recv", "progress_push")
 
+#: Event kinds the network threads record (stored with a worker, but not the worker's doing).
+NETWORK_KINDS = ("network_send_start", "network_recv_end")
 
-def operators_and_origin(events: "DataFrame") -> Tuple[Dict[int, Tuple[str, List[int]]], Optional[int]]:
-    """``operator id -> (name, address)`` from ``operator_created`` (the same on every worker),
-    and the trace's first ``t`` (None without events), gathered in one Spark job."""
+#: The name of the operator that an input handle feeds (``input_from``).
+INPUT_OPERATOR = "Input"
+
+#: ``operator id -> (name, address)``.
+Operators = Dict[int, Tuple[str, List[int]]]
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """What the analysis needs to know about the trace as a whole before the per-worker stages."""
+
+    #: ``operator id -> (name, address)`` from ``operator_created`` (the same on every worker).
+    operators: Operators
+    #: ``data channel -> the Input operator that sends on it``.
+    input_channels: Dict[int, int]
+    #: The trace's first and last ``t`` (None without events).
+    origin: Optional[int]
+    end: Optional[int]
+
+
+def catalogue(events: "DataFrame") -> Catalogue:
+    """The trace's operators, the channels of its Input operators and its first and last
+    moments, gathered in one Spark job."""
     from pyspark.sql import functions as F
 
     created = F.when(F.col("kind") == "operator_created", F.struct("operator", "name", "address"))
-    row = events.agg(F.collect_set(created).alias("operators"), F.min("t").alias("origin")).first()
+    sources = F.col("source_operator").isNotNull() & (F.col("channel_kind") == "data")
+    channel = F.when((F.col("kind") == "channel_created") & sources, F.struct("channel", "address", "source_operator"))
+    row = events.agg(
+        F.collect_set(created).alias("operators"), F.collect_set(channel).alias("channels"),
+        F.min("t").alias("origin"), F.max("t").alias("end"),
+    ).first()  # fmt: skip
     table = {int(r["operator"]): (r["name"] or "", list(r["address"] or [])) for r in row["operators"]}
-    return table, row["origin"]
+    inputs = {tuple(address): op for op, (name, address) in table.items() if name == INPUT_OPERATOR}
+    channels = {
+        int(r["channel"]): inputs[key]
+        for r in row["channels"]
+        if (key := (*(r["address"] or []), int(r["source_operator"]))) in inputs
+    }
+    return Catalogue(table, channels, row["origin"], row["end"])
 
 
-def scope_ids(table: Dict[int, Tuple[str, List[int]]]) -> Tuple[Set[int], Set[int]]:
-    """``(scopes, roots)``: operators whose address prefixes another's, and the dataflows' root scopes.
+def scope_depths(table: Operators) -> Dict[int, int]:
+    """``scope -> depth``: operators whose address prefixes another's, 0 for a dataflow's root
+    scope, 1 for a scope inside it, and so on.
 
-    >>> scope_ids({0: ("Dataflow", [0]), 1: ("Map", [0, 1])})
-    ({0}, {0})
+    >>> scope_depths({0: ("Dataflow", [0]), 1: ("Iterate", [0, 1]), 2: ("Map", [0, 1, 1])})
+    {0: 0, 1: 1}
     """
     addresses = {tuple(address) for _, address in table.values()}
     prefixes = {a[:n] for a in addresses for n in range(1, len(a))}
-    scopes = {op for op, (_, address) in table.items() if tuple(address) in prefixes}
-    roots = {op for op in scopes if len(table[op][1]) == 1}
-    return scopes, roots
+    return {op: len(address) - 1 for op, (_, address) in table.items() if tuple(address) in prefixes}
+
+
+def pieces(events: "DataFrame", known: Catalogue) -> Dict[str, "DataFrame"]:
+    """Every per-worker piece of this stage (all but the communications), by the name
+    :func:`.waits.worker_rows` reads it under."""
+    return {
+        "executions": executions(events, scope_depths(known.operators)),
+        "user": user_activities(events),
+        "parks": parks(events),
+        "instants": instants(events),
+        "inputs": input_sends(events, known.input_channels),
+        "lifetimes": lifetimes(events),
+        "trace": trace_bounds(events, known),
+    }
+
+
+def _lookup(mapping: Dict[int, int], column: str) -> "Column":
+    """``mapping[column]`` as a column expression (null for a key it lacks)."""
+    from pyspark.sql import functions as F
+
+    if not mapping:
+        return F.lit(None).cast("long")
+    pairs = [F.lit(value) for item in sorted(mapping.items()) for value in item]
+    return F.element_at(F.create_map(*pairs), F.col(column))
 
 
 def _ordered(*partition: str) -> "object":
@@ -60,8 +124,9 @@ def _ordered(*partition: str) -> "object":
     return Window.partitionBy(*partition).orderBy("t", "ord")
 
 
-def executions(events: "DataFrame", scopes: Set[int], roots: Set[int]) -> "DataFrame":
-    """Operator runs: worker, kind (``operator``/``step``), operator, start, end, useful."""
+def executions(events: "DataFrame", depths: Dict[int, int]) -> "DataFrame":
+    """Operator runs: worker, kind (``operator``/``step``/``scope``), operator, start, end,
+    useful, and the scope's depth (``depths``: :func:`scope_depths`) for nested scopes."""
     from pyspark.sql import functions as F
 
     window = _ordered("worker", "operator")
@@ -71,11 +136,16 @@ def executions(events: "DataFrame", scopes: Set[int], roots: Set[int]) -> "DataF
         F.lead("useful").over(window).alias("stop_useful"),
     )  # fmt: skip
     runs = runs.where((F.col("kind") == "schedule_start") & (F.col("next_kind") == "schedule_stop"))
-    inner = list(scopes - roots) or [-1]
-    kind = F.when(F.col("operator").isin(list(roots) or [-1]), F.lit("step")).otherwise(F.lit("operator"))
-    return runs.where(~F.col("operator").isin(inner)).select(
+    roots = [op for op, depth in depths.items() if depth == 0] or [-1]
+    nested = {op: depth for op, depth in depths.items() if depth > 0}
+    kind = (
+        F.when(F.col("operator").isin(roots), F.lit("step"))
+        .when(F.col("operator").isin(list(nested) or [-1]), F.lit("scope"))
+        .otherwise(F.lit("operator"))
+    )
+    return runs.select(
         "worker", kind.alias("kind"), "operator", F.col("t").alias("start"), "end",
-        F.coalesce("stop_useful", F.lit(False)).alias("useful"),
+        F.coalesce("stop_useful", F.lit(False)).alias("useful"), _lookup(nested, "operator").alias("depth"),
     )  # fmt: skip
 
 
@@ -121,6 +191,33 @@ def instants(events: "DataFrame") -> "DataFrame":
     from pyspark.sql import functions as F
 
     return events.where(F.col("kind").isin(*INSTANT_KINDS)).select("worker", "kind", "t")
+
+
+def input_sends(events: "DataFrame", channels: Dict[int, int]) -> "DataFrame":
+    """The program pushing records into inputs: worker, t, operator (the Input operator) of
+    each ``message_send`` on a channel of ``channels`` (:attr:`Catalogue.input_channels`)."""
+    from pyspark.sql import functions as F
+
+    sends = events.where((F.col("kind") == "message_send") & F.col("channel").isin(list(channels) or [-1]))
+    return sends.select("worker", "t", _lookup(channels, "channel").alias("operator"))
+
+
+def lifetimes(events: "DataFrame") -> "DataFrame":
+    """Each worker's first and last own event: worker, start, end (the network threads'
+    events, stored with a worker, do not count)."""
+    from pyspark.sql import functions as F
+
+    own = events.where(~F.col("kind").isin(*NETWORK_KINDS))
+    return own.groupBy("worker").agg(F.min("t").alias("start"), F.max("t").alias("end"))
+
+
+def trace_bounds(events: "DataFrame", known: Catalogue) -> "DataFrame":
+    """The trace's first and last moment (:attr:`Catalogue.origin`, :attr:`Catalogue.end`) for
+    every worker that has events: worker, start, end."""
+    from pyspark.sql import functions as F
+
+    workers = events.select("worker").distinct()
+    return workers.select("worker", F.lit(known.origin).alias("start"), F.lit(known.end).alias("end"))
 
 
 def communications(events: "DataFrame", workers_per_process: int) -> "DataFrame":

@@ -12,7 +12,9 @@ The walk: the slice's snapshot spans from its earliest to its latest activity (w
 slice's bounds). It starts at the end on the lowest worker that is running and not waiting
 there; when every running worker waits, on the lowest whose wait's message was in flight at
 the end (sent by then), else the lowest whose wait has a message at all (sent after the end:
-crossed at the end, as if sent then), else the lowest running worker. Then, at time ``t`` on
+crossed at the end, as if sent then), else the lowest running worker; a worker that has not
+started or has finished there (``not_started``, ``finished``) counts as not running: one is
+taken only when no worker runs at the end, the one that worked latest. Then, at time ``t`` on
 worker ``w``, it takes the activity of ``w`` covering the moment before ``t``: a worker
 activity is added (from its start, or from ``t``'s side of a split) and the walk moves to its
 start; a gap between activities is added as ``unknown``; a wait is never added: the walk
@@ -21,9 +23,9 @@ or from ``t`` when it was sent later, to ``t``) and continues on the sender at t
 splits the sender's activity there (a sender with no activity in the slice is one long gap).
 A wait the walk cannot cross (no message, or crossings that go round the workers without
 moving back in time) means nobody the walk can follow was working: an ``all_waiting`` edge
-goes back to the latest end of any worker's non-waiting activity, and the walk continues on
-that worker. Other communications are never followed (worker activities are preferred, thesis
-5.3.1). The walk ends at the snapshot's start, so the path's edges tile ``[start, end]`` and
+goes back to the latest end of any worker's non-waiting activity (``not_started`` and
+``finished`` are none), and the walk continues on that worker. Other communications are
+never followed (worker activities are preferred, thesis 5.3.1). The walk ends at the snapshot's start, so the path's edges tile ``[start, end]`` and
 its length is the snapshot's length (``complete``).
 """
 
@@ -45,6 +47,14 @@ Row = Dict[str, Any]
 #: Activity types the critical path never contains.
 WAITS = ("waiting",)
 
+#: Activity types in which a worker was not running at all: the walk starts in one only when
+#: no worker runs at the end (then on the one that worked latest), and they are no work an
+#: ``all_waiting`` edge could go back to.
+ABSENT = ("not_started", "finished")
+
+#: Earlier than any time: when a worker never worked.
+NEVER = -(1 << 62)
+
 #: The edge type of time in which no worker the walk can follow was working.
 ALL_WAITING = "all_waiting"
 
@@ -57,7 +67,7 @@ class _Timeline:
         self.rows = sorted((r for r in rows if r["end"] > r["start"]), key=lambda r: r["start"])
         self.ends = [r["end"] for r in self.rows]
         self.last = max((r["end"] for r in rows), default=None)
-        self.work = [r for r in self.rows if r["type"] not in WAITS]
+        self.work = [r for r in self.rows if r["type"] not in WAITS and r["type"] not in ABSENT]
         self.work_starts = [r["start"] for r in self.work]
 
     def before(self, t: int) -> Tuple[Optional[Row], int]:
@@ -65,10 +75,11 @@ class _Timeline:
         index = bisect.bisect_left(self.ends, t)
         if index < len(self.rows) and self.rows[index]["start"] < t:
             return self.rows[index], t
-        return None, self.ends[index - 1] if index > 0 else -(1 << 62)
+        return None, self.ends[index - 1] if index > 0 else NEVER
 
     def worked_until(self, t: int) -> Optional[int]:
-        """The latest moment up to ``t`` at which a non-waiting activity of this worker ran."""
+        """The latest moment up to ``t`` at which a non-waiting activity of this worker ran
+        (before it started and after it finished it ran none)."""
         index = bisect.bisect_left(self.work_starts, t)
         return min(self.work[index - 1]["end"], t) if index > 0 else None
 
@@ -96,20 +107,26 @@ def _crossable(wait: Row) -> bool:
     return all(wait[c] is not None for c in ("ended_by", "ended_by_send", "ended_by_worker"))
 
 
-def _start_rank(row: Optional[Row], end: int) -> int:
-    """How the walk prefers to start on a running worker doing ``row`` at ``end`` (lowest first): not
-    waiting; waiting for a message in flight (sent by ``end``); for one sent after ``end``; for none."""
+def _start_rank(line: _Timeline, end: int) -> Tuple[int, int]:
+    """How the walk prefers to start on the worker of ``line`` at ``end`` (lowest first): running
+    (an activity ends at or after ``end``) and not waiting; waiting for a message in flight (sent by
+    ``end``); for one sent after ``end``; for none; and last, not running there (nothing at the end,
+    or not started or finished), the one that worked latest before ``end`` first."""
+    running = line.last is not None and line.last >= end
+    row = line.before(end)[0] if running else None
+    if not running or (row is not None and row["type"] in ABSENT):
+        until = line.worked_until(end)
+        return 4, -(NEVER if until is None else until)
     if row is None or row["type"] not in WAITS:
-        return 0
+        return 0, 0
     if not _crossable(row):
-        return 3
-    return 1 if row["ended_by_send"] <= end else 2
+        return 3, 0
+    return (1 if row["ended_by_send"] <= end else 2), 0
 
 
 def _first_worker(timelines: Dict[int, _Timeline], end: int) -> int:
-    """Where the walk starts: the running worker it prefers most (:func:`_start_rank`), the lowest on a tie."""
-    running = [w for w, line in timelines.items() if line.last is not None and line.last >= end]
-    return min(running, key=lambda w: (_start_rank(timelines[w].before(end)[0], end), w))
+    """Where the walk starts: the worker it prefers most (:func:`_start_rank`), the lowest on a tie."""
+    return min(timelines, key=lambda w: (*_start_rank(timelines[w], end), w))
 
 
 def _cross(walk: _Walk, wait: Row, worker: Optional[int], t: int) -> Tuple[int, int]:

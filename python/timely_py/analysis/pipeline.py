@@ -91,26 +91,20 @@ def build_activities(
 
     raw, info = load_events(spark, trace_dir)
     events = correct_clocks(raw, info.processes).repartition("worker").cache()
-    table, origin = acts.operators_and_origin(events)
-    scopes, roots = acts.scope_ids(table)
-    pieces = {
-        "executions": acts.executions(events, scopes, roots),
-        "user": acts.user_activities(events),
-        "parks": acts.parks(events),
-        "instants": acts.instants(events),
-    }
+    known = acts.catalogue(events)
     communications = acts.communications(events, info.workers_per_process).cache()
     names = spark.createDataFrame(
-        [(op, name) for op, (name, _) in table.items()] or [(-1, "")], "operator long, op_name string"
+        [(op, name) for op, (name, _) in known.operators.items()] or [(-1, "")], "operator long, op_name string"
     )
-    activities = wait_states(worker_rows(pieces, communications), kernels).join(F.broadcast(names), "operator", "left")
+    rows = worker_rows(acts.pieces(events, known), communications)
+    activities = wait_states(rows, kernels).join(F.broadcast(names), "operator", "left")
     activities = activities.withColumn("name", F.coalesce("name", "op_name")).drop("op_name")
     return {
         "info": info,
         "events": events,
         "communications": communications,
         "activities": activities,
-        "origin": origin,
+        "origin": known.origin,
     }
 
 

@@ -2,10 +2,12 @@
 
 This module owns three charts: the critical-path profile of each slice as stacked bars
 (share per activity type), the top contributors (critical-path time and share), and each
-worker's utilisation over time as a heat map (the share of each time bin spent in operator or user
-activities). It reads only the Parquet tables in OUT (``out_tables``) and must not change
-them; it needs matplotlib (the ``analysis`` extra), not Spark. Figures are made without
-pyplot (rendered by Agg when saved), so the caller's matplotlib backend is left alone.
+worker's utilisation over time as a heat map (the share of each time bin spent in operator
+runs, user activities and scopes' own work; not the program's time between steps, which the
+trace cannot tell apart from sleeping or waiting for the interpreter). It reads only the
+Parquet tables in OUT (``out_tables``) and must not change them; it needs matplotlib (the
+``analysis`` extra), not Spark. Figures are made without pyplot (rendered by Agg when
+saved), so the caller's matplotlib backend is left alone.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ TOP = 15
 #: How many time bins the utilisation chart has.
 BINS = 100
 #: Activity types that count as a worker being busy.
-BUSY_TYPES = ("operator", "user")
+BUSY_TYPES = ("operator", "user", "scope")
 #: Resolution of the PNGs.
 DPI = 110
 

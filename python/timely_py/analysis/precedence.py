@@ -2,10 +2,14 @@
 
 This module owns one pure function, :func:`overlay`: from overlapping intervals with
 priorities, the non-overlapping segments in which the highest priority covering each moment
-wins (ties: the one that started later, that is the inner one). The analysis gives waits the
-highest priority, then parked stretches no wait explains, then user activities (deeper ones
-higher), then operator runs; so a user activity takes precedence over what it covers,
-innermost first, but never over waiting. It knows nothing about Spark or traces.
+wins (ties: the one that started later, that is the inner one), and the priorities of the
+activity types (:data:`PRIORITY`). The analysis gives waits the highest priority, then parked
+stretches no wait explains, then user activities (deeper ones higher), then operator runs;
+so a user activity takes precedence over what it covers, innermost first, but never over
+waiting. Below operator runs lie the background of :mod:`.background`: scope runs (deeper
+ones higher), then the program's time between steps, then the time before the worker
+started and after it finished, so they show only where nothing else was recorded. It knows
+nothing about Spark or traces.
 """
 
 from __future__ import annotations
@@ -13,15 +17,28 @@ from __future__ import annotations
 import heapq
 from typing import Any, Dict, List, Tuple
 
-#: Priorities of the activity types (a user activity adds its depth to ``user``).
-PRIORITY = {"waiting": 1000, "waiting_for_input": 1000, "parked": 900, "user": 100, "operator": 1}
+#: Priorities of the activity types (a user activity adds its depth to ``user``, a scope
+#: its depth, at most :data:`MAX_SCOPE_DEPTH`, to ``scope``).
+PRIORITY = {
+    "waiting": 1000, "waiting_for_input": 1000, "parked": 900, "user": 100, "operator": 50, "scope": 10,
+    "program": 3, "not_started": 2, "finished": 1,
+}  # fmt: skip
+
+#: Scopes nested deeper than this rank as if this deep (so that every scope ranks below operators).
+MAX_SCOPE_DEPTH = 39
 
 Item = Dict[str, Any]
 
 
 def priority(item: Item) -> int:
-    """An item's priority: :data:`PRIORITY` of its type, plus its depth for user activities."""
-    return PRIORITY[item["type"]] + (int(item.get("depth") or 0) if item["type"] == "user" else 0)
+    """An item's priority: :data:`PRIORITY` of its type, plus its depth for user activities
+    and scopes (a scope's between 0 and :data:`MAX_SCOPE_DEPTH`)."""
+    kind, depth = item["type"], int(item.get("depth") or 0)
+    if kind == "user":
+        return PRIORITY[kind] + depth
+    if kind == "scope":
+        return PRIORITY[kind] + min(max(depth, 0), MAX_SCOPE_DEPTH)
+    return PRIORITY[kind]
 
 
 def overlay(items: List[Item]) -> List[Tuple[int, int, Item]]:

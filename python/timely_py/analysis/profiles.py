@@ -17,6 +17,14 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Top contributors (by critical-path time over all slices) whose slack is reported.
 TOP_SLACK = 10
 
+#: Activity types that are no work of the worker's: waiting, and not running at all. They do
+#: not count as the time a worker spent on a contributor (imbalance).
+IDLE_TYPES = ("waiting", "waiting_for_input", "parked", "not_started", "finished")
+
+#: Critical-path edge types whose time is no activity's, or a worker's that was not running:
+#: they have no slack to measure.
+NO_SLACK_TYPES = ("unknown", "all_waiting", "not_started", "finished")
+
 
 def contributor() -> "Column":
     """What an edge is attributed to: the operator's or user activity's name, else its type."""
@@ -77,7 +85,7 @@ def imbalance(sliced: "DataFrame", path: "DataFrame", workers: int) -> "DataFram
     (``imbalance_ns``, positive when the path spends longer on it than an average worker)."""
     from pyspark.sql import functions as F
 
-    busy = sliced.where(~F.col("type").isin("waiting", "waiting_for_input", "parked"))
+    busy = sliced.where(~F.col("type").isin(*IDLE_TYPES))
     spent = (
         busy.withColumn("contributor", contributor())
         .groupBy("slice", "contributor")
@@ -111,8 +119,7 @@ def slack(sliced: "DataFrame", path: "DataFrame", top: int = TOP_SLACK) -> "Data
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    # Time that is no activity's has no slack to measure.
-    timed = overall(path).where("type NOT IN ('unknown', 'all_waiting')")
+    timed = overall(path).where(~F.col("type").isin(*NO_SLACK_TYPES))
     leaders = [r["contributor"] for r in timed.limit(top).collect()]
     wait = F.col("type").isin("waiting", "waiting_for_input")
     # The first wait after each activity is the last one seen walking the worker's slice

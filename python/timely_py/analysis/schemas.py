@@ -18,7 +18,7 @@ _I64, _STR, _BOOL = pa.int64(), pa.string(), pa.bool_()
 #: One worker's material for the wait-state analysis (``row_type`` says which kind of row).
 WORKER_ROWS = pa.schema(
     [
-        ("row_type", _STR),  # operator | step | park | instant | user | delivery
+        ("row_type", _STR),  # operator | step | scope | park | instant | user | input | lifetime | trace | delivery
         ("worker", _I64),
         ("start", _I64),
         ("end", _I64),
@@ -26,7 +26,7 @@ WORKER_ROWS = pa.schema(
         ("useful", _BOOL),
         ("wake", _STR),
         ("name", _STR),
-        ("depth", _I64),
+        ("depth", _I64),  # a user activity's or a nested scope's
         ("comm_id", _I64),
         ("comm_type", _STR),
         ("source_worker", _I64),
@@ -42,12 +42,13 @@ ACTIVITIES = pa.schema(
     [
         ("worker", _I64),
         ("activity_id", _I64),
-        ("type", _STR),  # operator | user | waiting | waiting_for_input | parked
+        # waiting | waiting_for_input | parked | user | operator | scope | program | not_started | finished
+        ("type", _STR),
         ("start", _I64),
         ("end", _I64),
         ("operator", _I64),
         ("name", _STR),
-        ("depth", _I64),
+        ("depth", _I64),  # a user activity's, or a scope's (0: a dataflow's root scope)
         ("useful", _BOOL),
         ("ended_by", _I64),
         ("ended_by_type", _STR),

@@ -17,6 +17,9 @@ none did, when the next productive work starts (``waiting_for_input``); a park w
 ``data`` or ``progress`` whose message's arrival is unknown (no network events) ends at that
 work too, ended by the first message read in it. The stretch after a worker's last
 productive moment is not a wait (nothing observed ended it): its parks stay ``parked``.
+Where none of these, no user activity and no operator run covers a moment, the background of
+:mod:`.background` does (scope runs, the program between steps, before the worker started
+and after it finished).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import pyarrow as pa
 
+from .background import ROW_TYPES as BACKGROUND_ROWS
+from .background import background
 from .kernels import check_kernels, native_worker_activities
 from .precedence import overlay
 from .schemas import ACTIVITIES, WORKER_ROWS, spark_schema, spark_types
@@ -112,8 +117,9 @@ def _wait(start: int, end: int, kind: str, message: Optional[Row]) -> Row:
 
 
 def find_waits(rows: List[Row]) -> List[Row]:
-    """The waits of one worker's rows (:data:`.schemas.WORKER_ROWS` as dicts), in time order."""
-    own = [r for r in rows if r["row_type"] != "delivery"]
+    """The waits of one worker's rows (:data:`.schemas.WORKER_ROWS` as dicts), in time order.
+    The rows only :mod:`.background` reads play no part."""
+    own = [r for r in rows if r["row_type"] != "delivery" and r["row_type"] not in BACKGROUND_ROWS]
     if not own:
         return []
     deliveries = _Deliveries([r for r in rows if r["row_type"] == "delivery"])
@@ -143,8 +149,8 @@ def _classify(begin: int, start: int, end: int, parked: List[Row], deliveries: _
 
 def worker_activities(table: pa.Table) -> pa.Table:
     """One worker's :data:`.schemas.WORKER_ROWS` to its :data:`.schemas.ACTIVITIES`: waits,
-    unexplained parks, user activities and operator runs, each moment given to one of them
-    by :func:`.precedence.overlay`."""
+    unexplained parks, user activities, operator runs and the background (:mod:`.background`),
+    each moment given to one of them by :func:`.precedence.overlay`."""
     rows = table.to_pylist()
     if not rows:
         return ACTIVITIES.empty_table()
@@ -154,6 +160,7 @@ def worker_activities(table: pa.Table) -> pa.Table:
     items = waits + [dict(r, type="operator") for r in rows if r["row_type"] == "operator"]
     items += [dict(r, type="user") for r in rows if r["row_type"] == "user"]
     items += [dict(r, type="parked") for r in rows if r["row_type"] == "park" and not _inside(r, covered)]
+    items += background(rows)
     out = []
     for index, (start, end, item) in enumerate(overlay(items)):
         row = {name: item.get(name) for name in ACTIVITIES.names}
@@ -184,9 +191,13 @@ def worker_rows(pieces: Dict[str, "DataFrame"], communications: "DataFrame") -> 
     parts = [
         shaped(executions.where("kind = 'operator'"), "operator"),
         shaped(executions.where("kind = 'step'"), "step"),
+        shaped(executions.where("kind = 'scope'"), "scope"),
         shaped(pieces["parks"], "park"),
         shaped(pieces["instants"], "instant", start=F.col("t"), end=F.col("t")),
         shaped(pieces["user"], "user"),
+        shaped(pieces["inputs"], "input", start=F.col("t"), end=F.col("t")),
+        shaped(pieces["lifetimes"], "lifetime"),
+        shaped(pieces["trace"], "trace"),
         shaped(
             communications, "delivery",
             worker=F.col("target_worker"), comm_type=F.col("type"), start=F.col("read"), end=F.col("read"),

@@ -1,5 +1,8 @@
 //! Builds kernel inputs from short row descriptions, for the crate's tests.
 
+// Each test binary that includes this module uses a part of it.
+#![allow(dead_code)]
+
 use arrow_array::{ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -13,7 +13,7 @@ use crate::progress::{
     Operate, Progcaster, Refines, ScopeLedger, Source, SubgraphBuilder, Target, Timestamp,
 };
 use crate::scheduling::Activator;
-use crate::worker::WorkerState;
+use crate::worker::{RootScope, WorkerState};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -55,11 +55,18 @@ impl<T: Timestamp> Scope<T> {
         let builder = SubgraphBuilder::new(name, address.clone(), activator.clone(), logger.clone());
         let finish_worker = worker.clone();
         let finish_activator = activator.clone();
+        let root_name = name.to_owned();
         let install: Install<T> = Box::new(move |builder: SubgraphBuilder<T>| {
             let progcaster = Self::progcaster(&finish_worker, builder.address().to_vec(), &finish_activator);
-            let mut subgraph = builder.build::<T>(progcaster);
-            subgraph.initialize();
-            install(Box::new(subgraph));
+            let mut scope = builder.build::<T>(progcaster);
+            scope.initialize();
+            // The root scope is an operator of the trace too (its runs are the dataflow's
+            // steps); its identifier comes last, so its children's are those of a dataflow
+            // without it.
+            let id = finish_worker.new_identifier();
+            let logger = finish_worker.logger();
+            logging::log(&logger, || Event::Operates { id, address: vec![index], name: root_name });
+            install(Box::new(RootScope { id, scope, logger }));
         });
         Self::from_parts(worker, name, address, builder, install, activator)
     }

@@ -66,10 +66,11 @@ impl<T: Timestamp> Child<T> {
         }
     }
 
-    /// Runs the operator; returns whether it is still incomplete.
-    fn schedule(&mut self, logger: &Option<Logger>) -> bool {
-        let Some(operator) = self.operator.as_mut() else { return false };
-        let Some(logger) = logger else { return operator.schedule() };
+    /// Runs the operator; returns whether it is still incomplete and, when tracing, whether
+    /// the run was useful (without a logger: false).
+    fn schedule(&mut self, logger: &Option<Logger>) -> (bool, bool) {
+        let Some(operator) = self.operator.as_mut() else { return (false, false) };
+        let Some(logger) = logger else { return (operator.schedule(), false) };
         let pushed = self.shared.borrow_mut().frontiers.iter_mut().any(|f| !f.is_empty());
         if pushed {
             logger.log(Event::PushProgress { id: self.id });
@@ -78,7 +79,7 @@ impl<T: Timestamp> Child<T> {
         let incomplete = operator.schedule();
         let useful = pushed || self.shared.borrow_mut().reported_anything();
         logger.log(Event::Schedule { id: self.id, start: false, useful });
-        incomplete
+        (incomplete, useful)
     }
 
     /// Moves the operator's statements into pointstamp changes.
@@ -263,6 +264,7 @@ impl<T: Timestamp> SubgraphBuilder<T> {
             shared: Rc::new(RefCell::new(SharedProgress::new(inputs, outputs))),
             scope_summary,
             logger: self.logger,
+            worked: false,
         }
     }
 }
@@ -293,12 +295,20 @@ pub struct Subgraph<TOuter: Timestamp, TInner: Timestamp> {
     shared: Rc<RefCell<SharedProgress<TOuter>>>,
     scope_summary: Summary<TInner>,
     logger: Option<Logger>,
+    /// Whether a child's run in the latest run of this scope was useful (known only when tracing).
+    worked: bool,
 }
 
 impl<TOuter: Timestamp, TInner: Timestamp + Refines<TOuter>> Subgraph<TOuter, TInner> {
     /// The scope's address.
     pub fn address(&self) -> &[usize] {
         &self.address
+    }
+
+    /// Whether a child's run in the scope's latest run was useful (always false when the
+    /// scope is not traced: usefulness is only worked out for the trace).
+    pub fn worked(&self) -> bool {
+        self.worked
     }
 
     /// The progress channel's identifier (data on it must activate this scope).
@@ -393,7 +403,8 @@ impl<TOuter: Timestamp, TInner: Timestamp + Refines<TOuter>> Subgraph<TOuter, TI
 
     fn schedule_child(&mut self, index: usize) {
         let child = &mut self.children[index];
-        let incomplete = child.schedule(&self.logger);
+        let (incomplete, useful) = child.schedule(&self.logger);
+        self.worked |= useful;
         if incomplete != self.incomplete[index] {
             self.incomplete[index] = incomplete;
             if incomplete {
@@ -455,6 +466,7 @@ impl<TOuter: Timestamp, TInner: Timestamp + Refines<TOuter>> Operate<TOuter> for
     }
 
     fn schedule(&mut self) -> bool {
+        self.worked = false;
         self.accept_frontier();
         self.harvest_inputs();
         self.progcaster.recv(&mut self.final_batch);
