@@ -19,6 +19,7 @@ TABLES = {
     "profile_type": ["slice", "type"],
     "profile_operator": ["slice", "contributor", "type"],
     "profile_worker": ["slice", "worker"],
+    "profile_contributor_worker": ["contributor", "type", "worker"],
     "imbalance": ["slice", "contributor"],
     "slack": ["contributor"],
 }

@@ -28,7 +28,8 @@ def test_docstring_examples_run(name):
 
 def test_the_contract_names_every_table_and_column():
     tables = re.findall(r"^\| `(\w+)` \|", GUIDE, flags=re.M)
-    for name in ("slices", "profile_type", "profile_operator", "profile_worker", "profile", "imbalance", "slack"):
+    for name in ("slices", "profile_type", "profile_operator", "profile_worker", "profile", "profile_contributor_worker",
+                 "imbalance", "slack"):
         assert name in tables
     for name in ("communications", "activities", "critical_path"):
         assert f"Table `{name}`" in GUIDE or f"table `{name}`" in GUIDE

@@ -100,6 +100,18 @@ def test_profiles_are_shares_of_the_critical_path(two):
     assert workers == {0: 150, 1: 2050}
 
 
+def test_the_finding_names_the_top_work_its_worker_and_that_workers_share(two):
+    """`report` (user) is 700 of the path's 2,200 ns, all on worker 1, which spent 700 ns in it
+    against a mean of 350 over the two workers."""
+    by_worker = table(two, "profile_contributor_worker", ["contributor", "type", "worker"])
+    report = [(r["worker"], r["critical_ns"], r["busy_ns"]) for r in by_worker if r["contributor"] == "report"]
+    assert report == [(1, 700, 700)]
+    assert two.finding == (
+        "`report` (user) is 32% of the critical path, 100% of that on worker 1, "
+        "which spent 2.0x the average worker's time in it."
+    )
+
+
 def test_three_workers_path_follows_the_chain_of_local_messages(three):
     assert path_of(three, 0) == THREE_WORKERS_FIRST_SLICE
 

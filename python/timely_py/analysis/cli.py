@@ -130,4 +130,6 @@ def report(result: AnalysisResult) -> str:
         if result.views.get(key):
             console.print(f"{label}: {', '.join(str(path) for path in result.views[key])}", soft_wrap=True)
     console.print(table)
+    if result.finding:
+        console.print(f"finding: {result.finding}", soft_wrap=True)
     return console.file.getvalue().rstrip()  # type: ignore[attr-defined]

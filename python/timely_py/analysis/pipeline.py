@@ -25,6 +25,7 @@ from . import activities as acts
 from .clocks import correct_clocks
 from .critical_path import critical_paths
 from .events import TraceInfo, count_events, load_events
+from .findings import finding
 from .kernels import check_kernels
 from .perfetto_export import write_perfetto
 from .plots import write_plots
@@ -72,6 +73,9 @@ class AnalysisResult:
     #: What people look at rather than read: ``plots`` (PNG files), ``viewer`` (the HTML
     #: trace viewer) and ``perfetto`` (the Chrome trace JSON), when ``views`` was on.
     views: Dict[str, List[Path]] = field(default_factory=dict)
+    #: The headline in one sentence (:func:`.findings.finding`): what the critical path spent
+    #: most of its time on, on which worker, against the average worker.
+    finding: str = ""
 
 
 def _stage(progress: Optional[Progress], name: str, started: float) -> float:
@@ -126,8 +130,8 @@ def analyze(
     ``slice`` is the slice length (``"1s"``, ``"250ms"``, or seconds); ``spark`` a session to
     use (else one is made with ``master`` and ``conf``). Tables (``docs/critical-path.md``):
     ``communications``, ``activities``, ``critical_path``, ``slices``, ``profile``,
-    ``profile_type``, ``profile_operator``, ``profile_worker``, ``imbalance``, ``slack``.
-    ``kernels`` runs the per-partition kernels natively (``"rust"``) or as the plain-Python
+    ``profile_type``, ``profile_operator``, ``profile_worker``, ``profile_contributor_worker``,
+    ``imbalance``, ``slack``. ``kernels`` runs the per-partition kernels natively (``"rust"``) or as the plain-Python
     reference (``"python"``); both give the same tables.
     Raises ValueError for a path that is not a readable trace, a bad slice length or kernels.
     """
@@ -230,8 +234,9 @@ def _result(
 ) -> AnalysisResult:
     slices = tables["slices"].to_pylist()
     top = contributors(tables["profile"])
+    headline = finding(tables["profile"], tables["profile_contributor_worker"], info.workers)
     return AnalysisResult(
         out=out, workers=info.workers, slices=len(slices), slice_ns=length, trace_complete=info.complete,
         critical_ns=sum(int(r["critical_ns"] or 0) for r in slices),
-        complete_slices=sum(1 for r in slices if r["complete"]), top=top, tables=written,
+        complete_slices=sum(1 for r in slices if r["complete"]), top=top, tables=written, finding=headline,
     )  # fmt: skip

@@ -80,6 +80,26 @@ def overall(path: "DataFrame") -> "DataFrame":
     return totals.withColumn("share", share).orderBy(F.desc("critical_ns"), "contributor")
 
 
+def by_contributor_and_worker(sliced: "DataFrame", path: "DataFrame") -> "DataFrame":
+    """Over all slices, per contributor, type and worker: the critical-path time on that worker
+    (``critical_ns``; a communication counts for its receiving worker) and the time the worker
+    spent on the contributor (``busy_ns``, its activities of that name and type, waits and
+    idle types left out). Where on the path a contributor lies, and whether its worker did
+    more of it than the others: what :mod:`.findings` reads."""
+    from pyspark.sql import functions as F
+
+    keys = ["contributor", "type", "worker"]
+    critical = path.withColumn("contributor", contributor()).groupBy(*keys).agg(F.sum("duration").alias("critical_ns"))
+    busy = (
+        sliced.where(~F.col("type").isin(*IDLE_TYPES))
+        .withColumn("contributor", contributor())
+        .groupBy(*keys)
+        .agg(F.sum(F.col("end") - F.col("start")).alias("busy_ns"))
+    )
+    joined = critical.join(busy, keys, "full").fillna(0, ["critical_ns", "busy_ns"])
+    return joined.orderBy(*keys)
+
+
 def imbalance(sliced: "DataFrame", path: "DataFrame", workers: int) -> "DataFrame":
     """Per slice and contributor: critical-path time, mean time per worker, and their difference
     (``imbalance_ns``, positive when the path spends longer on it than an average worker)."""
@@ -148,6 +168,7 @@ def all_profiles(sliced: "DataFrame", path: "DataFrame", workers: int) -> Dict[s
         "profile_operator": lambda: by_operator(path),
         "profile_worker": lambda: by_worker(path),
         "profile": lambda: overall(path),
+        "profile_contributor_worker": lambda: by_contributor_and_worker(sliced, path),
         "imbalance": lambda: imbalance(sliced, path, workers),
         "slack": lambda: slack(sliced, path),
     }
