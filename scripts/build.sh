@@ -59,7 +59,9 @@ fi
 
 step "compiling the extension module timely_py._core (release; a first build takes minutes)"
 rust=$SECONDS
-.venv/bin/maturin build --release --out target/wheels
+# The interpreter given, as maturin develop uses it: the same PYO3_PYTHON, so the two share
+# their compiled pyo3 instead of each compiling it again.
+.venv/bin/maturin build --release --interpreter "$PWD/.venv/bin/python" --out target/wheels
 took "the extension module and the wheel" "$rust"
 
 if ! wait "$pip_job"; then

@@ -4,7 +4,7 @@
 #   bash scripts/test.sh           everything, as CI runs it: the build (scripts/build.sh
 #                                  --tests), every Rust test (unit, integration, doc), the
 #                                  style checks (scripts/lint.sh: rustfmt, clippy, the crates'
-#                                  layout, the _core stub) and every pytest suite in parallel
+#                                  layout, the _core stub) and every pytest suite, two tests at a time (pytest-xdist)
 #   bash scripts/test.sh --quick   the quick tier, after every change: the same build and Rust
 #                                  tests, rustfmt, and the pytest suites without the tests
 #                                  marked spark, browser, bench or slow
@@ -26,8 +26,10 @@ run_step() {
     local name=$1 since=$SECONDS
     shift
     printf '\n[test] %s\n' "$name" >&2
-    "$@"
-    timings+=("$(printf '%6d s  %s' $((SECONDS - since)) "$name")")
+    local status=0
+    "$@" || status=$?
+    timings+=("$(printf '%6d s  %s%s' $((SECONDS - since)) "$name" "$([ $status = 0 ] || echo ' (failed)')")")
+    return $status
 }
 report() {
     local status=$?
@@ -58,7 +60,7 @@ rust_tests() {
     fi
 }
 
-pytest_args=(-n 2 --dist loadgroup)
+pytest_args=(-n 2)
 if $quick; then
     pytest_args+=(-m "not (spark or browser or bench or slow)")
 fi

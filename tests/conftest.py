@@ -10,6 +10,7 @@ Chromium), `bench` (runs a benchmark script), `slow` (takes over about 10 s). Th
 (`bash scripts/test.sh --quick`) leaves out `spark`, `browser`, `bench` and `slow`.
 """
 
+import fcntl
 import subprocess
 import sys
 
@@ -23,6 +24,21 @@ from support.ports import launcher_base_port
 def workers(request):
     """Every multi-worker test runs once per worker count in `WORKER_COUNTS`."""
     return request.param
+
+
+@pytest.fixture
+def default_ports(tmp_path_factory):
+    """Holds the one lock of the launcher's default ports (2101 and up) while the test runs:
+    tests that start clusters there take it, so under pytest-xdist no two of them run at
+    once. The lock file lives in the run's shared temporary root, which every xdist worker
+    of the run sees."""
+    lock = tmp_path_factory.getbasetemp().parent / "default-ports.lock"
+    with open(lock, "w") as file:
+        fcntl.flock(file, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(file, fcntl.LOCK_UN)
 
 
 @pytest.fixture(scope="session")

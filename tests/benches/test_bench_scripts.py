@@ -14,9 +14,9 @@ import pytest
 from support.paths import RELEASE, ROOT, RUST_EXAMPLES, built
 from support.ports import launcher_base_port
 
-# Some scripts start clusters on the launcher's default ports (2101 and up): they share the
-# xdist group of the launcher's default-port tests, so no two such clusters start at once.
-pytestmark = [pytest.mark.bench, pytest.mark.xdist_group("default_ports")]
+# Some scripts start clusters on the launcher's default ports (2101 and up): every test here
+# holds their lock (conftest's `default_ports`), so no two such clusters start at once.
+pytestmark = [pytest.mark.bench, pytest.mark.usefixtures("default_ports")]
 
 BENCHES = ROOT / "benches" / "python"
 
@@ -63,7 +63,7 @@ def test_bench_routing_compares_two_builds():
 def test_bench_trace_compare_times_both_versions(tmp_path):
     """The "older copy" is the installed trace package itself, on the crafted trace."""
     import timely_py.trace
-    from tracedirs import write_crafted
+    from support.tracedirs import write_crafted
 
     path = write_crafted(tmp_path / "t")
     package = Path(timely_py.trace.__file__).resolve().parent

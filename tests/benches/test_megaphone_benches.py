@@ -14,9 +14,9 @@ import sys
 import pytest
 from support.paths import RELEASE, ROOT, RUST_EXAMPLES, built
 
-# Some scripts start clusters on the launcher's default ports (2101 and up): they share the
-# xdist group of the launcher's default-port tests, so no two such clusters start at once.
-pytestmark = [pytest.mark.bench, pytest.mark.xdist_group("default_ports")]
+# Some scripts start clusters on the launcher's default ports (2101 and up): every test here
+# holds their lock (conftest's `default_ports`), so no two such clusters start at once.
+pytestmark = [pytest.mark.bench, pytest.mark.usefixtures("default_ports")]
 
 MEGAPHONE = ROOT / "benches" / "megaphone"
 STRATEGIES = {"all-at-once", "fluid", "batched:8", "batched:8@10", "batched:8@done"}
@@ -61,7 +61,11 @@ def test_latency_during_a_migration_for_every_strategy_and_layout(binaries, tmp_
     assert len(migrations) == 10
     for m in migrations:
         assert m["moved_bins"] == "128", "half of the 256 bins move"
-        assert float(m["end_ms"]) > float(m["start_ms"]) == 500.0
+        start = float(m["start_ms"])
+        assert float(m["end_ms"]) > start
+        # A planned first step is at 0.5 s; an `@done` controller sends it at the first epoch
+        # the feed reaches from 0.5 s on, later if the loaded machine made the feed skip epochs.
+        assert start == 500.0 if not m["strategy"].endswith("@done") else 500.0 <= start < 600.0
         assert 0 < float(m["steady_p50_ms"]) <= float(m["max_ms"])
     fluid = [float(m["duration_ms"]) for m in migrations if m["strategy"] == "fluid"]
     assert all(d >= 127 for d in fluid), "fluid moves one bin per 1 ms epoch"

@@ -217,8 +217,7 @@ def test_processes_end_when_the_launcher_is_killed():
     assert all(dead(pid) for pid in started)
 
 
-@pytest.mark.xdist_group("default_ports")
-def test_busy_default_port_moves_the_cluster_to_free_ports(capsys):
+def test_busy_default_port_moves_the_cluster_to_free_ports(capsys, default_ports):
     held = hold_port(launch.DEFAULT_BASE_PORT)
     try:
         assert launch.main(["-n", "2", script("report")]) == 0
@@ -234,8 +233,7 @@ def test_busy_default_port_moves_the_cluster_to_free_ports(capsys):
     assert "in use; the processes listen on" in captured.err
 
 
-@pytest.mark.xdist_group("default_ports")
-def test_free_default_ports_need_no_hostfile(capsys):
+def test_free_default_ports_need_no_hostfile(capsys, default_ports):
     if not all(launch.port_is_free(port) for port in (2101, 2102)):
         pytest.skip("the default ports are busy on this machine")
     assert launch.main(["-n", "2", script("report")]) == 0
