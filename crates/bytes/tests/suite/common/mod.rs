@@ -1,8 +1,6 @@
 //! Helpers shared by the integration tests: a length-prefixed framing, a receive loop over a
 //! simulated socket, and a tiny deterministic random number generator.
 
-#![allow(dead_code)] // each test file uses a different part
-
 use timely_bytes::{Bytes, BytesSlab, SlabStats};
 
 /// Size of the little-endian `u32` length that precedes every message.

@@ -1,11 +1,9 @@
 //! `BytesSlab` as a network receive loop uses it: order and contents across buffer boundaries,
 //! messages larger than a buffer, the copying bound, and recycling.
 
-mod common;
-
 use std::collections::VecDeque;
 
-use common::{encode, message, receive_stream, Received, Rng, HEADER};
+use crate::common::{encode, message, receive_stream, Received, Rng, HEADER};
 use proptest::prelude::*;
 use timely_bytes::{Bytes, BytesSlab};
 

@@ -1,12 +1,10 @@
 //! `Bytes` and `BytesSlab` across threads: pieces written and dropped on other threads, then
 //! recovered; a receive thread feeding consumers that drop what they get.
 
-mod common;
-
 use std::sync::mpsc;
 use std::thread;
 
-use common::{encode, message, receive_stream, Rng};
+use crate::common::{encode, message, receive_stream, Rng};
 use timely_bytes::{Bytes, BytesSlab};
 
 #[test]
