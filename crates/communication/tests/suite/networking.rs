@@ -1,7 +1,7 @@
 //! The cluster transport on loopback: setup in any start order, message exchange, rejection of
 //! strangers and misconfigured peers, and failure reporting. Processes are simulated by threads.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

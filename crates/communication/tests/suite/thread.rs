@@ -1,6 +1,6 @@
 //! The single-worker allocator: local FIFO channels and their events.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

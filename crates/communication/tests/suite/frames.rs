@@ -4,7 +4,7 @@
 //! probes and replies) are never reported; the observer reaches the transport from
 //! `ClusterConfig::frames`, and sequence numbers count per channel, source and target range.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

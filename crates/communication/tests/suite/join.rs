@@ -4,7 +4,7 @@
 //! everyone says goodbye and frees its port; wrong identities and early joins are refused with
 //! clear errors while the cluster runs on; a joiner that dies after admission is a lost peer.
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::time::{Duration, Instant};

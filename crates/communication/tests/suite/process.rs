@@ -1,6 +1,6 @@
 //! The multi-threaded allocator: all-to-all exchange, events, wake-ups and type checks.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Barrier};

@@ -1,6 +1,6 @@
 //! Worker threads: naming, results in index order, panics reported, joining on drop.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! every clock interval; on one machine the clocks agree, so every measurement's offset must
 //! lie within its error bound, and the bound is small on loopback. Process 0 measures nothing.
 
-mod common;
+use crate::common;
 
 use std::net::TcpStream;
 use std::sync::Arc;

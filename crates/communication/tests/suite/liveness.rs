@@ -4,7 +4,7 @@
 //! reported, because its send threads write heartbeats that no worker sees. Processes are
 //! simulated by threads; a "frozen" process is one whose raw sockets stay open and silent.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::net::TcpStream;

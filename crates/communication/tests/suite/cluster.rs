@@ -3,7 +3,7 @@
 //! point and by broadcast; the receiving side sees everything once, in order per sender; a
 //! process whose run fails makes the others see it lost.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
