@@ -12,10 +12,8 @@
 //! `TIMELY_RANDOM_SEED=S` runs only seed `S`, `TIMELY_RANDOM_VERBOSE=1` prints each
 //! program.
 
-mod randomized_support;
-
-use randomized_support::program::{generate, Program, Stage};
-use randomized_support::{reference::reference, run::run, seeds};
+use crate::randomized_support::program::{generate, Program, Stage};
+use crate::randomized_support::{reference::reference, run::run, seeds};
 use std::sync::Arc;
 use std::time::Instant;
 

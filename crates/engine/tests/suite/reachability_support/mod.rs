@@ -22,8 +22,6 @@
 //! checks that `build` rejects exactly the graphs with a cycle that can leave a timestamp
 //! unchanged).
 
-#![allow(dead_code)] // not every test binary uses every helper (`reachability_scopes` never calls `run`)
-
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::select;

@@ -5,10 +5,8 @@
 //! `randomized.rs`, in `randomized_support`. `TIMELY_RANDOM_SEEDS=N` runs the first `N / 3`
 //! seeds whose programs qualify (default 20), `TIMELY_RANDOM_SEED=S` runs only seed `S`.
 
-mod randomized_support;
-
-use randomized_support::program::{generate, Rng};
-use randomized_support::{reference::reference, run::run, seeds};
+use crate::randomized_support::program::{generate, Rng};
+use crate::randomized_support::{reference::reference, run::run, seeds};
 use std::sync::Arc;
 
 /// Programs on two processes of one worker, a third process joining at a random epoch:

@@ -2,12 +2,11 @@
 //! thread of this test running `timely_engine::execute` with its own `Config::Cluster`; the
 //! joining one has `join: Some(server)`.
 
-#[path = "../../communication/tests/common/mod.rs"]
-mod common;
+use crate::common;
 
 /// The configuration of process `process` of a cluster that starts with `initial` processes
 /// (`join`: this process joins, served by that worker).
-use common::loopback_cluster as config;
+use crate::common::loopback_cluster as config;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

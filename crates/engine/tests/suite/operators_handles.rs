@@ -4,9 +4,7 @@
 //!
 //! Helpers shared with the other `operators_*.rs` tests are in `operators_support`.
 
-mod operators_support;
-
-use operators_support::*;
+use crate::operators_support::*;
 use timely_engine::dataflow::operators::{CapabilityError, CapabilitySet, InputError};
 use timely_engine::dataflow::{InputHandle, ProbeHandle, Scope};
 use timely_engine::Product;

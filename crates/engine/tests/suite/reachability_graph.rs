@@ -5,10 +5,8 @@
 //!
 //! The reference, graph specs, strategies and harness are in `reachability_support`.
 
-mod reachability_support;
-
+use crate::reachability_support::*;
 use proptest::prelude::*;
-use reachability_support::*;
 use std::collections::BTreeSet;
 use timely_engine::progress::reachability::{GraphBuilder, GraphError};
 use timely_engine::progress::{Location, Source, Target};

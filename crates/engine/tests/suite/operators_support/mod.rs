@@ -7,8 +7,6 @@
 //! step (probes, capabilities, notifications, input handles) drive one worker in the test's
 //! thread with `timely_engine::example` and the stepping helpers here.
 
-#![allow(dead_code)] // each test binary uses a different part of these helpers
-
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;

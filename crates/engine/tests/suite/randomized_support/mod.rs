@@ -33,9 +33,7 @@
 //! sequential interpreter), `dataflow` (building a program as a dataflow, the checking
 //! operators), `run` (running a program on a number of workers and comparing).
 
-#[allow(dead_code)]
-#[path = "../../../communication/tests/common/mod.rs"]
-mod common;
+use crate::common;
 
 mod dataflow;
 pub mod program;

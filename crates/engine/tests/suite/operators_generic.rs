@@ -4,9 +4,7 @@
 //!
 //! Helpers shared with the other `operators_*.rs` tests are in `operators_support`.
 
-mod operators_support;
-
-use operators_support::*;
+use crate::operators_support::*;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;

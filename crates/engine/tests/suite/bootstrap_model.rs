@@ -6,7 +6,7 @@
 //! pointstamp still held anywhere. Run it with
 //!
 //! ```text
-//! cargo test --release -p timely-engine --test bootstrap_model -- --nocapture
+//! cargo test --release -p timely-engine --test suite -- bootstrap_model:: --nocapture
 //! ```
 //!
 //! which prints, per scenario, the states and transitions explored and, for the variants that
@@ -84,19 +84,17 @@
 //! model checks: every worker applies the server's announcement batch before any batch of the
 //! joiner (`Config::barrier`); with it, every scenario holds.
 
-mod bootstrap_model {
-    pub mod actions;
-    pub mod explorer;
-    pub mod join;
-    pub mod model;
-    pub mod properties;
-    pub mod views;
-}
+mod actions;
+mod explorer;
+mod join;
+mod model;
+mod properties;
+mod views;
 
-use bootstrap_model::actions::{apply, Action, Bug, Config};
-use bootstrap_model::explorer::{explore, Report};
-use bootstrap_model::model::State;
-use bootstrap_model::properties::Property;
+use actions::{apply, Action, Bug, Config};
+use explorer::{explore, Report};
+use model::State;
+use properties::Property;
 
 /// More states than any scenario has: reaching it means the search was cut short.
 const LIMIT: usize = 8_000_000;

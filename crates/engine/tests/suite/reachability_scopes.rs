@@ -5,11 +5,9 @@
 //!
 //! The reference, graph specs, strategies and harness are in `reachability_support`.
 
-mod reachability_support;
-
+use crate::reachability_support::*;
 use proptest::collection::vec;
 use proptest::prelude::*;
-use reachability_support::*;
 use timely_engine::progress::reachability::Tracker;
 use timely_engine::progress::{Location, Source, Target};
 

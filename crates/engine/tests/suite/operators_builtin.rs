@@ -5,9 +5,7 @@
 //!
 //! Helpers shared with the other `operators_*.rs` tests are in `operators_support`.
 
-mod operators_support;
-
-use operators_support::*;
+use crate::operators_support::*;
 use std::cell::RefCell;
 use std::rc::Rc;
 use timely_engine::dataflow::operators::{hash_of, Captured};

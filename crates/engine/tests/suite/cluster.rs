@@ -1,10 +1,9 @@
 //! Dataflows across processes on loopback: each "process" of a cluster is a thread of this
 //! test running `timely_engine::execute` with its own `Config::Cluster` (free loopback
-//! ports, a shared secret), as in `crates/communication/tests/cluster.rs`. Results are
+//! ports, a shared secret), as in `crates/communication/tests/suite/cluster.rs`. Results are
 //! compared with the same dataflow in one process.
 
-#[path = "../../communication/tests/common/mod.rs"]
-mod common;
+use crate::common;
 
 use std::fmt::Debug;
 use std::time::Duration;
