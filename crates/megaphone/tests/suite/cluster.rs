@@ -3,9 +3,7 @@
 //! workers each. Bins move back and forth across processes, so state, pending notifications
 //! and records cross through the engine's codecs; results must stay exact.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use timely_megaphone::{plan, rebalance, Bins, RoutingTable, StateMachine, Strategy};
 
 #[test]

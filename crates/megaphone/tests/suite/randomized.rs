@@ -3,9 +3,7 @@
 //! random moments, random notification lags and random pacing of the input. Every run must
 //! equal the sequential reference exactly. `MEGAPHONE_SEEDS=N` runs more seeds.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use timely_engine::Config;
 use timely_megaphone::{plan, rebalance, Bins, Command, RoutingTable, StateMachine, Strategy};
 

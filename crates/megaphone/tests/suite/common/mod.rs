@@ -2,8 +2,6 @@
 //! every worker, sequential references, and loopback clusters of "processes" that are
 //! threads of the test.
 
-#![allow(dead_code)] // not every test binary uses every helper
-
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use timely_engine::dataflow::operators::Captured;
@@ -192,10 +190,8 @@ pub fn counts_reference(records: &[(u64, u64, u64)]) -> Vec<(u64, (u64, u64))> {
 }
 
 /// The communication crate's test helpers (free loopback addresses).
-#[path = "../../../communication/tests/common/mod.rs"]
-#[allow(dead_code)]
+#[path = "../../../../communication/tests/common/mod.rs"]
 mod net;
-#[allow(unused_imports)] // not every test binary uses every helper
 pub use net::{free_addresses, within};
 
 /// The configurations of a cluster of `processes` processes of `threads` workers each.

@@ -4,9 +4,7 @@
 //! when the controller (worker 0) rebalances. Word count and a keyed running sum with
 //! notifications must equal sequential references computed from every record sent.
 
-mod common;
-
-use common::{counts_reference, keyed_sum, sums_reference, within, Rng};
+use crate::common::{self, counts_reference, keyed_sum, sums_reference, within, Rng};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -2,9 +2,7 @@
 //! keyed running sum with per-key notifications, compared with sequential references, for
 //! every strategy, on several workers of one process.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use timely_engine::Config;
 use timely_megaphone::{
     plan, rebalance, Bins, Command, KeyedOperators, RoutingTable, StateMachine, Strategy,
