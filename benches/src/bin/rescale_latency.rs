@@ -6,7 +6,7 @@
 //!  [--pin 0|1] [--keyed BINS] [--keys 10000] [--strategy batched]`
 //!
 //! Each "process" is a thread of this program running `timely_engine::execute` with its own
-//! `Config::Cluster` on loopback (as `crates/engine/tests/rescaling.rs` does); process
+//! `Config::Cluster` on loopback (as `crates/engine/tests/suite/rescaling.rs` does); process
 //! `initial + k` joins `joins[k]` seconds after the start, served by worker `k`, once the
 //! previous joiner finished its bootstrap. The first `injectors` workers inject `rate`
 //! records per second in total, each stamped with its injection time; the records go through

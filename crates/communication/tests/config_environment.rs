@@ -2,6 +2,12 @@
 //! `TIMELY_CLOCK_INTERVAL`, and how
 //! command-line flags override them. One test, because the environment is shared by every
 //! thread of a test binary.
+//!
+//! Its own test binary, not a module of `tests/suite`: it sets and removes environment
+//! variables of the process, which every parse of worker options reads, so the tests there
+//! running in other threads of the same process (`config::`, whose default runs are secure,
+//! say) would see its values, and changing the environment while other threads read it is
+//! undefined behaviour on some platforms.
 
 use std::time::Duration;
 

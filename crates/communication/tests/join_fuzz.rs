@@ -2,6 +2,10 @@
 //! damaged and refused join attempts leave the cluster moving frames, admitting a valid joiner
 //! and shutting down in order, with no thread panicking. Its own binary, since it counts the
 //! panics of the whole process.
+//!
+//! So not a module of `tests/suite`: it installs a panic hook for the whole process and fails
+//! if any thread panics during its run, and tests there panic on purpose in other threads of
+//! the same process (`thread::`'s `#[should_panic]` test, `initialize::`'s panicking workers).
 
 mod common;
 
