@@ -91,21 +91,26 @@ def analysed(trace: Path, out: Path, args: argparse.Namespace, spark: object) ->
 def run_all(args: argparse.Namespace) -> Tuple[List[dict], List[dict]]:
     """Every configuration ``args.reps`` times, interleaved (so that load changes hit all alike)."""
     from timely_py.analysis import get_session
+    from timely_py.analysis.events import count_events
 
-    spark = get_session(master=args.master)
+    spark = None
     profiles, runs = [], []
     for rep in range(args.reps):
         for label, processes, workers in CONFIGS:
             name = f"{label}-r{rep}"
             trace = args.out / "traces" / name
             wall = traced_run(label, processes, workers, trace, args)
+            if spark is None:
+                # Set for the size of the first trace, as the console script sets its session.
+                spark = get_session(master=args.master, events=count_events(trace))
             found = analysed(trace, args.out / name, args, spark)
             print(f"{name}: run {wall:.2f} s, critical path {found['critical_ns'] / 1e6:.1f} ms", flush=True)
             runs.append({"config": label, "rep": rep, "run_s": wall, "critical_ns": found["critical_ns"],
                          "complete": found["complete"]})  # fmt: skip
             for row in found["rows"]:
                 profiles.append({"config": label, "rep": rep, **{k: row[k] for k in PROFILE_COLUMNS}})
-    spark.stop()
+    if spark is not None:
+        spark.stop()
     return profiles, runs
 
 

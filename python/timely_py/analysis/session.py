@@ -43,8 +43,10 @@ SMALL_TRACE_EVENTS = 1_000_000
 #: The driver JVM's options for a small trace: compile with the client JIT only. Spark's
 #: first minute is spent compiling its own code and each job's generated code; the server
 #: JIT's compilations take a core of two for most of a small analysis and pay off only on
-#: large data.
-SMALL_TRACE_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+#: large data. With the client JIT alone the JVM reserves 48 MB for compiled code, which a
+#: session fills within about a minute of analyses; the JVM then stops compiling and runs
+#: everything after in its interpreter, so the reserve is the tiered JIT's 240 MB.
+SMALL_TRACE_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 #: Settings over :data:`DEFAULTS` for a small trace: no adaptive execution (it plans the rest
 #: of a query again after each of its stages, and the driver's planning is most of a small
