@@ -17,7 +17,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-section() { printf '\n=== %s\n' "$*"; }
+# Each section's heading starts with the seconds since the demo started.
+section() { printf '\n=== [%d s] %s\n' "$SECONDS" "$*"; }
 out="${TMPDIR:-/tmp}/timely_py-demo"
 trace="$out/trace"
 analysis="$out/analysis"
@@ -50,7 +51,7 @@ section "a running cluster grows: worker 0 asks the launcher for a third process
 section "the engine's per-round latency (the Rust example hello; compiled on first use)"
 cargo run --release -q -p timely-engine --example hello -- 100000 -w 1 --quiet
 
-section "where everything is"
+section "where everything is (the demo took $SECONDS s)"
 cat <<EOF
 trace of the skewed run:     $trace (checked, summarised above)
 Perfetto timeline:           $out/trace.json (open it at ui.perfetto.dev)
