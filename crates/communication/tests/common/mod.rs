@@ -1,7 +1,9 @@
 //! Helpers shared by the integration tests.
 
+use std::fs::File;
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use timely_communication::networking::Delivery;
@@ -28,18 +30,29 @@ pub fn within<R: Send + 'static>(limit: Duration, test: impl FnOnce() -> R + Sen
 }
 
 /// `n` loopback addresses whose ports are free now, below the ephemeral range (32768+) so that
-/// outgoing connections never take them, and distinct across the tests of this run.
+/// outgoing connections never take them, and distinct across the tests of this run. nextest
+/// runs each test in a process of its own, several at once, and a port that is free when one
+/// process checks it may be another's a moment later; so each port is also claimed with a
+/// lock on `$TMPDIR/timely-test-ports/PORT.lock`, which this process holds until it exits.
 #[allow(dead_code)] // not every test binary uses it
 pub fn free_addresses(n: usize) -> Vec<String> {
     static NEXT: AtomicU16 = AtomicU16::new(0);
+    static HELD: Mutex<Vec<File>> = Mutex::new(Vec::new());
     let seed = (std::process::id() % 1000) as u16 * 10;
     let _ = NEXT.compare_exchange(0, 20_000 + seed, Ordering::SeqCst, Ordering::SeqCst);
+    let locks = std::env::temp_dir().join("timely-test-ports");
+    std::fs::create_dir_all(&locks).expect("a directory for the port locks");
     let mut addresses = Vec::new();
     while addresses.len() < n {
         let port = NEXT.fetch_add(1, Ordering::SeqCst);
         assert!(port < 32_000, "ran out of test ports");
+        let lock = File::create(locks.join(format!("{port}.lock"))).expect("a port lock file");
+        if lock.try_lock().is_err() {
+            continue; // another test process holds this port
+        }
         let address = format!("127.0.0.1:{port}");
         if TcpListener::bind(&address).is_ok() {
+            HELD.lock().unwrap().push(lock);
             addresses.push(address);
         }
     }
