@@ -43,6 +43,7 @@ def test_bfs_on_two_processes_analysed(spark, bfs_trace, tmp_path):
     assert sum(r["share"] for r in by_type) == pytest.approx(result.slices)
 
 
+@pytest.mark.spark  # the console script starts its own Spark JVM
 def test_the_console_script_analyses_a_small_trace(tmp_path):
     trace = write_crafted(tmp_path / "trace")
     done = subprocess.run(

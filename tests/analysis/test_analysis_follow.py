@@ -167,6 +167,7 @@ def test_bad_arguments_are_errors(tmp_path):
         follow(tmp_path, out=tmp_path / "out", kernels="java")
 
 
+@pytest.mark.spark  # the console script starts its own Spark JVM
 def test_the_console_script_stops_on_ctrl_c(tmp_path):
     trace = write_crafted(tmp_path / "trace")
     for meta_file in trace.glob("process=*/_process.json"):
@@ -190,6 +191,7 @@ def test_the_console_script_stops_on_ctrl_c(tmp_path):
     assert "follow stopped (Ctrl-C)" in output
 
 
+@pytest.mark.spark  # the console script starts its own Spark JVM
 def test_the_console_script_follows_a_finished_trace(tmp_path):
     trace = write_crafted(tmp_path / "trace")
     done = python_subprocess(

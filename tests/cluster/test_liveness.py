@@ -91,6 +91,7 @@ def test_a_stopped_process_is_declared_lost_by_every_other_within_the_timeout(tm
 # --- a busy worker ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_worker_holding_the_interpreter_longer_than_the_timeout_is_not_lost(tmp_path):
     hold, timeout = 30, 10
     with Cluster(tmp_path, processes=2, workers=1) as cluster:
