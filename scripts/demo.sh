@@ -49,7 +49,8 @@ section "a running cluster grows: worker 0 asks the launcher for a third process
 .venv/bin/python -m timely_py.launch -n 2 -w 2 examples/word_count_scale_out.py 24 0.05 4 batched
 
 section "the engine's per-round latency (the Rust example hello; compiled on first use)"
-cargo run --release -q -p timely-engine --example hello -- 100000 -w 1 --quiet
+cargo build --release -p timely-engine --example hello
+target/release/examples/hello 100000 -w 1 --quiet
 
 section "where everything is (the demo took $SECONDS s)"
 cat <<EOF
