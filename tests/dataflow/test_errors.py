@@ -93,7 +93,7 @@ OPERATORS = [
     ("Inspect", lambda s, bad: s.inspect(bad)),
     ("InspectTime", lambda s, bad: s.inspect_time(lambda t, x: bad(x))),
     ("InspectBatch", lambda s, bad: s.inspect_batch(lambda t, xs: [bad(x) for x in xs])),
-    ("ExchangeKey", lambda s, bad: s.exchange(bad)),
+    ("Exchange", lambda s, bad: s.exchange(bad)),
     ("Partition", lambda s, bad: s.partition(2, lambda x: bad(x) % 2)[0]),
     ("Branch", lambda s, bad: s.branch(lambda t, x: bad(x))[0]),
     ("Delay", lambda s, bad: s.delay(lambda x, t: bad(x) and t)),
@@ -221,7 +221,8 @@ def test_exception_in_main_propagates_and_stops_the_others(workers):
     def main(worker):
         if worker.index == failing:
             with worker.dataflow() as scope:
-                scope.input_from(timely.InputHandle())  # never closed: would run forever
+                # The same channels as the others' dataflow; the input is never closed.
+                scope.input_from(timely.InputHandle()).exchange()
             raise KeyError("from main")
         return endless(worker, lambda s: s.exchange(), cancelled)
 

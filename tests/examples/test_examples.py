@@ -6,7 +6,8 @@ from collections import Counter, deque
 
 import pytest
 import timely_py as timely
-from support.cluster import Cluster
+from support.cluster import Cluster, write_hostfile
+from support.launched import Launched
 from support.paths import EXAMPLES
 from support.processes import run_example
 
@@ -52,6 +53,32 @@ def test_a_third_process_joins_a_running_hello(tmp_path):
     switches = [s for s in range(len(records) + 1) if all(w == (x % 2 if x < s else x % 3) for x, w in records)]
     assert switches and switches[0] >= 4, records
     assert any(w == 2 for _, w in records), "the joined worker saw nothing"
+
+
+# --- rescale_safe_word_count.py ------------------------------------------------------------
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("workers", [1, 2])
+def test_rescale_safe_word_count_stays_exact_while_a_process_joins(tmp_path, workers):
+    """The docstring's command (on free ports): worker 0 asks for a process in epoch 3; the
+    per-epoch counts (count_by_key) and the running totals (state_machine, bins moved to the
+    new workers) equal a plain count of the words fed, and the joined workers count too."""
+    hostfile, _ = write_hostfile(tmp_path, 3)
+    with Launched(tmp_path, "-n", 2, "-w", workers, "--hostfile", hostfile,
+                  EXAMPLES / "rescale_safe_word_count.py", 8, 3) as run:
+        assert run.status() == 0, run.out() + run.err()
+    out = run.out()
+    assert "[0] worker 0: epoch 3, asking for a process: 2" in out
+    grew = re.search(rf"^\[0\] worker 0: epoch \d+, {3 * workers} workers now: moving (\d+) of 32 bins", out, re.M)
+    assert grew and int(grew.group(1)) > 0, out
+    assert re.search(r"^\[0\] worker 0: exact: \d+ per-epoch counts and the running totals of 21 words", out, re.M), out
+    made = {int(w): (int(c), int(u)) for w, c, u in
+            re.findall(r"worker (\d+): (\d+) per-epoch counts, (\d+) running-total updates$", out, re.M)}
+    assert sorted(made) == list(range(3 * workers)), out
+    joined = [made[w] for w in range(2 * workers, 3 * workers)]
+    assert all(c > 0 for c, _ in joined) and any(u > 0 for _, u in joined), f"the joined workers counted nothing: {made}"
 
 
 # --- loops.py -------------------------------------------------------------------------------

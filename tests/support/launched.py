@@ -58,11 +58,11 @@ class Launched:
     def control(self):
         return self.wait_for(r"^\[launch\] control endpoint (\S+) ", "err").group(1)
 
-    def status(self):
+    def status(self, timeout=TIMEOUT):
         try:
-            return self.process.wait(TIMEOUT)
+            return self.process.wait(timeout)
         except subprocess.TimeoutExpired:
-            pytest.fail(f"the launcher still runs after {TIMEOUT} s:\n{self.out()}\n{self.err()}")
+            pytest.fail(f"the launcher still runs after {timeout} s:\n{self.out()}\n{self.err()}")
 
 
 

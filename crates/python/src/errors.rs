@@ -115,6 +115,18 @@ pub fn install_panic_hook() {
     }));
 }
 
+/// Runs `f`, which may push records to other processes (an input handle's `send`, say),
+/// raising the Python error of a record that could not be encoded (`PythonFailure`) to the
+/// caller; other panics go on unwinding.
+pub fn raise_python_failure<R>(f: impl FnOnce() -> R) -> PyResult<R> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).or_else(|payload| {
+        match payload.downcast::<crate::record::PythonFailure>() {
+            Ok(failure) => Err(failure.0),
+            Err(payload) => std::panic::resume_unwind(payload),
+        }
+    })
+}
+
 /// Runs `f`, turning a panic into a `DataflowError` with the panic's message.
 pub fn catch_panic<R>(f: impl FnOnce() -> R) -> PyResult<R> {
     QUIET_PANICS.with(|q| q.set(true));

@@ -1,5 +1,6 @@
 //! `InputHandle` and `ProbeHandle`: how a worker's program feeds and watches dataflows.
 
+use crate::errors::raise_python_failure;
 use crate::record::Record;
 use crate::time::{PyTime, T0};
 use pyo3::exceptions::PyValueError;
@@ -48,25 +49,25 @@ impl PyInputHandle {
 
     /// Sends one record at the current epoch.
     fn send(&mut self, record: Py<PyAny>) -> PyResult<()> {
-        self.handle.try_send(Record(record)).map_err(input_error)
+        raise_python_failure(|| self.handle.try_send(Record(record)))?.map_err(input_error)
     }
 
     /// Sends every record of an iterable at the current epoch.
     fn send_batch(&mut self, records: &Bound<'_, PyAny>) -> PyResult<()> {
         let mut batch = collect_records(records)?;
-        self.handle.try_send_batch(&mut batch).map_err(input_error)
+        raise_python_failure(|| self.handle.try_send_batch(&mut batch))?.map_err(input_error)
     }
 
     /// Moves to epoch `time` (not earlier than the current one): no more records will be
     /// sent at earlier epochs.
     fn advance_to(&mut self, time: &Bound<'_, PyAny>) -> PyResult<()> {
         let time = T0::from_py(time)?;
-        self.handle.try_advance_to(time).map_err(input_error)
+        raise_python_failure(|| self.handle.try_advance_to(time))?.map_err(input_error)
     }
 
     /// Closes the input: no more records will be sent. Idempotent.
-    fn close(&mut self) {
-        self.handle.close();
+    fn close(&mut self) -> PyResult<()> {
+        raise_python_failure(|| self.handle.close())
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -74,9 +75,9 @@ impl PyInputHandle {
     }
 
     #[pyo3(signature = (*_args))]
-    fn __exit__(&mut self, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
-        self.handle.close();
-        false
+    fn __exit__(&mut self, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        raise_python_failure(|| self.handle.close())?;
+        Ok(false)
     }
 
     fn __repr__(&self) -> String {

@@ -5,8 +5,7 @@
 //! operators) takes a new reference, which needs the interpreter; the engine clones only
 //! when a stream fans out.
 //!
-//! `Routed` and `RoutedPair` carry a record with the worker chosen for its key by
-//! `key::route`; this module does not choose workers.
+//! `KeyedPair` carries a record with its key; this module does not choose workers.
 //!
 //! How records cross processes is `wire`'s concern, not this module's.
 
@@ -29,13 +28,10 @@ impl Record {
     }
 }
 
-/// A record with the worker that its key routes it to (what an exchange by key carries).
+/// A record with its key (what a keyed aggregation exchanges, so that the key function runs
+/// once per record).
 #[derive(Clone)]
-pub struct Routed(pub u64, pub Record);
-
-/// A record with its key and the key's worker (what a keyed aggregation exchanges).
-#[derive(Clone)]
-pub struct RoutedPair(pub u64, pub Record, pub Record);
+pub struct KeyedPair(pub Record, pub Record);
 
 /// A failure of Python code reached from inside the engine (encoding records for another
 /// process, say), carried up to the worker's caller by unwinding with this payload.

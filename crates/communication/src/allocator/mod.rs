@@ -128,6 +128,12 @@ impl Allocator {
         }
     }
 
+    /// True when the set of workers can change while this worker runs: only a cluster of
+    /// processes admits processes that join.
+    pub fn can_rescale(&self) -> bool {
+        matches!(self, Allocator::Cluster(_))
+    }
+
     /// Allocates channel `identifier` (the same id on every worker, dataflows are built in the same order).
     ///
     /// Returns one pusher per worker (index `i` sends to worker `i`) and this worker's puller.

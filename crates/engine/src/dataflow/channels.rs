@@ -2,8 +2,8 @@
 //!
 //! A `Message` is a batch of records at one time. A `Tee` fans an output's messages out to
 //! every consumer. A parallelization contract (`Pact`) decides how an edge moves messages:
-//! `Pipeline` keeps them on this worker (an in-memory queue, no copies), `Exchange` routes
-//! each record to the worker chosen by a hash of the record, through the allocator.
+//! `Pipeline` keeps them on this worker (an in-memory queue, no copies); the exchanging
+//! contracts, which route records to other workers through the allocator, are `exchange`'s.
 //! Pushing to a consumer activates it. Sends and receives are numbered per channel and
 //! target, and logged when a logger is installed.
 //!
@@ -18,7 +18,7 @@ use serde::Serialize;
 use std::cell::RefCell;
 use std::rc::Rc;
 use timely_communication::exchangeable::{bincode_decode, bincode_decode_extend, bincode_encode};
-use timely_communication::{Exchangeable, FanOut, JoinedPushers, Pull, Push, SharedQueue};
+use timely_communication::{Exchangeable, FanOut, Pull, Push, SharedQueue};
 
 /// Records that can flow on a pipeline edge.
 pub trait Data: Clone + 'static {}
@@ -244,116 +244,8 @@ impl<T, D> Pull<Message<T, D>> for QueuePuller<T, D> {
     }
 }
 
-/// Routes each record to worker `hash(record) % peers`.
-pub struct Exchange<D, F: Fn(&D) -> u64> {
-    hash: F,
-    marker: std::marker::PhantomData<D>,
-}
-
-impl<D, F: Fn(&D) -> u64> Exchange<D, F> {
-    /// Routes records by `hash`.
-    pub fn new(hash: F) -> Self {
-        Exchange { hash, marker: std::marker::PhantomData }
-    }
-}
-
-impl<T: Timestamp, D: ExchangeData, F: Fn(&D) -> u64 + 'static> Pact<T, D> for Exchange<D, F> {
-    fn connect(
-        self,
-        scope: &Scope<T>,
-        identifier: usize,
-        activator: Activator,
-    ) -> (MessagePusher<T, D>, MessagePuller<T, D>) {
-        let (pushers, puller, joined) = worker_endpoints(scope, identifier, activator);
-        let buffers = (0..pushers.len()).map(|_| Vec::new()).collect();
-        let logging = (identifier, scope.index(), scope.logger());
-        (Box::new(ExchangePusher { pushers, buffers, hash: self.hash, joined, logging }), puller)
-    }
-}
-
-/// A logging pusher per worker, this worker's logging puller, and the pushers to workers
-/// that join later, of one channel.
-type Endpoints<T, D> =
-    (Vec<LogPusher<MessagePusher<T, D>>>, MessagePuller<T, D>, JoinedPushers<Message<T, D>>);
-
-/// Allocates channel `identifier` for an exchanging edge into an operator activated by
-/// `activator`: a logging pusher per worker and this worker's logging puller.
-fn worker_endpoints<T: Timestamp, D: ExchangeData>(
-    scope: &Scope<T>,
-    identifier: usize,
-    activator: Activator,
-) -> Endpoints<T, D> {
-    let worker = scope.worker();
-    let ((pushers, puller), joined) = worker.allocator().allocate_joinable::<Message<T, D>>(identifier);
-    worker.activate_on_channel(identifier, activator);
-    let index = scope.index();
-    let logger = scope.logger();
-    let pushers = pushers
-        .into_iter()
-        .enumerate()
-        .map(|(target, p)| LogPusher::new(p, identifier, index, target, logger.clone()))
-        .collect();
-    (pushers, Box::new(LogPuller::new(puller, identifier, index, logger)), joined)
-}
-
-/// Routes records to worker `hash(record) % peers`, where `peers` grows when workers join
-/// (so after a join some keys move to the new workers).
-struct ExchangePusher<T, D, F> {
-    pushers: Vec<LogPusher<MessagePusher<T, D>>>,
-    buffers: Vec<Vec<D>>,
-    hash: F,
-    joined: JoinedPushers<Message<T, D>>,
-    /// Channel, this worker and the logger, for the pushers of joined workers.
-    logging: (usize, usize, Option<Logger>),
-}
-
-impl<T, D, F> ExchangePusher<T, D, F> {
-    /// Adds the pushers of workers that joined since the last push.
-    #[inline]
-    fn add_joined(&mut self) {
-        if let Some(joined) = self.joined.take() {
-            let (channel, source, logger) = &self.logging;
-            for (target, pusher) in joined {
-                debug_assert_eq!(target, self.pushers.len(), "joined workers arrive in index order");
-                self.pushers.push(LogPusher::new(pusher, *channel, *source, target, logger.clone()));
-                self.buffers.push(Vec::new());
-            }
-        }
-    }
-}
-
-impl<T: Clone, D, F: Fn(&D) -> u64> Push<Message<T, D>> for ExchangePusher<T, D, F> {
-    fn push(&mut self, element: &mut Option<Message<T, D>>) {
-        self.add_joined();
-        let peers = self.pushers.len() as u64;
-        if peers == 1 {
-            return self.pushers[0].push(element);
-        }
-        match element {
-            Some(message) => {
-                for datum in message.data.drain(..) {
-                    let target = ((self.hash)(&datum) % peers) as usize;
-                    self.buffers[target].push(datum);
-                }
-                for (target, buffer) in self.buffers.iter_mut().enumerate() {
-                    if !buffer.is_empty() {
-                        let data = std::mem::take(buffer);
-                        let mut slot = Some(Message::new(message.time.clone(), data, message.from));
-                        self.pushers[target].push(&mut slot);
-                        if let Some(recycled) = slot {
-                            *buffer = recycled.data;
-                            buffer.clear();
-                        }
-                    }
-                }
-            }
-            None => self.pushers.iter_mut().for_each(|p| p.done()),
-        }
-    }
-}
-
 /// Numbers the messages sent on a (channel, sender, receiver) and logs them.
-struct LogPusher<P> {
+pub(super) struct LogPusher<P> {
     pusher: P,
     channel: usize,
     source: usize,
@@ -363,7 +255,13 @@ struct LogPusher<P> {
 }
 
 impl<P> LogPusher<P> {
-    fn new(pusher: P, channel: usize, source: usize, target: usize, logger: Option<Logger>) -> Self {
+    pub(super) fn new(
+        pusher: P,
+        channel: usize,
+        source: usize,
+        target: usize,
+        logger: Option<Logger>,
+    ) -> Self {
         LogPusher { pusher, channel, source, target, next_seq: 0, logger }
     }
 }
@@ -389,7 +287,7 @@ impl<T, D, P: Push<Message<T, D>>> Push<Message<T, D>> for LogPusher<P> {
 }
 
 /// Logs the messages received on a channel.
-struct LogPuller<P> {
+pub(super) struct LogPuller<P> {
     puller: P,
     channel: usize,
     target: usize,
@@ -397,7 +295,7 @@ struct LogPuller<P> {
 }
 
 impl<P> LogPuller<P> {
-    fn new(puller: P, channel: usize, target: usize, logger: Option<Logger>) -> Self {
+    pub(super) fn new(puller: P, channel: usize, target: usize, logger: Option<Logger>) -> Self {
         LogPuller { puller, channel, target, logger }
     }
 }

@@ -7,12 +7,16 @@
 //! through `progress::Operate`; this module does not decide frontiers.
 
 pub mod channels;
+pub mod exchange;
+pub mod membership;
 pub mod operators;
 pub mod plain;
 pub mod scope;
 pub mod stream;
 
-pub use channels::{Data, Exchange, ExchangeData, Message, Pact, Pipeline};
+pub use channels::{Data, ExchangeData, Message, Pact, Pipeline};
+pub use exchange::{AllWorkers, ByHash, Exchange, ExchangeWith, Members, Partition};
+pub use membership::{Change, Membership, SharedMembership};
 pub use operators::{InputHandle, ProbeHandle};
 pub use plain::Abomonated;
 pub use scope::Scope;

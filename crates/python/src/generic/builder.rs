@@ -7,24 +7,25 @@ use crate::generic::capability::{Held, PyCapability};
 use crate::generic::info::PyOperatorInfo;
 use crate::generic::local::Attached;
 use crate::generic::notificator::{NotifyCell, PyNotificator};
-use crate::generic::ports::{InputCell, OutputCell, Port, PyInputPort, PyOutputPort};
+use crate::generic::ports::{InputCell, OutputCell, PyInputPort, PyOutputPort};
 use crate::generic::state::{Kind, OpState, Spec};
-use crate::operators::exchange::keyed_records;
-use crate::record::{Record, Routed};
+use crate::operators::exchange::KeyPartition;
+use crate::record::Record;
 use crate::time::PyTime;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use std::cell::{Cell, OnceCell, RefCell};
 use std::rc::Rc;
-use timely_engine::dataflow::operators::{Capability, OperatorBuilder, OperatorInfo};
-use timely_engine::dataflow::{Exchange, Pipeline, Scope, Stream};
+use timely_engine::dataflow::operators::{keyed_pact, Capability, OperatorBuilder, OperatorInfo};
+use timely_engine::dataflow::{Pipeline, Scope, SharedMembership, Stream};
 use timely_engine::MutableAntichain;
 
-/// An operator input's stream: as is (pipeline), or with routing hashes (exchange).
+/// An operator input's stream: as is (pipeline), or settled for a keyed exchange by a key
+/// function, with the membership table it is routed by.
 enum Feed<T: PyTime> {
     Pipelined(Stream<T, Record>),
-    Hashed(Stream<T, Routed>),
+    Keyed(Stream<T, Record>, SharedMembership<T>, KeyPartition),
 }
 
 /// The operator's engine parts, before its logic is installed.
@@ -38,7 +39,8 @@ struct Parts<T: PyTime> {
     builder: OperatorBuilder<T>,
 }
 
-/// The feeds of `inputs`: exchanged inputs first pass a step that computes routing hashes.
+/// The feeds of `inputs`: exchanged inputs are keyed exchanges, so that state kept per time
+/// and key stays on one worker while processes join.
 fn feeds<T: PyTime>(
     context: &Rc<WorkerContext>,
     name: &str,
@@ -53,7 +55,8 @@ fn feeds<T: PyTime>(
             Some(key) => {
                 let step =
                     if single { format!("{}.exchange", name) } else { format!("{}.exchange{}", name, i + 1) };
-                Feed::Hashed(keyed_records(stream, context, step, Some(key)))
+                let (settled, membership) = stream.settle(&step);
+                Feed::Keyed(settled, membership, KeyPartition::new(Some(key), context, &step))
             }
         });
     }
@@ -80,9 +83,9 @@ fn parts<T: PyTime>(scope: &Scope<T>, name: &str, kind: Kind, feeds: Vec<Feed<T>
         .enumerate()
         .map(|(i, feed)| {
             let port = match feed {
-                Feed::Pipelined(stream) => Port::Pipelined(builder.new_input(&stream, Pipeline)),
-                Feed::Hashed(stream) => {
-                    Port::Hashed(builder.new_input(&stream, Exchange::new(|Routed(hash, _): &Routed| *hash)))
+                Feed::Pipelined(stream) => builder.new_input(&stream, Pipeline),
+                Feed::Keyed(stream, membership, partition) => {
+                    builder.new_input(&stream, keyed_pact(&membership, partition))
                 }
             };
             Rc::new(InputCell::new(port, i, &op))

@@ -5,7 +5,7 @@ use crate::generic::capability::{Holds, PyCapability, PyInputCapability, Receive
 use crate::generic::frontier::PyFrontier;
 use crate::generic::local::Local;
 use crate::generic::state::OpState;
-use crate::record::{Record, Routed};
+use crate::record::Record;
 use crate::time::{dispatch, Depth, Family, PyTime};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -20,11 +20,8 @@ use timely_engine::dataflow::operators::{
 /// Records per batch when `give_all` consumes an iterable.
 const GIVE_BATCH: usize = 1024;
 
-/// An engine input: records as they are (pipeline), or with routing hashes (exchange).
-pub enum Port<T: PyTime> {
-    Pipelined(InputPort<T, Record>),
-    Hashed(InputPort<T, Routed>),
-}
+/// An engine input (pipelined or exchanged, records arrive as they are).
+pub type Port<T> = InputPort<T, Record>;
 
 /// The next batch of `port`, its records as a Python list.
 fn batch<'py, T: PyTime, D: Data>(
@@ -56,10 +53,7 @@ impl<T: PyTime> InputCell<T> {
         let mut port = self.port.try_borrow_mut().map_err(|_| {
             PyRuntimeError::new_err(format!("the input of operator '{}' is in use", self.op.name))
         })?;
-        let next = match &mut *port {
-            Port::Pipelined(port) => batch(py, port, |Record(x)| x)?,
-            Port::Hashed(port) => batch(py, port, |Routed(_, Record(x))| x)?,
-        };
+        let next = batch(py, &mut port, |Record(x)| x)?;
         Ok(next.map(|(capability, records)| {
             let received = Received { capability, op: self.op.clone(), generation: self.op.generation.get() };
             (PyInputCapability::new(received), records)
@@ -69,10 +63,7 @@ impl<T: PyTime> InputCell<T> {
     /// Drops whatever arrived (after a failure).
     pub fn drain(&self) {
         if let Ok(mut port) = self.port.try_borrow_mut() {
-            match &mut *port {
-                Port::Pipelined(port) => while port.next().is_some() {},
-                Port::Hashed(port) => while port.next().is_some() {},
-            }
+            while port.next().is_some() {}
         }
     }
 }

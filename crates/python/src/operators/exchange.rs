@@ -1,52 +1,87 @@
-//! `exchange` and `broadcast`: operators that move records between workers, and the keyed
-//! routing step that the generic operators' `exchange` arguments share.
+//! `exchange` and `broadcast`: operators that move records between workers, and
+//! `KeyPartition`, the choice of a worker by a Python key that every exchanging edge of the
+//! package uses (`exchange`, the keyed aggregations, the generic operators' `exchange=`).
 
 use crate::args::optional_callable;
 use crate::errors::{catch_panic, WorkerContext};
 use crate::key::route;
-use crate::record::{Record, Routed};
+use crate::record::{KeyedPair, Record};
 use crate::stream::{PyStream, StreamHandle};
 use crate::time::{dispatch, PyTime};
 use pyo3::prelude::*;
 use std::rc::Rc;
-use timely_engine::dataflow::{Pipeline, Stream};
+use timely_engine::dataflow::{AllWorkers, ExchangeWith, Partition};
 
-/// `(worker, x)` for every record, the worker chosen by `route(key(x))` (`key` None: the
-/// record itself), computed with the interpreter attached once per run so that routing on
-/// the worker index needs no interpreter.
-pub fn keyed_records<T: PyTime>(
-    stream: &Stream<T, Record>,
-    context: &Rc<WorkerContext>,
-    name: String,
+/// What a record is routed by.
+pub trait RoutingKey {
+    /// The key of this record: `key(record)`, or the record itself when `key` is None.
+    fn routing_key<'py>(&self, py: Python<'py>, key: Option<&Py<PyAny>>) -> PyResult<Bound<'py, PyAny>>;
+}
+
+impl RoutingKey for Record {
+    #[inline]
+    fn routing_key<'py>(&self, py: Python<'py>, key: Option<&Py<PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+        match key {
+            Some(key) => key.bind(py).call1((self.bind(py),)),
+            None => Ok(self.bind(py).clone()),
+        }
+    }
+}
+
+impl RoutingKey for KeyedPair {
+    /// The pair's key, computed before.
+    #[inline]
+    fn routing_key<'py>(&self, py: Python<'py>, _key: Option<&Py<PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(self.0.bind(py).clone())
+    }
+}
+
+/// Chooses each record's worker by `key::route` of its key, with the interpreter attached
+/// once per batch. An exception in the key function fails the run (the records not routed
+/// yet go to the first candidate, so that nothing is dropped while the run stops).
+pub struct KeyPartition {
     key: Option<Py<PyAny>>,
-) -> Stream<T, Routed> {
-    let context = context.clone();
-    // Read at every run: workers that join a running cluster take their share of the keys.
-    let worker_state = stream.scope().worker().clone();
-    stream.unary(Pipeline, &name.clone(), move |_, _| {
-        move |input, output| {
-            let peers = worker_state.peers() as u64;
-            context.run(&name, |py| {
-                while let Some((time, data)) = input.next() {
-                    let mut session = output.session(&time);
-                    for x in data.drain(..) {
-                        let worker = match &key {
-                            Some(key) => route(&key.bind(py).call1((x.bind(py),))?, peers)?,
-                            None => route(x.bind(py), peers)?,
-                        };
-                        session.give(Routed(worker, x));
+    context: Rc<WorkerContext>,
+    /// The operator named in an exception's note.
+    name: String,
+}
+
+impl KeyPartition {
+    /// Routes by `key` (None: the record itself), reporting failures as `name`'s.
+    pub fn new(key: Option<Py<PyAny>>, context: &Rc<WorkerContext>, name: &str) -> Self {
+        KeyPartition { key, context: context.clone(), name: name.to_owned() }
+    }
+}
+
+impl<D: RoutingKey + 'static> Partition<D> for KeyPartition {
+    fn partition(&mut self, data: &mut Vec<D>, members: &[usize], targets: &mut [Vec<D>]) {
+        let count = members.len() as u64;
+        let key = self.key.as_ref();
+        self.context.run(&self.name, |py| {
+            let mut records = data.drain(..);
+            while let Some(record) = records.next() {
+                match record.routing_key(py, key).and_then(|k| route(&k, count)) {
+                    Ok(chosen) => targets[members[chosen as usize]].push(record),
+                    Err(error) => {
+                        targets[members[0]].push(record);
+                        targets[members[0]].extend(records);
+                        return Err(error);
                     }
                 }
-                Ok(())
-            });
-            while input.next().is_some() {}
-        }
-    })
+            }
+            Ok(())
+        });
+        // Left when the run had failed before: nothing is routed any more.
+        targets[members[0]].append(data);
+    }
 }
 
 fn exchange<T: PyTime>(stream: &StreamHandle<T>, key: Option<Py<PyAny>>) -> StreamHandle<T> {
-    let keyed = keyed_records(&stream.stream, &stream.context, "ExchangeKey".to_owned(), key);
-    stream.wrap(keyed.exchange(|Routed(hash, _): &Routed| *hash).map(|Routed(_, x)| x))
+    let partition = KeyPartition::new(key, &stream.context, "Exchange");
+    let pact = ExchangeWith::new(AllWorkers, partition);
+    stream.wrap(stream.stream.unary(pact, "Exchange", |_, _| {
+        |input, output| input.for_each(|time, data| output.session(&time).give_vec(data))
+    }))
 }
 
 #[pymethods]

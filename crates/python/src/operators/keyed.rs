@@ -1,27 +1,28 @@
 //! `count_by_key` and `aggregate`: operators that exchange records by key and fold them per
-//! time and key, emitting each key's result once its time is complete.
+//! time and key, emitting each key's result once its time is complete. The exchange is keyed
+//! (`timely_engine::dataflow::operators::keyed`): a key's records of one time meet on one
+//! worker even while processes join.
 
 use crate::args::{callable, optional_callable};
 use crate::errors::catch_panic;
-use crate::key::route;
-use crate::record::{Record, RoutedPair};
+use crate::operators::exchange::KeyPartition;
+use crate::record::{KeyedPair, Record};
 use crate::stream::{PyStream, StreamHandle};
 use crate::time::{dispatch, PyTime};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use std::collections::HashMap;
+use timely_engine::dataflow::operators::keyed_pact;
 use timely_engine::dataflow::{Pipeline, Stream};
 
-/// `(worker, k, x)` with `k = key(x)` for every record (`key` None: the record itself),
-/// the worker chosen by `route(k)`.
+/// `(k, x)` with `k = key(x)` for every record (`key` None: the record itself).
 fn keyed_pairs<T: PyTime>(
     stream: &StreamHandle<T>,
     name: &'static str,
     key: Option<Py<PyAny>>,
-) -> Stream<T, RoutedPair> {
+) -> Stream<T, KeyedPair> {
     let context = stream.context.clone();
-    stream.stream.unary(Pipeline, name, move |_, info| {
-        let peers = info.peers as u64;
+    stream.stream.unary(Pipeline, name, move |_, _| {
         move |input, output| {
             context.run(name, |py| {
                 while let Some((time, data)) = input.next() {
@@ -31,7 +32,7 @@ fn keyed_pairs<T: PyTime>(
                             Some(key) => key.bind(py).call1((x.bind(py),))?,
                             None => x.bind(py).clone(),
                         };
-                        session.give(RoutedPair(route(&k, peers)?, Record(k.unbind()), x));
+                        session.give(KeyedPair(Record(k.unbind()), x));
                     }
                 }
                 Ok(())
@@ -59,12 +60,12 @@ where
         ) -> PyResult<Bound<'py, PyAny>>
         + 'static,
 {
-    let keyed = keyed_pairs(stream, name, key);
-    let routed = keyed.exchange(|RoutedPair(hash, _, _): &RoutedPair| *hash);
+    let (keyed, membership) = keyed_pairs(stream, name, key).settle(name);
+    let pact = keyed_pact(&membership, KeyPartition::new(None, &stream.context, name));
     let context = stream.context.clone();
     let mut state: HashMap<T, Py<PyDict>> = HashMap::new();
-    let folded = routed.unary_notify(Pipeline, name, move |input, output, notificator| {
-        context.run(name, |py| {
+    let folded = keyed.unary_notify(pact, name, move |input, output, notificator| {
+        let ran = context.run(name, |py| {
             while let Some((time, data)) = input.next() {
                 let table = match state.get(time.time()) {
                     Some(table) => table.bind(py).clone(),
@@ -75,7 +76,7 @@ where
                         table
                     }
                 };
-                for RoutedPair(_, k, x) in data.drain(..) {
+                for KeyedPair(k, x) in data.drain(..) {
                     let k = k.bind(py);
                     let acc = fold(py, table.get_item(k)?, x.bind(py))?;
                     table.set_item(k, acc)?;
@@ -95,7 +96,11 @@ where
             }
             Ok(())
         });
-        while input.next().is_some() {}
+        if ran.is_none() {
+            // The run failed: drop what arrived. Only then, since workers of this process
+            // keep pushing into an exchanged input while this operator runs.
+            while input.next().is_some() {}
+        }
     });
     stream.wrap(folded)
 }

@@ -1,11 +1,13 @@
 //! Keyed aggregation per time: `aggregate` and `count_by_key`.
 //!
-//! Records are exchanged by the stable hash of their key (`hashing::hash_of`) so that each
-//! key is aggregated on one worker; each time's aggregates are emitted once the time is
-//! complete.
+//! Records go through a keyed exchange by the stable hash of their key (`hashing::hash_of`),
+//! so that each key and time is aggregated on one worker even while workers join; each
+//! time's aggregates are emitted once the time is complete.
 
 use super::hashing::hash_of;
-use crate::dataflow::channels::{Data, Exchange, ExchangeData};
+use super::keyed::keyed_pact;
+use crate::dataflow::channels::{Data, ExchangeData};
+use crate::dataflow::exchange::ByHash;
 use crate::dataflow::Stream;
 use crate::progress::Timestamp;
 use std::collections::HashMap;
@@ -25,8 +27,9 @@ where
         E: FnMut(K, A) -> R + 'static,
     {
         let mut state: HashMap<T, HashMap<K, A>> = HashMap::new();
-        let route = Exchange::new(|(key, _): &(K, V)| hash_of(key));
-        self.unary_notify(route, "Aggregate", move |input, output, notificator| {
+        let (settled, membership) = self.settle("Aggregate");
+        let route = keyed_pact(&membership, ByHash(|(key, _): &(K, V)| hash_of(key)));
+        settled.unary_notify(route, "Aggregate", move |input, output, notificator| {
             input.for_each(|time, data| {
                 let aggregates = state.entry(time.time().clone()).or_insert_with(|| {
                     notificator.notify_at(time.retain());

@@ -2,7 +2,8 @@
 //! concat, partition, branch, delay.
 
 use super::builder::OperatorBuilder;
-use crate::dataflow::channels::{Data, Exchange, ExchangeData, Pipeline};
+use crate::dataflow::channels::{Data, ExchangeData, Pipeline};
+use crate::dataflow::exchange::Exchange;
 use crate::dataflow::{Scope, Stream};
 use crate::progress::Timestamp;
 use std::collections::BTreeMap;

@@ -9,6 +9,7 @@ pub mod generic;
 pub mod hashing;
 pub mod input;
 pub mod iterate;
+pub mod keyed;
 pub mod notificator;
 pub mod probe;
 
@@ -18,5 +19,6 @@ pub use capture::Captured;
 pub use hashing::{hash_of, StableHasher};
 pub use input::{InputError, InputHandle};
 pub use iterate::LoopHandle;
+pub use keyed::keyed_pact;
 pub use notificator::{FrontierNotificator, Notificator};
 pub use probe::ProbeHandle;

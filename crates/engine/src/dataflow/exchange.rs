@@ -1,0 +1,197 @@
+//! Exchanging edges: parallelization contracts that route each record to a worker through
+//! the allocator.
+//!
+//! An exchanging edge asks two things per batch of records at one time: which workers are
+//! candidates (`Members`: every worker this worker knows, or the members the cluster agreed
+//! on for that time, see `membership`), and which of them each record goes to (`Partition`:
+//! a hash modulo the number of candidates, or a batch-at-once choice such as a Python key
+//! function's). `Exchange` is the common case: `hash(record) % peers` over every known
+//! worker, so workers that join take a share of the hashes as soon as they are known.
+//!
+//! This module owns the routing of records on an edge; it does not decide membership.
+
+use super::channels::{ExchangeData, LogPuller, LogPusher, Message, MessagePuller, MessagePusher, Pact};
+use super::Scope;
+use crate::logging::Logger;
+use crate::progress::Timestamp;
+use crate::scheduling::Activator;
+use timely_communication::{JoinedPushers, Push};
+
+/// Chooses a worker for each record of a batch.
+pub trait Partition<D>: 'static {
+    /// Moves every record of `data` to `targets[members[i]]`, choosing `i` in
+    /// `0..members.len()` per record (`members` is never empty).
+    fn partition(&mut self, data: &mut Vec<D>, members: &[usize], targets: &mut [Vec<D>]);
+}
+
+/// Partitions by `hash(record) % members`.
+pub struct ByHash<F>(pub F);
+
+impl<D: 'static, F: FnMut(&D) -> u64 + 'static> Partition<D> for ByHash<F> {
+    #[inline]
+    fn partition(&mut self, data: &mut Vec<D>, members: &[usize], targets: &mut [Vec<D>]) {
+        if let [only] = members {
+            // Every record goes to one worker: hand over the whole buffer.
+            let target = &mut targets[*only];
+            if target.is_empty() {
+                std::mem::swap(target, data);
+            } else {
+                target.append(data);
+            }
+            return;
+        }
+        let count = members.len() as u64;
+        for datum in data.drain(..) {
+            let target = members[((self.0)(&datum) % count) as usize];
+            targets[target].push(datum);
+        }
+    }
+}
+
+/// The workers that receive records at a time.
+pub trait Members<T>: 'static {
+    /// Sets `members` to the workers (ascending, each below `peers`, at least one) that receive
+    /// records at `time`; `peers` is the number of workers this worker can send to now.
+    fn update(&mut self, time: &T, peers: usize, members: &mut Vec<usize>);
+}
+
+/// Every worker this worker knows, at every time.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AllWorkers;
+
+impl<T> Members<T> for AllWorkers {
+    #[inline]
+    fn update(&mut self, _time: &T, peers: usize, members: &mut Vec<usize>) {
+        if members.len() != peers {
+            members.clear();
+            members.extend(0..peers);
+        }
+    }
+}
+
+/// Routes records with a `Partition` over the `Members` at their time.
+pub struct ExchangeWith<M, P> {
+    members: M,
+    partition: P,
+}
+
+impl<M, P> ExchangeWith<M, P> {
+    /// Routes with `partition` over `members`.
+    pub fn new(members: M, partition: P) -> Self {
+        ExchangeWith { members, partition }
+    }
+}
+
+impl<T, D, M, P> Pact<T, D> for ExchangeWith<M, P>
+where
+    T: Timestamp,
+    D: ExchangeData,
+    M: Members<T>,
+    P: Partition<D>,
+{
+    fn connect(
+        self,
+        scope: &Scope<T>,
+        identifier: usize,
+        activator: Activator,
+    ) -> (MessagePusher<T, D>, MessagePuller<T, D>) {
+        let worker = scope.worker();
+        let ((pushers, puller), joined) = worker.allocator().allocate_joinable::<Message<T, D>>(identifier);
+        worker.activate_on_channel(identifier, activator);
+        let index = scope.index();
+        let logger = scope.logger();
+        let pushers: Vec<_> = pushers
+            .into_iter()
+            .enumerate()
+            .map(|(target, p)| LogPusher::new(p, identifier, index, target, logger.clone()))
+            .collect();
+        let puller = Box::new(LogPuller::new(puller, identifier, index, logger.clone()));
+        let pusher = ExchangePusher {
+            buffers: (0..pushers.len()).map(|_| Vec::new()).collect(),
+            pushers,
+            members: Vec::new(),
+            membership: self.members,
+            partition: self.partition,
+            joined,
+            logging: (identifier, index, logger),
+        };
+        (Box::new(pusher), puller)
+    }
+}
+
+/// Routes each record to worker `hash(record) % peers`, `peers` being every worker this worker
+/// knows when the record is sent (after a join, some hashes go to the new workers).
+pub struct Exchange<D, F: Fn(&D) -> u64> {
+    hash: F,
+    marker: std::marker::PhantomData<D>,
+}
+
+impl<D, F: Fn(&D) -> u64> Exchange<D, F> {
+    /// Routes records by `hash`.
+    pub fn new(hash: F) -> Self {
+        Exchange { hash, marker: std::marker::PhantomData }
+    }
+}
+
+impl<T: Timestamp, D: ExchangeData, F: Fn(&D) -> u64 + 'static> Pact<T, D> for Exchange<D, F> {
+    fn connect(
+        self,
+        scope: &Scope<T>,
+        identifier: usize,
+        activator: Activator,
+    ) -> (MessagePusher<T, D>, MessagePuller<T, D>) {
+        ExchangeWith::new(AllWorkers, ByHash(self.hash)).connect(scope, identifier, activator)
+    }
+}
+
+/// The sending end of an exchanging edge: a logging pusher per worker, one buffer per worker.
+struct ExchangePusher<T, D, M, P> {
+    pushers: Vec<LogPusher<MessagePusher<T, D>>>,
+    buffers: Vec<Vec<D>>,
+    /// The members at the time of the last message.
+    members: Vec<usize>,
+    membership: M,
+    partition: P,
+    joined: JoinedPushers<Message<T, D>>,
+    /// Channel, this worker and the logger, for the pushers of joined workers.
+    logging: (usize, usize, Option<Logger>),
+}
+
+impl<T, D, M, P> ExchangePusher<T, D, M, P> {
+    /// Adds the pushers of workers that joined since the last push.
+    #[inline]
+    fn add_joined(&mut self) {
+        if let Some(joined) = self.joined.take() {
+            let (channel, source, logger) = &self.logging;
+            for (target, pusher) in joined {
+                debug_assert_eq!(target, self.pushers.len(), "joined workers arrive in index order");
+                self.pushers.push(LogPusher::new(pusher, *channel, *source, target, logger.clone()));
+                self.buffers.push(Vec::new());
+            }
+        }
+    }
+}
+
+impl<T: Clone, D, M: Members<T>, P: Partition<D>> Push<Message<T, D>> for ExchangePusher<T, D, M, P> {
+    fn push(&mut self, element: &mut Option<Message<T, D>>) {
+        self.add_joined();
+        match element {
+            Some(message) => {
+                self.membership.update(&message.time, self.pushers.len(), &mut self.members);
+                self.partition.partition(&mut message.data, &self.members, &mut self.buffers);
+                for (target, buffer) in self.buffers.iter_mut().enumerate() {
+                    if !buffer.is_empty() {
+                        let data = std::mem::take(buffer);
+                        let mut slot = Some(Message::new(message.time.clone(), data, message.from));
+                        self.pushers[target].push(&mut slot);
+                        if let Some(recycled) = slot {
+                            *buffer = recycled.data;
+                            buffer.clear();
+                        }
+                    }
+                }
+            }
+            None => self.pushers.iter_mut().for_each(|p| p.done()),
+        }
+    }
+}
