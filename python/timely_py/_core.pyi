@@ -154,7 +154,10 @@ class Stream:
     def inspect_batch(self, f: Callable[[Time, list[Any]], Any]) -> Stream: ...
     def exchange(self, key: Optional[Callable[[Any], Any]] = None) -> Stream:
         """Sends each record to worker `route_key(key(x), peers)` (`key` None: the record
-        itself): `key(x) % peers` for ints, and keys that compare equal meet on one worker."""
+        itself): `key(x) % peers` for ints, and keys that compare equal meet on one worker.
+        While processes join, workers route by the peers they know, so a key's records of
+        one time may reach two workers: every record arrives once, but per-key state belongs
+        in `count_by_key`, `aggregate`, `exchange=` or `timely_py.megaphone`."""
     def broadcast(self) -> Stream: ...
     def concat(self, other: Stream) -> Stream: ...
     def partition(self, parts: int, route: Callable[[Any], int]) -> list[Stream]: ...
@@ -162,14 +165,19 @@ class Stream:
     def delay(self, f: Callable[[Any, Time], Time]) -> Stream: ...
     def probe_with(self, handle: ProbeHandle) -> Stream: ...
     def probe(self) -> ProbeHandle: ...
-    def count_by_key(self, key: Optional[Callable[[Any], Any]] = None) -> Stream: ...
+    def count_by_key(self, key: Optional[Callable[[Any], Any]] = None) -> Stream:
+        """Per time, `(k, n)`: how many records had key `k = key(x)`, emitted once the time is
+        complete; one result per time and key, exact while processes join."""
     def aggregate(
         self,
         key: Callable[[Any], Any],
         fold: Callable[[Any, Any], Any],
         init: Callable[[], Any],
         emit: Optional[Callable[[Any, Any], Any]] = None,
-    ) -> Stream: ...
+    ) -> Stream:
+        """Per time and key `k = key(x)`: `acc = fold(acc, x)` from `init()`, emitting
+        `emit(k, acc)` (default `(k, acc)`) once the time is complete; exact while processes
+        join."""
     # Keyed operators whose per-key state `control` moves between workers (timely_py.megaphone).
     def state_machine(self, control: Control, fold: Callable[[Any, Any, Any], Tuple[Any, Iterable[Any]]]) -> Stream: ...
     def keyed_unary(
