@@ -70,8 +70,8 @@
 //!   capabilities (a reachable state). Each scenario is exhaustive within its bounds; bugs
 //!   that need more work than that are out of reach, and the bounds are chosen so each check
 //!   runs in seconds.
-//! - The visited set stores 64-bit fingerprints (`explorer`); a collision could hide a state
-//!   with probability below one in a million at these sizes.
+//! - The visited set stores 64-bit fingerprints (`model_support::explorer`); a collision could
+//!   hide a state with probability below one in a million at these sizes.
 //!
 //! # What the model found
 //!
@@ -85,62 +85,61 @@
 //! joiner (`Config::barrier`); with it, every scenario holds.
 
 mod actions;
-mod explorer;
 mod join;
 mod model;
 mod properties;
 mod views;
 
-use actions::{apply, Action, Bug, Config};
-use explorer::{explore, Report};
+use crate::model_support::dataflow::Step;
+use crate::model_support::explorer::{self, Model, Report};
+use actions::{apply, enabled, Action, Bug, Config};
 use model::State;
-use properties::Property;
+use properties::{check_state, check_terminal, Property, Violation};
 
-/// More states than any scenario has: reaching it means the search was cut short.
-const LIMIT: usize = 8_000_000;
+impl Model for Config {
+    type State = State;
+    type Action = Action;
+    type Property = Property;
+
+    fn enabled(&self, state: &State) -> Vec<Action> {
+        enabled(state, self)
+    }
+
+    fn apply(&self, state: &State, action: Action) -> Result<State, Violation> {
+        apply(state, self, action)
+            .map_err(|detail| Violation { property: Property::EarlyNotification, detail })
+    }
+
+    fn check_state(&self, state: &State) -> Result<(), Violation> {
+        check_state(state, self)
+    }
+
+    fn check_terminal(&self, state: &State) -> Result<(), Violation> {
+        check_terminal(state)
+    }
+}
 
 /// Both consumers drop their initial capabilities first.
-const DROPPED: &[Action] = &[Action::DropHeld(0), Action::DropHeld(1)];
+const DROPPED: &[Action] = &[Action::Local(Step::DropHeld(0)), Action::Local(Step::DropHeld(1))];
 
 /// A scenario: the protocol with the barrier, no bug, and the given bounds.
 fn scenario(sends: [u8; 3], last_epoch: u8, prelude: &'static [Action]) -> Config {
     Config { barrier: true, bug: None, sends, last_epoch, prelude }
 }
 
-fn run(config: Config) -> Report {
-    let clock = std::time::Instant::now();
-    let mut start = State::initial(config.sends);
-    for &action in config.prelude {
-        start = apply(&start, &config, action).expect("the prelude is valid");
-    }
-    let report = explore(start, &config, LIMIT);
-    println!(
-        "{config:?}: {} states, {} transitions, {} terminal, depth {}, {:.1?}\n{}",
-        report.states,
-        report.transitions,
-        report.terminal,
-        report.depth,
-        clock.elapsed(),
-        report.trace()
-    );
-    report
+/// The scenario's start: the initial state after its prelude.
+fn start(config: &Config) -> State {
+    explorer::start(config, State::initial(config.sends), config.prelude)
 }
 
 /// Explores a scenario that must hold everywhere, and checks that it was explored completely.
 fn holds(config: Config, at_least: usize) {
-    let report = run(config);
-    assert!(report.violation.is_none(), "{}", report.trace());
-    assert!(report.states < LIMIT, "the search was cut short");
-    assert!(report.states >= at_least, "only {} states: the model lost behaviour", report.states);
-    assert!(report.terminal > 0, "no run completes");
+    explorer::holds(&config, start(&config), at_least);
 }
 
 /// Explores a variant that must fail, and checks which property it breaks.
-fn fails(config: Config, expected: &[Property]) -> Report {
-    let report = run(config);
-    let found = report.property().unwrap_or_else(|| panic!("no violation in {} states", report.states));
-    assert!(expected.contains(&found), "expected one of {expected:?}, found {}", report.trace());
-    report
+fn fails(config: Config, expected: &[Property]) -> Report<Config> {
+    explorer::fails(&config, start(&config), expected)
 }
 
 #[test]

@@ -12,6 +12,7 @@
 /// configurations): one copy, so that every test takes its ports from one counter.
 #[path = "../../../communication/tests/common/mod.rs"]
 mod common;
+mod model_support;
 mod operators_support;
 mod randomized_support;
 mod reachability_support;
@@ -19,6 +20,7 @@ mod reachability_support;
 mod bootstrap_model;
 mod cluster;
 mod hashing;
+mod leave_model;
 mod logging;
 mod loops_smoke;
 mod operators_builtin;

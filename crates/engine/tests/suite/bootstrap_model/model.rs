@@ -1,133 +1,22 @@
 //! The model's state: workers, the progress batches they sent, and the join in progress.
 //!
 //! This module owns the data of one state and the pure functions over it that the actions and
-//! the properties share (true counts, views, frontiers, prefix sums). It does not decide which
-//! actions are enabled (`actions`) nor what must hold (`properties`).
+//! the properties share (true counts, prefix sums); the dataflow's counts, logs and workers
+//! are `model_support::dataflow`'s. It does not decide which actions are enabled (`actions`)
+//! nor what must hold (`properties`).
 
-/// Timestamps `0..TIMES`, totally ordered.
-pub const TIMES: usize = 3;
-/// Pointstamp locations: the input operator's output (a source, where its capability lives),
-/// the consumer's input (a target, where messages wait) and the consumer's output (a source,
-/// where its initial and notification capabilities live).
-pub const INPUT_OUT: usize = 0;
-pub const CONSUMER_IN: usize = 1;
-pub const CONSUMER_OUT: usize = 2;
-pub const LOCATIONS: usize = 3;
+use std::fmt;
+
+use crate::model_support::dataflow;
+pub use crate::model_support::dataflow::{
+    Counts, Log, Worker, CONSUMER_OUT, INPUT_OUT, LOCATIONS, TIMES, WORKERS,
+};
+
 /// Workers before the join: worker 0 is the bootstrap server.
 pub const INITIAL: usize = 2;
 pub const SERVER: usize = 0;
 /// The joining worker's index.
 pub const JOINER: usize = 2;
-pub const WORKERS: usize = 3;
-
-/// Whether pointstamps at location `from` can reach location `to` (timestamps unchanged: the
-/// exchange edge and the consumer's internal path are identity summaries, the graph is acyclic).
-pub fn reaches(from: usize, to: usize) -> bool {
-    from <= to
-}
-
-/// Counts (or deltas) per pointstamp `(location, time)`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Counts(pub [[i8; TIMES]; LOCATIONS]);
-
-impl Counts {
-    /// The implicit initial capabilities every worker counts: one per initial worker at time 0
-    /// of every operator output.
-    pub fn initial() -> Self {
-        let mut counts = Counts::default();
-        counts.0[INPUT_OUT][0] = INITIAL as i8;
-        counts.0[CONSUMER_OUT][0] = INITIAL as i8;
-        counts
-    }
-
-    pub fn add(&mut self, location: usize, time: usize, delta: i8) {
-        self.0[location][time] += delta;
-    }
-
-    pub fn add_all(&mut self, other: &Counts) {
-        for (mine, theirs) in self.0.iter_mut().zip(other.0.iter()) {
-            for (a, b) in mine.iter_mut().zip(theirs.iter()) {
-                *a += *b;
-            }
-        }
-    }
-
-    pub fn is_zero(&self) -> bool {
-        *self == Counts::default()
-    }
-
-    /// The least time with a positive count at a location that reaches `location`: the
-    /// frontier there (`None` when empty). Non-positive counts are not in the frontier.
-    pub fn frontier(&self, location: usize) -> Option<usize> {
-        (0..TIMES).find(|&t| (0..LOCATIONS).any(|l| reaches(l, location) && self.0[l][t] > 0))
-    }
-
-    /// The least time with a positive count at exactly `location`.
-    pub fn least_at(&self, location: usize) -> Option<usize> {
-        (0..TIMES).find(|&t| self.0[location][t] > 0)
-    }
-}
-
-/// One worker: its operators' capabilities, the data in flight to it, its progress view.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Worker {
-    /// The input operator's capability (its epoch); `None` once closed, or never held.
-    pub epoch: Option<u8>,
-    /// The consumer's initial capability (the joiner's: the one handed over), until dropped.
-    pub held: Option<u8>,
-    /// The consumer's notification capabilities, one bit per time.
-    pub notify: u8,
-    /// Data messages sent to this worker and not yet consumed, per time.
-    pub inbox: [u8; TIMES],
-    /// How many more data messages this worker's input may send (bounds the state space).
-    pub sends_left: u8,
-    /// Its progress view: implicit initial counts plus every batch it applied (for an initial
-    /// worker: certainly applied; it may also have applied any prefix of the rest, see `views`).
-    pub view: Counts,
-    /// Per sender: the sequence number of the next batch not in `view`.
-    pub next: [u8; WORKERS],
-}
-
-/// The batches one worker sent, in sequence order. Batches every receiver has applied (and
-/// no joiner can still ask for) are folded into `prefix`, which keeps states small.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Log {
-    /// Sequence number of `batches[0]`.
-    pub base: u8,
-    /// Sum of the batches before `base`.
-    pub prefix: Counts,
-    pub batches: Vec<Counts>,
-}
-
-impl Log {
-    /// The sequence number of the next batch this worker sends.
-    pub fn sent(&self) -> u8 {
-        self.base + self.batches.len() as u8
-    }
-
-    /// The batch with sequence number `seq`, if sent and retained.
-    pub fn get(&self, seq: u8) -> Option<&Counts> {
-        seq.checked_sub(self.base).and_then(|i| self.batches.get(i as usize))
-    }
-
-    /// Sum of batches `0..end` (`end` must not be below `base`).
-    pub fn prefix_sum(&self, end: u8) -> Counts {
-        let mut sum = self.prefix;
-        for batch in &self.batches[..(end - self.base) as usize] {
-            sum.add_all(batch);
-        }
-        sum
-    }
-
-    /// Folds batches below `keep` into `prefix`.
-    pub fn trim(&mut self, keep: u8) {
-        let drop = keep.saturating_sub(self.base) as usize;
-        for batch in self.batches.drain(..drop) {
-            self.prefix.add_all(&batch);
-        }
-        self.base = self.base.max(keep);
-    }
-}
 
 /// The join of worker `JOINER`, served by worker `SERVER`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -160,64 +49,34 @@ impl State {
     /// Two running workers at epoch 0 holding their initial capabilities; the joiner exists
     /// only as a slot (no capabilities, nothing sent to it) until the join.
     pub fn initial(sends: [u8; WORKERS]) -> Self {
-        let worker = |index: usize| Worker {
-            epoch: (index < INITIAL).then_some(0),
-            held: (index < INITIAL).then_some(0),
-            notify: 0,
-            inbox: [0; TIMES],
-            sends_left: sends[index],
-            view: if index < INITIAL { Counts::initial() } else { Counts::default() },
-            next: [0; WORKERS],
+        let worker = |index: usize| {
+            if index < INITIAL {
+                Worker::initial(INITIAL, sends[index])
+            } else {
+                Worker { sends_left: sends[index], ..Worker::default() }
+            }
         };
         State { workers: [worker(0), worker(1), worker(2)], logs: Default::default(), join: Join::default() }
     }
 
     /// The true counts: every capability held and every message not yet consumed.
     pub fn truth(&self) -> Counts {
-        let mut counts = Counts::default();
-        for worker in &self.workers {
-            if let Some(e) = worker.epoch {
-                counts.add(INPUT_OUT, e as usize, 1);
-            }
-            if let Some(t) = worker.held {
-                counts.add(CONSUMER_OUT, t as usize, 1);
-            }
-            for t in 0..TIMES {
-                if worker.notify & (1 << t) != 0 {
-                    counts.add(CONSUMER_OUT, t, 1);
-                }
-                counts.add(CONSUMER_IN, t, worker.inbox[t] as i8);
-            }
-        }
-        counts
+        dataflow::truth(&self.workers)
     }
 
     /// The initial counts plus every batch sent by anyone.
     pub fn sent_total(&self) -> Counts {
-        let mut counts = Counts::initial();
-        for log in &self.logs {
-            counts.add_all(&log.prefix_sum(log.sent()));
-        }
-        counts
+        dataflow::sent_total(&self.logs, INITIAL)
     }
 
     /// The view a worker must have if it applied exactly each sender's batches before `next`.
     pub fn view_of_prefixes(&self, next: &[u8; WORKERS]) -> Counts {
-        let mut counts = Counts::initial();
-        for (log, &end) in self.logs.iter().zip(next.iter()) {
-            counts.add_all(&log.prefix_sum(end));
-        }
-        counts
+        dataflow::view_of_prefixes(&self.logs, INITIAL, next)
     }
 
     /// Appends a batch from `sender` (empty batches are not sent, as in the engine).
     pub fn send_batch(&mut self, sender: usize, batch: Counts) -> Option<u8> {
-        if batch.is_zero() {
-            return None;
-        }
-        let log = &mut self.logs[sender];
-        log.batches.push(batch);
-        Some(log.sent() - 1)
+        self.logs[sender].push(batch)
     }
 
     /// Folds every batch no one can still need into its log's prefix.
@@ -245,5 +104,20 @@ impl State {
             }
         }
         keep
+    }
+}
+
+/// A state in one line: per worker its capabilities, inbox, view and applied batches.
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (w, k) in self.workers.iter().enumerate() {
+            write!(
+                f,
+                "w{w}[epoch {:?} held {:?} notify {:03b} inbox {:?} view {:?} next {:?}] ",
+                k.epoch, k.held, k.notify, k.inbox, k.view.0, k.next
+            )?;
+        }
+        let sent: Vec<u8> = self.logs.iter().map(|log| log.sent()).collect();
+        write!(f, "sent {sent:?} join {:?}", self.join)
     }
 }

@@ -5,6 +5,7 @@
 use super::actions::{barrier, running, Config};
 use super::model::{Counts, State, INITIAL, JOINER, LOCATIONS, WORKERS};
 use super::views::possible_views;
+use crate::model_support::explorer;
 
 /// The property a state (or an action) violates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,11 +28,7 @@ pub enum Property {
 }
 
 /// A property violated, with the facts that show it.
-#[derive(Clone, Debug)]
-pub struct Violation {
-    pub property: Property,
-    pub detail: String,
-}
+pub type Violation = explorer::Violation<Property>;
 
 /// Checks the invariants of one state.
 pub fn check_state(state: &State, config: &Config) -> Result<(), Violation> {
