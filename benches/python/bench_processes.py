@@ -17,6 +17,8 @@ Timing: every process builds its dataflow, then waits until epoch 0 is complete 
 the time again. Throughput is the record count over (latest end - earliest start), all on
 this machine's clock; process start-up, imports and connection set-up are not included.
 Each process reports what it computed, and every run is checked against the expected result.
+Each process also reports the bytes it wrote over the same span (`wchar` of /proc/self/io:
+every write call, sockets included); the report gives their sum per record.
 
 Run with the benchmark's own environment (see setup_env.sh):
 
@@ -52,6 +54,16 @@ WORKLOADS = ("map+filter", "count")
 # One timely_py process (`--child`).
 
 
+def bytes_written():
+    """Bytes this process has passed to write calls so far, sockets included (Linux; None
+    elsewhere)."""
+    try:
+        with open("/proc/self/io") as file:
+            return next(int(line.split()[1]) for line in file if line.startswith("wchar:"))
+    except OSError:
+        return None
+
+
 def child_main(args: argparse.Namespace, runtime_args: List[str]) -> None:
     import timely_py as timely
 
@@ -75,7 +87,7 @@ def child_main(args: argparse.Namespace, runtime_args: List[str]) -> None:
         inp.advance_to(1)
         while probe.less_than(1):  # every process is connected and has built the dataflow
             worker.step()
-        start = time.time()
+        start, written = time.time(), bytes_written()
         send_batch, advance, step = inp.send_batch, inp.advance_to, worker.step
         if args.batch == 1:  # records one by one, as bench_python.py feeds batches of one
             send_batch = lambda batch: inp.send(batch[0])  # noqa: E731
@@ -90,7 +102,8 @@ def child_main(args: argparse.Namespace, runtime_args: List[str]) -> None:
         while step():
             pass
         end = time.time()
-        return {"start": start, "end": end, "summary": summarize(args.workload, out)}
+        written = None if written is None else bytes_written() - written
+        return {"start": start, "end": end, "written": written, "summary": summarize(args.workload, out)}
 
     results = timely.execute_from_args(runtime_args, main)
     with open(f"{args.result}.{os.getpid()}", "w") as file:
@@ -129,8 +142,9 @@ def combine(workload: str, summaries: list):
     return sorted(totals.items())
 
 
-def run_timely(args: argparse.Namespace, workload: str, processes: int) -> float:
-    """Seconds from the earliest start to the latest end of a run on `processes` processes."""
+def run_timely(args: argparse.Namespace, workload: str, processes: int):
+    """Seconds from the earliest start to the latest end of a run on `processes` processes,
+    and the bytes all processes wrote meanwhile (None where /proc/self/io is missing)."""
     with tempfile.TemporaryDirectory() as scratch:
         result = os.path.join(scratch, "result")
         command = [
@@ -149,7 +163,9 @@ def run_timely(args: argparse.Namespace, workload: str, processes: int) -> float
     got = combine(workload, [r["summary"] for r in reports])
     if json.dumps(got) != json.dumps(expected_summary(workload, args.records)):
         raise RuntimeError(f"{workload} on {processes} processes computed a wrong result")
-    return max(r["end"] for r in reports) - min(r["start"] for r in reports)
+    written = [r.get("written") for r in reports]
+    total = None if None in written else sum(written)
+    return max(r["end"] for r in reports) - min(r["start"] for r in reports), total
 
 
 def one_process_systems(args: argparse.Namespace, workload: str) -> Dict[str, object]:
@@ -173,17 +189,21 @@ def measure(args: argparse.Namespace) -> List[dict]:
         check = bp.check_map_filter if workload == "map+filter" else bp.check_count
         times: Dict[str, List[float]] = {name: [] for name in local}
         times.update({f"timely_py {p}p": [] for p in args.processes})
+        written: Dict[str, list] = {f"timely_py {p}p": [] for p in args.processes}
         for rep in range(args.reps):
             for name, run in local.items():
                 wall, _cpu, out = bp.timed(run)
                 check(args.records, {name: out})
                 times[name].append(wall)
             for p in args.processes:
-                times[f"timely_py {p}p"].append(run_timely(args, workload, p))
+                seconds, total = run_timely(args, workload, p)
+                times[f"timely_py {p}p"].append(seconds)
+                written[f"timely_py {p}p"].append(total)
             print(f"  {workload} rep {rep + 1}/{args.reps}: "
                   + ", ".join(f"{n} {t[-1]:.3f}s" for n, t in times.items()), flush=True)  # fmt: skip
         medians = {name: statistics.median(t) for name, t in times.items()}
-        rows.append({"workload": workload, "median_seconds": medians, "seconds": times})
+        rows.append({"workload": workload, "median_seconds": medians, "seconds": times,
+                     "bytes_written": written})  # fmt: skip
     return rows
 
 
@@ -204,6 +224,10 @@ def report(args: argparse.Namespace, rows: List[dict]) -> None:
             ]
             cells = "".join(f"{'-' if v is None else f'{v:.2f}x':>{w}}" for v, w in zip(versus, (10, 12, 18)))
             print(f"  {name:<16}{bp.fmt_rate(rate):>12}{cells}")
+        for name, totals in row["bytes_written"].items():
+            if not name.endswith(" 1p") and None not in totals:
+                print(f"  {name} wrote {statistics.median(totals) / args.records:.2f} bytes per record "
+                      f"(median of {len(totals)}, all processes)")  # fmt: skip
 
 
 def parse_args(argv: List[str]):

@@ -33,6 +33,9 @@ def test_bench_processes_runs_one_and_two_processes(tmp_path):
     for row in rows:
         assert set(row["median_seconds"]) == {"plain", "timely_py 1p", "timely_py 2p"}
         assert all(seconds > 0 for seconds in row["median_seconds"].values())
+    # The keyed count moves records between the two processes: they write its bytes.
+    count = next(row for row in rows if row["workload"] == "count")
+    assert all(total and total > 20000 for total in count["bytes_written"]["timely_py 2p"])
 
 
 def test_bench_processes_one_by_one_records(tmp_path):
