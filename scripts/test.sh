@@ -53,8 +53,10 @@ rust_tests() {
     # nextest runs every test binary's tests side by side (cargo test runs the binaries one
     # after another) and each test in its own process; it skips doctests, which cargo runs.
     if cargo nextest --version >/dev/null 2>&1; then
-        cargo nextest run --workspace --release --no-fail-fast --status-level fail --final-status-level slow
-        cargo test --workspace --release --doc -q
+        # `&&`: the function's status is its last command's, and `run_step` runs it where
+        # `set -e` does not apply, so a failed nextest run must fail it explicitly.
+        cargo nextest run --workspace --release --no-fail-fast --status-level fail --final-status-level slow &&
+            cargo test --workspace --release --doc -q
     else
         cargo test --workspace --release -q
     fi

@@ -412,8 +412,19 @@ fn network_events_are_collected_while_running() {
         seq: 0,
         bytes: 48,
     }]);
-    std::thread::sleep(Duration::from_millis(400));
-    assert_eq!(times(&read_dir(&dir.path().join("process=0/worker=0"))), vec![7], "a complete file, mid-run");
+    // The writer flushes every 50 ms; on a loaded machine its thread may wait far longer for a
+    // core, so wait for the file (while the run goes on) rather than for a fixed time.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let worker_dir = dir.path().join("process=0/worker=0");
+    while std::time::Instant::now() < deadline && !worker_dir.exists() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut found = times(&read_dir(&worker_dir));
+    while found.is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        found = times(&read_dir(&worker_dir));
+    }
+    assert_eq!(found, vec![7], "a complete file, mid-run");
     writer.finish(Status::Complete).unwrap();
 }
 
