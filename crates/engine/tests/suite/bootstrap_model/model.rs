@@ -8,9 +8,7 @@
 use std::fmt;
 
 use crate::model_support::dataflow;
-pub use crate::model_support::dataflow::{
-    Counts, Log, Worker, CONSUMER_OUT, INPUT_OUT, LOCATIONS, TIMES, WORKERS,
-};
+pub use crate::model_support::dataflow::{Counts, Log, Worker, CONSUMER_OUT, INPUT_OUT, TIMES, WORKERS};
 
 /// Workers before the join: worker 0 is the bootstrap server.
 pub const INITIAL: usize = 2;

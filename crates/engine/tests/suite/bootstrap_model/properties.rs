@@ -3,7 +3,7 @@
 //! This module owns the properties the explorer checks; it does not enumerate states.
 
 use super::actions::{barrier, running, Config};
-use super::model::{Counts, State, INITIAL, JOINER, LOCATIONS, WORKERS};
+use super::model::{Counts, State, INITIAL, JOINER, WORKERS};
 use super::views::possible_views;
 use crate::model_support::explorer;
 
@@ -62,20 +62,7 @@ pub fn check_state(state: &State, config: &Config) -> Result<(), Violation> {
 
 /// Checks that no pointstamp held anywhere (`truth`) is behind worker `w`'s frontier in `view`.
 fn check_frontiers(w: usize, view: &Counts, truth: &Counts) -> Result<(), Violation> {
-    for location in 0..LOCATIONS {
-        let Some(held) = truth.frontier(location) else { continue };
-        if view.frontier(location).is_none_or(|seen| seen > held) {
-            let detail = format!(
-                "worker {w}'s frontier at location {location} is {:?} but a pointstamp at time {held} \
-                 can reach it (view {:?}, true {:?})",
-                view.frontier(location),
-                view.0,
-                truth.0,
-            );
-            return Err(violation(Property::Frontier, detail));
-        }
-    }
-    Ok(())
+    view.frontier_behind(w, truth).map_or(Ok(()), |detail| Err(violation(Property::Frontier, detail)))
 }
 
 /// Checks a state in which no action is enabled. The initial workers' views are then, once

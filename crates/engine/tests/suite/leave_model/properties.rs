@@ -4,7 +4,7 @@
 
 use super::actions::Config;
 use super::model::State;
-use crate::model_support::dataflow::{Counts, LOCATIONS, WORKERS};
+use crate::model_support::dataflow::{Counts, WORKERS};
 use crate::model_support::explorer;
 
 /// The property a state (or an action) violates.
@@ -81,20 +81,7 @@ pub fn check_state(state: &State, config: &Config) -> Result<(), Violation> {
 
 /// Checks that no pointstamp held anywhere (`truth`) is behind worker `w`'s frontier in `view`.
 fn check_frontiers(w: usize, view: &Counts, truth: &Counts) -> Result<(), Violation> {
-    for location in 0..LOCATIONS {
-        let Some(held) = truth.frontier(location) else { continue };
-        if view.frontier(location).is_none_or(|seen| seen > held) {
-            let detail = format!(
-                "worker {w}'s frontier at location {location} is {:?} but a pointstamp at time {held} \
-                 can reach it (view {:?}, true {:?})",
-                view.frontier(location),
-                view.0,
-                truth.0,
-            );
-            return Err(violation(Property::Frontier, detail));
-        }
-    }
-    Ok(())
+    view.frontier_behind(w, truth).map_or(Ok(()), |detail| Err(violation(Property::Frontier, detail)))
 }
 
 /// Checks a state in which no action is enabled: every leaver gone, every notice handled,

@@ -67,6 +67,23 @@ impl Counts {
         (0..TIMES).find(|&t| (0..LOCATIONS).any(|l| reaches(l, location) && self.0[l][t] > 0))
     }
 
+    /// Why worker `w`'s frontier in this view is behind a pointstamp held anywhere (`truth`),
+    /// if it is at some location: the Frontier property of both models.
+    pub fn frontier_behind(&self, w: usize, truth: &Counts) -> Option<String> {
+        (0..LOCATIONS).find_map(|location| {
+            let held = truth.frontier(location)?;
+            self.frontier(location).is_none_or(|seen| seen > held).then(|| {
+                format!(
+                    "worker {w}'s frontier at location {location} is {:?} but a pointstamp at time \
+                     {held} can reach it (view {:?}, true {:?})",
+                    self.frontier(location),
+                    self.0,
+                    truth.0,
+                )
+            })
+        })
+    }
+
     /// The least time with a positive count at exactly `location`.
     pub fn least_at(&self, location: usize) -> Option<usize> {
         (0..TIMES).find(|&t| self.0[location][t] > 0)
