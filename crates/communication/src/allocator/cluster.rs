@@ -141,6 +141,7 @@ impl ClusterBuilder {
             inboxes: HashMap::new(),
             backfills: Backfills::default(),
             joined: Vec::new(),
+            departed: Vec::new(),
             network: self.network,
         }
     }
@@ -171,6 +172,9 @@ pub struct ClusterAllocator {
     backfills: Backfills<Rc<RefCell<ProcessSender>>>,
     /// The workers of processes that joined, not yet taken by [`ClusterAllocator::take_joins`].
     joined: Vec<std::ops::Range<usize>>,
+    /// Processes that left (said goodbye while this process runs), not yet taken by
+    /// [`ClusterAllocator::take_departures`]; everything they sent has been received.
+    departed: Vec<usize>,
     /// Declared last: dropped after `senders`, which flush when dropped.
     network: Network,
 }
@@ -191,6 +195,11 @@ impl ClusterAllocator {
     /// sender to it (never blocks).
     fn take_joined(&mut self) -> Vec<JoinedProcess> {
         self.joins.try_iter().collect()
+    }
+
+    /// The number of worker threads of each process.
+    pub fn threads(&self) -> usize {
+        self.threads
     }
 
     /// The number of workers in the cluster.
@@ -272,6 +281,18 @@ impl ClusterAllocator {
         std::mem::take(&mut self.joined)
     }
 
+    /// The processes that left the cluster since the last call: each said goodbye while this
+    /// process runs, after everything it sent, which has been received (sends to it are
+    /// dropped from then on).
+    pub fn take_departures(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.departed)
+    }
+
+    /// True when processes left that [`ClusterAllocator::take_departures`] has not reported.
+    pub fn has_departures(&self) -> bool {
+        !self.departed.is_empty()
+    }
+
     /// True when processes joined that [`ClusterAllocator::take_joins`] has not admitted yet.
     #[inline]
     pub fn has_joins(&self) -> bool {
@@ -298,6 +319,11 @@ impl ClusterAllocator {
         self.local.receive();
         let mut events = self.local.events().borrow_mut();
         for (header, payload) in self.receiver.try_iter() {
+            if header.is_goodbye() {
+                // The transport's notice that the process left, after its last message.
+                self.departed.push(header.source as usize / self.threads);
+                continue;
+            }
             let channel = header.channel as usize;
             self.inboxes.entry(channel).or_default().borrow_mut().push_back(payload);
             events.push(channel);

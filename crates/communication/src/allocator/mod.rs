@@ -190,6 +190,32 @@ impl Allocator {
         }
     }
 
+    /// The processes that left the cluster since the last call (each said goodbye after
+    /// everything it sent, which has arrived); only a cluster has any.
+    pub fn take_departures(&mut self) -> Vec<usize> {
+        match self {
+            Allocator::Cluster(allocator) => allocator.take_departures(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// True when processes left that [`Allocator::take_departures`] has not reported yet.
+    pub fn has_departures(&self) -> bool {
+        match self {
+            Allocator::Cluster(allocator) => allocator.has_departures(),
+            _ => false,
+        }
+    }
+
+    /// The number of worker threads of each process.
+    pub fn threads(&self) -> usize {
+        match self {
+            Allocator::Thread(_) => 1,
+            Allocator::Process(allocator) => allocator.peers(),
+            Allocator::Cluster(allocator) => allocator.threads(),
+        }
+    }
+
     /// True when processes joined that [`Allocator::take_joins`] has not admitted yet (one
     /// atomic load: cheap enough for every step).
     #[inline]

@@ -121,6 +121,14 @@ impl Silences {
         last_heard.len() - 1
     }
 
+    /// Stops watching `process`, which left the cluster: it is never silent again.
+    pub(crate) fn depart(&self, process: usize) {
+        let mut last_heard = self.last_heard.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(slot) = last_heard.get_mut(process) {
+            *slot = None;
+        }
+    }
+
     /// Records that bytes arrived from `process`.
     pub(crate) fn heard(&self, process: usize) {
         if let Some(Some(clock)) = self.clocks().get(process) {

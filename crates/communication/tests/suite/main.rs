@@ -16,6 +16,7 @@ mod config;
 mod frames;
 mod initialize;
 mod join;
+mod leave;
 mod liveness;
 mod networking;
 mod process;

@@ -21,7 +21,7 @@
 use std::io::{ErrorKind, Read};
 use std::net::TcpStream;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -103,8 +103,18 @@ pub(super) struct Inbound {
     liveness: Liveness,
     clock: ClockEnd,
     frames: Option<Arc<dyn FrameObserver>>,
+    departure: Departure,
     /// When the last read returned, a trace clock stamp (kept only for `frames`).
     read_stamp: i64,
+}
+
+/// What a receive thread does when its peer says goodbye while this process runs: the peer
+/// left the cluster.
+pub(super) struct Departure {
+    /// Set once the peer left (shared with the connection's send thread and senders).
+    pub(super) departed: Arc<AtomicBool>,
+    /// The queue of this connection's send thread, to say goodbye back.
+    pub(super) goodbye: Sender<Command>,
 }
 
 /// What a receive thread does besides delivering messages.
@@ -115,6 +125,8 @@ pub(super) struct Duties {
     pub(super) clock: ClockEnd,
     /// Whom to tell of the data frames read.
     pub(super) frames: Option<Arc<dyn FrameObserver>>,
+    /// What to do when the peer leaves.
+    pub(super) departure: Departure,
 }
 
 /// What a receive thread needs for clock exchanges.
@@ -144,8 +156,8 @@ impl ClockEnd {
 
 /// The last frame of a connection.
 enum Last {
-    /// An orderly close.
-    Goodbye,
+    /// An orderly close, with the goodbye's (empty) payload.
+    Goodbye(Bytes),
     /// The peer's run failed; the process it blames.
     Abort(u64),
 }
@@ -180,7 +192,7 @@ impl Inbound {
         deliver: Vec<QueueSender<Delivery>>,
         alarm: Arc<Alarm>,
         stats: Arc<SharedStats>,
-        Duties { liveness, clock, frames }: Duties,
+        Duties { liveness, clock, frames, departure }: Duties,
     ) -> Inbound {
         Inbound {
             remote,
@@ -194,6 +206,7 @@ impl Inbound {
             liveness,
             clock,
             frames,
+            departure,
             read_stamp: 0,
         }
     }
@@ -209,7 +222,10 @@ impl Inbound {
             self.wake();
             self.publish(&slab);
             match last.map_err(|error| error.to_string())? {
-                Some(Last::Goodbye) => return expect_end(stream, &slab, &silence),
+                Some(Last::Goodbye(payload)) => {
+                    self.depart(payload);
+                    return expect_end(stream, &slab, &silence);
+                }
                 Some(Last::Abort(cause)) => {
                     let (process, reason) = self.blame(cause);
                     alarm.raise(process, reason);
@@ -246,7 +262,7 @@ impl Inbound {
             drop(slab.extract(HEADER_BYTES));
             let payload = slab.extract(header.required_bytes() - HEADER_BYTES);
             if header.is_goodbye() {
-                return Ok(Some(Last::Goodbye));
+                return Ok(Some(Last::Goodbye(payload)));
             }
             if header.is_abort() {
                 return Ok(Some(Last::Abort(header.seqno)));
@@ -334,6 +350,26 @@ impl Inbound {
     }
 
     /// Wakes every local worker that received something since the last call.
+    /// The peer said goodbye: everything it sent has been delivered. Unless this process is
+    /// closing itself, the peer left the cluster: stop watching it, say goodbye back (after
+    /// what is queued for it; later sends to it are dropped), and tell every local worker
+    /// with a goodbye header from the peer's first worker, after its last message.
+    fn depart(&mut self, payload: Bytes) {
+        if self.alarm.closing.load(Ordering::SeqCst) {
+            return;
+        }
+        self.departure.departed.store(true, Ordering::SeqCst);
+        self.alarm.silences.depart(self.remote);
+        // A send thread that already ended (this process said goodbye first) needs nothing.
+        let _ = self.departure.goodbye.send(Command::Goodbye);
+        let notice = MessageHeader { source: self.remote_workers.start, ..MessageHeader::goodbye() };
+        let shared = Arc::new(payload);
+        for local in 0..self.deliver.len() {
+            self.post(local, notice, Payload::Shared(Arc::clone(&shared)));
+        }
+        self.wake();
+    }
+
     fn wake(&mut self) {
         for (local, flag) in self.to_wake.iter_mut().enumerate() {
             if std::mem::take(flag) {

@@ -25,6 +25,7 @@
 use std::io::{ErrorKind, IoSlice, Write};
 use std::net::{Shutdown, TcpStream};
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -67,10 +68,13 @@ pub(super) enum Command {
     Abort(usize),
 }
 
-/// The queue into one send thread, and its pool of empty buffers.
+/// The queue into one send thread, its pool of empty buffers, and whether the peer left.
 pub(super) struct Queue {
     pub(super) commands: Sender<Command>,
     spare: Receiver<Vec<u8>>,
+    /// Set when the peer said goodbye while this process runs (it left the cluster): from then
+    /// on what is sent to it is dropped, and the end of its connection is no failure.
+    pub(super) departed: Arc<AtomicBool>,
 }
 
 /// Starts the send thread of the connection to `remote`, with heartbeats as `liveness` says,
@@ -87,17 +91,22 @@ pub(super) fn spawn(
 ) -> Result<(Queue, JoinHandle<()>), NetworkError> {
     let (commands, pending) = crossbeam_channel::bounded(QUEUE_BUFFERS);
     let (recycle, spare) = crossbeam_channel::bounded(QUEUE_BUFFERS + MAX_BATCH);
+    let departed = Arc::new(AtomicBool::new(false));
+    let left = Arc::clone(&departed);
     let thread = std::thread::Builder::new()
         .name(format!("timely:send-{remote}"))
         .spawn(move || {
             let mut writer = FrameWriter::new(stream, liveness.heartbeat_interval(), probes, frames);
             if let Err(error) = send_loop(&mut writer, &pending, &recycle) {
-                alarm.raise(remote, format!("sending failed: {error}"));
+                // A peer that left may close its socket before our goodbye is out.
+                if !left.load(Ordering::SeqCst) {
+                    alarm.raise(remote, format!("sending failed: {error}"));
+                }
             }
             let _ = done.send(remote);
         })
         .map_err(|error| NetworkError::io(format!("cannot spawn thread timely:send-{remote}"), &error))?;
-    Ok((Queue { commands, spare }, thread))
+    Ok((Queue { commands, spare, departed }, thread))
 }
 
 /// Writes queued buffers until a goodbye, a stop, or the last writer is gone, with the
@@ -276,6 +285,7 @@ pub struct ProcessSender {
     commands: Sender<Command>,
     spare: Receiver<Vec<u8>>,
     health: NetworkHealth,
+    departed: Arc<AtomicBool>,
 }
 
 impl ProcessSender {
@@ -294,7 +304,14 @@ impl ProcessSender {
             commands: queue.commands.clone(),
             spare: queue.spare.clone(),
             health,
+            departed: Arc::clone(&queue.departed),
         }
+    }
+
+    /// True once the destination process left the cluster (said goodbye while this process
+    /// runs): what is sent to it from then on is dropped.
+    pub fn departed(&self) -> bool {
+        self.departed.load(Ordering::SeqCst)
     }
 
     /// The process this sender sends to.
@@ -391,8 +408,13 @@ impl ProcessSender {
         Err(NetworkError::InvalidArguments(problem))
     }
 
-    /// Sends the buffer to the send thread and takes an empty one from the pool.
+    /// Sends the buffer to the send thread and takes an empty one from the pool; drops it when
+    /// the destination left.
     fn ship(&mut self) -> Result<(), NetworkError> {
+        if self.departed() {
+            self.buffer.clear();
+            return Ok(());
+        }
         let empty = self.spare.try_recv().unwrap_or_else(|_| Vec::with_capacity(SEND_BUFFER_BYTES));
         let full = std::mem::replace(&mut self.buffer, empty);
         self.commands.send(Command::Data(full)).map_err(|_| {
@@ -460,7 +482,13 @@ mod tests {
     fn sender_to_process_1() -> (ProcessSender, Receiver<Command>) {
         let (commands, pending) = crossbeam_channel::unbounded();
         let (_recycle, spare) = crossbeam_channel::unbounded();
-        let sender = ProcessSender::new(1, 2..4, 0..2, &Queue { commands, spare }, NetworkHealth::new());
+        let sender = ProcessSender::new(
+            1,
+            2..4,
+            0..2,
+            &Queue { commands, spare, departed: Arc::default() },
+            NetworkHealth::new(),
+        );
         (sender, pending)
     }
 
