@@ -113,9 +113,18 @@ impl WorkerState {
         self.index
     }
 
-    /// The number of workers now (it may grow when workers join).
+    /// The number of worker indices used so far (it grows when workers join; indices of
+    /// workers that left stay used): workers are `0..peers`, the present ones [`members`].
+    ///
+    /// [`members`]: WorkerState::members
     pub fn peers(&self) -> usize {
         self.allocator.borrow().peers()
+    }
+
+    /// The workers present, ascending: every worker that joined and whose process is neither
+    /// leaving nor gone.
+    pub fn members(&self) -> Vec<usize> {
+        self.rescaling.leaves().members(self.peers())
     }
 
     /// A fresh identifier, unique on this worker and the same on every worker that builds
@@ -369,6 +378,10 @@ impl Worker {
         if let Some(logger) = self.state.logger() {
             logger.flush();
         }
+        if rescale::leave::drained(&self.state) {
+            // Everything it sent is flushed and nothing can reach it any more: it goes.
+            self.drop_dataflows();
+        }
         if !self.worked && timeout == Some(Duration::ZERO) {
             // A program polling an idle worker gives its core to the threads it waits for
             // (other workers, a cluster's network threads), which could otherwise not run
@@ -376,6 +389,19 @@ impl Worker {
             std::thread::yield_now();
         }
         self.has_dataflows()
+    }
+
+    /// Makes this worker's process leave the cluster (`docs/rescaling.md`, "Leaving a running
+    /// cluster"); every worker of the process calls it. The others stop routing records to it;
+    /// it keeps running until nothing more can reach it and its operators hold no capability
+    /// (close its inputs), then its dataflows are dropped and its steps return false.
+    pub fn leave(&mut self) {
+        rescale::leave::leave(&self.state);
+    }
+
+    /// True once this worker's process is leaving.
+    pub fn is_leaving(&self) -> bool {
+        self.state.rescaling.leaves().is_leaving()
     }
 
     /// Records that this worker's run failed: in a cluster, this process's connections then

@@ -15,6 +15,8 @@ use super::Scope;
 use crate::logging::Logger;
 use crate::progress::Timestamp;
 use crate::scheduling::Activator;
+use crate::worker::WorkerState;
+use std::rc::Rc;
 use timely_communication::{JoinedPushers, Push};
 
 /// Chooses a worker for each record of a batch.
@@ -50,21 +52,45 @@ impl<D: 'static, F: FnMut(&D) -> u64 + 'static> Partition<D> for ByHash<F> {
 
 /// The workers that receive records at a time.
 pub trait Members<T>: 'static {
-    /// Sets `members` to the workers (ascending, each below `peers`, at least one) that receive
-    /// records at `time`; `peers` is the number of workers this worker can send to now.
-    fn update(&mut self, time: &T, peers: usize, members: &mut Vec<usize>);
+    /// Sets `members` to the workers (ascending, at least one, each one `worker` can send to)
+    /// that receive records at `time`; `worker` is the sending worker's state.
+    fn update(&mut self, time: &T, worker: &WorkerState, members: &mut Vec<usize>);
 }
 
-/// Every worker this worker knows, at every time.
+/// Every worker present as this worker knows it when the records are sent: those that joined,
+/// without those whose process is leaving or gone.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct AllWorkers;
+pub struct AllWorkers {
+    /// The version of the workers present and the number of workers `members` was set for.
+    seen: Option<(u64, usize)>,
+}
 
 impl<T> Members<T> for AllWorkers {
     #[inline]
-    fn update(&mut self, _time: &T, peers: usize, members: &mut Vec<usize>) {
-        if members.len() != peers {
-            members.clear();
-            members.extend(0..peers);
+    fn update(&mut self, _time: &T, worker: &WorkerState, members: &mut Vec<usize>) {
+        let now = Some((worker.rescaling().leaves().version(), worker.peers()));
+        if self.seen != now {
+            *members = worker.members();
+            self.seen = now;
+        }
+    }
+}
+
+/// Every worker that has not left, leaving ones included (what a leaver still needs, such as
+/// the announcements of membership changes, reaches it until it goes).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NotGone {
+    /// The version of the workers present and the number of workers `members` was set for.
+    seen: Option<(u64, usize)>,
+}
+
+impl<T> Members<T> for NotGone {
+    #[inline]
+    fn update(&mut self, _time: &T, worker: &WorkerState, members: &mut Vec<usize>) {
+        let now = Some((worker.rescaling().leaves().version(), worker.peers()));
+        if self.seen != now {
+            *members = worker.rescaling().leaves().not_gone(worker.peers());
+            self.seen = now;
         }
     }
 }
@@ -107,6 +133,7 @@ where
             .collect();
         let puller = Box::new(LogPuller::new(puller, identifier, index, logger.clone()));
         let pusher = ExchangePusher {
+            worker: worker.clone(),
             buffers: (0..pushers.len()).map(|_| Vec::new()).collect(),
             pushers,
             members: Vec::new(),
@@ -140,12 +167,13 @@ impl<T: Timestamp, D: ExchangeData, F: Fn(&D) -> u64 + 'static> Pact<T, D> for E
         identifier: usize,
         activator: Activator,
     ) -> (MessagePusher<T, D>, MessagePuller<T, D>) {
-        ExchangeWith::new(AllWorkers, ByHash(self.hash)).connect(scope, identifier, activator)
+        ExchangeWith::new(AllWorkers::default(), ByHash(self.hash)).connect(scope, identifier, activator)
     }
 }
 
 /// The sending end of an exchanging edge: a logging pusher per worker, one buffer per worker.
 struct ExchangePusher<T, D, M, P> {
+    worker: Rc<WorkerState>,
     pushers: Vec<LogPusher<MessagePusher<T, D>>>,
     buffers: Vec<Vec<D>>,
     /// The members at the time of the last message.
@@ -177,7 +205,7 @@ impl<T: Clone, D, M: Members<T>, P: Partition<D>> Push<Message<T, D>> for Exchan
         self.add_joined();
         match element {
             Some(message) => {
-                self.membership.update(&message.time, self.pushers.len(), &mut self.members);
+                self.membership.update(&message.time, &self.worker, &mut self.members);
                 self.partition.partition(&mut message.data, &self.members, &mut self.buffers);
                 for (target, buffer) in self.buffers.iter_mut().enumerate() {
                     if !buffer.is_empty() {

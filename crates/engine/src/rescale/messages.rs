@@ -86,4 +86,14 @@ pub enum BootstrapMessage {
         /// The joining worker.
         from: usize,
     },
+    /// A worker of a process that leaves tells every other worker (the notice).
+    Leaving {
+        /// The leaving worker.
+        from: usize,
+    },
+    /// A worker tells a leaving worker that it will send it no more data, after its last.
+    Sealed {
+        /// The worker that sealed.
+        from: usize,
+    },
 }

@@ -16,6 +16,7 @@
 //! their ledger is ready.
 
 pub mod client;
+pub mod leave;
 pub mod messages;
 pub mod server;
 
@@ -112,6 +113,8 @@ pub struct Rescaling {
     bootstrapping: Cell<bool>,
     /// Operators to wake when workers join, while they live ([`Rescaling::wake_on_join`]).
     join_watchers: RefCell<Vec<Weak<Activator>>>,
+    /// Processes leaving and gone.
+    leaves: leave::Leaves,
 }
 
 impl Rescaling {
@@ -134,6 +137,7 @@ impl Rescaling {
             arrived: Cell::new(false),
             bootstrapping,
             join_watchers: RefCell::default(),
+            leaves: leave::Leaves::default(),
         }
     }
 
@@ -163,11 +167,24 @@ impl Rescaling {
             return false;
         }
         let server = self.server.borrow();
-        server.hellos.is_empty() && server.ranges.is_empty()
+        server.hellos.is_empty() && server.ranges.is_empty() && !self.leaves.seals_pending()
+    }
+
+    /// Processes leaving and gone, and the workers present.
+    pub fn leaves(&self) -> &leave::Leaves {
+        &self.leaves
+    }
+
+    /// True while an operator instance of this worker holds a capability.
+    pub(crate) fn holds_capabilities(&self) -> bool {
+        self.operators
+            .borrow()
+            .iter()
+            .any(|entry| entry.held.upgrade().is_some_and(|held| held.encoded().is_some()))
     }
 
     /// Sends `message` to worker `target` (flushed when the worker releases its allocator).
-    fn send(&self, target: usize, message: BootstrapMessage) {
+    pub(crate) fn send(&self, target: usize, message: BootstrapMessage) {
         let mut pushers = self.pushers.borrow_mut();
         if let Some(joined) = self.joined.take() {
             pushers.extend(joined.into_iter().map(|(_, pusher)| pusher));
@@ -314,8 +331,11 @@ impl Rescaling {
 /// steady state it only finds that there is nothing to do.
 #[inline]
 pub(crate) fn handle(state: &WorkerState) {
-    let has_joins = state.allocator().has_joins();
-    if has_joins || !state.rescaling().is_quiet() {
+    let (has_joins, has_departures) = {
+        let allocator = state.allocator();
+        (allocator.has_joins(), allocator.has_departures())
+    };
+    if has_joins || has_departures || !state.rescaling().is_quiet() {
         handle_events(state, has_joins);
     }
 }
@@ -330,6 +350,11 @@ pub(crate) fn handle_events(state: &WorkerState, has_joins: bool) {
             joins.into_iter().for_each(|workers| server::admit(state, workers));
         });
         rescaling.wake_join_watchers();
+        rescaling.leaves.changed();
+    }
+    let departed = state.allocator().take_departures();
+    if !departed.is_empty() {
+        leave::departed(state, departed);
     }
     loop {
         let message = rescaling.puller.borrow_mut().recv();
@@ -340,8 +365,13 @@ pub(crate) fn handle_events(state: &WorkerState, has_joins: bool) {
                 rescaling.server.borrow_mut().ranges.push((from, channel, sender, start, end))
             }
             BootstrapMessage::Done { from } => server::done(rescaling, from),
+            BootstrapMessage::Leaving { from } => leave::notice(state, from),
+            BootstrapMessage::Sealed { from } => leave::sealed(rescaling, from),
             other => client::receive(rescaling, other),
         }
     }
     server::serve(state);
+    if rescaling.leaves.seals_pending() {
+        leave::seal(state);
+    }
 }

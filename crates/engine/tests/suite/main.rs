@@ -21,6 +21,7 @@ mod bootstrap_model;
 mod cluster;
 mod hashing;
 mod leave_model;
+mod leaving;
 mod logging;
 mod loops_smoke;
 mod operators_builtin;

@@ -78,7 +78,7 @@ impl<D: RoutingKey + 'static> Partition<D> for KeyPartition {
 
 fn exchange<T: PyTime>(stream: &StreamHandle<T>, key: Option<Py<PyAny>>) -> StreamHandle<T> {
     let partition = KeyPartition::new(key, &stream.context, "Exchange");
-    let pact = ExchangeWith::new(AllWorkers, partition);
+    let pact = ExchangeWith::new(AllWorkers::default(), partition);
     stream.wrap(stream.stream.unary(pact, "Exchange", |_, _| {
         |input, output| input.for_each(|time, data| output.session(&time).give_vec(data))
     }))

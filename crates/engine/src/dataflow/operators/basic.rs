@@ -3,7 +3,7 @@
 
 use super::builder::OperatorBuilder;
 use crate::dataflow::channels::{Data, ExchangeData, Pipeline};
-use crate::dataflow::exchange::Exchange;
+use crate::dataflow::exchange::{AllWorkers, Exchange, ExchangeWith, Members, Partition};
 use crate::dataflow::{Scope, Stream};
 use crate::progress::Timestamp;
 use std::collections::BTreeMap;
@@ -85,19 +85,37 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
     where
         D: ExchangeData,
     {
-        // Each record becomes `peers` consecutive copies, and the exchange sends the k-th copy
-        // of every record to worker k (its routing cycles through the workers, record after
-        // record). Counting copies as records keeps progress tracking exact. The number of
-        // workers is read when records are copied and routed (both happen while the copying
-        // operator runs, between two steps, so they agree): workers that join a running
-        // cluster receive the broadcasts sent after they joined.
+        self.broadcast_to(AllWorkers::default())
+    }
+
+    /// Sends a copy of every record to every worker of `members` (read when records are sent).
+    pub fn broadcast_to<M: Members<T> + Clone>(&self, members: M) -> Stream<T, D>
+    where
+        D: ExchangeData,
+    {
+        // Each record becomes one copy per worker present, and the exchange sends the k-th
+        // copy of every record to the k-th worker present (its routing cycles through them,
+        // record after record). Counting copies as records keeps progress tracking exact. The
+        // workers present are read when records are copied and routed (both happen while the
+        // copying operator runs, between two steps, so they agree): workers that join a
+        // running cluster receive the broadcasts sent after they joined, leaving ones do not.
         let worker = self.scope().worker().clone();
-        let router = worker.clone();
-        let next = std::cell::Cell::new(0u64);
-        self.flat_map(move |d| std::iter::repeat_n(d, worker.peers())).exchange(move |_| {
-            let target = next.get();
-            next.set((target + 1) % router.peers() as u64);
-            target
+        let mut present = members.clone();
+        let mut members_now = Vec::new();
+        let copies = move |d| {
+            present.update(&T::minimum(), &worker, &mut members_now);
+            std::iter::repeat_n(d, members_now.len())
+        };
+        let mut next = 0;
+        let cycle = move |data: &mut Vec<D>, members: &[usize], targets: &mut [Vec<D>]| {
+            for datum in data.drain(..) {
+                targets[members[next % members.len()]].push(datum);
+                next = (next + 1) % members.len();
+            }
+        };
+        let pact = ExchangeWith::new(members, Cycle(cycle));
+        self.flat_map(copies).unary(pact, "Broadcast", |_, _| {
+            |input, output| input.for_each(|time, data| output.session(&time).give_vec(data))
         })
     }
 
@@ -203,5 +221,14 @@ impl<T: Timestamp> Scope<T> {
             false
         });
         stream
+    }
+}
+
+/// A partition by a closure over whole batches (broadcast's cycle through the workers).
+struct Cycle<F>(F);
+
+impl<D: 'static, F: FnMut(&mut Vec<D>, &[usize], &mut [Vec<D>]) + 'static> Partition<D> for Cycle<F> {
+    fn partition(&mut self, data: &mut Vec<D>, members: &[usize], targets: &mut [Vec<D>]) {
+        (self.0)(data, members, targets)
     }
 }

@@ -15,10 +15,11 @@
 
 use super::{CapabilitySet, OperatorBuilder};
 use crate::dataflow::channels::{Data, ExchangeData, Pipeline};
-use crate::dataflow::exchange::{ByHash, ExchangeWith, Partition};
+use crate::dataflow::exchange::{ByHash, ExchangeWith, NotGone, Partition};
 use crate::dataflow::membership::{Change, Membership, SharedMembership};
 use crate::dataflow::{Scope, Stream};
 use crate::progress::{Antichain, Timestamp};
+use crate::rescale::leave::KeyedRoutes;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -42,7 +43,8 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
         }
         let frontier = Rc::new(RefCell::new(Antichain::from_elem(T::minimum())));
         let (changes, announcer) = announce(&format!("{name}.Membership"), scope, frontier.clone());
-        let changes = changes.broadcast();
+        // Leavers hear of every change until they go: they seal others by it.
+        let changes = changes.broadcast_to(NotGone::default());
         let mut builder = OperatorBuilder::new(&format!("{name}.Settle"), scope);
         let mut data_in = builder.new_input(self, Pipeline);
         let mut changes_in = builder.new_input_connection(&changes, Pipeline, Vec::new());
@@ -51,11 +53,17 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
         let worker = scope.worker().clone();
         let activator = Rc::new(builder.info().activator.clone());
         worker.rescaling().wake_on_join(&activator);
+        let routes = Rc::new(Routes {
+            membership: membership.clone(),
+            frontier: RefCell::new(Antichain::from_elem(T::minimum())),
+        });
+        let weak: std::rc::Weak<dyn KeyedRoutes> = Rc::downgrade(&routes) as _;
+        worker.rescaling().leaves().register_routes(weak);
         let table = membership.clone();
         let mut stash: Vec<(super::Capability<T>, Vec<D>)> = Vec::new();
         builder.build_logic(move |frontiers| {
-            // The engine holds only a weak reference: this closure keeps the activator alive.
-            let _wake_on_join = &activator;
+            // The engine holds only weak references: this closure keeps them alive.
+            let _wake_on_join = (&activator, &routes);
             let (data_frontier, changes_frontier) = (&frontiers[0], &frontiers[1]);
             changes_in.for_each(|time, changes| {
                 let mut table = table.borrow_mut();
@@ -81,6 +89,7 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
                     i += 1;
                 }
             }
+            routes.frontier.replace(changes_frontier.to_antichain());
             let mut shared = frontier.borrow_mut();
             if shared.elements() != data_frontier.frontier() {
                 *shared = data_frontier.to_antichain();
@@ -124,6 +133,7 @@ fn announce<T: Timestamp>(
     let worker = scope.worker().clone();
     let activator = Rc::new(builder.info().activator.clone());
     worker.rescaling().wake_on_join(&activator);
+    worker.rescaling().leaves().wake_on_change(&activator);
     let returned = activator.clone();
     builder.build(move |capability| {
         let mut capabilities = CapabilitySet::new();
@@ -131,15 +141,25 @@ fn announce<T: Timestamp>(
             capabilities.insert(capability);
         }
         let mut known = worker.peers();
+        let mut left = std::collections::BTreeSet::new();
         move |_frontiers| {
             let _wake_on_join = &activator;
             let peers = worker.peers();
-            if peers > known {
+            let leaving: Vec<usize> =
+                worker.rescaling().leaves().leaving().into_iter().filter(|w| !left.contains(w)).collect();
+            if peers > known || !leaving.is_empty() {
                 for capability in capabilities.iter() {
                     let mut session = output.session(capability);
                     session.give_iterator((known..peers).map(|worker| Change::Joined { worker }));
+                    session.give_iterator(leaving.iter().map(|&worker| Change::Left { worker }));
                 }
                 known = peers;
+                left.extend(leaving);
+            }
+            if worker.rescaling().leaves().is_leaving() {
+                // A leaver announced its own departure: it holds nothing back any more.
+                capabilities.downgrade(&[]);
+                return false;
             }
             let frontier = frontier.borrow();
             // Hold a capability at each time of the frontier that one we hold covers. A joined
@@ -158,4 +178,18 @@ fn announce<T: Timestamp>(
         }
     });
     (changes, returned)
+}
+
+/// What a Settle operator tells its worker about leavers: it may still release records to a
+/// worker until, from every time of its announcements' frontier on, that worker's departure
+/// is announced (records it still holds are at those times or later).
+struct Routes<T: Timestamp> {
+    membership: SharedMembership<T>,
+    frontier: RefCell<Antichain<T>>,
+}
+
+impl<T: Timestamp> KeyedRoutes for Routes<T> {
+    fn may_route_to(&self, worker: usize) -> bool {
+        !self.membership.borrow().gone_from(worker, self.frontier.borrow().elements())
+    }
 }

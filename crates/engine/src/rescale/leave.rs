@@ -1,0 +1,200 @@
+//! Leaves: a worker's part when processes leave a running cluster (`docs/rescaling.md`,
+//! "Leaving a running cluster").
+//!
+//! This module owns which workers are leaving and which have left, the membership every
+//! exchange routes over (the workers present, leavers excluded), the *sealed* markers a
+//! worker sends each leaver once nothing more can reach it from here, and a leaver's test for
+//! being drained. Keyed exchanges register as [`KeyedRoutes`]: a worker seals a leaver only
+//! once none of them may still release records to it.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeSet;
+use std::rc::{Rc, Weak};
+
+use super::messages::BootstrapMessage;
+use super::Rescaling;
+use crate::scheduling::Activator;
+use crate::worker::WorkerState;
+
+/// A keyed exchange, asked whether it may still route records to a worker.
+pub trait KeyedRoutes {
+    /// True while this exchange may release records to `worker` at some time.
+    fn may_route_to(&self, worker: usize) -> bool;
+}
+
+/// A worker's view of leaves.
+#[derive(Default)]
+pub struct Leaves {
+    /// Workers whose process is leaving (their notice arrived), this one's included.
+    leaving: RefCell<BTreeSet<usize>>,
+    /// Workers whose process left: it said goodbye after everything it sent.
+    departed: RefCell<BTreeSet<usize>>,
+    /// Leavers this worker told that it sends them nothing more.
+    sealed_to: RefCell<BTreeSet<usize>>,
+    /// On a leaver: the workers that told it so.
+    sealed_from: RefCell<BTreeSet<usize>>,
+    /// True once this worker is leaving.
+    this_leaves: Cell<bool>,
+    /// Bumped whenever the workers present change (a join, a leave's notice, a departure).
+    version: Cell<u64>,
+    /// The keyed exchanges of this worker.
+    routes: RefCell<Vec<Weak<dyn KeyedRoutes>>>,
+    /// Operators to wake when the workers present change.
+    watchers: RefCell<Vec<Weak<Activator>>>,
+}
+
+impl Leaves {
+    /// The workers present among `0..peers`: neither leaving nor gone.
+    pub fn members(&self, peers: usize) -> Vec<usize> {
+        let (leaving, departed) = (self.leaving.borrow(), self.departed.borrow());
+        (0..peers).filter(|w| !leaving.contains(w) && !departed.contains(w)).collect()
+    }
+
+    /// The workers among `0..peers` that have not left: those present and those leaving.
+    pub fn not_gone(&self, peers: usize) -> Vec<usize> {
+        let departed = self.departed.borrow();
+        (0..peers).filter(|w| !departed.contains(w)).collect()
+    }
+
+    /// Workers whose process is leaving (not yet gone).
+    pub fn leaving(&self) -> Vec<usize> {
+        self.leaving.borrow().iter().copied().collect()
+    }
+
+    /// Workers whose process left the cluster.
+    pub fn departed(&self) -> Vec<usize> {
+        self.departed.borrow().iter().copied().collect()
+    }
+
+    /// True once this worker's process is leaving.
+    pub fn is_leaving(&self) -> bool {
+        self.this_leaves.get()
+    }
+
+    /// A number that changes whenever the workers present change.
+    #[inline]
+    pub fn version(&self) -> u64 {
+        self.version.get()
+    }
+
+    /// Records that the workers present changed and wakes the operators that watch them.
+    pub(crate) fn changed(&self) {
+        self.version.set(self.version.get() + 1);
+        self.watchers.borrow_mut().retain(|watcher| match watcher.upgrade() {
+            Some(activator) => {
+                activator.activate();
+                true
+            }
+            None => false,
+        });
+    }
+
+    /// Wakes `activator`'s operator whenever the workers present change, while the `Rc` lives.
+    pub fn wake_on_change(&self, activator: &Rc<Activator>) {
+        self.watchers.borrow_mut().push(Rc::downgrade(activator));
+    }
+
+    /// Registers a keyed exchange, asked before this worker seals a leaver.
+    pub fn register_routes(&self, routes: Weak<dyn KeyedRoutes>) {
+        self.routes.borrow_mut().push(routes);
+    }
+
+    /// True while some leaver has not been sealed by this worker.
+    #[inline]
+    pub(crate) fn seals_pending(&self) -> bool {
+        self.leaving.borrow().len() > self.sealed_to.borrow().len() + usize::from(self.this_leaves.get())
+    }
+}
+
+/// This worker's process leaves: tells every other worker that has not left (once).
+pub(crate) fn leave(state: &WorkerState) {
+    let rescaling = state.rescaling();
+    let leaves = &rescaling.leaves;
+    if leaves.this_leaves.replace(true) {
+        return;
+    }
+    let me = state.index();
+    // Every worker not gone hears of it, other leavers too: they seal it as well.
+    let others: Vec<usize> = {
+        let departed = leaves.departed.borrow();
+        (0..state.peers()).filter(|w| *w != me && !departed.contains(w)).collect()
+    };
+    for worker in others {
+        rescaling.send(worker, BootstrapMessage::Leaving { from: me });
+    }
+    notice(state, me);
+}
+
+/// A leave's notice from `from` arrived (or this worker leaves, `from` itself): every worker
+/// of `from`'s process is leaving. A process leaves as a whole, so every worker learns of all
+/// its leavers at once, and announces their departure (keyed exchanges) before it seals any of
+/// them: nothing reaches a leaver after its seal.
+pub(crate) fn notice(state: &WorkerState, from: usize) {
+    let threads = state.allocator().threads();
+    let process = from / threads;
+    let leaves = &state.rescaling().leaves;
+    let mut leaving = leaves.leaving.borrow_mut();
+    let before = leaving.len();
+    leaving.extend(process * threads..(process + 1) * threads);
+    let grew = leaving.len() > before;
+    drop(leaving);
+    if grew {
+        leaves.changed();
+    }
+}
+
+/// A sealed marker from `from` arrived (on a leaver).
+pub(crate) fn sealed(rescaling: &Rescaling, from: usize) {
+    rescaling.leaves.sealed_from.borrow_mut().insert(from);
+}
+
+/// Sends a sealed marker to every leaver that nothing on this worker routes to any more.
+pub(crate) fn seal(state: &WorkerState) {
+    let rescaling = state.rescaling();
+    let leaves = &rescaling.leaves;
+    let me = state.index();
+    let unsealed: Vec<usize> = {
+        let sealed = leaves.sealed_to.borrow();
+        leaves.leaving.borrow().iter().copied().filter(|w| *w != me && !sealed.contains(w)).collect()
+    };
+    for leaver in unsealed {
+        let routes = leaves.routes.borrow();
+        let busy = routes.iter().filter_map(Weak::upgrade).any(|routes| routes.may_route_to(leaver));
+        drop(routes);
+        if !busy {
+            rescaling.send(leaver, BootstrapMessage::Sealed { from: me });
+            leaves.sealed_to.borrow_mut().insert(leaver);
+        }
+    }
+    leaves.routes.borrow_mut().retain(|routes| routes.strong_count() > 0);
+}
+
+/// Processes `processes` left: their workers are gone.
+pub(crate) fn departed(state: &WorkerState, processes: Vec<usize>) {
+    let leaves = &state.rescaling().leaves;
+    let threads = state.allocator().threads();
+    for process in processes {
+        for worker in process * threads..(process + 1) * threads {
+            leaves.leaving.borrow_mut().remove(&worker);
+            leaves.sealed_to.borrow_mut().remove(&worker);
+            leaves.departed.borrow_mut().insert(worker);
+        }
+    }
+    leaves.changed();
+}
+
+/// True on a leaving worker that may go: every other worker not gone sealed it, it sealed
+/// every other leaver, and its operators hold no capability.
+pub(crate) fn drained(state: &WorkerState) -> bool {
+    let rescaling = state.rescaling();
+    let leaves = &rescaling.leaves;
+    if !leaves.this_leaves.get() {
+        return false;
+    }
+    let me = state.index();
+    let departed = leaves.departed.borrow();
+    let sealed = leaves.sealed_from.borrow();
+    let all_sealed =
+        (0..state.peers()).filter(|w| *w != me && !departed.contains(w)).all(|w| sealed.contains(&w));
+    all_sealed && !leaves.seals_pending() && !rescaling.holds_capabilities()
+}

@@ -1,0 +1,146 @@
+//! Processes leaving a running cluster (`docs/rescaling.md`, "Leaving a running cluster"), on
+//! loopback: each "process" is a thread of this test running `timely_engine::execute` with its
+//! own `Config::Cluster`. Every worker feeds records each epoch into a plain `exchange` and a
+//! keyed `count_by_key`; the workers of one process call `leave()` at an epoch, close their
+//! input and return. The leaving process must end in order, the others go on and end in
+//! order, every record fed is seen exactly once, and every (epoch, key) is counted once, on
+//! one worker, with the count of a sequential program.
+
+use crate::common;
+use crate::common::loopback_cluster as config;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use timely_engine::dataflow::{InputHandle, ProbeHandle};
+use timely_engine::Worker;
+
+/// The longest a test may take before it counts as hung.
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// Distinct keys of the count.
+const KEYS: u64 = 7;
+
+/// What the workers of one run saw: `(worker, epoch, record)` from the exchange and
+/// `(worker, epoch, key, count)` from the count; and what they fed: `(epoch, record)`.
+#[derive(Default)]
+struct Seen {
+    exchanged: Vec<(usize, u64, u64)>,
+    counted: Vec<(usize, u64, u64, u64)>,
+    fed: Vec<(u64, u64)>,
+}
+
+/// The records worker `index` feeds in `epoch`.
+fn records(index: usize, epoch: u64) -> Vec<u64> {
+    (0..(index as u64 + epoch) % 4 + 2).map(|i| epoch * 10_000 + index as u64 * 100 + i).collect()
+}
+
+/// Runs `epochs` epochs on `processes` processes of `threads` workers; process `leaver` leaves
+/// at epoch `leave_at`.
+fn run(processes: usize, threads: usize, leaver: usize, leave_at: u64, epochs: u64) -> Seen {
+    let addresses = common::free_addresses(processes);
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let program = {
+        let seen = seen.clone();
+        move |worker: &mut Worker| {
+            let index = worker.index();
+            let leaves = index / threads == leaver;
+            let mut input = InputHandle::new();
+            let probe = ProbeHandle::new();
+            let (exchanged, counted) = (seen.clone(), seen.clone());
+            worker.dataflow(|scope| {
+                let records = scope.input_from(&mut input);
+                records
+                    .exchange(|x: &u64| x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 7)
+                    .inspect_time(move |epoch, x| {
+                        exchanged.lock().unwrap().exchanged.push((index, *epoch, *x))
+                    })
+                    .probe_with(&probe);
+                records
+                    .map(|x| x % KEYS)
+                    .count_by_key()
+                    .inspect_time(move |epoch, (key, n)| {
+                        counted.lock().unwrap().counted.push((index, *epoch, *key, *n))
+                    })
+                    .probe_with(&probe);
+            });
+            for epoch in 0..epochs {
+                if leaves && epoch == leave_at {
+                    worker.leave();
+                    assert!(worker.is_leaving());
+                    input.close();
+                    return;
+                }
+                let mine = records(index, epoch);
+                seen.lock().unwrap().fed.extend(mine.iter().map(|x| (epoch, *x)));
+                for x in mine {
+                    input.send(x);
+                }
+                input.advance_to(epoch + 1);
+                worker.step_while(|| probe.less_than(input.time()));
+            }
+            // The leaver is gone while this worker's input is still open: the leave completed
+            // in a running cluster, not at its end.
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            let gone: Vec<usize> = (leaver * threads..(leaver + 1) * threads).collect();
+            while worker.state().rescaling().leaves().departed() != gone {
+                assert!(std::time::Instant::now() < deadline, "the leaver did not go");
+                worker.step();
+            }
+            assert!(worker.state().members().iter().all(|w| w / threads != leaver));
+        }
+    };
+    let runs: Vec<_> = (0..processes)
+        .map(|process| {
+            let (config, program) = (config(&addresses, process, processes, threads, None), program.clone());
+            std::thread::spawn(move || timely_engine::execute(config, program))
+        })
+        .collect();
+    for (process, run) in runs.into_iter().enumerate() {
+        run.join().expect("process thread").unwrap_or_else(|error| panic!("process {process}: {error}"));
+    }
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
+    seen
+}
+
+/// Checks what a run saw against what it fed.
+fn check(seen: &Seen, leavers: std::ops::Range<usize>, leave_at: u64) {
+    let mut fed = seen.fed.clone();
+    fed.sort();
+    let mut exchanged: Vec<(u64, u64)> = seen.exchanged.iter().map(|&(_, e, x)| (e, x)).collect();
+    exchanged.sort();
+    assert_eq!(exchanged, fed, "the exchange delivers every record once");
+    let mut expected: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    for &(epoch, x) in &fed {
+        *expected.entry((epoch, x % KEYS)).or_default() += 1;
+    }
+    let mut counted: BTreeMap<(u64, u64), Vec<(usize, u64)>> = BTreeMap::new();
+    for &(worker, epoch, key, n) in &seen.counted {
+        counted.entry((epoch, key)).or_default().push((worker, n));
+    }
+    let split: Vec<_> = counted.iter().filter(|(_, results)| results.len() > 1).collect();
+    assert!(split.is_empty(), "keys counted on several workers: {split:?}");
+    let got: BTreeMap<(u64, u64), u64> = counted.iter().map(|(k, v)| (*k, v[0].1)).collect();
+    assert_eq!(got, expected, "counts per epoch and key");
+    for &(worker, epoch, _) in &seen.exchanged {
+        assert!(!leavers.contains(&worker) || epoch <= leave_at, "worker {worker} got a record at {epoch}");
+    }
+}
+
+#[test]
+fn the_last_process_leaves_and_the_others_count_on() {
+    let seen = common::within(LIMIT, || run(3, 1, 2, 3, 8));
+    check(&seen, 2..3, 3);
+}
+
+#[test]
+fn process_0_leaves() {
+    let seen = common::within(LIMIT, || run(3, 1, 0, 2, 6));
+    check(&seen, 0..1, 2);
+}
+
+#[test]
+fn a_process_of_two_workers_leaves_a_pair() {
+    let seen = common::within(LIMIT, || run(2, 2, 1, 2, 6));
+    check(&seen, 2..4, 2);
+}
