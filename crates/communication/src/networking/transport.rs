@@ -447,15 +447,7 @@ impl Core {
             self.deliver.clone(),
             Arc::clone(&self.alarm),
             Arc::clone(&stats),
-            receive::Duties {
-                liveness: self.liveness,
-                clock,
-                frames,
-                departure: receive::Departure {
-                    departed: Arc::clone(&queue.departed),
-                    goodbye: queue.commands.clone(),
-                },
-            },
+            receive::Duties { liveness: self.liveness, clock, frames, departure: queue.departure() },
         );
         let receive_thread = receive::spawn(inbound, stream, self.done.clone());
         let mut link = Link { socket, queue, send_thread: Some(send_thread), receive_thread: None, stats };

@@ -77,6 +77,13 @@ pub(super) struct Queue {
     pub(super) departed: Arc<AtomicBool>,
 }
 
+impl Queue {
+    /// What the connection's receive thread needs when the peer leaves.
+    pub(super) fn departure(&self) -> super::receive::Departure {
+        super::receive::Departure { departed: Arc::clone(&self.departed), goodbye: self.commands.clone() }
+    }
+}
+
 /// Starts the send thread of the connection to `remote`, with heartbeats as `liveness` says,
 /// clock probes as `probes` says, and the data frames it writes reported to `frames`. The
 /// thread posts `remote` to `done` when it ends.
