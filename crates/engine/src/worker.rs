@@ -367,7 +367,8 @@ impl Worker {
         drain_sorted(&self.state.active_dataflows, &mut self.scheduled);
         self.worked = !self.scheduled.is_empty();
         for index in self.scheduled.drain(..) {
-            let dataflow = self.state.dataflows.borrow_mut()[index].take();
+            // (A leaver's dataflows are dropped while activations for them may still come.)
+            let dataflow = self.state.dataflows.borrow_mut().get_mut(index).and_then(Option::take);
             if let Some(mut dataflow) = dataflow {
                 if dataflow.schedule() {
                     self.state.dataflows.borrow_mut()[index] = Some(dataflow);
@@ -392,7 +393,9 @@ impl Worker {
     }
 
     /// Makes this worker's process leave the cluster (`docs/rescaling.md`, "Leaving a running
-    /// cluster"); every worker of the process calls it. The others stop routing records to it;
+    /// cluster"); any worker of the process may call it, and the process's other workers leave
+    /// as soon as they hear of it (calling it on each of them is harmless). The others stop
+    /// routing records to it;
     /// it keeps running until nothing more can reach it and its operators hold no capability
     /// (close its inputs), then its dataflows are dropped and its steps return false.
     pub fn leave(&mut self) {

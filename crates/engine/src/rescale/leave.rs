@@ -129,10 +129,16 @@ pub(crate) fn leave(state: &WorkerState) {
 /// of `from`'s process is leaving. A process leaves as a whole, so every worker learns of all
 /// its leavers at once, and announces their departure (keyed exchanges) before it seals any of
 /// them: nothing reaches a leaver after its seal.
+///
+/// A worker of `from`'s own process leaves with it: any worker of a process may start the
+/// leave, and the notice reaches the others like every other worker.
 pub(crate) fn notice(state: &WorkerState, from: usize) {
     let threads = state.allocator().threads();
     let process = from / threads;
     let leaves = &state.rescaling().leaves;
+    if state.index() / threads == process {
+        leaves.this_leaves.set(true);
+    }
     let mut leaving = leaves.leaving.borrow_mut();
     let before = leaving.len();
     leaving.extend(process * threads..(process + 1) * threads);
