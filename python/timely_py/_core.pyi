@@ -87,7 +87,20 @@ class Worker:
     @property
     def index(self) -> int: ...
     @property
-    def peers(self) -> int: ...
+    def peers(self) -> int:
+        """Worker indices in use: workers are ``0..peers`` (grows on joins, stays on leaves)."""
+    @property
+    def members(self) -> list[int]:
+        """The workers present, ascending: joined ones in, leaving and departed ones out."""
+    @property
+    def leaving(self) -> bool:
+        """True once this worker's process leaves the cluster (``leave()`` or the launcher's
+        ``remove_process``): stop feeding inputs and close them."""
+    def leave(self) -> None:
+        """Makes this worker's process leave the running cluster; the others go on and the
+        keys it held move to the workers present. Close the inputs afterwards; the process's
+        run then ends once nothing can reach it (see ``docs/rescaling.md``). ``ValueError``
+        outside a cluster of several processes."""
     @property
     def has_dataflows(self) -> bool: ...
     def step(self) -> bool: ...

@@ -25,6 +25,7 @@ mod generic;
 mod handles;
 mod kernels;
 mod key;
+mod leave_signal;
 mod loops;
 mod megaphone;
 mod operators;

@@ -8,6 +8,7 @@
 //! exception (not a cancellation) is raised to the caller of `execute`.
 
 use crate::errors::{catch_panic, ClusterError, WorkerCancelled, WorkerContext};
+use crate::leave_signal::LeaveSignal;
 use crate::record::PythonFailure;
 use crate::scope::PyScope;
 use crate::tracing::{self, PyActivity, RunTrace};
@@ -79,10 +80,32 @@ impl<T> Drop for ThreadBound<T> {
 /// What a worker owns on its thread.
 struct WorkerParts {
     peers: Cell<usize>,
+    /// The workers present, as of the last step, and the version of the leaves they are for.
+    members: RefCell<(Option<(u64, usize)>, Vec<usize>)>,
+    /// True once this worker's process is leaving (as of the last step).
+    leaving: Cell<bool>,
+    /// Set when the process is asked to leave from outside (SIGUSR1).
+    leave_signal: LeaveSignal,
     worker: RefCell<Worker>,
     context: Rc<WorkerContext>,
     /// The worker's trace logger, for user activities (None when the run is not traced).
     logger: Option<Logger>,
+}
+
+impl WorkerParts {
+    /// Takes note of the cluster's membership after a step, for the getters (which operators
+    /// may call while the worker steps).
+    fn observe(&self, worker: &Worker) {
+        let state = worker.state();
+        let peers = state.peers();
+        self.peers.set(peers);
+        self.leaving.set(worker.is_leaving());
+        let seen = Some((state.rescaling().leaves().version(), peers));
+        let mut members = self.members.borrow_mut();
+        if members.0 != seen {
+            *members = (seen, state.members());
+        }
+    }
 }
 
 /// One worker: its index among all workers, the number of workers, and the means to step
@@ -94,12 +117,25 @@ pub struct PyWorker {
 }
 
 impl PyWorker {
-    fn new(allocator: Allocator, abort: Arc<AtomicBool>, trace: Option<&ProcessTrace>) -> Self {
+    fn new(
+        allocator: Allocator,
+        abort: Arc<AtomicBool>,
+        leave_signal: LeaveSignal,
+        trace: Option<&ProcessTrace>,
+    ) -> Self {
         let mut worker = Worker::new(allocator);
         let logger = tracing::install(trace, &mut worker);
         let context = Rc::new(WorkerContext::new(worker.index(), abort));
-        let peers = Cell::new(worker.peers());
-        let parts = WorkerParts { peers, worker: RefCell::new(worker), context, logger };
+        let parts = WorkerParts {
+            peers: Cell::new(worker.peers()),
+            members: RefCell::default(),
+            leaving: Cell::new(false),
+            leave_signal,
+            worker: RefCell::new(worker),
+            context,
+            logger,
+        };
+        parts.observe(&parts.worker.borrow());
         PyWorker { index: parts.context.index, parts: ThreadBound::new(parts) }
     }
 
@@ -117,6 +153,7 @@ impl PyWorker {
 
     fn step_detached(&self, py: Python<'_>, timeout: Option<Duration>) -> PyResult<bool> {
         let mut guard = self.worker()?;
+        self.parts()?.leave_signal.apply(&mut guard);
         let worker = SameThread(&mut *guard);
         let stepped = py.detach(move || {
             let worker = worker;
@@ -125,7 +162,7 @@ impl PyWorker {
         let active = stepped.or_else(|payload| self.failure(payload))?;
         let parts = self.parts()?;
         parts.context.check()?;
-        parts.peers.set(guard.peers());
+        parts.observe(&guard);
         Ok(active)
     }
 
@@ -161,10 +198,45 @@ impl PyWorker {
         self.index
     }
 
-    /// The number of workers (it grows when processes join; updated at every step).
+    /// The number of worker indices in use: workers are `0..peers` (it grows when processes
+    /// join, and stays when they leave; updated at every step). `members` lists the workers
+    /// present.
     #[getter]
     fn peers(&self) -> PyResult<usize> {
         Ok(self.parts()?.peers.get())
+    }
+
+    /// The workers present, ascending: those that joined, without those whose process is
+    /// leaving or left (updated at every step).
+    #[getter]
+    fn members(&self) -> PyResult<Vec<usize>> {
+        Ok(self.parts()?.members.borrow().1.clone())
+    }
+
+    /// True once this worker's process is leaving the cluster: `leave()` was called on one of
+    /// its workers, or the launcher asked it to leave (`launch.remove_process`). Updated at
+    /// every step. A leaving worker's program should stop feeding its inputs and close them.
+    #[getter]
+    fn leaving(&self) -> PyResult<bool> {
+        Ok(self.parts()?.leaving.get())
+    }
+
+    /// Makes this worker's process leave the running cluster (`docs/rescaling.md`, "Leaving a
+    /// running cluster"). Its other workers follow, the other processes stop routing records
+    /// to it and its keyed state's keys move to the workers present. Close this worker's
+    /// inputs after calling it: once nothing more can reach the process and its operators hold
+    /// no capability, its dataflows end, `run` returns on it and the process exits while the
+    /// cluster goes on. Raises `ValueError` outside a cluster of several processes.
+    fn leave(&self) -> PyResult<()> {
+        let mut worker = self.worker()?;
+        if !worker.state().allocator().can_rescale() {
+            return Err(PyValueError::new_err(
+                "leave() needs a cluster of several processes: a process alone has nowhere to hand its work",
+            ));
+        }
+        worker.leave();
+        self.parts()?.leaving.set(true);
+        Ok(())
     }
 
     /// Runs every operator that has work once; returns True while dataflows are incomplete.
@@ -221,7 +293,7 @@ impl PyWorker {
         let joined = joined.or_else(|payload| self.failure(payload))?;
         let parts = self.parts()?;
         parts.context.check()?;
-        parts.peers.set(guard.peers());
+        parts.observe(&guard);
         Ok(joined)
     }
 
@@ -256,6 +328,14 @@ pub fn run(
     main: Py<PyAny>,
 ) -> PyResult<Vec<Py<PyAny>>> {
     let mut trace = RunTrace::start(py, trace, trace_callback, &mut config)?;
+    // A cluster process leaves on SIGUSR1, from before it connects to the end of its run.
+    let leave_signal = LeaveSignal::default();
+    let _registration = match &config {
+        Config::Cluster(_) => Some(leave_signal.register().map_err(|error| {
+            PyRuntimeError::new_err(format!("cannot handle SIGUSR1 (the leave request): {error}"))
+        })?),
+        _ => None,
+    };
     // A cluster connects to its other processes here, which may take a while: detached.
     let builders = py.detach(|| config.try_build()).map_err(ClusterError::new_err)?;
     let workers = builders.len();
@@ -265,7 +345,9 @@ pub fn run(
     let worker_trace = trace.as_ref().map(RunTrace::process);
     let guards = initialize_from(builders, move |allocator| {
         let trace = worker_trace.as_deref();
-        let outcome = Python::attach(|py| run_worker(py, allocator, &main, worker_abort.clone(), trace));
+        let leave_signal = leave_signal.clone();
+        let outcome =
+            Python::attach(|py| run_worker(py, allocator, &main, worker_abort.clone(), leave_signal, trace));
         let _ = done.send(());
         outcome
     })
@@ -306,9 +388,10 @@ fn run_worker(
     allocator: Allocator,
     main: &Py<PyAny>,
     abort: Arc<AtomicBool>,
+    leave_signal: LeaveSignal,
     trace: Option<&ProcessTrace>,
 ) -> PyResult<Py<PyAny>> {
-    let worker = Py::new(py, PyWorker::new(allocator, abort, trace))?;
+    let worker = Py::new(py, PyWorker::new(allocator, abort, leave_signal, trace))?;
     let result = main.call1(py, (worker.clone_ref(py),));
     let result = result.and_then(|value| worker.borrow(py).drain(py).map(|()| value));
     // The worker's engine state (and the user callbacks its operators hold) is dropped
