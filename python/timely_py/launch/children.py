@@ -1,10 +1,11 @@
 """The processes the launcher started: starting them, their output relays, and what can be
 seen of them from outside.
 
-This module owns `Child` (one started process and the signals the launcher sent it), how a
-process is started (its own process group; on Linux SIGTERM when the launcher dies), the
-threads relaying its output, and `admits_joins`, the launcher's only look inside a running
-process. It must not decide when to stop processes (the supervisor does) or which to start.
+This module owns `Child` (one started process, the signals the launcher sent it, and whether
+it was asked to leave the cluster), how a process is started (its own process group; on
+Linux SIGTERM when the launcher dies), the threads relaying its output, and `admits_joins`,
+the launcher's only look inside a running process. It must not decide when to stop
+processes (the supervisor does), which to start, or which to ask to leave (the desks do).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Callable, List, Optional, Sequence
 from .errors import LaunchError
 from .relay import Sink, relay
 
-__all__ = ["JOIN_SETTLE", "Child", "admits_joins", "drain", "kill_now", "spawn", "start_relays"]
+__all__ = ["JOIN_SETTLE", "Child", "admits_joins", "drain", "kill_now", "listed", "spawn", "start_relays"]
 
 #: Seconds to wait for the end of the children's output once they have all exited.
 RELAY_DRAIN = 2.0
@@ -42,7 +43,9 @@ class Child:
     index: int
     process: subprocess.Popen[bytes]
     signalled: Optional[int] = None
-    """The last signal the launcher sent it while it ran."""
+    """The last signal the launcher sent it while it ran to stop it."""
+    leaving: bool = False
+    """Whether the launcher asked it to leave the cluster (`ask_to_leave`)."""
     relays: List[threading.Thread] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
 
@@ -62,6 +65,21 @@ class Child:
         except ProcessLookupError:
             with contextlib.suppress(ProcessLookupError):
                 self.process.send_signal(sig)
+
+    def ask_to_leave(self) -> None:
+        """Asks the process to leave the cluster: SIGUSR1 to the process itself, never to its
+        group (what it started would die of SIGUSR1's default action). The runtime installs
+        its handler before its cluster setup starts, so a process that `admits_joins` has it.
+        Not a stop: `signalled` is left as it is, so a process that fails while leaving is a
+        failure of its own."""
+        self.leaving = True
+        with contextlib.suppress(ProcessLookupError):
+            self.process.send_signal(signal.SIGUSR1)
+
+
+def listed(children: Sequence[Child]) -> str:
+    """The indices of `children`, for a message: ``0, 2``."""
+    return ", ".join(str(child.index) for child in children)
 
 
 def _prctl() -> Optional[Callable[..., int]]:

@@ -1,15 +1,19 @@
-"""The launcher's control endpoint: where programs and people ask it to add a process.
+"""The launcher's control endpoint: where programs and people ask it to add or remove a
+process.
 
 This module owns the endpoint's socket (a Unix-domain socket in the launcher's private
 temporary directory, mode 0600, and on Linux only answering processes of the launcher's own
-user), the thread that accepts connections, the request format, and the answers. A request
-is one line of JSON, ``{"request": "add", "server": W}``; the answer is one line,
-``{"process": P}`` or ``{"error": "why"}``. Requests wait in `ControlEndpoint.requests`
-until the launcher answers them (`joins.JoinDesk`).
+user), the thread that accepts connections, the request format (`AddRequest`,
+`RemoveRequest`, `parse_request`), and the answers. A request is one line of JSON,
+``{"request": "add", "server": W}`` (start a process that joins through worker W) or
+``{"request": "remove", "process": P}`` (make process P leave the cluster); the answer is one
+line, ``{"process": P}`` or ``{"error": "why"}``. Requests of both kinds wait, in the order
+they arrived, in `ControlEndpoint.requests` until the launcher answers them (`desks` hands
+each to `joins.JoinDesk` or `leaves.LeaveDesk`).
 
-It must not start processes or judge a request against the cluster's state; it checks only
-that a request is well formed (bounded size, valid JSON of the expected shape), and it never
-decodes anything but JSON.
+It must not start or signal processes or judge a request against the cluster's state; it
+checks only that a request is well formed (bounded size, valid JSON of the expected shape),
+and it never decodes anything but JSON.
 """
 
 from __future__ import annotations
@@ -22,11 +26,11 @@ import socket
 import struct
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Generic, Optional, TypeVar, Union
 
 from .errors import LaunchError
 
-__all__ = ["MAX_REQUEST", "ControlEndpoint", "Pending", "parse_request"]
+__all__ = ["MAX_REQUEST", "AddRequest", "ControlEndpoint", "Pending", "RemoveRequest", "Request", "parse_request"]
 
 #: The longest request line, in bytes.
 MAX_REQUEST = 4096
@@ -37,16 +41,39 @@ MAX_CONNECTIONS = 16
 _ACCEPT_POLL = 0.2
 
 
-@dataclass(eq=False)
-class Pending:
-    """A request to add a process, served by worker `server`, waiting for its answer."""
+@dataclass(frozen=True)
+class AddRequest:
+    """Start the next process, joining the cluster through worker `server`."""
 
     server: int
+
+
+@dataclass(frozen=True)
+class RemoveRequest:
+    """Make process `process` leave the cluster."""
+
+    process: int
+
+
+#: A well-formed request, of either kind.
+Request = Union[AddRequest, RemoveRequest]
+#: The kind of request a `Pending` carries.
+RequestT = TypeVar("RequestT", bound=Request)
+
+_ADD_EXAMPLE = '{"request": "add", "server": W}'
+_REMOVE_EXAMPLE = '{"request": "remove", "process": P}'
+
+
+@dataclass(eq=False)
+class Pending(Generic[RequestT]):
+    """A `request` waiting for its answer."""
+
+    request: RequestT
     answered: threading.Event = field(default_factory=threading.Event)
     reply: Dict[str, Any] = field(default_factory=dict)
 
     def grant(self, process: int) -> None:
-        """Answers with the index of the process that was started."""
+        """Answers with the index of the process that was started, or asked to leave."""
         self._answer({"process": process})
 
     def refuse(self, reason: str) -> None:
@@ -59,18 +86,37 @@ class Pending:
             self.answered.set()
 
 
-def parse_request(line: bytes) -> int:
-    """The worker index an add request names; raises ValueError saying what is wrong."""
+def parse_request(line: bytes) -> Request:
+    """The request one line of JSON states; raises ValueError saying what is wrong."""
     try:
         request = json.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
-        raise ValueError("a request is one line of JSON, such as {\"request\": \"add\", \"server\": 0}") from None
-    if not isinstance(request, dict) or request.get("request") != "add":
-        raise ValueError("unknown request: the launcher knows only {\"request\": \"add\", \"server\": W}")
-    server = request.get("server", 0)
-    if isinstance(server, bool) or not isinstance(server, int) or server < 0:
-        raise ValueError(f"the server must be a worker index (an int >= 0), not {server!r}")
-    return server
+        raise ValueError(f"a request is one line of JSON, such as {_ADD_EXAMPLE} or {_REMOVE_EXAMPLE}") from None
+    if not isinstance(request, dict):
+        raise ValueError(f"a request is a JSON object, such as {_ADD_EXAMPLE} or {_REMOVE_EXAMPLE}, "
+                         f"not {_shown(request)}")
+    kind = request.get("request")
+    if kind == "add":
+        return AddRequest(_index(request.get("server", 0), "the server", "a worker index"))
+    if kind == "remove":
+        if "process" not in request:
+            raise ValueError(f"a remove request names its process: {_REMOVE_EXAMPLE}")
+        return RemoveRequest(_index(request["process"], "the process", "a process index"))
+    raise ValueError(f"unknown request {_shown(kind)}: the launcher knows only {_ADD_EXAMPLE} "
+                     f"and {_REMOVE_EXAMPLE}")
+
+
+def _index(value: object, what: str, meaning: str) -> int:
+    """`value` if it is an int >= 0 (not a bool); raises ValueError naming `what` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{what} must be {meaning} (an int >= 0), not {_shown(value)}")
+    return value
+
+
+def _shown(value: object) -> str:
+    """`value` in a message: its JSON text, cut short."""
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class ControlEndpoint:
@@ -80,7 +126,7 @@ class ControlEndpoint:
         if not hasattr(socket, "AF_UNIX"):
             raise LaunchError("this platform has no Unix-domain sockets for the control endpoint")
         self.address = os.path.join(directory, "control")
-        self.requests: "queue.Queue[Pending]" = queue.Queue()
+        self.requests: "queue.Queue[Pending[Request]]" = queue.Queue()
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self._sock.bind(self.address)
@@ -141,10 +187,10 @@ class ControlEndpoint:
         if not _same_user(conn):
             return {"error": "the control endpoint serves only its launcher's user"}
         try:
-            server = parse_request(_read_line(conn))
+            request = parse_request(_read_line(conn))
         except ValueError as error:
             return {"error": str(error)}
-        pending = Pending(server)
+        pending: Pending[Request] = Pending(request)
         self.requests.put(pending)
         while not pending.answered.wait(_ACCEPT_POLL):
             if self._closed.is_set():

@@ -1,8 +1,9 @@
 """The launcher's entry point: ``python -m timely_py.launch``.
 
-This module owns `main`: it reads the command line (or hands ``add ...`` to the client),
-plans the hostfile, opens the control endpoint, starts the initial processes, and runs the
-supervisor with the join desk until every process ended. It must not hold logic of its own
+This module owns `main`: it reads the command line (or hands ``add ...`` and ``remove ...``
+to the client), plans the hostfile, opens the control endpoint, starts the initial
+processes, and runs the supervisor with the desks that serve the endpoint's requests (joins
+and leaves, behind one `desks.RequestRouter`) until every process ended. It must not hold logic of its own
 beyond wiring the parts together.
 """
 
@@ -15,10 +16,12 @@ import threading
 from typing import List, Optional, Sequence
 
 from .children import Child, drain, kill_now, spawn, start_relays
-from .client import add_main
+from .client import add_main, remove_main
 from .control import ControlEndpoint
+from .desks import RequestRouter
 from .errors import LaunchError
 from .joins import JoinDesk
+from .leaves import LeaveDesk
 from .options import Options, child_command, child_environment, parse_args
 from .ports import hostfile_room, plan_hostfile
 from .relay import Sink
@@ -44,18 +47,20 @@ def _spawn_all(options: Options, hostfile: Optional[str], env: dict[str, str]) -
 
 
 def _open_endpoint(options: Options, scratch: str, err: Sink) -> Optional[ControlEndpoint]:
-    """The control endpoint, for a cluster that something can join (two processes or more)."""
+    """The control endpoint, for a cluster that something can join or leave (two processes or
+    more)."""
     if options.processes == 1:
         return None
     endpoint = ControlEndpoint(scratch)
     err.say(f"control endpoint {endpoint.address} (add a process: python -m timely_py.launch add "
-            f"--control {endpoint.address} [--server W])")
+            f"--control {endpoint.address} [--server W]; remove one: python -m timely_py.launch "
+            f"remove --control {endpoint.address} --process P)")
     return endpoint
 
 
 def _run(options: Options, hostfile: Optional[str], scratch: str, out: Sink, err: Sink) -> int:
-    """Starts the cluster, serves add requests and relays output until every process ended,
-    and returns the exit status."""
+    """Starts the cluster, serves add and remove requests and relays output until every
+    process ended, and returns the exit status."""
     room = hostfile_room(options, hostfile)
     endpoint = _open_endpoint(options, scratch, err)
     address = None if endpoint is None else endpoint.address
@@ -69,7 +74,9 @@ def _run(options: Options, hostfile: Optional[str], scratch: str, out: Sink, err
             supervisor = Supervisor(children, options, requests, err)
             if endpoint is not None:
                 endpoint.start()
-                supervisor.tick = JoinDesk(options, hostfile, room, env, children, endpoint, out, err).tick
+                joins = JoinDesk(options, hostfile, room, env, children, out, err)
+                leaves = LeaveDesk(options, children, err)
+                supervisor.tick = RequestRouter(endpoint, joins, leaves).tick
             supervisor.run()
     finally:
         if endpoint is not None:
@@ -89,10 +96,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs the launcher with `argv` (default: ``sys.argv[1:]``) and returns its exit status:
     0 when every process exited 0, 128+signal after a stop signal, the first failing
     process's status otherwise, and 2 when the cluster could not be started. ``add ...``
-    asks a running launcher for a process instead (`client.add_main`)."""
+    asks a running launcher for a process instead (`client.add_main`), ``remove ...`` asks it
+    to make a process leave (`client.remove_main`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["add"]:
         return add_main(argv[1:])
+    if argv[:1] == ["remove"]:
+        return remove_main(argv[1:])
     try:
         options = parse_args(argv)
     except SystemExit as exit_:

@@ -1,7 +1,8 @@
 """The launcher's exception: one type for every request it cannot carry out.
 
 This module owns `LaunchError` only; it must not import the rest of the launcher, so that
-every part of it (and programs that only call `add_process`) can raise and catch it.
+every part of it (and programs that only call `add_process` or `remove_process`) can raise
+and catch it.
 """
 
 from __future__ import annotations
@@ -10,5 +11,5 @@ __all__ = ["LaunchError"]
 
 
 class LaunchError(Exception):
-    """The launcher cannot do what was asked (start a cluster, add a process); the message
-    says why."""
+    """The launcher cannot do what was asked (start a cluster, add or remove a process); the
+    message says why."""

@@ -53,8 +53,10 @@ Runs an N-process timely_py cluster on this machine: process i (0 <= i < N) is s
 one; the runtime reads them and timely_py.program_args strips them for the script).
 
     python -m timely_py.launch add [--control ADDRESS] [--server W]
+    python -m timely_py.launch remove [--control ADDRESS] --process P
 
-asks a running launcher to add a process to its cluster (see "joining" below)."""
+ask a running launcher to add a process to its cluster, or to make process P leave it (see
+"joining" and "leaving" below)."""
 
 _EPILOG = """\
 ports:
@@ -71,6 +73,13 @@ joining:
   as PYTHON SCRIPT ARGS -n N -p p -w W --join S --nn p+1 [-h HOSTFILE], served by worker S,
   supervised like the others. Joins go one at a time: the launcher starts a joiner once
   every process runs and admits joins. --max-processes M (default N+4) bounds the cluster.
+
+leaving:
+  "remove --process P" (or timely_py.launch.remove_process(P) in a program) makes the
+  launcher send SIGUSR1 to process P alone, once it and every joiner admit joins. Its
+  workers leave the cluster (worker.leaving becomes True: the program stops feeding and
+  closes its inputs) and P exits 0 once drained, which is no failure: the others run on.
+  At least one process that is not leaving must stay; joins after a leave are refused.
 
 security:
   The cluster id (--cluster-id, default random) and a random secret made for this launch
@@ -101,7 +110,8 @@ examples:
   python -m timely_py.launch -n 3 -w 2 examples/hello.py
   python -m timely_py.launch -n 2 -m mypackage.job --input data.txt
   python -m timely_py.launch -n 2 --grace 3 -- job.py -- --option-for-the-script
-  python -m timely_py.launch add --control /tmp/timely-launch-XXXX/control --server 1"""
+  python -m timely_py.launch add --control /tmp/timely-launch-XXXX/control --server 1
+  python -m timely_py.launch remove --control /tmp/timely-launch-XXXX/control --process 2"""
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,10 @@ status.
 
 This module owns the stop signals' handlers while the cluster runs, `Supervisor` (waits for
 the processes; once a stop is requested or one failed, ends the rest step by step: wait,
-SIGTERM, SIGKILL, give up) and the report of how each process ended. It must not start
-processes: the list it watches may grow (processes added by joins), through the `tick`
-callback it calls between two looks.
+SIGTERM, SIGKILL, give up) and the report of how each process ended (a process asked to
+leave that exits 0 left the cluster: no failure, the others run on). It must not start
+processes or ask them to leave: the list it watches may grow (processes added by joins) and
+its processes may be asked to leave, through the `tick` callback it calls between two looks.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Callable, Iterator, List, Optional
 
-from .children import Child
+from .children import Child, listed
 from .options import Options
 from .relay import Sink
 
@@ -77,10 +78,6 @@ def signal_name(sig: int) -> str:
         return str(sig)
 
 
-def _names(children: List[Child]) -> str:
-    return ", ".join(str(child.index) for child in children)
-
-
 class Supervisor:
     """Waits for the children and, once a stop is requested or one failed, ends the rest
     step by step: wait (after SIGINT for a stop request), SIGTERM, SIGKILL, give up.
@@ -121,6 +118,8 @@ class Supervisor:
         for child in self.children:
             if child not in self.exits and not child.running():
                 self.exits.append(child)
+                if child.leaving and child.process.returncode == 0:
+                    self.err.say(f"process {child.index} left the cluster")
         return len(self.exits) < len(self.children)
 
     def _failed(self) -> List[Child]:
@@ -132,7 +131,7 @@ class Supervisor:
     def _escalate(self, now: float, stop: bool) -> None:
         self.step += 1
         running = self._running()
-        names = _names(running)
+        names = listed(running)
         if self.step == 1 and stop:
             sig = self.requests.received[0]
             self.err.say(f"{signal_name(sig)}: stopping process(es) {names} "

@@ -8,7 +8,7 @@ launcher to end. A run passes when the launcher exits 0, every add was granted, 
 record was seen exactly once by some process.
 
 A run that does not end in time is a hang: every process of the run (the launcher and its
-children) gets SIGUSR1, which makes it write its Python stacks (``faulthandler``, registered by
+children) gets SIGUSR2, which makes it write its Python stacks (``faulthandler``, registered by
 a ``sitecustomize`` this script puts on the children's ``PYTHONPATH``), then ``gdb`` writes
 every native thread's stack; all of it, with the launcher's output, goes to
 ``--dumps/stress-*/run-N/``. The processes are then killed. (While gdb holds a process, the
@@ -45,7 +45,7 @@ sys.path.insert(0, str(TESTS))
 from support.cluster import write_hostfile  # noqa: E402  (the tests' free-port hostfile)
 
 #: Written into each run's directory and put first on the children's PYTHONPATH: every Python
-#: process of the run dumps all its threads' stacks to its own file on SIGUSR1.
+#: process of the run dumps all its threads' stacks to its own file on SIGUSR2.
 SITECUSTOMIZE = """\
 import faulthandler, os, signal, sys
 _dir = os.environ.get("TIMELY_STRESS_DUMPS")
@@ -53,7 +53,7 @@ if _dir:
     _file = open(os.path.join(_dir, f"python-{os.getpid()}.txt"), "w")
     _file.write(" ".join(sys.argv) + "\\n")
     _file.flush()
-    faulthandler.register(signal.SIGUSR1, file=_file, all_threads=True)
+    faulthandler.register(signal.SIGUSR2, file=_file, all_threads=True)
 """
 
 SEEN = re.compile(r"^\[(\d+)\] worker (\d+): seen (\d+)$", re.MULTILINE)
@@ -129,10 +129,10 @@ def descendants(pid):
 
 
 def dump_stacks(pids, directory):
-    """Python stacks (SIGUSR1 -> faulthandler) and native stacks (gdb) of every process."""
+    """Python stacks (SIGUSR2 -> faulthandler) and native stacks (gdb) of every process."""
     for pid in pids:
         try:
-            os.kill(pid, signal.SIGUSR1)
+            os.kill(pid, signal.SIGUSR2)
         except ProcessLookupError:
             continue
     time.sleep(1.0)
