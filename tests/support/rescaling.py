@@ -1,15 +1,19 @@
-"""Keyed operators across joins (`tests/cluster/test_keyed_rescaling.py`): the plan of a seed
-that the cluster script (`cluster/scripts/keyed_rescaling.py`) and the test share, the
-launcher run that carries it out, the sequential reference and the checks.
+"""Keyed operators across joins and leaves (`tests/cluster/test_keyed_rescaling.py`): the plan
+of a seed that the cluster script (`cluster/scripts/keyed_rescaling.py`) and the test share,
+the launcher run that carries it out, the sequential reference and the checks.
 
 A plan draws from its seed the keys (12 to 30, ints and strs mixed), one or two joins (the
 epoch at which worker 0 asks for the first, the worker that serves each, and how many epochs
 after it counts the first joiner's workers it asks for the second: 0 is right after the
-first joiner's bootstrap), and the epochs every worker runs at least. Each worker feeds
-`records(epoch, worker)` every epoch until it has counted every joined worker for `AFTER`
-epochs, and writes what it fed and what each operator emitted on it to `OUTDIR/W.json`:
+first joiner's bootstrap), and the epochs every worker runs at least. A plan with a leave
+(`plan(seed, leave=True)`) starts 2 or 3 processes, has 0 to 2 joins, and then makes one
+process leave (`timely_py.launch.remove_process`), drawn among all of them (process 0 and
+joined ones included), some epochs after the last join. Each worker feeds
+`records(epoch, worker)` every epoch until it has seen the final membership for `AFTER`
+epochs, or until its process leaves, and writes what it fed and what each operator emitted
+on it to `OUTDIR/W.json`:
 
-    {"worker": W, "first_epoch": E, "fed": [[epoch, key, value], ...],
+    {"worker": W, "first_epoch": E, "last_epoch": L, "left": bool, "fed": [[epoch, key, value], ...],
      "exchange": [[epoch, key, value], ...],
      OP: [[epoch, key, result], ...] for OP in OPERATORS}
 """
@@ -17,14 +21,14 @@ epochs, and writes what it fed and what each operator emitted on it to `OUTDIR/W
 import json
 import random
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from support.cluster import write_hostfile
 from support.launched import Launched
 from support.paths import CLUSTER_SCRIPTS
 
 SCRIPT = CLUSTER_SCRIPTS / "keyed_rescaling.py"
-#: The processes the launcher starts; joins add one each.
+#: The processes the launcher starts for a plan without a leave; joins add one each.
 PROCESSES = 2
 #: Epochs every worker runs after it counted every joined worker.
 AFTER = 6
@@ -48,10 +52,31 @@ class Plan:
     first_join_at: int  # worker 0 asks for the first process in this epoch
     second_join_gap: object  # None: one join; else epochs after worker 0 counted the first joiner
     servers: tuple  # per join, a fraction of the workers counted then: the serving worker
+    initial: int = PROCESSES  # processes the launcher starts
+    no_joins: bool = False  # a leave plan may have no join
+    leaver: object = None  # None: no leave; else a fraction of the processes: the one that leaves
+    leave_gap: int = 0  # epochs after the last join (or the start) worker 0 asks for the leave
 
     @property
     def joins(self):
+        if self.no_joins:
+            return 0
         return 1 if self.second_join_gap is None else 2
+
+    @property
+    def processes(self):
+        """Every process that takes part, joined ones included."""
+        return self.initial + self.joins
+
+    @property
+    def leaving_process(self):
+        """The process that leaves, or None."""
+        return None if self.leaver is None else int(self.leaver * self.processes)
+
+    @property
+    def final_processes(self):
+        """The processes present at the end."""
+        return self.processes - (self.leaver is not None)
 
     def server(self, join, peers):
         """The worker that serves join `join` (0 or 1) when the cluster counts `peers` workers."""
@@ -63,12 +88,13 @@ class Plan:
         return [(rng.choice(self.keys), rng.randint(-3, 20)) for _ in range(rng.randint(0, 8))]
 
 
-def plan(seed):
+def plan(seed, leave=False):
+    """The plan of `seed`: joins only, or (`leave`) 0 to 2 joins and then a leave."""
     rng = random.Random(seed)
     count = rng.randint(12, 30)
     ints = rng.sample(range(-50, 500), count)
     keys = [i if rng.random() < 0.5 else f"k{i}" for i in ints]  # ints and strs, all distinct
-    return Plan(
+    joins = Plan(
         seed=seed,
         keys=tuple(keys),
         epochs=rng.randint(10, 16),
@@ -76,6 +102,12 @@ def plan(seed):
         second_join_gap=rng.choice([None, 0, 0, rng.randint(1, 4)]),
         servers=(rng.random(), rng.random()),
     )
+    if not leave:
+        return joins
+    rng = random.Random(f"{seed}:leave")
+    initial = rng.choice([2, 3])
+    return replace(joins, initial=initial, no_joins=initial == 3 and rng.random() < 0.5,
+                   leaver=rng.random(), leave_gap=rng.randint(0, 4))
 
 
 @dataclass
@@ -87,10 +119,17 @@ class Run:
     workers: dict
     out: str
     err: str
+    how: str = "no"  # how a process left: "no" leave, "remove" or "leave" (`launch_run`)
 
     @property
     def initial_peers(self):
-        return PROCESSES * self.workers_per_process
+        return self.plan.initial * self.workers_per_process
+
+    @property
+    def leavers(self):
+        """The workers of the process that left (empty without a leave)."""
+        p, w = self.plan.leaving_process, self.workers_per_process
+        return [] if p is None else list(range(p * w, (p + 1) * w))
 
     def fed(self):
         return [tuple(r) for w in self.workers.values() for r in w["fed"]]
@@ -100,22 +139,24 @@ class Run:
         return [(e, k, v, w) for w, data in self.workers.items() for e, k, v in data[operator]]
 
 
-def launch_run(directory, seed, workers):
-    """Runs the script of `seed` under the launcher on 2 processes of `workers` workers each,
-    with room for its joins; checks that it succeeded and returns its `Run`."""
-    p = plan(seed)
+def launch_run(directory, seed, workers, leave="no"):
+    """Runs the script of `seed` under the launcher on the plan's processes of `workers`
+    workers each, with room for its joins; checks that it succeeded and returns its `Run`.
+    `leave` is "no" (a plan without a leave), "remove" (worker 0 asks the launcher to make
+    the plan's process leave) or "leave" (the process's first worker calls `worker.leave()`)."""
+    p = plan(seed, leave != "no")
     outdir = directory / "workers"
     outdir.mkdir()
-    hostfile, _ = write_hostfile(directory, PROCESSES + p.joins)
-    with Launched(directory, "-n", PROCESSES, "-w", workers, "--hostfile", hostfile,
-                  SCRIPT, seed, outdir, workers) as run:
+    hostfile, _ = write_hostfile(directory, p.processes)
+    with Launched(directory, "-n", p.initial, "-w", workers, "--hostfile", hostfile,
+                  SCRIPT, seed, outdir, workers, leave) as run:
         status = run.status(RUN_TIMEOUT)
         out, err = run.out(), run.err()
     assert status == 0, f"the launch failed ({status}):\n{out[-3000:]}\n{err[-6000:]}"
     found = {int(path.stem): json.loads(path.read_text()) for path in outdir.glob("*.json")}
-    final = (PROCESSES + p.joins) * workers
+    final = p.processes * workers
     assert sorted(found) == list(range(final)), f"not every worker wrote its output: {sorted(found)}\n{err}"
-    return Run(p, workers, found, out, err)
+    return Run(p, workers, found, out, err, leave)
 
 
 def reference(fed):

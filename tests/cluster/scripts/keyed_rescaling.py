@@ -1,11 +1,14 @@
-"""Keyed operators while processes join (`support.rescaling`): every worker, the joined ones
-included once they have bootstrapped, feeds the records of the plan of SEED each epoch into
-`count_by_key` (with and without a key function), `aggregate`, a `unary_notify` that sums per
-(time, key) behind `exchange=`, and a plain `exchange`. Worker 0 asks the launcher for one or
-two processes (`timely_py.launch.add_process`) as the plan says. A worker runs until it has
-counted every joined worker for `AFTER` epochs (and at least the plan's epochs), then writes
-what it fed and what each operator emitted on it to OUTDIR/W.json.
-Usage: keyed_rescaling.py SEED OUTDIR WORKERS_PER_PROCESS RUNTIME_FLAGS (under the launcher)"""
+"""Keyed operators while processes join and leave (`support.rescaling`): every worker, the
+joined ones included once they have bootstrapped, feeds the records of the plan of SEED each
+epoch into `count_by_key` (with and without a key function), `aggregate`, a `unary_notify`
+that sums per (time, key) behind `exchange=`, and a plain `exchange`. Worker 0 asks the
+launcher for the plan's processes (`timely_py.launch.add_process`) and then, with LEAVE
+"remove", asks it to make the plan's process leave (`timely_py.launch.remove_process`); with
+LEAVE "leave", the first worker of that process calls `worker.leave()` itself instead. A worker runs until it
+has seen the final membership for `AFTER` epochs (and at least the plan's epochs), or until
+its process leaves, then writes what it fed and what each operator emitted on it to
+OUTDIR/W.json.
+Usage: keyed_rescaling.py SEED OUTDIR WORKERS_PER_PROCESS LEAVE RUNTIME_FLAGS (under the launcher)"""
 
 import json
 import sys
@@ -16,12 +19,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/, for `support`
 
 import timely_py as timely  # noqa: E402
-from support.rescaling import AFTER, PAUSE, PROCESSES, plan  # noqa: E402
+from support.rescaling import AFTER, PAUSE, plan  # noqa: E402
 from timely_py import launch  # noqa: E402
 
 args = timely.program_args(sys.argv[1:])
-PLAN, OUTDIR, PER_PROCESS = plan(int(args[0])), Path(args[1]), int(args[2])
-FINAL = (PROCESSES + PLAN.joins) * PER_PROCESS
+LEAVE = args[3]  # "no", "remove" or "leave"
+PLAN, OUTDIR, PER_PROCESS = plan(int(args[0]), LEAVE != "no"), Path(args[1]), int(args[2])
+#: Worker indices in use, and workers present, once every join and leave happened.
+PEERS, MEMBERS = PLAN.processes * PER_PROCESS, PLAN.final_processes * PER_PROCESS
 #: A worker that counts this many epochs without every join having happened gives up.
 GIVE_UP = 2000
 
@@ -63,21 +68,32 @@ def main(worker):
 
     worker.bootstrap()
     epoch = first = data.time
-    counted = {}  # processes counted -> the epoch this worker first counted them in
-    asked = []  # on worker 0: the epochs it asked for a process in
-    while True:
+    counted = {}  # (processes counted, workers present) -> the epoch this worker first saw them
+    asked = []  # on worker 0: the processes it asked for
+    removed = []  # on worker 0: the process it asked to leave
+    while not worker.leaving:
         processes = worker.peers // PER_PROCESS
-        counted.setdefault(processes, epoch)
-        if epoch >= PLAN.epochs and processes == PROCESSES + PLAN.joins and epoch >= counted[processes] + AFTER:
+        seen = counted.setdefault((worker.peers, len(worker.members)), epoch)
+        if epoch >= PLAN.epochs and (worker.peers, len(worker.members)) == (PEERS, MEMBERS) and epoch >= seen + AFTER:
             break
         if epoch - first > GIVE_UP:
-            raise SystemExit(f"worker {worker.index}: still {worker.peers} workers after {GIVE_UP} epochs")
+            raise SystemExit(f"worker {worker.index}: still {worker.peers} workers, members {worker.members} "
+                             f"after {GIVE_UP} epochs")
+        all_joined = min((e for (p, _), e in counted.items() if p == PEERS), default=None)
+        leave_now = PLAN.leaver is not None and all_joined is not None \
+            and epoch >= max(all_joined + PLAN.leave_gap, PLAN.first_join_at)
+        if LEAVE == "leave" and leave_now and worker.index == PLAN.leaving_process * PER_PROCESS:
+            worker.leave()
+            break
         if worker.index == 0:
-            if not asked and epoch >= PLAN.first_join_at:
+            if not asked and PLAN.joins and epoch >= PLAN.first_join_at:
                 asked.append(launch.add_process(server=PLAN.server(0, worker.peers)))
-            elif len(asked) < PLAN.joins and PROCESSES + 1 in counted \
-                    and epoch >= counted[PROCESSES + 1] + PLAN.second_join_gap:
+            elif len(asked) < PLAN.joins and (joined := min((e for (p, _), e in counted.items()
+                                                             if p > PLAN.initial * PER_PROCESS), default=None)) \
+                    is not None and epoch >= joined + PLAN.second_join_gap:
                 asked.append(launch.add_process(server=PLAN.server(1, worker.peers)))
+            elif LEAVE == "remove" and leave_now and not removed:
+                removed.append(launch.remove_process(PLAN.leaving_process))
             time.sleep(PAUSE)
         records = PLAN.records(epoch, worker.index)
         data.send_batch(records)
@@ -87,9 +103,14 @@ def main(worker):
         while probe.less_than(epoch):
             worker.step_or_park(0.01)
     data.close()
-    while not probe.done():
-        worker.step_or_park(0.01)
-    result = {"worker": worker.index, "first_epoch": first, "last_epoch": epoch, "asked": asked, **out}
+    left = worker.leaving
+    # A leaving worker steps until its process has left (its dataflows end there); the others
+    # until every worker's input is closed.
+    while worker.step_or_park(0.01) if left else not probe.done():
+        if not left:
+            worker.step_or_park(0.01)
+    result = {"worker": worker.index, "first_epoch": first, "last_epoch": epoch, "left": left,
+              "asked": asked, "removed": removed, "members": worker.members, **out}
     path = OUTDIR / f"{worker.index}.json"
     path.with_suffix(".tmp").write_text(json.dumps(result))
     path.with_suffix(".tmp").rename(path)

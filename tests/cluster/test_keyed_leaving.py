@@ -1,0 +1,80 @@
+"""The built-in keyed operators stay exact while processes join and then one leaves (issue 24,
+part 2), through the public Python API and the real launcher: the script of
+`test_keyed_rescaling.py` with a leave plan (`support.rescaling.plan(seed, leave=True)`): 2 or
+3 processes (1 or 2 workers each), 0 to 2 joins asked by worker 0 (`launch.add_process`), then
+worker 0 asks a process drawn from the seed (process 0, another initial one or a joined one) to
+leave (`launch.remove_process`), or in one case the process's first worker calls
+`worker.leave()` itself. Every worker feeds every epoch until its process leaves or the run
+ends; the joined ones too.
+
+What must hold: the process left while the others ran on, exited cleanly, and every worker
+wrote its results; one result per (epoch, key) across all workers, equal to a sequential count
+or sum of everything every worker fed (the leavers' records included); and the stateless
+`exchange` delivers every record fed exactly once."""
+
+from collections import Counter
+
+import pytest
+from support.rescaling import AFTER, OPERATORS, RESULT_OF, keyed_errors, launch_run, reference
+
+pytestmark = pytest.mark.cluster
+
+#: (seed, workers per process, how): 3 processes, 1 join, process 1 leaves right after the join
+#: (0); 2 processes, 2 joins, the last joiner leaves right after it joined (3); process 0 (the
+#: one asking) leaves after a join, 2 workers each (4); no join, process 1 leaves (13); 3
+#: processes, 1 join, process 2 leaves, 2 workers each, its worker 4 calling `leave()` and
+#: worker 5 following (28); 2 joins, the first joiner leaves 3 epochs after the last join (9).
+CASES = [(0, 1, "remove"), (3, 1, "remove"), (4, 2, "remove"), (13, 1, "remove"), (28, 2, "leave"), (9, 1, "remove")]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=lambda case: f"seed{case[0]}-w{case[1]}-{case[2]}")
+def run(request, tmp_path_factory):
+    """One launch per case, shared by the tests of this module."""
+    seed, workers, how = request.param
+    return launch_run(tmp_path_factory.mktemp(f"leave-seed{seed}-w{workers}"), seed, workers, leave=how)
+
+
+@pytest.mark.timeout(120)
+def test_the_process_left_while_the_others_ran_on(run):
+    if run.how == "remove":
+        assert f"process {run.plan.leaving_process} left the cluster" in run.err, run.err[-3000:]
+        assert run.workers[0]["removed"] or 0 in run.leavers, "worker 0 never asked for the leave"
+    assert all(run.workers[w]["left"] for w in run.leavers), "a leaver's program never saw worker.leaving"
+    stayers = [w for w in run.workers if w not in run.leavers]
+    assert not any(run.workers[w]["left"] for w in stayers)
+    for w in stayers:
+        assert not set(run.workers[w]["members"]) & set(run.leavers), f"worker {w} still counts a leaver"
+    left_at = max(run.workers[w]["last_epoch"] for w in run.leavers)
+    assert max(run.workers[w]["last_epoch"] for w in stayers) >= left_at + AFTER - 1, "the run ended with the leave"
+    joined = [w for w in run.workers if w >= run.initial_peers]
+    assert len(joined) == run.plan.joins * run.workers_per_process
+    # (A joiner that leaves right after it joined may leave before it fed.)
+    assert all(run.workers[w]["fed"] for w in joined if w not in run.leavers), "a joined worker fed nothing"
+
+
+@pytest.mark.timeout(120)
+def test_plain_exchange_delivers_every_record_once_across_a_leave(run):
+    received = Counter(tuple(r) for data in run.workers.values() for r in data["exchange"])
+    fed = Counter(run.fed())
+    assert received == fed, (f"missing {sorted((fed - received).elements(), key=repr)[:8]}, "
+                             f"extra {sorted((received - fed).elements(), key=repr)[:8]}")
+
+
+@pytest.mark.timeout(120)
+def test_keyed_operators_give_one_exact_result_per_epoch_and_key_across_a_leave(run):
+    expected = reference(run.fed())
+    errors = [e for op in OPERATORS for e in keyed_errors(run, op, expected[RESULT_OF[op]])]
+    assert not errors, "\n".join(errors)
+
+
+@pytest.mark.timeout(60)
+def test_leave_outside_a_cluster_is_refused():
+    import timely_py as timely
+
+    def main(worker):
+        assert worker.members == [0, 1] and not worker.leaving
+        with pytest.raises(ValueError, match="cluster of several processes"):
+            worker.leave()
+        return worker.leaving
+
+    assert timely.execute(main, workers=2) == [False, False]
