@@ -12,10 +12,13 @@ wrote its results; one result per (epoch, key) across all workers, equal to a se
 or sum of everything every worker fed (the leavers' records included); and the stateless
 `exchange` delivers every record fed exactly once."""
 
+import json
 from collections import Counter
 
 import pytest
-from support.rescaling import AFTER, OPERATORS, RESULT_OF, keyed_errors, launch_run, reference
+from support.launched import Launched
+from support.paths import CLUSTER_SCRIPTS
+from support.rescaling import AFTER, OPERATORS, RESULT_OF, RUN_TIMEOUT, keyed_errors, launch_run, reference
 
 pytestmark = pytest.mark.cluster
 
@@ -78,3 +81,21 @@ def test_leave_outside_a_cluster_is_refused():
         return worker.leaving
 
     assert timely.execute(main, workers=2) == [False, False]
+
+
+@pytest.mark.timeout(120)
+def test_a_process_with_megaphone_state_refuses_to_leave_and_loses_nothing(tmp_path):
+    """Megaphone operators cannot hand their bins over yet: `leave()` raises, names the
+    operator, and the run goes on with every record counted once."""
+    with Launched(tmp_path, "-n", 2, "-w", 1, CLUSTER_SCRIPTS / "megaphone_leave_refused.py") as launched:
+        status = launched.status(RUN_TIMEOUT)
+        out, err = launched.out(), launched.err()
+    assert status == 0, err[-3000:]
+    lines = [json.loads(line.split("] ", 1)[1]) for line in out.splitlines() if "] {" in line]
+    by_worker = {line["worker"]: line for line in lines}
+    assert sorted(by_worker) == [0, 1]
+    said = by_worker[1]["said"]
+    assert said.startswith("refused: this process cannot leave the cluster") and '"Words"' in said, said
+    assert by_worker[0]["said"] == "stayed"
+    assert all(not line["leaving"] and line["members"] == [0, 1] for line in lines)
+    assert sum(len(line["counts"]) for line in lines) == 2 * 4 * 4, "every record of 4 epochs on 2 workers"

@@ -398,8 +398,13 @@ impl Worker {
     /// routing records to it;
     /// it keeps running until nothing more can reach it and its operators hold no capability
     /// (close its inputs), then its dataflows are dropped and its steps return false.
-    pub fn leave(&mut self) {
-        rescale::leave::leave(&self.state);
+    ///
+    /// # Errors
+    ///
+    /// [`LeaveRefused`](rescale::leave::LeaveRefused), with nothing sent, while an operator
+    /// that cannot hand its state to the others lives on this worker (Megaphone's, for now).
+    pub fn leave(&mut self) -> Result<(), rescale::leave::LeaveRefused> {
+        rescale::leave::leave(&self.state)
     }
 
     /// True once this worker's process is leaving.

@@ -212,6 +212,11 @@ where
     let joined = scope.worker().rescaling().joined_running(scope.address()[0]);
     let owned = table.owners().iter().map(|&owner| owner == scope.index() && joined.is_none()).collect();
     let shared = Rc::new(RefCell::new(Shared::new(control.bins, scope.index(), owned)));
+    // Bins owned by a leaver would have to move first: not built yet (docs/rescaling.md).
+    let holder: std::rc::Weak<dyn std::any::Any> = Rc::downgrade(&shared) as _;
+    let what =
+        format!("the Megaphone operator {:?} (state_machine, keyed_unary, keyed_binary)", control.name);
+    scope.worker().rescaling().leaves().refuse_while(&what, holder);
     let routing = Rc::new(RefCell::new(Routing::new(table, joined)));
     let commands = spread_commands(&control.name, &control.commands, routing.clone());
     let (parts, handover) = handover(&control.name, scope, routing.clone());

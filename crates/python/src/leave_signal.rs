@@ -24,10 +24,15 @@ impl LeaveSignal {
     }
 
     /// Makes `worker` leave once the process was asked to (once: later calls find it leaving).
+    /// A refused leave is reported on stderr once per process, and the request dropped.
     #[inline]
     pub fn apply(&self, worker: &mut Worker) {
         if self.requested() && !worker.is_leaving() {
-            worker.leave();
+            if let Err(refused) = worker.leave() {
+                if self.requested.swap(false, Ordering::Relaxed) {
+                    eprintln!("timely_py: asked to leave (SIGUSR1), but {refused}; it stays");
+                }
+            }
         }
     }
 

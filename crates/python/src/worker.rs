@@ -7,7 +7,7 @@
 //! for Ctrl-C; an interrupt or a failed worker stops every worker, and the first real
 //! exception (not a cancellation) is raised to the caller of `execute`.
 
-use crate::errors::{catch_panic, ClusterError, WorkerCancelled, WorkerContext};
+use crate::errors::{catch_panic, ClusterError, TimelyError, WorkerCancelled, WorkerContext};
 use crate::leave_signal::LeaveSignal;
 use crate::record::PythonFailure;
 use crate::scope::PyScope;
@@ -226,7 +226,9 @@ impl PyWorker {
     /// to it and its keyed state's keys move to the workers present. Close this worker's
     /// inputs after calling it: once nothing more can reach the process and its operators hold
     /// no capability, its dataflows end, `run` returns on it and the process exits while the
-    /// cluster goes on. Raises `ValueError` outside a cluster of several processes.
+    /// cluster goes on. Raises `ValueError` outside a cluster of several processes, and
+    /// `TimelyError` (nothing happens) while a dataflow of this worker has Megaphone
+    /// operators, which cannot hand their bins to the others yet.
     fn leave(&self) -> PyResult<()> {
         let mut worker = self.worker()?;
         if !worker.state().allocator().can_rescale() {
@@ -234,7 +236,7 @@ impl PyWorker {
                 "leave() needs a cluster of several processes: a process alone has nowhere to hand its work",
             ));
         }
-        worker.leave();
+        worker.leave().map_err(|refused| TimelyError::new_err(refused.to_string()))?;
         self.parts()?.leaving.set(true);
         Ok(())
     }

@@ -7,6 +7,7 @@
 //! being drained. Keyed exchanges register as [`KeyedRoutes`]: a worker seals a leaver only
 //! once none of them may still release records to it.
 
+use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
 use std::rc::{Rc, Weak};
@@ -21,6 +22,18 @@ pub trait KeyedRoutes {
     /// True while this exchange may release records to `worker` at some time.
     fn may_route_to(&self, worker: usize) -> bool;
 }
+
+/// Why this worker's process cannot leave: something on it cannot hand its work to the others.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaveRefused(pub String);
+
+impl std::fmt::Display for LeaveRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "this process cannot leave the cluster: {}", self.0)
+    }
+}
+
+impl std::error::Error for LeaveRefused {}
 
 /// A worker's view of leaves.
 #[derive(Default)]
@@ -41,6 +54,8 @@ pub struct Leaves {
     routes: RefCell<Vec<Weak<dyn KeyedRoutes>>>,
     /// Operators to wake when the workers present change.
     watchers: RefCell<Vec<Weak<Activator>>>,
+    /// What cannot hand its work over on a leave (named), while its holder lives.
+    refusals: RefCell<Vec<(String, Weak<dyn Any>)>>,
 }
 
 impl Leaves {
@@ -94,6 +109,12 @@ impl Leaves {
         self.watchers.borrow_mut().push(Rc::downgrade(activator));
     }
 
+    /// Refuses leaves of this worker's process while `holder` lives: `what` (named in the
+    /// refusal) keeps work that it cannot hand to the other workers.
+    pub fn refuse_while(&self, what: &str, holder: Weak<dyn Any>) {
+        self.refusals.borrow_mut().push((what.to_owned(), holder));
+    }
+
     /// Registers a keyed exchange, asked before this worker seals a leaver.
     pub fn register_routes(&self, routes: Weak<dyn KeyedRoutes>) {
         self.routes.borrow_mut().push(routes);
@@ -106,12 +127,24 @@ impl Leaves {
     }
 }
 
-/// This worker's process leaves: tells every other worker that has not left (once).
-pub(crate) fn leave(state: &WorkerState) {
+/// This worker's process leaves: tells every other worker that has not left (once). Refused,
+/// before anything is sent, while something registered with [`Leaves::refuse_while`] lives.
+pub(crate) fn leave(state: &WorkerState) -> Result<(), LeaveRefused> {
     let rescaling = state.rescaling();
     let leaves = &rescaling.leaves;
+    let refusing: Vec<String> = {
+        let mut refusals = leaves.refusals.borrow_mut();
+        refusals.retain(|(_, holder)| holder.strong_count() > 0);
+        refusals.iter().map(|(what, _)| what.clone()).collect()
+    };
+    if !refusing.is_empty() {
+        return Err(LeaveRefused(format!(
+            "{} cannot hand state to the other workers yet",
+            refusing.join(", ")
+        )));
+    }
     if leaves.this_leaves.replace(true) {
-        return;
+        return Ok(());
     }
     let me = state.index();
     // Every worker not gone hears of it, other leavers too: they seal it as well.
@@ -123,6 +156,7 @@ pub(crate) fn leave(state: &WorkerState) {
         rescaling.send(worker, BootstrapMessage::Leaving { from: me });
     }
     notice(state, me);
+    Ok(())
 }
 
 /// A leave's notice from `from` arrived (or this worker leaves, `from` itself): every worker

@@ -66,7 +66,7 @@ fn run(processes: usize, threads: usize, leaver: usize, leave_at: u64, epochs: u
             });
             for epoch in 0..epochs {
                 if leaves && epoch == leave_at {
-                    worker.leave();
+                    worker.leave().expect("nothing refuses the leave");
                     assert!(worker.is_leaving());
                     input.close();
                     return;
