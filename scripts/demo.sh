@@ -12,7 +12,9 @@
 #   6. a cluster that grows while it runs: worker 0 asks the launcher for a third process in
 #      epoch 4, which receives the word count's routing state; part of the per-word state moves
 #      to it and worker 0 checks that the counts stay exact;
-#   7. the engine's per-round latency (the Rust hello example).
+#   7. a cluster that shrinks while it runs: worker 0 asks the launcher to remove process 1 of
+#      three in epoch 4; the per-epoch counts stay exact without it;
+#   8. the engine's per-round latency (the Rust hello example).
 # It ends by saying where the outputs are and how to do the same with your own program.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,6 +49,9 @@ done
 
 section "a running cluster grows: worker 0 asks the launcher for a third process in epoch 4 (examples/word_count_scale_out.py)"
 .venv/bin/python -m timely_py.launch -n 2 -w 2 examples/word_count_scale_out.py 24 0.05 4 batched
+
+section "a running cluster shrinks: worker 0 asks the launcher to remove process 1 of 3 in epoch 4 (examples/scale_in.py)"
+.venv/bin/python -m timely_py.launch -n 3 -w 1 examples/scale_in.py 12 4
 
 section "the engine's per-round latency (the Rust example hello; compiled on first use)"
 cargo build --release -p timely-engine --example hello

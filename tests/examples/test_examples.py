@@ -81,6 +81,31 @@ def test_rescale_safe_word_count_stays_exact_while_a_process_joins(tmp_path, wor
     assert all(c > 0 for c, _ in joined) and any(u > 0 for _, u in joined), f"the joined workers counted nothing: {made}"
 
 
+# --- scale_in.py ----------------------------------------------------------------------------
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("workers", [1, 2])
+def test_scale_in_stays_exact_while_a_process_leaves(tmp_path, workers):
+    """The docstring's command: worker 0 asks process 1 to leave in epoch 4; its workers leave
+    after counting, the others run on without them, and the counts equal the words fed."""
+    hostfile, _ = write_hostfile(tmp_path, 3)
+    with Launched(tmp_path, "-n", 3, "-w", workers, "--hostfile", hostfile, EXAMPLES / "scale_in.py", 12, 4) as run:
+        assert run.status() == 0, run.out() + run.err()
+    out, err = run.out(), run.err()
+    assert "[0] worker 0: epoch 4, asked process 1 to leave" in out
+    assert "[launch] process 1 left the cluster" in err, err
+    leavers = list(range(workers, 2 * workers))
+    left = [int(w) for w in re.findall(r"^\[1\] worker (\d+): leaving after epoch \d+", out, re.M)]
+    assert sorted(left) == leavers, out
+    stayers = [w for w in range(3 * workers) if w not in leavers]
+    members = re.findall(r"^\[\d\] worker (\d+): \d+ \(epoch, word\) pairs counted, members \[([\d, ]+)\]$", out, re.M)
+    assert sorted(int(w) for w, _ in members) == stayers, out
+    assert all([int(m) for m in listed.split(", ")] == stayers for _, listed in members), out
+    assert re.search(r"^\[0\] worker 0: exact: \d+ \(epoch, word\) counts equal the \d+ words fed$", out, re.M), out
+
+
 # --- loops.py -------------------------------------------------------------------------------
 
 
