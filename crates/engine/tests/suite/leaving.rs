@@ -144,3 +144,49 @@ fn a_process_of_two_workers_leaves_a_pair() {
     let seen = common::within(LIMIT, || run(2, 2, 1, 2, 6));
     check(&seen, 2..4, 2);
 }
+
+/// A leaver that dies during its leave (its connections close without goodbye) is a lost
+/// peer: the others stop with an error naming it instead of waiting for it.
+#[test]
+fn a_leaver_that_dies_mid_leave_stops_the_others_with_an_error() {
+    let outcomes = common::within(LIMIT, || {
+        let addresses = common::free_addresses(3);
+        let program = move |worker: &mut Worker| {
+            let mut input = InputHandle::new();
+            let probe = ProbeHandle::new();
+            worker.dataflow(|scope| {
+                scope.input_from(&mut input).map(|x: u64| x % KEYS).count_by_key().probe_with(&probe);
+            });
+            for epoch in 0..1_000u64 {
+                if worker.index() == 2 && epoch == 3 {
+                    worker.leave().expect("nothing refuses the leave");
+                    // Dies before it drained: no goodbye.
+                    worker.fail();
+                    panic!("the leaver dies");
+                }
+                input.send(epoch);
+                input.advance_to(epoch + 1);
+                worker.step_while(|| probe.less_than(input.time()));
+            }
+        };
+        let runs: Vec<_> = (0..3)
+            .map(|process| {
+                let (config, program) = (config(&addresses, process, 3, 1, None), program.clone());
+                std::thread::spawn(move || {
+                    timely_engine::execute(config, program).map(|_| ()).map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        runs.into_iter()
+            .map(|run| run.join().map_err(|_| "panicked".to_owned()).and_then(|r| r))
+            .collect::<Vec<_>>()
+    });
+    for (process, outcome) in outcomes.iter().enumerate().take(2) {
+        let error = outcome.as_ref().expect_err("a stayer must not end well");
+        assert!(
+            error.contains("process 2"),
+            "process {process}: the error names the lost process 2: {error}"
+        );
+    }
+    assert!(outcomes[2].is_err(), "the leaver failed");
+}
