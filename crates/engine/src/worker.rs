@@ -208,7 +208,8 @@ impl WorkerState {
         drop(dataflows);
         // A joining worker builds with what its server's welcome says.
         client::await_welcome(self);
-        self.rescaling.dataflow_started(index, self.peers());
+        // The workers that left hold no initial capability of a dataflow built after they went.
+        self.rescaling.dataflow_started(index, self.rescaling.leaves().not_gone(self.peers()).len());
         (index, Activator::new(vec![(self.active_dataflows.clone(), index)]))
     }
 

@@ -261,9 +261,9 @@ impl Rescaling {
         self.operators.borrow_mut().push(entry);
     }
 
-    /// Records that dataflow `index` is being built on `peers` workers; returns the number of
-    /// workers its implicit initial capabilities count (on a joining worker, those of the
-    /// server for a dataflow it built before the join).
+    /// Records that dataflow `index` is being built on `peers` workers (those that have not
+    /// left); returns the number of workers its implicit initial capabilities count (on a
+    /// joining worker, those of the server for a dataflow it built before the join).
     pub(crate) fn dataflow_started(&self, index: usize, peers: usize) -> usize {
         let counted =
             self.client.borrow().as_ref().and_then(|joiner| joiner.dataflow_peers(index)).unwrap_or(peers);
@@ -271,6 +271,12 @@ impl Rescaling {
         all.resize(index + 1, 0);
         all[index] = counted;
         counted
+    }
+
+    /// The number of workers whose initial capabilities the operators of dataflow `index`
+    /// count (recorded by [`Rescaling::dataflow_started`]: the workers that had not left).
+    pub(crate) fn dataflow_workers(&self, index: usize) -> usize {
+        self.dataflow_peers.borrow()[index]
     }
 
     /// The initial capabilities of the operator at `address`.

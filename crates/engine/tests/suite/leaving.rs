@@ -28,6 +28,8 @@ struct Seen {
     exchanged: Vec<(usize, u64, u64)>,
     counted: Vec<(usize, u64, u64, u64)>,
     fed: Vec<(u64, u64)>,
+    /// The records of the dataflow the others build after the leave: fed and received.
+    after: (Vec<u64>, Vec<u64>),
 }
 
 /// The records worker `index` feeds in `epoch`.
@@ -88,6 +90,23 @@ fn run(processes: usize, threads: usize, leaver: usize, leave_at: u64, epochs: u
                 worker.step();
             }
             assert!(worker.state().members().iter().all(|w| w / threads != leaver));
+            // A dataflow built once the leaver is gone counts only the workers present: it
+            // completes without waiting for the leaver's initial capabilities.
+            let mut input = InputHandle::<u64, u64>::new();
+            let probe = ProbeHandle::new();
+            let received = seen.clone();
+            worker.dataflow(|scope| {
+                scope
+                    .input_from(&mut input)
+                    .exchange(|x: &u64| *x)
+                    .inspect(move |x| received.lock().unwrap().after.1.push(*x))
+                    .probe_with(&probe);
+            });
+            let mine: Vec<u64> = (0..5).map(|i| index as u64 * 100 + i).collect();
+            seen.lock().unwrap().after.0.extend(&mine);
+            mine.into_iter().for_each(|x| input.send(x));
+            input.close();
+            worker.step_while(|| !probe.done());
         }
     };
     let runs: Vec<_> = (0..processes)
@@ -122,6 +141,11 @@ fn check(seen: &Seen, leavers: std::ops::Range<usize>, leave_at: u64) {
     assert!(split.is_empty(), "keys counted on several workers: {split:?}");
     let got: BTreeMap<(u64, u64), u64> = counted.iter().map(|(k, v)| (*k, v[0].1)).collect();
     assert_eq!(got, expected, "counts per epoch and key");
+    let (mut fed_after, mut received_after) = seen.after.clone();
+    fed_after.sort();
+    received_after.sort();
+    assert!(!fed_after.is_empty());
+    assert_eq!(received_after, fed_after, "the dataflow built after the leave delivers every record once");
     for &(worker, epoch, _) in &seen.exchanged {
         assert!(!leavers.contains(&worker) || epoch <= leave_at, "worker {worker} got a record at {epoch}");
     }

@@ -65,7 +65,8 @@ impl<T: Timestamp> InitialCapabilities<T> {
     fn of(scope: &Scope<T>, address: &[usize]) -> Self {
         match scope.worker().rescaling().initial(address) {
             Initial::Ordinary => {
-                InitialCapabilities { counted: scope.peers() as i64, own: Some(T::minimum()) }
+                let counted = scope.worker().rescaling().dataflow_workers(address[0]);
+                InitialCapabilities { counted: counted as i64, own: Some(T::minimum()) }
             }
             Initial::Joining { counted, times } => {
                 let own = times.map(|bytes| {
