@@ -30,6 +30,8 @@ struct Seen {
     fed: Vec<(u64, u64)>,
     /// The records of the dataflow the others build after the leave: fed and received.
     after: (Vec<u64>, Vec<u64>),
+    /// Its counts per key (one epoch): `(key, count)` from every worker.
+    after_counts: Vec<(u64, u64)>,
 }
 
 /// The records worker `index` feeds in `epoch`.
@@ -94,12 +96,17 @@ fn run(processes: usize, threads: usize, leaver: usize, leave_at: u64, epochs: u
             // completes without waiting for the leaver's initial capabilities.
             let mut input = InputHandle::<u64, u64>::new();
             let probe = ProbeHandle::new();
-            let received = seen.clone();
+            let (received, counted) = (seen.clone(), seen.clone());
             worker.dataflow(|scope| {
-                scope
-                    .input_from(&mut input)
+                let records = scope.input_from(&mut input);
+                records
                     .exchange(|x: &u64| *x)
                     .inspect(move |x| received.lock().unwrap().after.1.push(*x))
+                    .probe_with(&probe);
+                records
+                    .map(|x| x % KEYS)
+                    .count_by_key()
+                    .inspect(move |(key, n)| counted.lock().unwrap().after_counts.push((*key, *n)))
                     .probe_with(&probe);
             });
             let mine: Vec<u64> = (0..5).map(|i| index as u64 * 100 + i).collect();
@@ -146,6 +153,15 @@ fn check(seen: &Seen, leavers: std::ops::Range<usize>, leave_at: u64) {
     received_after.sort();
     assert!(!fed_after.is_empty());
     assert_eq!(received_after, fed_after, "the dataflow built after the leave delivers every record once");
+    let mut expected_after: BTreeMap<u64, u64> = BTreeMap::new();
+    fed_after.iter().for_each(|x| *expected_after.entry(x % KEYS).or_default() += 1);
+    let mut counts_after: Vec<(u64, u64)> = seen.after_counts.clone();
+    counts_after.sort();
+    assert_eq!(
+        counts_after,
+        expected_after.into_iter().collect::<Vec<_>>(),
+        "one count per key after the leave"
+    );
     for &(worker, epoch, _) in &seen.exchanged {
         assert!(!leavers.contains(&worker) || epoch <= leave_at, "worker {worker} got a record at {epoch}");
     }

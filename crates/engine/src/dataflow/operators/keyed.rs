@@ -37,7 +37,13 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
     pub fn settle(&self, name: &str) -> (Stream<T, D>, SharedMembership<T>) {
         let scope = self.scope();
         let peers = scope.peers();
-        let membership = Rc::new(RefCell::new(Membership::new(peers)));
+        let mut table = Membership::new(peers);
+        // Workers that left, or are leaving, receive nothing from a keyed exchange built now.
+        let leaves = scope.worker().rescaling().leaves();
+        for worker in leaves.departed().into_iter().chain(leaves.leaving()) {
+            table.announce(&T::minimum(), Change::Left { worker });
+        }
+        let membership = Rc::new(RefCell::new(table));
         if !scope.worker().allocator().can_rescale() {
             return (self.clone(), membership);
         }
