@@ -80,8 +80,8 @@ impl<T> Drop for ThreadBound<T> {
 /// What a worker owns on its thread.
 struct WorkerParts {
     peers: Cell<usize>,
-    /// The workers present, as of the last step, and the version of the leaves they are for.
-    members: RefCell<(Option<(u64, usize)>, Vec<usize>)>,
+    /// The workers present, as of the last step.
+    members: RefCell<Members>,
     /// True once this worker's process is leaving (as of the last step).
     leaving: Cell<bool>,
     /// Set when the process is asked to leave from outside (SIGUSR1).
@@ -90,6 +90,13 @@ struct WorkerParts {
     context: Rc<WorkerContext>,
     /// The worker's trace logger, for user activities (None when the run is not traced).
     logger: Option<Logger>,
+}
+
+/// The workers present, and the version of the leaves and number of workers they are for.
+#[derive(Default)]
+struct Members {
+    seen: Option<(u64, usize)>,
+    list: Vec<usize>,
 }
 
 impl WorkerParts {
@@ -102,8 +109,8 @@ impl WorkerParts {
         self.leaving.set(worker.is_leaving());
         let seen = Some((state.rescaling().leaves().version(), peers));
         let mut members = self.members.borrow_mut();
-        if members.0 != seen {
-            *members = (seen, state.members());
+        if members.seen != seen {
+            *members = Members { seen, list: state.members() };
         }
     }
 }
@@ -210,7 +217,7 @@ impl PyWorker {
     /// leaving or left (updated at every step).
     #[getter]
     fn members(&self) -> PyResult<Vec<usize>> {
-        Ok(self.parts()?.members.borrow().1.clone())
+        Ok(self.parts()?.members.borrow().list.clone())
     }
 
     /// True once this worker's process is leaving the cluster: `leave()` was called on one of

@@ -211,7 +211,7 @@ fn a_leaver_that_dies_mid_leave_stops_the_others_with_an_error() {
         };
         let runs: Vec<_> = (0..3)
             .map(|process| {
-                let (config, program) = (config(&addresses, process, 3, 1, None), program.clone());
+                let (config, program) = (config(&addresses, process, 3, 1, None), program);
                 std::thread::spawn(move || {
                     timely_engine::execute(config, program).map(|_| ()).map_err(|e| e.to_string())
                 })
