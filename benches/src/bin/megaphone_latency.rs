@@ -400,6 +400,7 @@ fn configs(options: &Options) -> Vec<Config> {
                 processes: options.processes,
                 initial_processes: options.processes,
                 join: None,
+                gone: Vec::new(),
                 addresses: addresses.clone(),
                 identity: ClusterIdentity { cluster_id: 12, secret: b"megaphone latency".to_vec() },
                 connect_timeout: Duration::from_secs(30),

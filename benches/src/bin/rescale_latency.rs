@@ -276,6 +276,7 @@ fn config(options: &Options, addresses: &[String], process: usize, join: Option<
         processes: if join.is_some() { process + 1 } else { options.initial },
         initial_processes: options.initial,
         join,
+        gone: Vec::new(),
         addresses: addresses.to_vec(),
         identity: ClusterIdentity { cluster_id: 7, secret: b"rescale latency".to_vec() },
         connect_timeout: Duration::from_secs(30),

@@ -1,7 +1,7 @@
 //! Starting workers: configuration from command-line arguments, worker threads, and their results.
 //!
 //! This module owns [`Config`] (how many workers and processes, parsed from `-w`, `-n`, `-p`,
-//! `-h`, and `--join W --nn N` for a process that joins a running cluster; the peer timeout from `--peer-timeout` or the environment; `--insecure`; the cluster's
+//! `-h`, and `--join W --nn N [--gone P,Q]` for a process that joins a running cluster; the peer timeout from `--peer-timeout` or the environment; `--insecure`; the cluster's
 //! id and secret and the clock interval from the environment), the refusal to run a cluster reachable from other
 //! machines without a secret (before any socket is opened),
 //! [`initialize`] and [`initialize_from`], which spawn one named thread per worker and hand it
@@ -50,6 +50,9 @@ pub struct ClusterConfig {
     /// For a process that joins a running cluster (`--join W`), the worker `W` that serves its
     /// bootstrap; `None` for an initial process.
     pub join: Option<usize>,
+    /// For a process that joins: the processes that left the cluster before (`--gone P,Q`),
+    /// which it does not dial.
+    pub gone: Vec<usize>,
     /// `host:port` where each process listens, by process index.
     pub addresses: Vec<String>,
     /// The cluster's id and secret; processes with different ones refuse each other.
@@ -94,6 +97,7 @@ struct Options {
     peer_timeout: Given,
     join: Given,
     after_join: Given,
+    gone: Given,
     insecure: bool,
 }
 
@@ -108,6 +112,7 @@ impl Options {
             "--peer-timeout" => Some(&mut self.peer_timeout),
             "--join" => Some(&mut self.join),
             "--nn" => Some(&mut self.after_join),
+            "--gone" => Some(&mut self.gone),
             _ => None,
         }
     }
@@ -167,6 +172,7 @@ impl Options {
             }
         };
         let join = self.join_server(initial, process, workers)?;
+        let gone = self.gone(join, process)?;
         if processes == 1 {
             return Ok(if workers == 1 { Config::Thread } else { Config::Process(workers) });
         }
@@ -180,6 +186,7 @@ impl Options {
             processes,
             initial_processes: initial,
             join,
+            gone,
             addresses,
             identity: identity_from_environment()?,
             connect_timeout: CONNECT_TIMEOUT,
@@ -254,6 +261,33 @@ impl Options {
             ));
         }
         Ok(Some(server))
+    }
+
+    /// The processes that left before this one joins (`--gone P,Q`, comma-separated, each
+    /// below `-p`); only with `--join`.
+    fn gone(&self, join: Option<usize>, process: usize) -> Result<Vec<usize>, String> {
+        let Some((name, value)) = &self.gone else { return Ok(Vec::new()) };
+        if join.is_none() {
+            return Err(format!(
+                "option {name}: only a joining process (--join W) names processes that left"
+            ));
+        }
+        let mut gone = Vec::new();
+        for part in value.split(',').filter(|part| !part.trim().is_empty()) {
+            match part.trim().parse::<usize>() {
+                Ok(q) if q < process && !gone.contains(&q) => gone.push(q),
+                Ok(q) => {
+                    return Err(format!(
+                        "option {name}: process {q} is not a distinct process below this one ({process})"
+                    ))
+                }
+                Err(_) => {
+                    return Err(format!("option {name}: expected process indices like 1,3, found {value:?}"))
+                }
+            }
+        }
+        gone.sort_unstable();
+        Ok(gone)
     }
 
     /// The peer timeout from `--peer-timeout`, else `TIMELY_PEER_TIMEOUT`, else the default.
@@ -335,7 +369,8 @@ impl Config {
     /// loopback, and, for a process that joins a running cluster, `--join W` (the worker that
     /// serves its bootstrap, a worker of a process below `-p`) with `--nn N` (the number of
     /// processes after the join, which must be `-p + 1` and more than `-n`, the number the
-    /// cluster was started with; the hostfile must list at least `N` addresses). Values may be
+    /// cluster was started with; the hostfile must list at least `N` addresses) and
+    /// `--gone P,Q` (the processes that left the cluster before, not dialed). Values may be
     /// attached: `-w4`, `--workers=4`, `--join=0`.
     ///
     /// Returns the config (`Thread` for one worker, `Process(N)` for N threads of one process,
@@ -386,6 +421,7 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
         processes,
         initial_processes: _,
         join,
+        gone,
         addresses,
         identity,
         connect_timeout,
@@ -405,7 +441,7 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
     let entry = if join.is_some() { Entry::Join } else { Entry::Setup };
     let connecting = crate::clock::stamp();
     let Connections { streams, listener } =
-        establish_as(entry, process, addresses, threads, &identity, connect_timeout)?;
+        establish_as(entry, process, addresses, &gone, threads, &identity, connect_timeout)?;
     let connection = (connecting, crate::clock::stamp());
     let locals = ProcessBuilder::new_vector(threads);
     let wake = locals[0].waker();

@@ -122,6 +122,11 @@ impl ClusterBuilder {
 
     /// Builds the allocator and registers the current thread as the one to wake.
     pub fn build(self) -> ClusterAllocator {
+        // Processes that left before this one joined are reported as departures at once.
+        let gone = (self.endpoints.senders.iter().enumerate())
+            .filter(|(_, sender)| sender.as_ref().is_some_and(ProcessSender::departed))
+            .map(|(process, _)| process)
+            .collect();
         let senders = self
             .endpoints
             .senders
@@ -141,7 +146,7 @@ impl ClusterBuilder {
             inboxes: HashMap::new(),
             backfills: Backfills::default(),
             joined: Vec::new(),
-            departed: Vec::new(),
+            departed: gone,
             network: self.network,
         }
     }

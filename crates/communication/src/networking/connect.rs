@@ -76,13 +76,14 @@ pub fn establish(
     identity: &ClusterIdentity,
     deadline: Duration,
 ) -> Result<Vec<Option<TcpStream>>, NetworkError> {
-    establish_as(Entry::Setup, process, addresses, threads, identity, deadline).map(|done| done.streams)
+    establish_as(Entry::Setup, process, addresses, &[], threads, identity, deadline).map(|done| done.streams)
 }
 
 /// Connects process `process` to every other process of `addresses` as [`establish`] does, and
 /// returns the listener too. With [`Entry::Join`], `process` must be the last of `addresses`
 /// (the cluster's size after the join) and every member must have as many processes as
-/// `process`.
+/// `process`; the processes of `gone` left the cluster before: they are not dialed, and their
+/// streams are `None`.
 ///
 /// # Errors
 ///
@@ -93,11 +94,12 @@ pub fn establish_as(
     entry: Entry,
     process: usize,
     addresses: &[String],
+    gone: &[usize],
     threads: usize,
     identity: &ClusterIdentity,
     deadline: Duration,
 ) -> Result<Connections, NetworkError> {
-    check_arguments(entry, process, addresses, threads)?;
+    check_arguments(entry, process, addresses, gone, threads)?;
     if addresses.len() == 1 {
         return Ok(Connections { streams: vec![None], listener: None });
     }
@@ -126,9 +128,9 @@ pub fn establish_as(
         }
         Entry::Join => (None, Some(listener)),
     };
-    let dialers = spawn_dialers(&setup, addresses);
+    let dialers = spawn_dialers(&setup, addresses, gone);
     let result = dialers.and_then(|dialers| {
-        let result = collect(&setup, &arrivals, addresses, deadline);
+        let result = collect(&setup, &arrivals, addresses, gone, deadline);
         if result.is_ok() {
             // Every dialer has connected, so each has ended or is about to.
             dialers.into_iter().for_each(|dialer| drop(dialer.join()));
@@ -154,8 +156,15 @@ fn check_arguments(
     entry: Entry,
     process: usize,
     addresses: &[String],
+    gone: &[usize],
     threads: usize,
 ) -> Result<(), NetworkError> {
+    if !gone.is_empty() && (entry != Entry::Join || gone.iter().any(|&q| q >= process)) {
+        return Err(NetworkError::InvalidArguments(format!(
+            "only a joining process names processes that left, each below its own index {process}; \
+             found {gone:?}"
+        )));
+    }
     if entry == Entry::Join && (process == 0 || process + 1 != addresses.len()) {
         return Err(NetworkError::InvalidArguments(format!(
             "a joining process must be the last of the addresses and not the first; it is process \
@@ -227,10 +236,11 @@ fn collect(
     setup: &Setup,
     arrivals: &Receiver<Event>,
     addresses: &[String],
+    gone: &[usize],
     deadline: Duration,
 ) -> Result<Vec<Option<TcpStream>>, NetworkError> {
     let mut streams: Vec<Option<TcpStream>> = addresses.iter().map(|_| None).collect();
-    let mut missing = addresses.len() - 1;
+    let mut missing = addresses.len() - 1 - gone.len();
     while missing > 0 {
         match arrivals.recv_deadline(setup.end) {
             Ok(Event::Connected { process, address, stream }) => match &streams[process] {
@@ -247,7 +257,7 @@ fn collect(
                 }
             },
             Ok(Event::Failed(error)) => return Err(error),
-            Err(_) => return Err(missing_peers(setup, &streams, addresses, deadline)),
+            Err(_) => return Err(missing_peers(setup, &streams, addresses, gone, deadline)),
         }
     }
     Ok(streams)
@@ -258,19 +268,25 @@ fn missing_peers(
     setup: &Setup,
     streams: &[Option<TcpStream>],
     addresses: &[String],
+    gone: &[usize],
     deadline: Duration,
 ) -> NetworkError {
     let missing = (0..addresses.len())
-        .filter(|&q| q != setup.local.process && streams[q].is_none())
+        .filter(|&q| q != setup.local.process && streams[q].is_none() && !gone.contains(&q))
         .map(|q| (q, addresses[q].clone()))
         .collect();
     let last_problem = setup.last_problem.lock().unwrap_or_else(PoisonError::into_inner).clone();
     NetworkError::MissingPeers { missing, waited: deadline, last_problem }
 }
 
-/// Starts one dialing thread per lower process.
-fn spawn_dialers(setup: &Arc<Setup>, addresses: &[String]) -> Result<Vec<JoinHandle<()>>, NetworkError> {
+/// Starts one dialing thread per lower process, except those `gone`.
+fn spawn_dialers(
+    setup: &Arc<Setup>,
+    addresses: &[String],
+    gone: &[usize],
+) -> Result<Vec<JoinHandle<()>>, NetworkError> {
     (0..setup.local.process)
+        .filter(|q| !gone.contains(q))
         .map(|q| {
             let (setup, address) = (Arc::clone(setup), addresses[q].clone());
             spawn_named(format!("timely:dial-{q}"), move || dial(q, &address, &setup))

@@ -43,7 +43,7 @@ impl Member {
         deadline: Duration,
     ) -> Result<Member, NetworkError> {
         let Connections { streams, listener } =
-            establish_as(entry, process, addresses, threads, identity, deadline)?;
+            establish_as(entry, process, addresses, &[], threads, identity, deadline)?;
         let wake = Arc::new(|_worker: usize| {});
         let (mut transport, workers) =
             Transport::start(process, threads, streams, liveness, ClockSync::default(), None, wake)?;

@@ -233,7 +233,8 @@ impl Transport {
     ///
     /// # Errors
     ///
-    /// `streams` without exactly one `None`, at `process`; a socket that cannot be cloned; a
+    /// A stream at `process` (other `None`s are processes that left the cluster before this one
+    /// joined: sends to their workers are dropped); a socket that cannot be cloned; a
     /// thread that cannot be spawned (threads already started are then closed).
     pub fn start(
         process: usize,
@@ -262,6 +263,10 @@ impl Transport {
             Core { process, threads, links, alarm, liveness, clock, offsets, frames, deliver, done, joins };
         let transport = Transport { core: Arc::new(core), finished, acceptor: None };
         for (remote, stream) in streams.into_iter().enumerate() {
+            if stream.is_none() && remote != process {
+                // A process that left before this one joined: never heard from, never silent.
+                transport.core.alarm.silences.depart(remote);
+            }
             let link = stream.map(|stream| transport.core.link(remote, stream)).transpose()?;
             transport.core.links().links.push(link);
         }
@@ -474,7 +479,16 @@ impl Core {
             .enumerate()
             .map(|(local, (receiver, joins))| {
                 let senders = (0..links.links.len())
-                    .map(|q| links.links[q].as_ref().map(|_| self.sender(&links, q)).transpose())
+                    .map(|q| match &links.links[q] {
+                        Some(_) => self.sender(&links, q).map(Some),
+                        None if q == self.process => Ok(None),
+                        None => Ok(Some(ProcessSender::gone(
+                            q,
+                            workers_of(q, self.threads),
+                            workers_of(self.process, self.threads),
+                            self.alarm.health.clone(),
+                        ))),
+                    })
                     .collect::<Result<_, _>>()?;
                 Ok(WorkerEndpoints { index: self.process * self.threads + local, senders, receiver, joins })
             })
@@ -575,19 +589,14 @@ impl Drop for Transport {
 
 /// Checks that `streams` connect `process` to every other process.
 fn check_streams(process: usize, threads: usize, streams: &[Option<TcpStream>]) -> Result<(), NetworkError> {
-    let wrong = (0..streams.len()).find(|&q| streams[q].is_some() == (q == process));
+    // (No stream to another process: it left the cluster before this one joined.)
+    let wrong = streams.get(process).is_some_and(Option::is_some).then_some(process);
     let problem = if threads == 0 {
         Some("a process needs at least one worker thread".to_string())
     } else if process >= streams.len() {
         Some(format!("process {process} is not among the {} streams", streams.len()))
     } else {
-        wrong.map(|q| {
-            if q == process {
-                format!("process {process} has a stream to itself")
-            } else {
-                format!("process {process} has no stream to process {q}")
-            }
-        })
+        wrong.map(|_| format!("process {process} has a stream to itself"))
     };
     problem.map_or(Ok(()), |problem| Err(NetworkError::InvalidArguments(problem)))
 }

@@ -114,6 +114,7 @@ pub fn loopback_cluster(
         processes: if join.is_some() { process + 1 } else { initial },
         initial_processes: initial,
         join,
+        gone: Vec::new(),
         addresses: addresses.to_vec(),
         identity: ClusterIdentity { cluster_id: 7, secret: b"test secret".to_vec() },
         connect_timeout: Duration::from_secs(20),

@@ -247,6 +247,7 @@ fn the_cluster_config_carries_the_observer_and_seqnos_count_per_channel_source_a
                     processes: 2,
                     initial_processes: 2,
                     join: None,
+                    gone: Vec::new(),
                     addresses: addresses.clone(),
                     identity: ClusterIdentity { cluster_id: 12, secret: b"frames".to_vec() },
                     connect_timeout: SETUP,

@@ -195,7 +195,7 @@ fn add_process_admits_only_the_next_index() {
 fn joining_needs_the_last_index_and_setup_needs_no_join() {
     let addresses = common::free_addresses(3);
     for (process, count) in [(0, 3), (1, 3), (2, 2)] {
-        let error = establish_as(Entry::Join, process, &addresses[..count], 1, &identity(), SETUP)
+        let error = establish_as(Entry::Join, process, &addresses[..count], &[], 1, &identity(), SETUP)
             .err()
             .expect("a joiner must be the last process and not the first");
         assert!(matches!(error, NetworkError::InvalidArguments(_)), "{error}");
@@ -209,6 +209,7 @@ fn cluster_config(process: usize, processes: usize, join: Option<usize>, address
         processes,
         initial_processes: 2,
         join,
+        gone: Vec::new(),
         addresses: addresses.to_vec(),
         identity: identity(),
         connect_timeout: SETUP,
@@ -286,6 +287,10 @@ fn join_options_make_a_joining_cluster_config() {
     assert_eq!((config.processes, config.initial_processes, config.join), (4, 3, Some(0)));
     let initial = parse(&["-n", "2", "-p", "1"]).expect("valid");
     assert_eq!((initial.processes, initial.initial_processes, initial.join), (2, 2, None));
+    assert!(initial.gone.is_empty());
+    let after_leaves =
+        parse(&["-n", "3", "-p", "4", "--join", "0", "--nn", "5", "--gone", "3,1"]).expect("valid");
+    assert_eq!(after_leaves.gone, vec![1, 3]);
 }
 
 #[test]
@@ -293,7 +298,10 @@ fn bad_join_options_are_clear_errors() {
     let hostfile = std::env::temp_dir().join(format!("timely-join-hosts-{}", std::process::id()));
     std::fs::write(&hostfile, "localhost:7000\nlocalhost:7001\n").expect("write a hostfile");
     let hosts = hostfile.to_str().expect("a UTF-8 path");
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 12] = [
+        (&["-n", "2", "-p", "1", "--gone", "0"], "only a joining process"),
+        (&["-n", "2", "-p", "2", "--join", "0", "--nn", "3", "--gone", "2"], "not a distinct process below"),
+        (&["-n", "2", "-p", "2", "--join", "0", "--nn", "3", "--gone", "a"], "expected process indices"),
         (&["-n", "2", "-p", "2", "--nn", "3"], "needs --join W"),
         (&["-n", "2", "-p", "2", "--join", "0"], "needs --nn N"),
         (&["-n", "2", "-p", "2", "--join", "0", "--nn", "4"], "with -p 2 the cluster has 3 processes"),

@@ -35,6 +35,7 @@ where
                 processes,
                 initial_processes: processes,
                 join: None,
+                gone: Vec::new(),
                 addresses: addresses.clone(),
                 identity: ClusterIdentity { cluster_id: 11, secret: b"engine test".to_vec() },
                 connect_timeout: Duration::from_secs(20),

@@ -315,6 +315,28 @@ impl ProcessSender {
         }
     }
 
+    /// A sender to a process that left the cluster before this one joined: it drops all.
+    pub(super) fn gone(
+        process: usize,
+        remote_workers: Range<u64>,
+        local_workers: Range<u64>,
+        health: NetworkHealth,
+    ) -> ProcessSender {
+        let (commands, _) = crossbeam_channel::bounded(0);
+        let (_, spare) = crossbeam_channel::bounded(0);
+        let departed = Arc::new(AtomicBool::new(true));
+        ProcessSender {
+            process,
+            remote_workers,
+            local_workers,
+            buffer: Vec::new(),
+            commands,
+            spare,
+            health,
+            departed,
+        }
+    }
+
     /// True once the destination process left the cluster (said goodbye while this process
     /// runs): what is sent to it from then on is dropped.
     pub fn departed(&self) -> bool {
