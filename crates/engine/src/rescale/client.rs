@@ -110,6 +110,10 @@ impl Joiner {
         ledger
             .install_state(&scope.state, self.server, scope.announced)
             .unwrap_or_else(|error| panic!("bootstrap: the server's state of scope {address:?}: {error}"));
+        // Workers that left sent everything before the join: the state holds all of it.
+        for &worker in &welcome.departed {
+            ledger.direct_from(worker, 0);
+        }
         for (from, scopes) in &self.next {
             for &(_, first) in scopes.iter().filter(|(c, _)| *c == channel) {
                 ledger.direct_from(*from, first);
@@ -130,7 +134,17 @@ pub(crate) fn receive(rescaling: &Rescaling, message: BootstrapMessage) {
         panic!("bootstrap: a worker that is not joining received {message:?}");
     };
     match message {
-        BootstrapMessage::Welcome(welcome) => joiner.welcome = Some(welcome),
+        BootstrapMessage::Welcome(welcome) => {
+            let known = rescaling.leaves.departed();
+            if welcome.departed != known {
+                panic!(
+                    "bootstrap: the workers that left the cluster are {:?}, but this process was told {:?} \
+                     (start a joining process with --gone naming every process that left)",
+                    welcome.departed, known
+                );
+            }
+            joiner.welcome = Some(welcome)
+        }
         BootstrapMessage::Next { from, scopes } => {
             for &(channel, first) in &scopes {
                 if let Some(ledger) = joiner.ledger(channel) {

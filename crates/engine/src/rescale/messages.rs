@@ -24,6 +24,8 @@ pub struct Welcome {
     /// Per scope: its progress channel, its progress state (encoded) and the sequence number of
     /// the server's batch that carries the capability announcement, if any.
     pub scopes: Vec<ScopeWelcome>,
+    /// The workers that left the cluster before the join (they send nothing).
+    pub departed: Vec<usize>,
 }
 
 /// The part of a [`Welcome`] about one scope.

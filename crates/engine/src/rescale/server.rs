@@ -102,7 +102,8 @@ fn welcome(state: &WorkerState, to: usize) {
         peers.iter().zip(built).map(|(&peers, alive)| alive.then_some(peers as u64)).collect()
     };
     let operators = operators.into_iter().map(|(address, _, times)| (address, times)).collect();
-    let welcome = Welcome { existing, dataflows, operators, scopes };
+    let departed = rescaling.leaves.departed();
+    let welcome = Welcome { existing, dataflows, operators, scopes, departed };
     rescaling.send(to, BootstrapMessage::Welcome(welcome));
     rescaling.server.borrow_mut().active.insert(to);
 }

@@ -230,3 +230,97 @@ fn a_leaver_that_dies_mid_leave_stops_the_others_with_an_error() {
     }
     assert!(outcomes[2].is_err(), "the leaver failed");
 }
+
+/// After process 2 of three left, a fourth process joins (told with `gone` that process 2
+/// left, served by worker 0) and feeds too: every (epoch, key) is counted once, exactly, and
+/// the joined worker takes a share of the keys.
+#[test]
+fn a_process_joins_after_another_left() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let seen = common::within(LIMIT, || {
+        let addresses = common::free_addresses(4);
+        let seen: Arc<Mutex<Seen>> = Arc::default();
+        let (departed, joined) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let program = {
+            let (seen, departed, joined) = (seen.clone(), departed.clone(), joined.clone());
+            move |worker: &mut Worker| {
+                let index = worker.index();
+                let mut input = InputHandle::new();
+                let probe = ProbeHandle::new();
+                let counted = seen.clone();
+                worker.dataflow(|scope| {
+                    scope
+                        .input_from(&mut input)
+                        .map(|x| x % KEYS)
+                        .count_by_key()
+                        .inspect_time(move |epoch, (key, n)| {
+                            counted.lock().unwrap().counted.push((index, *epoch, *key, *n))
+                        })
+                        .probe_with(&probe);
+                });
+                let joiner = worker.bootstrap();
+                let mut epoch = input.time().clone();
+                let mut after_join = 0;
+                loop {
+                    if index == 2 && epoch == 2 {
+                        worker.leave().expect("nothing refuses the leave");
+                        input.close();
+                        return;
+                    }
+                    if index == 0 && worker.state().rescaling().leaves().departed() == vec![2] {
+                        departed.store(true, Ordering::SeqCst);
+                    }
+                    if joiner {
+                        joined.store(true, Ordering::SeqCst);
+                    }
+                    if joined.load(Ordering::SeqCst) {
+                        after_join += 1;
+                    }
+                    if after_join > 6 && epoch >= 8 {
+                        break;
+                    }
+                    let mine = records(index, epoch);
+                    seen.lock().unwrap().fed.extend(mine.iter().map(|x| (epoch, *x)));
+                    mine.into_iter().for_each(|x| input.send(x));
+                    epoch += 1;
+                    input.advance_to(epoch);
+                    worker.step_while(|| probe.less_than(input.time()));
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+        };
+        let mut runs: Vec<_> = (0..3)
+            .map(|process| {
+                let (config, program) = (config(&addresses, process, 3, 1, None), program.clone());
+                std::thread::spawn(move || timely_engine::execute(config, program).map(|_| ()))
+            })
+            .collect();
+        while !departed.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let mut joining = config(&addresses, 3, 3, 1, Some(0));
+        if let timely_communication::Config::Cluster(cluster) = &mut joining {
+            cluster.gone = vec![2];
+        }
+        runs.push(std::thread::spawn(move || timely_engine::execute(joining, program).map(|_| ())));
+        for (process, run) in runs.into_iter().enumerate() {
+            run.join().expect("process thread").unwrap_or_else(|error| panic!("process {process}: {error}"));
+        }
+        let seen = std::mem::take(&mut *seen.lock().unwrap());
+        seen
+    });
+    let mut expected: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    for &(epoch, x) in &seen.fed {
+        *expected.entry((epoch, x % KEYS)).or_default() += 1;
+    }
+    let mut counted: BTreeMap<(u64, u64), Vec<(usize, u64)>> = BTreeMap::new();
+    for &(worker, epoch, key, n) in &seen.counted {
+        counted.entry((epoch, key)).or_default().push((worker, n));
+    }
+    let split: Vec<_> = counted.iter().filter(|(_, results)| results.len() > 1).collect();
+    assert!(split.is_empty(), "keys counted on several workers: {split:?}");
+    let got: BTreeMap<(u64, u64), u64> = counted.iter().map(|(k, v)| (*k, v[0].1)).collect();
+    assert_eq!(got, expected, "counts per epoch and key");
+    assert!(seen.counted.iter().any(|&(worker, ..)| worker == 3), "the joined worker counted no key");
+    assert!(seen.fed.iter().any(|&(_, x)| x / 100 % 100 == 3), "the joined worker fed nothing");
+}
