@@ -42,6 +42,7 @@ def execute_from_args(
 ) -> list[R]:
     """Like `execute`, configured from command-line arguments: `-w N` threads per process,
     `-n N` processes, `-p I` this process, `-h FILE` hostfile (default `localhost:2101+i`),
+    `--join W --nn N [--gone P,Q]` to join a running cluster (`docs/rescaling.md`),
     `--peer-timeout SECONDS`, `--insecure`, `--trace DIR` a trace of the run (with
     `--trace-events LIST`, `--trace-flush SECONDS`; or the environment variables
     `TIMELY_TRACE_DIR`, `TIMELY_TRACE_EVENTS`, `TIMELY_TRACE_FLUSH`).

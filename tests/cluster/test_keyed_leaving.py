@@ -4,8 +4,9 @@ part 2), through the public Python API and the real launcher: the script of
 3 processes (1 or 2 workers each), 0 to 2 joins asked by worker 0 (`launch.add_process`), then
 worker 0 asks a process drawn from the seed (process 0, another initial one or a joined one) to
 leave (`launch.remove_process`), or in one case the process's first worker calls
-`worker.leave()` itself. Every worker feeds every epoch until its process leaves or the run
-ends; the joined ones too.
+`worker.leave()` itself, and in two cases one more process joins after the leave
+(`launch.add_process`, started with `--gone`). Every worker feeds every epoch until its process
+leaves or the run ends; the joined ones too.
 
 What must hold: the process left while the others ran on, exited cleanly, and every worker
 wrote its results; one result per (epoch, key) across all workers, equal to a sequential count
@@ -26,8 +27,11 @@ pytestmark = pytest.mark.cluster
 #: (0); 2 processes, 2 joins, the last joiner leaves right after it joined (3); process 0 (the
 #: one asking) leaves after a join, 2 workers each (4); no join, process 1 leaves (13); 3
 #: processes, 1 join, process 2 leaves, 2 workers each, its worker 4 calling `leave()` and
-#: worker 5 following (28); 2 joins, the first joiner leaves 3 epochs after the last join (9).
-CASES = [(0, 1, "remove"), (3, 1, "remove"), (4, 2, "remove"), (13, 1, "remove"), (28, 2, "leave"), (9, 1, "remove")]
+#: worker 5 following (28); 2 joins, the first joiner leaves 3 epochs after the last join (9);
+#: then, with a join after the leave ("rejoin"): 3 processes and 1 join, process 1 leaves and
+#: process 4 joins (0); no join before, process 1 of 3 leaves, 2 workers each (13).
+CASES = [(0, 1, "remove"), (3, 1, "remove"), (4, 2, "remove"), (13, 1, "remove"), (28, 2, "leave"), (9, 1, "remove"),
+         (0, 1, "rejoin"), (13, 2, "rejoin")]
 
 
 @pytest.fixture(scope="module", params=CASES, ids=lambda case: f"seed{case[0]}-w{case[1]}-{case[2]}")
@@ -39,7 +43,7 @@ def run(request, tmp_path_factory):
 
 @pytest.mark.timeout(120)
 def test_the_process_left_while_the_others_ran_on(run):
-    if run.how == "remove":
+    if run.how in ("remove", "rejoin"):
         assert f"process {run.plan.leaving_process} left the cluster" in run.err, run.err[-3000:]
         assert run.workers[0]["removed"] or 0 in run.leavers, "worker 0 never asked for the leave"
     assert all(run.workers[w]["left"] for w in run.leavers), "a leaver's program never saw worker.leaving"
@@ -50,7 +54,7 @@ def test_the_process_left_while_the_others_ran_on(run):
     left_at = max(run.workers[w]["last_epoch"] for w in run.leavers)
     assert max(run.workers[w]["last_epoch"] for w in stayers) >= left_at + AFTER - 1, "the run ended with the leave"
     joined = [w for w in run.workers if w >= run.initial_peers]
-    assert len(joined) == run.plan.joins * run.workers_per_process
+    assert len(joined) == (run.plan.joins + run.plan.rejoin) * run.workers_per_process
     # (A joiner that leaves right after it joined may leave before it fed.)
     assert all(run.workers[w]["fed"] for w in joined if w not in run.leavers), "a joined worker fed nothing"
 

@@ -374,14 +374,17 @@ def test_a_process_that_fails_while_leaving_is_a_failure(cluster):
 # JoinDesk around leaves.
 
 
-def test_no_join_after_a_leave(cluster):
+def test_a_join_after_a_leave_is_told_which_process_left(cluster):
     cluster.member()
     cluster.member(on_usr1="exit0")
     assert ask(cluster.leaves(), RemoveRequest(1)).reply == {"process": 1}
     assert cluster.children[1].process.wait() == 0
+    pending = ask(cluster.joins(), AddRequest(1))
+    assert pending.reply == {"error": "worker 1 cannot serve the join: its process 1 left the cluster"}
     pending = ask(cluster.joins(), AddRequest(0))
-    assert pending.reply == {"error": "process 1 left the cluster; joins after a leave are not supported yet"}
-    assert len(cluster.children) == 2
+    assert pending.reply == {"process": 2}
+    command = cluster.children[2].process.args
+    assert command[command.index("--join"):command.index("--join") + 6] == ["--join", "0", "--nn", "3", "--gone", "1"]
 
 
 def test_a_join_waits_while_a_process_is_leaving(cluster):

@@ -56,6 +56,7 @@ class Plan:
     no_joins: bool = False  # a leave plan may have no join
     leaver: object = None  # None: no leave; else a fraction of the processes: the one that leaves
     leave_gap: int = 0  # epochs after the last join (or the start) worker 0 asks for the leave
+    rejoin: bool = False  # after the leave, one more process joins
 
     @property
     def joins(self):
@@ -66,12 +67,12 @@ class Plan:
     @property
     def processes(self):
         """Every process that takes part, joined ones included."""
-        return self.initial + self.joins
+        return self.initial + self.joins + self.rejoin
 
     @property
     def leaving_process(self):
-        """The process that leaves, or None."""
-        return None if self.leaver is None else int(self.leaver * self.processes)
+        """The process that leaves, or None (never the one that joins after the leave)."""
+        return None if self.leaver is None else int(self.leaver * (self.initial + self.joins))
 
     @property
     def final_processes(self):
@@ -88,8 +89,9 @@ class Plan:
         return [(rng.choice(self.keys), rng.randint(-3, 20)) for _ in range(rng.randint(0, 8))]
 
 
-def plan(seed, leave=False):
-    """The plan of `seed`: joins only, or (`leave`) 0 to 2 joins and then a leave."""
+def plan(seed, leave=False, rejoin=False):
+    """The plan of `seed`: joins only, or (`leave`) 0 to 2 joins and then a leave, and
+    (`rejoin`) one more join after the leave."""
     rng = random.Random(seed)
     count = rng.randint(12, 30)
     ints = rng.sample(range(-50, 500), count)
@@ -107,7 +109,7 @@ def plan(seed, leave=False):
     rng = random.Random(f"{seed}:leave")
     initial = rng.choice([2, 3])
     return replace(joins, initial=initial, no_joins=initial == 3 and rng.random() < 0.5,
-                   leaver=rng.random(), leave_gap=rng.randint(0, 4))
+                   leaver=rng.random(), leave_gap=rng.randint(0, 4), rejoin=rejoin)
 
 
 @dataclass
@@ -143,8 +145,9 @@ def launch_run(directory, seed, workers, leave="no"):
     """Runs the script of `seed` under the launcher on the plan's processes of `workers`
     workers each, with room for its joins; checks that it succeeded and returns its `Run`.
     `leave` is "no" (a plan without a leave), "remove" (worker 0 asks the launcher to make
-    the plan's process leave) or "leave" (the process's first worker calls `worker.leave()`)."""
-    p = plan(seed, leave != "no")
+    the plan's process leave), "leave" (the process's first worker calls `worker.leave()`) or
+    "rejoin" (as "remove", then one more process joins)."""
+    p = plan(seed, leave != "no", leave == "rejoin")
     outdir = directory / "workers"
     outdir.mkdir()
     hostfile, _ = write_hostfile(directory, p.processes)

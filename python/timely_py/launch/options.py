@@ -266,15 +266,18 @@ def parse_args(argv: Sequence[str]) -> Options:
 
 
 def child_command(
-    options: Options, index: int, hostfile: Optional[str], join: Optional[int] = None
+    options: Options, index: int, hostfile: Optional[str], join: Optional[int] = None,
+    gone: Sequence[int] = (),
 ) -> List[str]:
     """The command line of process `index`: the script and its arguments, with the runtime's
     flags after them (before the script's ``--``, if it has one, which the runtime stops at).
     With `join` (a worker index), the process joins the running cluster through that worker
-    as process `index` of ``index + 1``."""
+    as process `index` of ``index + 1``, not dialing the processes `gone` (they left)."""
     runtime = ["-n", str(options.processes), "-p", str(index), "-w", str(options.workers)]
     if join is not None:
         runtime += ["--join", str(join), "--nn", str(index + 1)]
+        if gone:
+            runtime += ["--gone", ",".join(map(str, gone))]
     if hostfile is not None:
         runtime += ["-h", hostfile]
     if options.trace is not None:

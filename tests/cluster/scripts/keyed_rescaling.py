@@ -12,6 +12,7 @@ Usage: keyed_rescaling.py SEED OUTDIR WORKERS_PER_PROCESS LEAVE RUNTIME_FLAGS (u
 
 import json
 import sys
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -23,10 +24,12 @@ from support.rescaling import AFTER, PAUSE, plan  # noqa: E402
 from timely_py import launch  # noqa: E402
 
 args = timely.program_args(sys.argv[1:])
-LEAVE = args[3]  # "no", "remove" or "leave"
-PLAN, OUTDIR, PER_PROCESS = plan(int(args[0]), LEAVE != "no"), Path(args[1]), int(args[2])
+LEAVE = args[3]  # "no", "remove", "leave" or "rejoin"
+PLAN, OUTDIR, PER_PROCESS = plan(int(args[0]), LEAVE != "no", LEAVE == "rejoin"), Path(args[1]), int(args[2])
 #: Worker indices in use, and workers present, once every join and leave happened.
 PEERS, MEMBERS = PLAN.processes * PER_PROCESS, PLAN.final_processes * PER_PROCESS
+#: Worker indices in use once the joins before the leave happened.
+BEFORE_LEAVE = (PLAN.initial + PLAN.joins) * PER_PROCESS
 #: A worker that counts this many epochs without every join having happened gives up.
 GIVE_UP = 2000
 
@@ -79,7 +82,7 @@ def main(worker):
         if epoch - first > GIVE_UP:
             raise SystemExit(f"worker {worker.index}: still {worker.peers} workers, members {worker.members} "
                              f"after {GIVE_UP} epochs")
-        all_joined = min((e for (p, _), e in counted.items() if p == PEERS), default=None)
+        all_joined = min((e for (p, _), e in counted.items() if p == BEFORE_LEAVE), default=None)
         leave_now = PLAN.leaver is not None and all_joined is not None \
             and epoch >= max(all_joined + PLAN.leave_gap, PLAN.first_join_at)
         if LEAVE == "leave" and leave_now and worker.index == PLAN.leaving_process * PER_PROCESS:
@@ -92,8 +95,13 @@ def main(worker):
                                                              if p > PLAN.initial * PER_PROCESS), default=None)) \
                     is not None and epoch >= joined + PLAN.second_join_gap:
                 asked.append(launch.add_process(server=PLAN.server(1, worker.peers)))
-            elif LEAVE == "remove" and leave_now and not removed:
+            elif LEAVE in ("remove", "rejoin") and leave_now and not removed:
                 removed.append(launch.remove_process(PLAN.leaving_process))
+                if PLAN.rejoin:
+                    # The launcher starts the joiner once the leaver is gone; worker 0 steps on
+                    # meanwhile (the leave needs it), so it asks from a thread.
+                    ask = threading.Thread(target=lambda: asked.append(launch.add_process(server=0)))
+                    ask.start()
             time.sleep(PAUSE)
         records = PLAN.records(epoch, worker.index)
         data.send_batch(records)
