@@ -1,9 +1,9 @@
-//! Per-record latency over time while processes join a running cluster (the rescaling
-//! experiments 2 and 4 of `docs/rescaling.md`).
+//! Per-record latency over time while processes join or leave a running cluster (the
+//! rescaling experiments 2 and 4 of `docs/rescaling.md`, and its leave experiment).
 //!
 //! `rescale_latency [--threads 2] [--initial 2] [--joins 4,8] [--duration 12] [--rate 2000]
 //!  [--injectors 4] [--cost 2000] [--sleep-us 0] [--loops 0] [--window-ms 100] [--trace DIR]
-//!  [--pin 0|1] [--keyed BINS] [--keys 10000] [--strategy batched]`
+//!  [--pin 0|1] [--keyed BINS] [--keys 10000] [--strategy batched] [--leave P@S]`
 //!
 //! Each "process" is a thread of this program running `timely_engine::execute` with its own
 //! `Config::Cluster` on loopback (as `crates/engine/tests/suite/rescaling.rs` does); process
@@ -19,10 +19,15 @@
 //! count, with the same cost per record; every time worker 0 sees the cluster grow it
 //! rebalances the bins over every worker with `--strategy` (all_at_once, fluid or batched),
 //! so keyed state moves to the joined workers (the seed's experiment with Megaphone).
+//! With `--leave P@S` process `P` leaves `S` seconds after the start (its workers stop
+//! injecting, close their inputs and go once drained; not with `--keyed`, whose Megaphone
+//! operators refuse leaves).
 //!
 //! Prints a CSV to stdout: per `window-ms` window of arrival time, the record count and the
 //! latency percentiles (`window_s,records,p50_us,p99_us,max_us`), then one comment line per
-//! join (`# join,K,spawned_s,bootstrapped_s`, K from 1) and the total (`# records,SENT,RECEIVED`).
+//! join (`# join,K,spawned_s,bootstrapped_s`, K from 1), the leave (`# leave,P,asked_s,gone_s`:
+//! when P's first worker called `leave`, when worker 0 saw it gone) and the total
+//! (`# records,SENT,RECEIVED`).
 //! With `--trace DIR`, process `p` traces into `DIR/pP`. With `--pin 1` the initial processes'
 //! threads run on CPU 0 and the joining processes' on CPU 1, as if each joiner brought its own
 //! machine (the initial cluster keeps its cores; needs 2 CPUs). It exits with status 1 if a record
@@ -57,6 +62,8 @@ struct Options {
     keyed: usize,
     keys: u64,
     strategy: Strategy,
+    /// The process that leaves and when (seconds after the start).
+    leave: Option<(usize, f64)>,
 }
 
 impl Options {
@@ -77,6 +84,7 @@ impl Options {
             keyed: 0,
             keys: 10_000,
             strategy: Strategy::Batched { per_worker: 4 },
+            leave: None,
         };
         let args: Vec<String> = std::env::args().skip(1).collect();
         for pair in args.chunks(2) {
@@ -100,6 +108,10 @@ impl Options {
                 "--pin" => options.pin = number(value)? != 0.0,
                 "--keyed" => options.keyed = number(value)? as usize,
                 "--keys" => options.keys = (number(value)? as u64).max(1),
+                "--leave" => {
+                    let (process, at) = value.split_once('@').ok_or("--leave: expected P@SECONDS")?;
+                    options.leave = Some((number(process)? as usize, number(at)?));
+                }
                 "--strategy" => {
                     options.strategy = match value.as_str() {
                         "all_at_once" => Strategy::AllAtOnce,
@@ -113,6 +125,11 @@ impl Options {
         }
         if options.threads == 0 || options.initial < 2 || options.injectors == 0 {
             return Err("--threads and --injectors must be at least 1, --initial at least 2".into());
+        }
+        if options.leave.is_some_and(|(process, at)| {
+            options.keyed > 0 || process >= options.initial + options.joins.len() || at >= options.duration
+        }) {
+            return Err("--leave P@S: a process of the run, before --duration, and not with --keyed".into());
         }
         if options.keyed > 0 && Bins::new(options.keyed).is_err() {
             return Err("--keyed: the bins must be a power of two".into());
@@ -138,6 +155,8 @@ struct Shared {
     sent: Mutex<u64>,
     /// Per join, when its first worker finished the bootstrap (ns since the start).
     bootstrapped: Mutex<Vec<Option<u64>>>,
+    /// When the leaving process's first worker called `leave`, and when worker 0 saw it gone.
+    left: Mutex<(Option<u64>, Option<u64>)>,
 }
 
 /// Nanoseconds since `start`.
@@ -236,8 +255,19 @@ fn run_worker(worker: &mut Worker, options: &Options, shared: &Arc<Shared>, star
     let injecting = index < options.injectors;
     let (mut sent, mut key) = (0u64, index as u64);
     let end = start + Duration::from_secs_f64(options.duration);
+    let leaves_at =
+        options.leave.filter(|&(process, _)| process == index / options.threads).map(|(_, at)| at);
     while Instant::now() < end {
         let now = since(start);
+        if leaves_at.is_some_and(|at| now as f64 / 1e9 >= at) {
+            shared.left.lock().unwrap().0.get_or_insert(now);
+            worker.leave().expect("the stateless stage refuses no leave");
+            break;
+        }
+        if index == 0 && options.leave.is_some() && !worker.state().rescaling().leaves().departed().is_empty()
+        {
+            shared.left.lock().unwrap().1.get_or_insert(now);
+        }
         input.advance_to((now / 1_000_000).max(*input.time()));
         control.advance_to(*input.time());
         if let Some(controller) = controller.as_mut() {
@@ -259,6 +289,11 @@ fn run_worker(worker: &mut Worker, options: &Options, shared: &Arc<Shared>, star
         worker.step_or_park(Some(Duration::from_micros(200)));
     }
     *shared.sent.lock().unwrap() += sent;
+    if worker.is_leaving() {
+        // Its inputs close when they drop; it goes once nothing more can reach it.
+        drop((input, control));
+        while worker.step_or_park(Some(Duration::from_micros(200))) {}
+    }
 }
 
 /// `count` loopback addresses nobody listens on right now.
@@ -383,6 +418,11 @@ fn report(options: &Options, shared: &Shared, spawned: &[u64]) -> bool {
         let done = done.map_or("".to_string(), |ns| format!("{:.4}", ns as f64 / 1e9));
         println!("# join,{},{:.4},{}", k + 1, *spawned as f64 / 1e9, done);
     }
+    if let Some((process, _)) = options.leave {
+        let (asked, gone) = *shared.left.lock().unwrap();
+        let seconds = |at: Option<u64>| at.map_or(String::new(), |ns| format!("{:.4}", ns as f64 / 1e9));
+        println!("# leave,{process},{},{}", seconds(asked), seconds(gone));
+    }
     let sent = *shared.sent.lock().unwrap();
     println!("# records,{},{}", sent, arrivals.len());
     sent == arrivals.len() as u64
@@ -390,7 +430,7 @@ fn report(options: &Options, shared: &Shared, spawned: &[u64]) -> bool {
 
 fn main() {
     let options = Options::parse().unwrap_or_else(|e| {
-        eprintln!("{e}\nusage: rescale_latency [--threads N] [--initial N] [--joins T1,T2] [--duration S] [--rate R] [--injectors K] [--cost C] [--sleep-us U] [--loops N] [--window-ms W] [--trace DIR] [--pin 0|1] [--keyed BINS] [--keys K] [--strategy S]");
+        eprintln!("{e}\nusage: rescale_latency [--threads N] [--initial N] [--joins T1,T2] [--duration S] [--rate R] [--injectors K] [--cost C] [--sleep-us U] [--loops N] [--window-ms W] [--trace DIR] [--pin 0|1] [--keyed BINS] [--keys K] [--strategy S] [--leave P@S]");
         std::process::exit(2)
     });
     match run(options.clone()) {
