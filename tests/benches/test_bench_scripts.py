@@ -274,3 +274,17 @@ def test_rescaling_spike_compares_the_join_of_two_builds():
     summary = lines[lines.index(header) + 1:]
     assert [row.split(",")[0] for row in summary] == ["a", "b"]
     assert all(float(value) > 0 for row in summary for value in row.split(",")[1:])
+
+
+def test_rescaling_leave_measures_a_leave_against_a_control():
+    """One run with a leave and one control: the leave's time and the three levels come out,
+    and every record arrived once (rescale_latency fails the run otherwise)."""
+    built(RELEASE / "rescale_latency")
+    out = run_rescaling("leave.py", "--runs", "1", "--rate", "500", "--cost", "100", "--leave", "1.5",
+                        "--duration", "3")  # fmt: skip
+    lines = out.splitlines()
+    header = "runs,leave_ms,before_p99_us,leave_p99_us,after_p99_us,control_before_p99_us,control_after_p99_us"
+    (summary,) = lines[lines.index(header) + 1:]
+    values = [float(v) for v in summary.split(",")]
+    assert values[0] == 1 and 0 < values[1] < 1500, summary
+    assert all(v > 0 for v in values[2:]), summary
