@@ -180,6 +180,28 @@ def test_the_launcher_traces_every_process(tmp_path):
     assert senders == {0, 1}
 
 
+@pytest.mark.cluster
+@pytest.mark.timeout(120)
+def test_a_leave_is_traced_and_the_trace_validates(tmp_path):
+    """examples/scale_in.py under the launcher: process 1's worker records its leave as the
+    activity `rescale: leave`, and the validator knows that progress batches sent after it
+    left were not meant for it (without that, thousands of them count as unmatched)."""
+    from timely_py.trace import validate
+
+    trace = tmp_path / "trace"
+    done = subprocess.run(
+        [sys.executable, "-m", "timely_py.launch", "-n", "3", "-w", "1", "--base-port", str(launcher_base_port(3)),
+         "--trace", str(trace), str(EXAMPLES / "scale_in.py"), "12", "4"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    table = read(trace)
+    kinds, names, workers = table["kind"].to_pylist(), table["name"].to_pylist(), table["worker"].to_pylist()
+    left = {(w, k) for k, n, w in zip(kinds, names, workers) if n == "rescale: leave"}
+    assert left == {(1, "activity_start"), (1, "activity_stop")}, left
+    violations = validate(trace)
+    assert violations == [], "\n".join(map(str, violations))
+
+
 EXAMPLE_NAMES = ["hello", "wordcount", "loops", "bfs"]
 LAYOUTS = {
     "1 worker": ["-w", "1"],

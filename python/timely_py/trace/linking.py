@@ -27,7 +27,9 @@ def check_links(
 
     Workers from ``joined_from`` on joined the running cluster (``docs/rescaling.md``): the
     progress batches sent before a joined worker's first direct receive from a sender reached
-    it inside its server's progress state, so they are not expected among its receives."""
+    it inside its server's progress state, so they are not expected among its receives.
+    Workers whose trace has a ``rescale: leave`` activity left it: the batches a sender sent
+    after the last one such a worker received from it are not expected either."""
     _check_messages(table, findings)
     _check_progress(table, findings, workers, workers if joined_from is None else joined_from)
     _check_network(table, findings, workers_per_process)
@@ -57,7 +59,11 @@ def _check_progress(table: pa.Table, findings: Findings, workers: int, joined_fr
         findings.add("unmatched receive", f"progress_recv {_describe(key)} has no progress_send", [row])
     receivers = receives.group_by(PROGRESS_KEYS).aggregate([("target_worker", "count_distinct")])
     counted = sends.join(receivers, keys=PROGRESS_KEYS, join_type="left outer")
-    counted = counted.append_column("expected", _expected_receivers(counted, receives, workers, joined_from))
+    expected = pc.subtract(
+        _expected_receivers(counted, receives, workers, joined_from),
+        _departed_receivers(counted, receives, _leavers(table)),
+    )
+    counted = counted.append_column("expected", expected)
     received = pc.fill_null(counted.column("target_worker_count_distinct"), 0)
     short = counted.filter(pc.less(received, counted.column("expected")))
     for key in short.to_pylist():
@@ -87,6 +93,34 @@ def _expected_receivers(sends: pa.Table, receives: pa.Table, workers: int, joine
     by_row = dict(zip(extra.column("_row").to_pylist(), extra.column("target_worker_count").to_pylist()))
     rows = sends.column("_row").to_pylist()
     return pa.array([joined_from + by_row.get(row, 0) for row in rows], pa.int64())
+
+
+def _leavers(table: pa.Table) -> List[int]:
+    """The workers that left the cluster while it ran: those with a ``rescale: leave`` activity."""
+    ends = events(table, "activity_stop", ["name", "worker"])
+    left = ends.filter(pc.equal(ends.column("name"), "rescale: leave"))
+    return sorted(set(left.column("worker").to_pylist()))
+
+
+def _departed_receivers(sends: pa.Table, receives: pa.Table, leavers: Sequence[int]) -> pa.Array:
+    """Per send, how many of `leavers` it was not meant to reach: sent after the last batch
+    the leaver received from that sender on that channel (it had gone; a leaver's own last
+    batches to itself come after it dropped its dataflows)."""
+    none = pa.array([0] * sends.num_rows, pa.int64())
+    if not leavers:
+        return none
+    rows = sends.column("_row").to_pylist()
+    gone = {row: 0 for row in rows}
+    last = {}
+    for key in receives.select(["channel", "source_worker", "target_worker", "seq"]).to_pylist():
+        if key["target_worker"] in leavers:
+            pair = (key["channel"], key["source_worker"], key["target_worker"])
+            last[pair] = max(last.get(pair, -1), key["seq"])
+    for send in sends.select(["channel", "source_worker", "seq", "_row"]).to_pylist():
+        for leaver in leavers:
+            if send["seq"] > last.get((send["channel"], send["source_worker"], leaver), -1):
+                gone[send["_row"]] += 1
+    return pa.array([gone[row] for row in rows], pa.int64())
 
 
 def _check_network(table: pa.Table, findings: Findings, workers_per_process: int) -> None:

@@ -15,7 +15,7 @@ use std::rc::{Rc, Weak};
 use super::messages::BootstrapMessage;
 use super::Rescaling;
 use crate::scheduling::Activator;
-use crate::worker::WorkerState;
+use crate::worker::{Activity, WorkerState};
 
 /// A keyed exchange, asked whether it may still route records to a worker.
 pub trait KeyedRoutes {
@@ -56,6 +56,8 @@ pub struct Leaves {
     watchers: RefCell<Vec<Weak<Activator>>>,
     /// What cannot hand its work over on a leave (named), while its holder lives.
     refusals: RefCell<Vec<(String, Weak<dyn Any>)>>,
+    /// On a leaving worker: the trace activity of its leave, ended once it is drained.
+    activity: RefCell<Option<Activity>>,
 }
 
 impl Leaves {
@@ -146,6 +148,7 @@ pub(crate) fn leave(state: &WorkerState) -> Result<(), LeaveRefused> {
     if leaves.this_leaves.replace(true) {
         return Ok(());
     }
+    leaves.activity.replace(Some(Activity::begin(state.logger(), super::phases::LEAVE)));
     let me = state.index();
     // Every worker not gone hears of it, other leavers too: they seal it as well.
     let others: Vec<usize> = {
@@ -170,8 +173,8 @@ pub(crate) fn notice(state: &WorkerState, from: usize) {
     let threads = state.allocator().threads();
     let process = from / threads;
     let leaves = &state.rescaling().leaves;
-    if state.index() / threads == process {
-        leaves.this_leaves.set(true);
+    if state.index() / threads == process && !leaves.this_leaves.replace(true) {
+        leaves.activity.replace(Some(Activity::begin(state.logger(), super::phases::LEAVE)));
     }
     let mut leaving = leaves.leaving.borrow_mut();
     let before = leaving.len();
@@ -236,5 +239,9 @@ pub(crate) fn drained(state: &WorkerState) -> bool {
     let sealed = leaves.sealed_from.borrow();
     let all_sealed =
         (0..state.peers()).filter(|w| *w != me && !departed.contains(w)).all(|w| sealed.contains(&w));
-    all_sealed && !leaves.seals_pending() && !rescaling.holds_capabilities()
+    let drained = all_sealed && !leaves.seals_pending() && !rescaling.holds_capabilities();
+    if drained {
+        leaves.activity.take();
+    }
+    drained
 }

@@ -42,6 +42,8 @@ pub mod phases {
     pub const HANDOVER: &str = "rescale: capability hand-over";
     /// The joiner requests and waits for missing progress batches; the server answers.
     pub const RANGES: &str = "rescale: range requests";
+    /// A leaving worker, from the leave's notice until it is drained and drops its dataflows.
+    pub const LEAVE: &str = "rescale: leave";
 }
 
 /// Runs `work` as the trace activity `phase` of the worker.
