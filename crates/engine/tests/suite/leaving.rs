@@ -259,7 +259,7 @@ fn a_process_joins_after_another_left() {
                         .probe_with(&probe);
                 });
                 let joiner = worker.bootstrap();
-                let mut epoch = input.time().clone();
+                let mut epoch = *input.time();
                 let mut after_join = 0;
                 loop {
                     if index == 2 && epoch == 2 {
