@@ -206,6 +206,23 @@ def keyed_errors(run, operator, expected):
     return errors
 
 
+def exchange_errors(run):
+    """What is wrong with the plain `exchange`'s deliveries against the records fed (each
+    record exactly once), as a message, or None."""
+    received = Counter(tuple(r) for data in run.workers.values() for r in data["exchange"])
+    fed = Counter(run.fed())
+    if received == fed:
+        return None
+    return (f"missing {sorted((fed - received).elements(), key=repr)[:8]}, "
+            f"extra {sorted((received - fed).elements(), key=repr)[:8]}")
+
+
+def all_keyed_errors(run):
+    """`keyed_errors` of every operator of `OPERATORS` against the sequential reference."""
+    expected = reference(run.fed())
+    return [e for op in OPERATORS for e in keyed_errors(run, op, expected[RESULT_OF[op]])]
+
+
 def joined_workers_share(run, operator):
     """The (epoch, key) pairs whose `operator` results joined workers emitted, and the number
     of distinct keys fed in epochs at which a joined worker was already feeding."""

@@ -129,15 +129,11 @@ fn run(processes: usize, threads: usize, leaver: usize, leave_at: u64, epochs: u
     seen
 }
 
-/// Checks what a run saw against what it fed.
-fn check(seen: &Seen, leavers: std::ops::Range<usize>, leave_at: u64) {
-    let mut fed = seen.fed.clone();
-    fed.sort();
-    let mut exchanged: Vec<(u64, u64)> = seen.exchanged.iter().map(|&(_, e, x)| (e, x)).collect();
-    exchanged.sort();
-    assert_eq!(exchanged, fed, "the exchange delivers every record once");
+/// Checks that every (epoch, key) fed was counted once, on one worker, with the count of a
+/// sequential program.
+fn check_counts(seen: &Seen) {
     let mut expected: BTreeMap<(u64, u64), u64> = BTreeMap::new();
-    for &(epoch, x) in &fed {
+    for &(epoch, x) in &seen.fed {
         *expected.entry((epoch, x % KEYS)).or_default() += 1;
     }
     let mut counted: BTreeMap<(u64, u64), Vec<(usize, u64)>> = BTreeMap::new();
@@ -148,6 +144,16 @@ fn check(seen: &Seen, leavers: std::ops::Range<usize>, leave_at: u64) {
     assert!(split.is_empty(), "keys counted on several workers: {split:?}");
     let got: BTreeMap<(u64, u64), u64> = counted.iter().map(|(k, v)| (*k, v[0].1)).collect();
     assert_eq!(got, expected, "counts per epoch and key");
+}
+
+/// Checks what a run saw against what it fed.
+fn check(seen: &Seen, leavers: std::ops::Range<usize>, leave_at: u64) {
+    let mut fed = seen.fed.clone();
+    fed.sort();
+    let mut exchanged: Vec<(u64, u64)> = seen.exchanged.iter().map(|&(_, e, x)| (e, x)).collect();
+    exchanged.sort();
+    assert_eq!(exchanged, fed, "the exchange delivers every record once");
+    check_counts(seen);
     let (mut fed_after, mut received_after) = seen.after.clone();
     fed_after.sort();
     received_after.sort();
@@ -309,18 +315,7 @@ fn a_process_joins_after_another_left() {
         let seen = std::mem::take(&mut *seen.lock().unwrap());
         seen
     });
-    let mut expected: BTreeMap<(u64, u64), u64> = BTreeMap::new();
-    for &(epoch, x) in &seen.fed {
-        *expected.entry((epoch, x % KEYS)).or_default() += 1;
-    }
-    let mut counted: BTreeMap<(u64, u64), Vec<(usize, u64)>> = BTreeMap::new();
-    for &(worker, epoch, key, n) in &seen.counted {
-        counted.entry((epoch, key)).or_default().push((worker, n));
-    }
-    let split: Vec<_> = counted.iter().filter(|(_, results)| results.len() > 1).collect();
-    assert!(split.is_empty(), "keys counted on several workers: {split:?}");
-    let got: BTreeMap<(u64, u64), u64> = counted.iter().map(|(k, v)| (*k, v[0].1)).collect();
-    assert_eq!(got, expected, "counts per epoch and key");
+    check_counts(&seen);
     assert!(seen.counted.iter().any(|&(worker, ..)| worker == 3), "the joined worker counted no key");
     assert!(seen.fed.iter().any(|&(_, x)| x / 100 % 100 == 3), "the joined worker fed nothing");
 }
