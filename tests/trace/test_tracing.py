@@ -185,8 +185,9 @@ def test_the_launcher_traces_every_process(tmp_path):
 def test_a_leave_is_traced_and_the_trace_validates(tmp_path):
     """examples/scale_in.py under the launcher: process 1's worker records its leave as the
     activity `rescale: leave`, and the validator knows that progress batches sent after it
-    left were not meant for it (without that, thousands of them count as unmatched)."""
-    from timely_py.trace import validate
+    left were not meant for it (without that, thousands of them count as unmatched); the
+    summary lists the leave with its duration."""
+    from timely_py.trace import summary, validate
 
     trace = tmp_path / "trace"
     done = subprocess.run(
@@ -200,6 +201,10 @@ def test_a_leave_is_traced_and_the_trace_validates(tmp_path):
     assert left == {(1, "activity_start"), (1, "activity_stop")}, left
     violations = validate(trace)
     assert violations == [], "\n".join(map(str, violations))
+    phases = summary(trace).rescaling
+    assert [(p.worker, p.name) for p in phases] == [(1, "rescale: leave")], phases
+    assert phases[0].duration_ns is not None and phases[0].duration_ns > 0
+    assert "joins and leaves:" in summary(trace).format()
 
 
 EXAMPLE_NAMES = ["hello", "wordcount", "loops", "bfs"]
@@ -214,7 +219,7 @@ LAYOUTS = {
 @pytest.mark.parametrize("example", EXAMPLE_NAMES)
 def test_traces_of_every_python_example_are_valid(tmp_path, example, layout):
     from timely_py.trace import read as read_trace
-    from timely_py.trace import validate
+    from timely_py.trace import summary, validate
 
     trace = tmp_path / "trace"
     flags = LAYOUTS[layout]

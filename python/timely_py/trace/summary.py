@@ -1,5 +1,6 @@
 """``summary``: what a trace holds, at a glance (events per kind and per worker, the run's
-duration and status, the files' sizes), and its rendering as text for a terminal.
+duration and status, the files' sizes, the phases of joins and leaves), and its rendering as
+text for a terminal.
 
 This module counts; it judges nothing (see :mod:`~timely_py.trace.validate`).
 
@@ -13,7 +14,7 @@ status: process 0: complete, process 1: complete
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
 import pyarrow as pa
@@ -40,6 +41,17 @@ class WorkerSummary:
 
 
 @dataclass(frozen=True)
+class RescalePhase:
+    """One phase of a join or a leave on one worker: a ``rescale: ...`` activity."""
+
+    worker: int
+    name: str
+    start_ns: int
+    duration_ns: Optional[int]
+    """None when the trace has no end for it."""
+
+
+@dataclass(frozen=True)
 class TraceSummary:
     """Counts and sizes of a trace directory."""
 
@@ -52,6 +64,8 @@ class TraceSummary:
     bytes: int
     duration_ns: int
     """From the first to the last event, on process 0's clock."""
+    rescaling: List[RescalePhase] = field(default_factory=list)
+    """The phases of joins and leaves (``rescale: ...`` activities), in the order they began."""
 
     @property
     def events(self) -> int:
@@ -76,6 +90,12 @@ class TraceSummary:
             for w in self.workers
         ]
         lines += _table(["worker", "process", "events", "span (ms)", "files", "size"], rows)
+        if self.rescaling:
+            phases = [
+                [p.name, str(p.worker), "" if p.duration_ns is None else f"{p.duration_ns / 1e6:.3f}"]
+                for p in self.rescaling
+            ]
+            lines += ["", "joins and leaves:"] + _table(["phase", "worker", "took (ms)"], phases)
         return "\n".join(lines)
 
 
@@ -84,7 +104,7 @@ def summary(path: PathLike) -> TraceSummary:
     files' sizes. Reads only the ``time_ns`` and ``kind`` columns."""
     processes = metadata(path)
     files = part_files(path)
-    table = scan(files, columns=["time_ns", "kind"])
+    table = scan(files, columns=["time_ns", "kind", "name"])
     per_kind = table.group_by("kind").aggregate([("time_ns", "count")])
     per_worker = table.group_by(["worker", "process"]).aggregate(
         [("time_ns", "count"), ("time_ns", "min"), ("time_ns", "max")]
@@ -107,7 +127,27 @@ def summary(path: PathLike) -> TraceSummary:
         files=len(files),
         bytes=sum(f.size for f in files),
         duration_ns=_duration(workers, processes),
+        rescaling=_rescale_phases(table),
     )
+
+
+def _rescale_phases(table: pa.Table) -> List[RescalePhase]:
+    """The ``rescale: ...`` activities of `table`, each start paired with the next stop of the
+    same name on its worker."""
+    kinds = table.column("kind").cast(pa.string())
+    is_activity = pc.or_(pc.equal(kinds, "activity_start"), pc.equal(kinds, "activity_stop"))
+    named = pc.starts_with(pc.fill_null(table.column("name").cast(pa.string()), ""), "rescale: ")
+    rows = table.filter(pc.and_(is_activity, named)).select(["worker", "time_ns", "kind", "name"])
+    phases, open_at = [], {}
+    for row in sorted(rows.to_pylist(), key=lambda r: (r["worker"], r["time_ns"])):
+        key = (row["worker"], str(row["name"]))
+        if str(row["kind"]) == "activity_start":
+            open_at.setdefault(key, []).append(row["time_ns"])
+        elif open_at.get(key):
+            start = open_at[key].pop()
+            phases.append(RescalePhase(row["worker"], key[1], start, row["time_ns"] - start))
+    phases += [RescalePhase(w, name, start, None) for (w, name), starts in open_at.items() for start in starts]
+    return sorted(phases, key=lambda p: (p.start_ns, p.worker))
 
 
 def _duration(workers: Sequence[WorkerSummary], processes: Dict[int, Dict[str, Any]]) -> int:
