@@ -97,6 +97,8 @@ def _expected_receivers(sends: pa.Table, receives: pa.Table, workers: int, joine
 
 def _leavers(table: pa.Table) -> List[int]:
     """The workers that left the cluster while it ran: those with a ``rescale: leave`` activity."""
+    if not {"name", "worker"} <= set(table.column_names):
+        return []
     ends = events(table, "activity_stop", ["name", "worker"])
     left = ends.filter(pc.equal(ends.column("name"), "rescale: leave"))
     return sorted(set(left.column("worker").to_pylist()))

@@ -590,13 +590,11 @@ impl Drop for Transport {
 /// Checks that `streams` connect `process` to every other process.
 fn check_streams(process: usize, threads: usize, streams: &[Option<TcpStream>]) -> Result<(), NetworkError> {
     // (No stream to another process: it left the cluster before this one joined.)
-    let wrong = streams.get(process).is_some_and(Option::is_some).then_some(process);
-    let problem = if threads == 0 {
-        Some("a process needs at least one worker thread".to_string())
-    } else if process >= streams.len() {
-        Some(format!("process {process} is not among the {} streams", streams.len()))
-    } else {
-        wrong.map(|_| format!("process {process} has a stream to itself"))
+    let problem = match streams.get(process) {
+        _ if threads == 0 => "a process needs at least one worker thread".to_string(),
+        None => format!("process {process} is not among the {} streams", streams.len()),
+        Some(Some(_)) => format!("process {process} has a stream to itself"),
+        Some(None) => return Ok(()),
     };
-    problem.map_or(Ok(()), |problem| Err(NetworkError::InvalidArguments(problem)))
+    Err(NetworkError::InvalidArguments(problem))
 }
