@@ -380,13 +380,17 @@ impl Worker {
         if let Some(logger) = self.state.logger() {
             logger.flush();
         }
-        // A leaver goes only once this step left nothing to do: an operator activated for the
+        // (Only a leaving worker looks further: steps of the others pay one flag.) A leaver
+        // goes only once this step left nothing to do: an operator activated for the
         // next step may hold records it has not consumed yet (another operator of this worker
         // gave them through a pipeline, such as a loop's feedback edge, or sent them to itself
         // through an exchange), which hold no capability but are counted everywhere.
-        let idle = self.state.active_dataflows.borrow().is_empty()
-            && self.state.allocator.borrow().events().borrow().is_empty();
-        if idle && rescale::leave::drained(&self.state) {
+        let leaving = self.state.rescaling.leaves().is_leaving();
+        let idle = || {
+            self.state.active_dataflows.borrow().is_empty()
+                && self.state.allocator.borrow().events().borrow().is_empty()
+        };
+        if leaving && idle() && rescale::leave::drained(&self.state) {
             // Everything it sent is flushed and nothing can reach it any more: it goes.
             self.drop_dataflows();
         }
