@@ -14,6 +14,7 @@ or sum of everything every worker fed (the leavers' records included); and the s
 `exchange` delivers every record fed exactly once."""
 
 import json
+from collections import Counter
 
 import pytest
 from support.launched import Launched
@@ -84,18 +85,27 @@ def test_leave_outside_a_cluster_is_refused():
 
 
 @pytest.mark.timeout(120)
-def test_a_process_with_megaphone_state_refuses_to_leave_and_loses_nothing(tmp_path):
-    """Megaphone operators cannot hand their bins over yet: `leave()` raises, names the
-    operator, and the run goes on with every record counted once."""
-    with Launched(tmp_path, "-n", 2, "-w", 1, CLUSTER_SCRIPTS / "megaphone_leave_refused.py") as launched:
+def test_a_megaphone_process_leaves_and_the_last_one_is_refused(tmp_path):
+    """Process 1 leaves while a Megaphone word count runs: its bins move to process 0 and
+    every word's final count is what both processes fed; process 0, then alone, is refused."""
+    with Launched(tmp_path, "-n", 2, "-w", 1, CLUSTER_SCRIPTS / "megaphone_leaving.py") as launched:
         status = launched.status(RUN_TIMEOUT)
         out, err = launched.out(), launched.err()
     assert status == 0, err[-3000:]
     lines = [json.loads(line.split("] ", 1)[1]) for line in out.splitlines() if "] {" in line]
     by_worker = {line["worker"]: line for line in lines}
     assert sorted(by_worker) == [0, 1]
-    said = by_worker[1]["said"]
-    assert said.startswith("refused: this process cannot leave the cluster") and '"Words"' in said, said
-    assert by_worker[0]["said"] == "stayed"
-    assert all(not line["leaving"] and line["members"] == [0, 1] for line in lines)
-    assert sum(len(line["counts"]) for line in lines) == 2 * 4 * 4, "every record of 4 epochs on 2 workers"
+    assert by_worker[1]["left"] and not by_worker[0]["left"]
+    assert by_worker[0]["members"] == [0]
+    assert "no other process is present" in (by_worker[0]["said"] or ""), by_worker[0]["said"]
+    fed = Counter(word for line in lines for _, word in line["fed"])
+    final = {}
+    for epoch, word, count in sorted((c for line in lines for c in line["counts"]), key=lambda c: (c[0], c[2])):
+        final[word] = max(final.get(word, 0), count)
+    assert final == dict(fed), "the final count of every word is what was fed"
+    # Every count from 1 to the final one came out exactly once, on one worker or the other.
+    emitted = Counter((word, count) for line in lines for _, word, count in line["counts"])
+    assert all(emitted[(word, n)] == 1 for word, total in fed.items() for n in range(1, total + 1))
+    assert sum(emitted.values()) == sum(fed.values())
+
+

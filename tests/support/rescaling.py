@@ -38,10 +38,12 @@ PAUSE = 0.03
 RUN_TIMEOUT = 90
 #: The keyed operators the script runs, each emitting one (key, result) per key and epoch:
 #: `count_by_key()` on the keys, `count_by_key(key)` and `aggregate(key, sum)` on the
-#: records, and a `unary_notify(exchange=key)` summing per (time, key), emitting at notification.
-OPERATORS = ("count_by_key", "count_by_key(key)", "aggregate", "unary_notify")
+#: records, a `unary_notify(exchange=key)` summing per (time, key), emitting at notification,
+#: and a Megaphone `keyed_unary` counting per (time, key) in per-key state.
+OPERATORS = ("count_by_key", "count_by_key(key)", "aggregate", "unary_notify", "megaphone")
 #: What each operator's result is, per (epoch, key), in the sequential reference.
-RESULT_OF = {"count_by_key": "count", "count_by_key(key)": "count", "aggregate": "sum", "unary_notify": "sum"}
+RESULT_OF = {"count_by_key": "count", "count_by_key(key)": "count", "aggregate": "sum", "unary_notify": "sum",
+             "megaphone": "count"}
 
 
 @dataclass(frozen=True)

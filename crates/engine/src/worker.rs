@@ -412,8 +412,8 @@ impl Worker {
     ///
     /// # Errors
     ///
-    /// [`LeaveRefused`](rescale::leave::LeaveRefused), with nothing sent, while an operator
-    /// that cannot hand its state to the others lives on this worker (Megaphone's, for now).
+    /// [`LeaveRefused`](rescale::leave::LeaveRefused), with nothing sent, when no other
+    /// process is present (or all the others are leaving).
     pub fn leave(&mut self) -> Result<(), rescale::leave::LeaveRefused> {
         rescale::leave::leave(&self.state)
     }

@@ -96,8 +96,8 @@ impl Controller {
 
 #[cfg(test)]
 mod tests {
-    use super::Controller;
     use crate::bins::Bins;
+    use crate::controller::Controller;
     use crate::strategy::Strategy;
     use crate::table::RoutingTable;
 

@@ -11,7 +11,7 @@
 //! the parts (`routing`); no controller has to remember a Bootstrap command.
 //!
 //! K holds a capability until no record or command can reach F any more (F tells it through
-//! [`Routing::finish`]); its output reaches F on an input that no output of F depends on, so
+//! [`Routing::finish`]) or its worker leaves; its output reaches F on an input that no output of F depends on, so
 //! the capability holds nothing else back. This module owns K; the parts are `routing`'s.
 
 use crate::routing::{Routing, RoutingState};
@@ -33,6 +33,7 @@ pub fn handover(
     let worker = scope.worker().clone();
     let activator = Rc::new(builder.info().activator.clone());
     worker.rescaling().wake_on_join(&activator);
+    worker.rescaling().leaves().wake_on_change(&activator);
     let returned = (*activator).clone();
     builder.build(move |capability| {
         let mut capability = (!capability.is_detached()).then_some(capability);
@@ -51,6 +52,11 @@ pub fn handover(
                 }
             }
             told = worker.peers();
+            // A leaving worker serves no later join (one membership change happens at a time),
+            // but those it admitted before get its part first.
+            if worker.rescaling().leaves().is_leaving() {
+                capability = None;
+            }
             false
         }
     });

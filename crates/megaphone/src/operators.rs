@@ -11,7 +11,9 @@ use crate::bins::Bins;
 use crate::codec::Side;
 use crate::commands::spread_commands;
 use crate::context::Context;
+use crate::departures::Departed;
 use crate::handover::handover;
+use crate::leaving::Leaving;
 use crate::router::{router, RouterInputs};
 use crate::routing::Routing;
 use crate::state::Shared;
@@ -206,21 +208,27 @@ where
     O: Data,
 {
     let scope = data.scope();
-    let table = RoutingTable::round_robin(control.bins, scope.peers()).expect("a scope has workers");
+    let worker = scope.worker();
+    // Workers that left (or are leaving) when the operator is built own no bin of it.
+    let leaves = worker.rescaling().leaves();
+    let gone: Vec<usize> = leaves.departed().into_iter().chain(leaves.leaving()).collect();
+    let present: Vec<usize> = (0..scope.peers()).filter(|w| !gone.contains(w)).collect();
+    let table = RoutingTable::round_robin_over(control.bins, &present).expect("a scope has workers");
     // On a worker that joined a cluster already running the operator, the routing state comes
-    // from the others, and this worker holds no bin until one moves here.
-    let joined = scope.worker().rescaling().joined_running(scope.address()[0]);
+    // from the others that have not left, and this worker holds no bin until one moves here.
+    let joined = worker.rescaling().joined_running(scope.address()[0]);
     let owned = table.owners().iter().map(|&owner| owner == scope.index() && joined.is_none()).collect();
     let shared = Rc::new(RefCell::new(Shared::new(control.bins, scope.index(), owned)));
-    // Bins owned by a leaver would have to move first: not built yet (docs/rescaling.md).
-    let holder: std::rc::Weak<dyn std::any::Any> = Rc::downgrade(&shared) as _;
-    let what =
-        format!("the Megaphone operator {:?} (state_machine, keyed_unary, keyed_binary)", control.name);
-    scope.worker().rescaling().leaves().refuse_while(&what, holder);
-    let routing = Rc::new(RefCell::new(Routing::new(table, joined)));
-    let commands = spread_commands(&control.name, &control.commands, routing.clone());
+    // Workers that are leaving still hand their part over: they admitted this worker first.
+    let departed_workers = leaves.departed();
+    let expected = joined.map(|existing| (0..existing).filter(|w| !departed_workers.contains(w)).collect());
+    let departed = Departed::new(gone, scope.peers());
+    let leaving = Leaving::new(worker, joined.is_none());
+    let routing = Rc::new(RefCell::new(Routing::new(table, departed, expected)));
+    let (commands, commands_operator) =
+        spread_commands(&control.name, &control.commands, routing.clone(), leaving.clone());
     let (parts, handover) = handover(&control.name, scope, routing.clone());
-    let inputs = RouterInputs { commands, parts, handover };
+    let inputs = RouterInputs { commands, parts, handover, commands_operator, leaving };
     let (routed, states, router_activator) =
         router(&control.name, data, inputs, logic.key.clone(), shared.clone(), routing);
     let (output, stateful_activator) = stateful(&control.name, &routed, &states, shared.clone(), logic);

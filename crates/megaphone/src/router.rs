@@ -17,6 +17,8 @@
 
 use crate::bins::Bins;
 use crate::codec::{BinState, Routed};
+use crate::commands::Update;
+use crate::leaving::{Leaving, Redirect};
 use crate::routing::{Routing, RoutingState};
 use crate::state::Shared;
 use crate::table::{normalize, Command};
@@ -25,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
 use std::rc::Rc;
 use timely_engine::dataflow::operators::{Capability, InputPort, OperatorBuilder, OutputPort};
-use timely_engine::dataflow::{Data, Exchange, ExchangeData, Pipeline, Stream};
+use timely_engine::dataflow::{to_worker, ByHash, Data, ExchangeData, ExchangeWith, Pipeline, Stream};
 use timely_engine::progress::{Antichain, MutableAntichain};
 use timely_engine::scheduling::Activator;
 
@@ -33,14 +35,19 @@ use timely_engine::scheduling::Activator;
 pub type RouterOutputs<D, K, S> = (Stream<u64, Routed<D>>, Stream<u64, BinState<K, S>>, Activator);
 
 /// F's inputs besides the data: commands from every worker's C, parts of the routing state
-/// from K (on a worker that joined), and K's activator.
+/// from K (on a worker that joined), K's and C's activators, and what C, F and the data edge
+/// share about leaves.
 pub struct RouterInputs {
-    /// Commands, each sent to this worker by the C of the worker where it entered.
-    pub commands: Stream<u64, Routed<Command>>,
+    /// Commands and leaves, each sent to this worker by the C of the worker where it entered.
+    pub commands: Stream<u64, Routed<Update>>,
     /// Parts of the routing state, sent by K.
     pub parts: Stream<u64, RoutingState>,
     /// Wakes K (once the routing state is no longer needed).
     pub handover: Activator,
+    /// Wakes C (F's data frontier moved: C follows it once the commands ended).
+    pub commands_operator: Rc<Activator>,
+    /// Shared with C and the data edge.
+    pub leaving: Rc<Leaving>,
 }
 
 /// Builds F for `data`.
@@ -58,11 +65,17 @@ where
     S: ExchangeData + Default,
 {
     let mut builder = OperatorBuilder::new(&format!("{name}.F"), data.scope());
-    let mut data_in = builder.new_input(data, Pipeline);
-    let by_target = |routed: &Routed<Command>| routed.target as u64;
-    let mut control_in = builder.new_input(&inputs.commands, Exchange::new(by_target));
-    let mut parts_in =
-        builder.new_input(&inputs.parts, Exchange::new(|part: &RoutingState| part.target as u64));
+    // Where processes may leave, a leaver's records at its cutoff or later go to a worker that
+    // stays (`leaving`); otherwise records stay on their worker.
+    let mut data_in = if data.scope().worker().allocator().can_rescale() {
+        let redirect = ExchangeWith::new(Redirect::new(inputs.leaving.clone()), ByHash(|_: &D| 0));
+        builder.new_input(data, redirect)
+    } else {
+        builder.new_input(data, Pipeline)
+    };
+    let mut control_in =
+        builder.new_input(&inputs.commands, to_worker(|routed: &Routed<Update>| routed.target));
+    let mut parts_in = builder.new_input(&inputs.parts, to_worker(|part: &RoutingState| part.target));
     // Parts of the routing state reach no output: they carry no records and no capability.
     let connection = || vec![Antichain::from_elem(0), Antichain::from_elem(0), Antichain::new()];
     let (mut routed_out, routed) = builder.new_output_connection(connection());
@@ -76,6 +89,9 @@ where
         bins,
         routing,
         handover: inputs.handover,
+        commands_operator: inputs.commands_operator,
+        leaving: inputs.leaving,
+        data_frontier: Some(0),
         unchecked: BTreeSet::new(),
         unshipped: BTreeMap::new(),
         stash: BTreeMap::new(),
@@ -94,6 +110,7 @@ where
             router.fold(data_frontier);
         }
         router.finish_when_idle(data_frontier, control_frontier);
+        router.report(data_frontier, control_frontier);
         false
     });
     (routed, states, activator)
@@ -106,6 +123,10 @@ struct Router<D, K, S> {
     bins: Bins,
     routing: Rc<RefCell<Routing>>,
     handover: Activator,
+    commands_operator: Rc<Activator>,
+    leaving: Rc<Leaving>,
+    /// The data frontier as of the last run.
+    data_frontier: Option<u64>,
     /// Times of commands not yet checked (the control frontier has not passed them).
     unchecked: BTreeSet<u64>,
     /// A capability for each time whose moves are not shipped yet.
@@ -128,10 +149,11 @@ impl<D: Data, K: ExchangeData + Hash + Eq, S: ExchangeData + Default> Router<D, 
         });
     }
 
-    /// Takes in new commands and checks those whose time the control frontier has passed.
+    /// Takes in new commands and leaves, and checks the commands whose time the control
+    /// frontier has passed.
     fn read_commands(
         &mut self,
-        input: &mut InputPort<u64, Routed<Command>>,
+        input: &mut InputPort<u64, Routed<Update>>,
         frontier: &MutableAntichain<u64>,
         peers: usize,
     ) {
@@ -140,7 +162,15 @@ impl<D: Data, K: ExchangeData + Hash + Eq, S: ExchangeData + Default> Router<D, 
             let time = *capability.time();
             self.unshipped.entry(time).or_insert_with(|| capability.retain());
             self.unchecked.insert(time);
-            routing.schedule_mut().add(time, commands.drain(..).map(|routed| routed.record));
+            for routed in commands.drain(..) {
+                match routed.record {
+                    Update::Command(command) => routing.schedule_mut().add(time, [command]),
+                    Update::Leave(leave) => {
+                        self.leaving.record(time, &leave);
+                        routing.schedule_mut().add_leave(time, leave);
+                    }
+                }
+            }
         });
         while let Some(&time) = self.unchecked.first().filter(|time| !frontier.less_equal(time)) {
             self.unchecked.remove(&time);
@@ -208,12 +238,20 @@ impl<D: Data, K: ExchangeData + Hash + Eq, S: ExchangeData + Default> Router<D, 
             let capability = self.unshipped.remove(&time).expect("first entry");
             let routing = self.routing.borrow();
             let mut shared = self.shared.borrow_mut();
-            let leaving: Vec<(usize, usize)> = routing
-                .schedule()
-                .commands(time)
-                .iter()
-                .map(|&Command::Move { bin, worker }| (bin, worker))
-                .filter(|&(bin, worker)| shared.owns(bin) && worker != self.worker)
+            // The bins moved at `time`, or every bin when a leave may evict this worker then;
+            // the table in force says where each goes (a leave overrides moves to leavers).
+            let schedule = routing.schedule();
+            let table = schedule.table_at(time);
+            let moved = schedule.commands(time).iter().map(|&Command::Move { bin, .. }| bin);
+            let candidates: Vec<usize> = if schedule.leaves(time).is_empty() {
+                moved.collect()
+            } else {
+                (0..self.bins.count()).collect()
+            };
+            let leaving: Vec<(usize, usize)> = candidates
+                .into_iter()
+                .filter(|&bin| shared.owns(bin) && table.owner(bin) != self.worker)
+                .map(|bin| (bin, table.owner(bin)))
                 .collect();
             let mut session = output.session(&capability);
             for (bin, target) in leaving {
@@ -243,6 +281,23 @@ impl<D: Data, K: ExchangeData + Hash + Eq, S: ExchangeData + Default> Router<D, 
             routing.schedule_mut().fold(time);
         }
         routing.forget_folded();
+    }
+
+    /// Tells C and the engine (through `leaving`) from which times on F may still route a
+    /// record or ship a bin, and wakes C when the data frontier moved.
+    fn report(&mut self, data: &MutableAntichain<u64>, control: &MutableAntichain<u64>) {
+        let data_from = data.frontier().first().copied();
+        let stashed = self.stash.first_key_value().map(|(&time, _)| time);
+        let unshipped = self.unshipped.first_key_value().map(|(&time, _)| time);
+        let control_from = control.frontier().first().copied();
+        let known = self.routing.borrow().is_known();
+        let route_from = data_from.into_iter().chain(stashed).min();
+        let ship_from = control_from.into_iter().chain(unshipped).min();
+        self.leaving.set_router(route_from, ship_from, data_from, known);
+        if self.data_frontier != data_from {
+            self.data_frontier = data_from;
+            self.commands_operator.activate();
+        }
     }
 
     /// Once neither records nor commands can reach F, tells K that no worker that joins

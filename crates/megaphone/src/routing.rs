@@ -13,7 +13,9 @@
 //! `commands` (C), `handover` (K) and `router` (F).
 
 use crate::bins::Bins;
-use crate::table::{normalize, Command, RoutingTable, Schedule};
+use crate::departures::{Departed, Leave};
+use crate::schedule::Schedule;
+use crate::table::{normalize, Command, RoutingTable};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -24,11 +26,14 @@ pub struct RoutingState {
     pub target: usize,
     /// The worker that sent it.
     pub from: usize,
-    /// The sender's base table (owners by bin) and the last time folded into it; `None` when
-    /// the sender joined itself and has not assembled its own routing state yet.
-    pub base: Option<(Vec<usize>, Option<u64>)>,
+    /// The sender's base table (owners by bin), the last time folded into it and the workers
+    /// departed by then; `None` when the sender joined itself and has not assembled its own
+    /// routing state yet.
+    pub base: Option<(Vec<usize>, Option<u64>, Departed)>,
     /// Commands the base does not include: the sender's pending ones and those it sent.
     pub commands: Vec<(u64, Command)>,
+    /// Leaves the base does not include.
+    pub leaves: Vec<(u64, Leave)>,
 }
 
 /// The routing state shared by F, C and K on one worker.
@@ -42,18 +47,21 @@ pub struct Routing {
     finished: bool,
 }
 
-/// The parts of the routing state a joined worker has received, and how many it expects.
+/// The parts of the routing state a joined worker has received, and whose it expects.
 struct Waiting {
-    existing: usize,
+    existing: BTreeSet<usize>,
     parts: Vec<RoutingState>,
 }
 
 impl Routing {
-    /// The routing state of an operator built with `table`; `joined` is the number of workers
-    /// before the join when this worker joined a cluster that runs the operator already.
-    pub fn new(table: RoutingTable, joined: Option<usize>) -> Self {
-        let waiting = joined.map(|existing| Waiting { existing, parts: Vec::new() });
-        Routing { schedule: Schedule::new(table), sent: BTreeMap::new(), waiting, finished: false }
+    /// The routing state of an operator built with `table` after the workers of `departed`
+    /// left; `joined` names the workers there before the join (and not gone) when this worker
+    /// joined a cluster that runs the operator already.
+    pub fn new(table: RoutingTable, departed: Departed, joined: Option<Vec<usize>>) -> Self {
+        let waiting =
+            joined.map(|existing| Waiting { existing: existing.into_iter().collect(), parts: Vec::new() });
+        let schedule = Schedule::new(table, departed);
+        Routing { schedule, sent: BTreeMap::new(), waiting, finished: false }
     }
 
     /// True once the routing state is complete: always, except on a joined worker until
@@ -97,11 +105,13 @@ impl Routing {
     /// This worker's part of the routing state, for `target`, which joined.
     pub fn part_for(&self, from: usize, target: usize) -> RoutingState {
         let (table, folded) = self.schedule.base();
-        let base = self.is_known().then(|| (table.owners().to_vec(), folded));
+        let departed = self.schedule.departed().clone();
+        let base = self.is_known().then(|| (table.owners().to_vec(), folded, departed));
         let after = |&(time, _): &(u64, &Command)| folded.is_none_or(|folded| time > folded);
         let sent = self.sent.iter().flat_map(|(&time, commands)| commands.iter().map(move |c| (time, c)));
         let commands = self.schedule.pending().chain(sent).filter(after).map(|(t, c)| (t, *c)).collect();
-        RoutingState { target, from, base, commands }
+        let leaves = self.schedule.pending_leaves().map(|(time, leave)| (time, *leave)).collect();
+        RoutingState { target, from, base, commands, leaves }
     }
 
     /// Takes in a part of the routing state; once every existing worker's part is in, builds
@@ -118,17 +128,17 @@ impl Routing {
         });
         let duplicate = waiting.parts.iter().any(|other| other.from == part.from);
         assert!(
-            part.from < waiting.existing && !duplicate,
-            "unexpected routing state from worker {} (expected one from each of workers 0..{})",
+            waiting.existing.contains(&part.from) && !duplicate,
+            "unexpected routing state from worker {} (expected one from each of workers {:?})",
             part.from,
             waiting.existing
         );
-        if let Some((owners, _)) = &part.base {
+        if let Some((owners, _, _)) = &part.base {
             let valid = owners.len() == bins.count() && owners.iter().all(|&owner| owner < peers);
             assert!(valid, "routing state from worker {}: a table that does not fit", part.from);
         }
         waiting.parts.push(part);
-        if waiting.parts.len() < waiting.existing {
+        if waiting.parts.len() < waiting.existing.len() {
             return false;
         }
         let parts = self.waiting.take().expect("waiting").parts;
@@ -139,20 +149,27 @@ impl Routing {
     /// Builds the routing state from every existing worker's part: the most advanced base
     /// table, and every command after it.
     fn assemble(&mut self, parts: Vec<RoutingState>, bins: Bins, peers: usize) {
-        let (owners, folded) = parts
+        let (owners, folded, departed) = parts
             .iter()
             .filter_map(|part| part.base.clone())
-            .max_by_key(|(_, folded)| *folded)
+            .max_by_key(|(_, folded, _)| *folded)
             .expect("a worker that was there from the start knows the routing state");
         let table = RoutingTable::from_owners(owners).expect("checked on receipt");
-        self.schedule.rebase(table, folded);
+        self.schedule.rebase(table, departed, folded);
         // A time is folded only once every worker has shipped its bins (see `router`), and
         // this worker takes bins only at later times: commands up to the base are of no use.
         let mut touched = BTreeSet::new();
-        for (time, command) in parts.into_iter().flat_map(|part| part.commands) {
-            if folded.is_none_or(|folded| time > folded) {
-                self.schedule.add(time, [command]);
-                touched.insert(time);
+        for part in parts {
+            for (time, command) in part.commands {
+                if folded.is_none_or(|folded| time > folded) {
+                    self.schedule.add(time, [command]);
+                    touched.insert(time);
+                }
+            }
+            for (time, leave) in part.leaves {
+                if folded.is_none_or(|folded| time > folded) {
+                    self.schedule.add_leave(time, leave);
+                }
             }
         }
         for time in touched {
@@ -166,8 +183,9 @@ impl Routing {
 
 #[cfg(test)]
 mod tests {
-    use super::{Routing, RoutingState};
     use crate::bins::Bins;
+    use crate::departures::Departed;
+    use crate::routing::{Routing, RoutingState};
     use crate::table::{Command, RoutingTable};
 
     fn mv(bin: usize, worker: usize) -> Command {
@@ -177,7 +195,11 @@ mod tests {
     /// An existing worker's routing state: bins round robin over 2 workers, a move at 3
     /// folded, a pending move at 7, and a move it sent at 9 that its F has not read yet.
     fn existing() -> Routing {
-        let mut routing = Routing::new(RoutingTable::round_robin(Bins::new(4).unwrap(), 2).unwrap(), None);
+        let mut routing = Routing::new(
+            RoutingTable::round_robin(Bins::new(4).unwrap(), 2).unwrap(),
+            Departed::default(),
+            None,
+        );
         routing.schedule_mut().add(3, [mv(0, 1)]);
         routing.schedule_mut().add(7, [mv(1, 0)]);
         routing.record_sent(3, [mv(0, 1)]);
@@ -190,7 +212,7 @@ mod tests {
     #[test]
     fn a_part_carries_the_base_pending_and_sent_commands_after_it() {
         let part = existing().part_for(1, 2);
-        assert_eq!(part.base, Some((vec![1, 1, 0, 1], Some(3))));
+        assert_eq!(part.base, Some((vec![1, 1, 0, 1], Some(3), Departed::default())));
         assert_eq!(part.commands, vec![(7, mv(1, 0)), (9, mv(2, 1))]);
         assert_eq!((part.from, part.target), (1, 2));
     }
@@ -198,17 +220,28 @@ mod tests {
     #[test]
     fn a_joined_worker_assembles_the_most_advanced_base_and_every_later_command() {
         let bins = Bins::new(4).unwrap();
-        let mut joined = Routing::new(RoutingTable::round_robin(bins, 4).unwrap(), Some(3));
+        let mut joined = Routing::new(
+            RoutingTable::round_robin(bins, 4).unwrap(),
+            Departed::default(),
+            Some(vec![0, 1, 2]),
+        );
         assert!(!joined.is_known());
         // Worker 0 has folded nothing; worker 1 is ahead. A part may repeat commands.
         let behind = RoutingState {
             target: 3,
             from: 0,
-            base: Some((vec![0, 1, 0, 1], None)),
+            base: Some((vec![0, 1, 0, 1], None, Departed::default())),
             commands: vec![(3, mv(0, 1)), (7, mv(1, 0)), (7, mv(1, 0))],
+            leaves: Vec::new(),
         };
         // Worker 2 joined earlier and has no table yet, but sent a command of its own.
-        let unknown = RoutingState { target: 3, from: 2, base: None, commands: vec![(11, mv(3, 2))] };
+        let unknown = RoutingState {
+            target: 3,
+            from: 2,
+            base: None,
+            commands: vec![(11, mv(3, 2))],
+            leaves: Vec::new(),
+        };
         assert!(!joined.receive(behind, bins, 4));
         assert!(!joined.receive(unknown, bins, 4));
         assert!(joined.receive(existing().part_for(1, 3), bins, 4));
@@ -226,8 +259,9 @@ mod tests {
     #[should_panic(expected = "unexpected routing state from worker 0")]
     fn a_second_part_from_one_worker_is_refused() {
         let bins = Bins::new(4).unwrap();
-        let mut joined = Routing::new(RoutingTable::round_robin(bins, 3).unwrap(), Some(2));
-        let part = RoutingState { target: 2, from: 0, base: None, commands: Vec::new() };
+        let mut joined =
+            Routing::new(RoutingTable::round_robin(bins, 3).unwrap(), Departed::default(), Some(vec![0, 1]));
+        let part = RoutingState { target: 2, from: 0, base: None, commands: Vec::new(), leaves: Vec::new() };
         joined.receive(part.clone(), bins, 3);
         joined.receive(part, bins, 3);
     }
@@ -236,9 +270,10 @@ mod tests {
     #[should_panic(expected = "a table that does not fit")]
     fn a_table_naming_unknown_workers_is_refused() {
         let bins = Bins::new(4).unwrap();
-        let mut joined = Routing::new(RoutingTable::round_robin(bins, 3).unwrap(), Some(1));
-        let part =
-            RoutingState { target: 2, from: 0, base: Some((vec![0, 5, 0, 1], None)), commands: Vec::new() };
+        let mut joined =
+            Routing::new(RoutingTable::round_robin(bins, 3).unwrap(), Departed::default(), Some(vec![0]));
+        let base = Some((vec![0, 5, 0, 1], None, Departed::default()));
+        let part = RoutingState { target: 2, from: 0, base, commands: Vec::new(), leaves: Vec::new() };
         joined.receive(part, bins, 3);
     }
 
@@ -246,6 +281,7 @@ mod tests {
     #[should_panic(expected = "which has one")]
     fn a_worker_that_knows_its_routing_state_refuses_parts() {
         let bins = Bins::new(4).unwrap();
-        existing().receive(RoutingState { target: 1, from: 0, base: None, commands: Vec::new() }, bins, 2);
+        let part = RoutingState { target: 1, from: 0, base: None, commands: Vec::new(), leaves: Vec::new() };
+        existing().receive(part, bins, 2);
     }
 }

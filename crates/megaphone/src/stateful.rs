@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::hash::Hash;
 use std::rc::Rc;
 use timely_engine::dataflow::operators::{Capability, InputPort, OperatorBuilder, OutputPort};
-use timely_engine::dataflow::{Data, Exchange, ExchangeData, Stream};
+use timely_engine::dataflow::{to_worker, Data, ExchangeData, Stream};
 use timely_engine::scheduling::Activator;
 
 /// The user's logic for a record: key, record, the key's state, the context.
@@ -55,8 +55,8 @@ where
     O: Data,
 {
     let mut builder = OperatorBuilder::new(&format!("{name}.S"), routed.scope());
-    let mut routed_in = builder.new_input(routed, Exchange::new(|r: &Routed<D>| r.target as u64));
-    let mut states_in = builder.new_input(states, Exchange::new(|b: &BinState<K, S>| b.target as u64));
+    let mut routed_in = builder.new_input(routed, to_worker(|r: &Routed<D>| r.target));
+    let mut states_in = builder.new_input(states, to_worker(|b: &BinState<K, S>| b.target));
     let (mut output, stream) = builder.new_output();
     let activator = builder.info().activator.clone();
     let mut runner =

@@ -3,18 +3,14 @@
 //! A [`RoutingTable`] says which worker owns each bin. A [`Command`] on the control stream
 //! at time `c` changes the table from `c` on; the table in force at time `t` is the initial
 //! one after every command with time `<= t` (commands at one time form a set: moving one bin
-//! to two workers at one time is an error). [`Schedule`] keeps a base table plus the commands
-//! not yet folded into it and answers "which table is in force at `t`".
+//! to two workers at one time is an error; `normalize` checks them). Which table is in force
+//! when is `schedule`'s business.
 //!
-//! This module owns these data structures and their rules only; when commands arrive and
-//! when they may be folded into the base is the router's business (`router`).
+//! This module owns these data structures and their rules only.
 
 use crate::bins::Bins;
 use crate::error::MegaphoneError;
 use serde::{Deserialize, Serialize};
-use std::borrow::Cow;
-use std::collections::btree_map::Range;
-use std::collections::BTreeMap;
 
 /// A reconfiguration command, sent on a stateful operator's control stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -47,6 +43,19 @@ impl RoutingTable {
         Ok(RoutingTable { owners: (0..bins.count()).map(|bin| bin % peers).collect() })
     }
 
+    /// Like [`RoutingTable::round_robin`] over `workers` (ascending): bin `b` on
+    /// `workers[b % workers.len()]`, the initial table of an operator built after workers left.
+    ///
+    /// # Errors
+    ///
+    /// [`MegaphoneError::NoWorkers`] when `workers` is empty.
+    pub fn round_robin_over(bins: Bins, workers: &[usize]) -> Result<Self, MegaphoneError> {
+        if workers.is_empty() {
+            return Err(MegaphoneError::NoWorkers);
+        }
+        Ok(RoutingTable { owners: (0..bins.count()).map(|bin| workers[bin % workers.len()]).collect() })
+    }
+
     /// A table with the given owner of each bin.
     ///
     /// # Errors
@@ -66,6 +75,11 @@ impl RoutingTable {
     #[inline]
     pub fn owner(&self, bin: usize) -> usize {
         self.owners[bin]
+    }
+
+    /// Makes `worker` the owner of `bin` (which exists).
+    pub(crate) fn set(&mut self, bin: usize, worker: usize) {
+        self.owners[bin] = worker;
     }
 
     /// The owner of every bin, by bin.
@@ -139,117 +153,14 @@ pub fn normalize(
     Ok(())
 }
 
-/// A base table (the table after every command up to a time, the last folded) plus the
-/// commands at later times not yet folded into it.
-#[derive(Clone, Debug)]
-pub struct Schedule {
-    base: RoutingTable,
-    folded: Option<u64>,
-    pending: BTreeMap<u64, Vec<Command>>,
-}
-
-impl Schedule {
-    /// The schedule whose table is `base` at every time until commands arrive.
-    pub fn new(base: RoutingTable) -> Self {
-        Schedule { base, folded: None, pending: BTreeMap::new() }
-    }
-
-    /// The base table and the last time folded into it.
-    pub fn base(&self) -> (&RoutingTable, Option<u64>) {
-        (&self.base, self.folded)
-    }
-
-    /// Replaces the base by `base`, the table after every command up to `folded`.
-    pub fn rebase(&mut self, base: RoutingTable, folded: Option<u64>) {
-        self.base = base;
-        self.folded = folded;
-    }
-
-    /// Every pending command with its time, in time order.
-    pub fn pending(&self) -> impl Iterator<Item = (u64, &Command)> + '_ {
-        self.pending.iter().flat_map(|(&time, commands)| commands.iter().map(move |command| (time, command)))
-    }
-
-    /// Adds commands at `time` (checked with [`normalize`] by the caller when complete).
-    pub fn add(&mut self, time: u64, commands: impl IntoIterator<Item = Command>) {
-        self.pending.entry(time).or_default().extend(commands);
-    }
-
-    /// The commands at `time`, for checking them once they are complete.
-    pub fn commands_mut(&mut self, time: u64) -> Option<&mut Vec<Command>> {
-        self.pending.get_mut(&time)
-    }
-
-    /// The commands at `time`.
-    pub fn commands(&self, time: u64) -> &[Command] {
-        self.pending.get(&time).map_or(&[], Vec::as_slice)
-    }
-
-    /// The times of the commands not yet folded into the base table, in order.
-    pub fn pending_times(&self) -> impl Iterator<Item = u64> + '_ {
-        self.pending.keys().copied()
-    }
-
-    /// The table in force at `time`: the base after every pending command with time `<= time`.
-    pub fn table_at(&self, time: u64) -> Cow<'_, RoutingTable> {
-        self.table_through(self.pending.range(..=time))
-    }
-
-    fn table_through<'a>(&'a self, mut commands: Range<'a, u64, Vec<Command>>) -> Cow<'a, RoutingTable> {
-        match commands.next() {
-            None => Cow::Borrowed(&self.base),
-            Some((_, first)) => {
-                let mut table = self.base.clone();
-                for command in first.iter().chain(commands.flat_map(|(_, c)| c.iter())) {
-                    table.apply(command).expect("pending commands were checked");
-                }
-                Cow::Owned(table)
-            }
-        }
-    }
-
-    /// Folds the earliest pending commands into the base table if their time is `time`.
-    pub fn fold(&mut self, time: u64) {
-        if let Some(entry) = self.pending.first_entry().filter(|e| *e.key() == time) {
-            let commands = entry.remove();
-            self.base.apply_all(&commands).expect("pending commands were checked");
-            self.folded = Some(time);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use crate::bins::Bins;
     use crate::error::MegaphoneError;
-    use crate::table::{normalize, Command, RoutingTable, Schedule};
+    use crate::table::{normalize, Command, RoutingTable};
 
     fn mv(bin: usize, worker: usize) -> Command {
         Command::Move { bin, worker }
-    }
-
-    #[test]
-    fn the_table_at_a_time_follows_every_command_up_to_it() {
-        let bins = Bins::new(4).unwrap();
-        let mut schedule = Schedule::new(RoutingTable::round_robin(bins, 2).unwrap());
-        schedule.add(5, [mv(0, 1)]);
-        schedule.add(3, [mv(1, 0), mv(2, 1)]);
-        assert_eq!(schedule.table_at(2).owners(), &[0, 1, 0, 1]);
-        assert_eq!(schedule.table_at(3).owners(), &[0, 0, 1, 1]);
-        assert_eq!(schedule.table_at(4).owners(), &[0, 0, 1, 1]);
-        assert_eq!(schedule.base().1, None);
-        assert_eq!(schedule.table_at(5).owners(), &[1, 0, 1, 1]);
-        assert_eq!(schedule.table_at(u64::MAX).owners(), &[1, 0, 1, 1]);
-        // Folding the earliest time keeps every answer from then on.
-        schedule.fold(5);
-        assert_eq!(schedule.pending_times().collect::<Vec<_>>(), vec![3, 5], "only the earliest folds");
-        schedule.fold(3);
-        assert_eq!(schedule.base().1, Some(3));
-        assert_eq!(schedule.table_at(3).owners(), &[0, 0, 1, 1]);
-        assert_eq!(schedule.table_at(5).owners(), &[1, 0, 1, 1]);
-        schedule.fold(5);
-        assert!(schedule.pending_times().next().is_none());
-        assert_eq!(schedule.table_at(0).owners(), &[1, 0, 1, 1]);
     }
 
     #[test]

@@ -234,8 +234,7 @@ impl PyWorker {
     /// inputs after calling it: once nothing more can reach the process and its operators hold
     /// no capability, its dataflows end, `run` returns on it and the process exits while the
     /// cluster goes on. Raises `ValueError` outside a cluster of several processes, and
-    /// `TimelyError` (nothing happens) while a dataflow of this worker has Megaphone
-    /// operators, which cannot hand their bins to the others yet.
+    /// `TimelyError` (nothing happens) when no other process is present to take its work.
     fn leave(&self) -> PyResult<()> {
         let mut worker = self.worker()?;
         if !worker.state().allocator().can_rescale() {

@@ -1,7 +1,8 @@
 """Keyed operators while processes join and leave (`support.rescaling`): every worker, the
 joined ones included once they have bootstrapped, feeds the records of the plan of SEED each
 epoch into `count_by_key` (with and without a key function), `aggregate`, a `unary_notify`
-that sums per (time, key) behind `exchange=`, and a plain `exchange`. Worker 0 asks the
+that sums per (time, key) behind `exchange=`, a Megaphone `keyed_unary` counting per (time,
+key) whose bins worker 0 rebalances after each join, and a plain `exchange`. Worker 0 asks the
 launcher for the plan's processes (`timely_py.launch.add_process`) and then, with LEAVE
 "remove", asks it to make the plan's process leave (`timely_py.launch.remove_process`); with
 LEAVE "leave", the first worker of that process calls `worker.leave()` itself instead. A worker runs until it
@@ -22,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/, for `sup
 import timely_py as timely  # noqa: E402
 from support.rescaling import AFTER, PAUSE, plan  # noqa: E402
 from timely_py import launch  # noqa: E402
+from timely_py.megaphone import Control, Controller, RoutingTable, Strategy  # noqa: E402
 
 args = timely.program_args(sys.argv[1:])
 LEAVE = args[3]  # "no", "remove", "leave" or "rejoin"
@@ -32,6 +34,8 @@ PEERS, MEMBERS = PLAN.processes * PER_PROCESS, PLAN.final_processes * PER_PROCES
 BEFORE_LEAVE = (PLAN.initial + PLAN.joins) * PER_PROCESS
 #: A worker that counts this many epochs without every join having happened gives up.
 GIVE_UP = 2000
+#: Bins of the Megaphone operator.
+BINS = 64
 
 
 def key(record):
@@ -54,9 +58,27 @@ def sum_per_time(stream):
     return stream.unary_notify(logic, name="SumPerTime", exchange=key)
 
 
+def count_per_time(stream, control):
+    """A Megaphone `keyed_unary` counting per (time, key) in the key's state, emitted from a
+    notification at the time: the state and the pending notification move with the key's bin."""
+
+    def on_record(k, record, counts, context):
+        counts = counts or {}
+        counts[context.time] = counts.get(context.time, 0) + 1
+        context.notify_at(context.time)
+        return counts
+
+    def on_notify(k, counts, context):
+        context.give((k, counts.pop(context.time)))
+        return counts or None
+
+    return stream.keyed_unary(control, key=key, on_record=on_record, on_notify=on_notify)
+
+
 def main(worker):
-    data, probe = timely.InputHandle(), timely.ProbeHandle()
-    out = {name: [] for name in ("fed", "exchange", "count_by_key", "count_by_key(key)", "aggregate", "unary_notify")}
+    data, ctl, probe = timely.InputHandle(), timely.InputHandle(), timely.ProbeHandle()
+    out = {name: [] for name in ("fed", "exchange", "count_by_key", "count_by_key(key)", "aggregate", "unary_notify",
+                                 "megaphone")}
 
     def record(name):
         return lambda t, pair: out[name].append([t, *pair])
@@ -68,8 +90,14 @@ def main(worker):
         stream.count_by_key(key).inspect_time(record("count_by_key(key)")).probe_with(probe)
         stream.aggregate(key, lambda acc, r: acc + r[1], lambda: 0).inspect_time(record("aggregate")).probe_with(probe)
         sum_per_time(stream).inspect_time(record("unary_notify")).probe_with(probe)
+        control = Control(scope.input_from(ctl), bins=BINS, name="CountPerTime")
+        count_per_time(stream, control).inspect_time(record("megaphone")).probe_with(probe)
 
     worker.bootstrap()
+    # Worker 0 rebalances the Megaphone bins over every worker index each time it sees a join
+    # (moves to workers that left are overridden by the operator).
+    controller = Controller(RoutingTable.round_robin(bins=BINS, peers=worker.peers))
+    planned = worker.peers
     epoch = first = data.time
     counted = {}  # (processes counted, workers present) -> the epoch this worker first saw them
     asked = []  # on worker 0: the processes it asked for
@@ -102,15 +130,21 @@ def main(worker):
                     # meanwhile (the leave needs it), so it asks from a thread.
                     ask = threading.Thread(target=lambda: asked.append(launch.add_process(server=0)))
                     ask.start()
+            if worker.peers > planned:
+                planned = worker.peers
+                controller.rebalance(planned, Strategy.batched(8), earliest=epoch + 1)
+            ctl.send_batch(controller.due(epoch))
             time.sleep(PAUSE)
         records = PLAN.records(epoch, worker.index)
         data.send_batch(records)
         out["fed"] += [[epoch, *r] for r in records]
         epoch += 1
         data.advance_to(epoch)
+        ctl.advance_to(epoch)
         while probe.less_than(epoch):
             worker.step_or_park(0.01)
     data.close()
+    ctl.close()
     left = worker.leaving
     # A leaving worker steps until its process has left (its dataflows end there); the others
     # until every worker's input is closed.

@@ -22,7 +22,8 @@ use timely_communication::{JoinedPushers, Push};
 /// Chooses a worker for each record of a batch.
 pub trait Partition<D>: 'static {
     /// Moves every record of `data` to `targets[members[i]]`, choosing `i` in
-    /// `0..members.len()` per record (`members` is never empty).
+    /// `0..members.len()` per record (`members` is never empty), or to a member the record
+    /// names itself ([`ToWorker`]).
     fn partition(&mut self, data: &mut Vec<D>, members: &[usize], targets: &mut [Vec<D>]);
 }
 
@@ -45,6 +46,22 @@ impl<D: 'static, F: FnMut(&D) -> u64 + 'static> Partition<D> for ByHash<F> {
         let count = members.len() as u64;
         for datum in data.drain(..) {
             let target = members[((self.0)(&datum) % count) as usize];
+            targets[target].push(datum);
+        }
+    }
+}
+
+/// Sends each record to the worker its function names, which must be one of the members
+/// (with [`NotGone`]: a worker that has not left). For edges whose sender already chose the
+/// worker, such as a router that follows a table of its own.
+pub struct ToWorker<F>(pub F);
+
+impl<D: 'static, F: FnMut(&D) -> usize + 'static> Partition<D> for ToWorker<F> {
+    #[inline]
+    fn partition(&mut self, data: &mut Vec<D>, members: &[usize], targets: &mut [Vec<D>]) {
+        for datum in data.drain(..) {
+            let target = (self.0)(&datum);
+            debug_assert!(members.binary_search(&target).is_ok(), "record for worker {target}, not a member");
             targets[target].push(datum);
         }
     }
@@ -144,6 +161,12 @@ where
         };
         (Box::new(pusher), puller)
     }
+}
+
+/// Routes each record to the worker it names (`worker(record)`), among the workers that have
+/// not left.
+pub fn to_worker<D, F: FnMut(&D) -> usize + 'static>(worker: F) -> ExchangeWith<NotGone, ToWorker<F>> {
+    ExchangeWith::new(NotGone::default(), ToWorker(worker))
 }
 
 /// Routes each record to worker `hash(record) % peers`, `peers` being every worker this worker

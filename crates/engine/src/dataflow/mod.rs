@@ -15,7 +15,9 @@ pub mod scope;
 pub mod stream;
 
 pub use channels::{Data, ExchangeData, Message, Pact, Pipeline};
-pub use exchange::{AllWorkers, ByHash, Exchange, ExchangeWith, Members, NotGone, Partition};
+pub use exchange::{
+    to_worker, AllWorkers, ByHash, Exchange, ExchangeWith, Members, NotGone, Partition, ToWorker,
+};
 pub use membership::{Change, Membership, SharedMembership};
 pub use operators::{InputHandle, ProbeHandle};
 pub use plain::Abomonated;

@@ -7,7 +7,6 @@
 //! being drained. Keyed exchanges register as [`KeyedRoutes`]: a worker seals a leaver only
 //! once none of them may still release records to it.
 
-use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
 use std::rc::{Rc, Weak};
@@ -23,7 +22,7 @@ pub trait KeyedRoutes {
     fn may_route_to(&self, worker: usize) -> bool;
 }
 
-/// Why this worker's process cannot leave: something on it cannot hand its work to the others.
+/// Why this worker's process cannot leave (it is the last process of the cluster).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeaveRefused(pub String);
 
@@ -54,8 +53,6 @@ pub struct Leaves {
     routes: RefCell<Vec<Weak<dyn KeyedRoutes>>>,
     /// Operators to wake when the workers present change.
     watchers: RefCell<Vec<Weak<Activator>>>,
-    /// What cannot hand its work over on a leave (named), while its holder lives.
-    refusals: RefCell<Vec<(String, Weak<dyn Any>)>>,
     /// On a leaving worker: the trace activity of its leave, ended once it is drained.
     activity: RefCell<Option<Activity>>,
 }
@@ -111,12 +108,6 @@ impl Leaves {
         self.watchers.borrow_mut().push(Rc::downgrade(activator));
     }
 
-    /// Refuses leaves of this worker's process while `holder` lives: `what` (named in the
-    /// refusal) keeps work that it cannot hand to the other workers.
-    pub fn refuse_while(&self, what: &str, holder: Weak<dyn Any>) {
-        self.refusals.borrow_mut().push((what.to_owned(), holder));
-    }
-
     /// Registers a keyed exchange, asked before this worker seals a leaver.
     pub fn register_routes(&self, routes: Weak<dyn KeyedRoutes>) {
         self.routes.borrow_mut().push(routes);
@@ -130,20 +121,14 @@ impl Leaves {
 }
 
 /// This worker's process leaves: tells every other worker that has not left (once). Refused,
-/// before anything is sent, while something registered with [`Leaves::refuse_while`] lives.
+/// before anything is sent, when no other process is present to take its work.
 pub(crate) fn leave(state: &WorkerState) -> Result<(), LeaveRefused> {
     let rescaling = state.rescaling();
     let leaves = &rescaling.leaves;
-    let refusing: Vec<String> = {
-        let mut refusals = leaves.refusals.borrow_mut();
-        refusals.retain(|(_, holder)| holder.strong_count() > 0);
-        refusals.iter().map(|(what, _)| what.clone()).collect()
-    };
-    if !refusing.is_empty() {
-        return Err(LeaveRefused(format!(
-            "{} cannot hand state to the other workers yet",
-            refusing.join(", ")
-        )));
+    let threads = state.allocator().threads();
+    let process = state.index() / threads;
+    if leaves.members(state.peers()).iter().all(|worker| worker / threads == process) {
+        return Err(LeaveRefused("no other process is present to take its work".to_owned()));
     }
     if leaves.this_leaves.replace(true) {
         return Ok(());

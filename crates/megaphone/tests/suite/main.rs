@@ -9,6 +9,7 @@ mod common;
 mod cluster;
 mod errors;
 mod joins;
+mod leaves;
 mod migration;
 mod planning;
 mod randomized;
