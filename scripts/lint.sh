@@ -9,6 +9,7 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --release -q -- -D warnings
 .venv/bin/python scripts/check_crate_layout.py
 .venv/bin/python scripts/check_crate_layout.py crates/analysis/src
+.venv/bin/python scripts/check_crate_layout.py crates/megaphone/src
 # stubtest imports the installed package, so run it away from the source tree.
 (cd /tmp && "$OLDPWD/.venv/bin/python" -m mypy.stubtest timely_py._core \
     --allowlist "$OLDPWD/python/stubtest-allowlist.txt")
