@@ -3,7 +3,7 @@
 //!
 //! `rescale_latency [--threads 2] [--initial 2] [--joins 4,8] [--duration 12] [--rate 2000]
 //!  [--injectors 4] [--cost 2000] [--sleep-us 0] [--loops 0] [--window-ms 100] [--trace DIR]
-//!  [--pin 0|1] [--keyed BINS] [--keys 10000] [--strategy batched] [--leave P@S]`
+//!  [--pin 0|1] [--keyed BINS] [--keys 10000] [--state-bytes 0] [--strategy batched] [--leave P@S]`
 //!
 //! Each "process" is a thread of this program running `timely_engine::execute` with its own
 //! `Config::Cluster` on loopback (as `crates/engine/tests/suite/rescaling.rs` does); process
@@ -18,10 +18,11 @@
 //! instead (`timely-megaphone`, `BINS` bins): per key (the record's key modulo `--keys`) a
 //! count, with the same cost per record; every time worker 0 sees the cluster grow it
 //! rebalances the bins over every worker with `--strategy` (all_at_once, fluid or batched),
-//! so keyed state moves to the joined workers (the seed's experiment with Megaphone).
+//! so keyed state moves to the joined workers (the seed's experiment with Megaphone); with
+//! `--state-bytes B` each key's state also holds `B` bytes, so that moving bins moves that much.
 //! With `--leave P@S` process `P` leaves `S` seconds after the start (its workers stop
-//! injecting, close their inputs and go once drained; not with `--keyed`, whose Megaphone
-//! operators refuse leaves).
+//! injecting, close their inputs and go once drained; with `--keyed`, its bins move to the
+//! workers that stay).
 //!
 //! Prints a CSV to stdout: per `window-ms` window of arrival time, the record count and the
 //! latency percentiles (`window_s,records,p50_us,p99_us,max_us`), then one comment line per
@@ -60,6 +61,8 @@ struct Options {
     pin: bool,
     /// Bins of the keyed variant (0: the stateless map).
     keyed: usize,
+    /// Bytes of padding in each key's state (keyed variant).
+    state_bytes: usize,
     keys: u64,
     strategy: Strategy,
     /// The process that leaves and when (seconds after the start).
@@ -82,6 +85,7 @@ impl Options {
             trace: None,
             pin: false,
             keyed: 0,
+            state_bytes: 0,
             keys: 10_000,
             strategy: Strategy::Batched { per_worker: 4 },
             leave: None,
@@ -107,6 +111,7 @@ impl Options {
                 "--trace" => options.trace = Some(PathBuf::from(value)),
                 "--pin" => options.pin = number(value)? != 0.0,
                 "--keyed" => options.keyed = number(value)? as usize,
+                "--state-bytes" => options.state_bytes = number(value)? as usize,
                 "--keys" => options.keys = (number(value)? as u64).max(1),
                 "--leave" => {
                     let (process, at) = value.split_once('@').ok_or("--leave: expected P@SECONDS")?;
@@ -127,9 +132,9 @@ impl Options {
             return Err("--threads and --injectors must be at least 1, --initial at least 2".into());
         }
         if options.leave.is_some_and(|(process, at)| {
-            options.keyed > 0 || process >= options.initial + options.joins.len() || at >= options.duration
+            process >= options.initial + options.joins.len() || at >= options.duration
         }) {
-            return Err("--leave P@S: a process of the run, before --duration, and not with --keyed".into());
+            return Err("--leave P@S: a process of the run, before --duration".into());
         }
         if options.keyed > 0 && Bins::new(options.keyed).is_err() {
             return Err("--keyed: the bins must be a power of two".into());
@@ -200,7 +205,7 @@ fn stage(
     records: &Stream<u64, (u64, u64)>,
     commands: &Stream<u64, Command>,
 ) -> Stream<u64, u64> {
-    let (cost, sleep_us, keys) = (options.cost, options.sleep_us, options.keys);
+    let (cost, sleep_us, keys, padding) = (options.cost, options.sleep_us, options.keys, options.state_bytes);
     if options.keyed == 0 {
         return records.exchange(|&(_, key): &(u64, u64)| key).map(move |(stamp, key)| {
             work(key, cost, sleep_us);
@@ -210,8 +215,11 @@ fn stage(
     let control = Control::new(commands).with_bins(Bins::new(options.keyed).expect("checked")).named("Count");
     records.map(move |(stamp, key)| (key % keys, stamp)).state_machine(
         &control,
-        move |&key: &u64, stamp: u64, count: &mut u64| {
+        move |&key: &u64, stamp: u64, (count, pad): &mut (u64, Vec<u8>)| {
             work(key, cost, sleep_us);
+            if *count == 0 {
+                *pad = vec![key as u8; padding];
+            }
             *count += 1;
             (false, Some(stamp))
         },
@@ -261,7 +269,7 @@ fn run_worker(worker: &mut Worker, options: &Options, shared: &Arc<Shared>, star
         let now = since(start);
         if leaves_at.is_some_and(|at| now as f64 / 1e9 >= at) {
             shared.left.lock().unwrap().0.get_or_insert(now);
-            worker.leave().expect("the stateless stage refuses no leave");
+            worker.leave().expect("another process stays");
             break;
         }
         if index == 0 && options.leave.is_some() && !worker.state().rescaling().leaves().departed().is_empty()
