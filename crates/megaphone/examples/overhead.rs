@@ -1,8 +1,10 @@
 //! Steady-state overhead of the Megaphone operator pair against a plain exchange and count.
 //!
-//! `cargo run --release -p timely-megaphone --example overhead -- [EPOCHS] [RECORDS] [RUNS] [WORKERS] [VARIANTS]`
+//! `cargo run --release -p timely-megaphone --example overhead -- [EPOCHS] [RECORDS] [RUNS] [WORKERS] [VARIANTS] [PROCESSES]`
 //! (defaults: 100 epochs of 20,000 records, 5 runs, 2 workers, `exchange,256,4096`: the
-//! plain count and `state_machine` with that many bins).
+//! plain count and `state_machine` with that many bins, 1 process). With `PROCESSES` above 1,
+//! each run is a cluster of that many processes of `WORKERS` workers, threads of this program
+//! connected over loopback TCP, as a cluster that can rescale.
 //!
 //! Every variant counts words: each record `(key, 1)` (keys drawn from 100,000) produces the
 //! key's running count. `exchange` routes by the key's hash to a `unary` operator holding a
@@ -51,10 +53,55 @@ fn plain_count(data: &Stream<u64, (u64, u64)>) -> Stream<u64, (u64, u64)> {
     })
 }
 
+/// The configurations of `processes` processes of `workers` workers on loopback (one process:
+/// threads of one process).
+fn configs(processes: usize, workers: usize) -> Vec<Config> {
+    use timely_communication::initialize::ClusterConfig;
+    use timely_communication::networking::{ClockSync, ClusterIdentity, Liveness};
+    if processes == 1 {
+        return vec![Config::Process(workers)];
+    }
+    let addresses: Vec<String> = (0..processes)
+        .map(|_| {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+            listener.local_addr().expect("an address").to_string()
+        })
+        .collect();
+    (0..processes)
+        .map(|process| {
+            Config::Cluster(ClusterConfig {
+                threads: workers,
+                process,
+                processes,
+                initial_processes: processes,
+                join: None,
+                gone: Vec::new(),
+                addresses: addresses.clone(),
+                identity: ClusterIdentity { cluster_id: 1, secret: b"overhead".to_vec() },
+                connect_timeout: Duration::from_secs(20),
+                liveness: Liveness::default(),
+                clock: ClockSync::default(),
+                insecure: false,
+                frames: None,
+            })
+        })
+        .collect()
+}
+
 /// One run of `variant`; returns its wall-clock time.
-fn run(variant: Variant, workers: usize, epochs: u64, records: u64) -> Duration {
+fn run(variant: Variant, processes: usize, workers: usize, epochs: u64, records: u64) -> Duration {
     let start = Instant::now();
-    timely_engine::execute(Config::Process(workers), move |worker| {
+    let runs: Vec<_> = configs(processes, workers)
+        .into_iter()
+        .map(|config| std::thread::spawn(move || count(config, variant, epochs, records)))
+        .collect();
+    runs.into_iter().for_each(|run| run.join().expect("a process thread"));
+    start.elapsed()
+}
+
+/// One process of a run.
+fn count(config: Config, variant: Variant, epochs: u64, records: u64) {
+    timely_engine::execute(config, move |worker| {
         let (index, peers) = (worker.index() as u64, worker.peers() as u64);
         let mut input = InputHandle::new();
         let mut control = InputHandle::<u64, Command>::new();
@@ -88,7 +135,6 @@ fn run(variant: Variant, workers: usize, epochs: u64, records: u64) -> Duration 
         }
     })
     .expect("run failed");
-    start.elapsed()
 }
 
 fn load() -> String {
@@ -111,12 +157,13 @@ fn main() {
             }
         })
         .collect();
-    println!("{epochs} epochs of {records} records, {workers} workers, {runs} runs per variant");
+    let processes = arg(5, 1) as usize;
+    println!("{epochs} epochs of {records} records, {processes} process(es) of {workers} workers, {runs} runs per variant");
     println!("load average before: {}", load());
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); variants.len()];
     for _ in 0..runs {
         for (variant, times) in variants.iter().zip(times.iter_mut()) {
-            times.push(run(*variant, workers, epochs, records));
+            times.push(run(*variant, processes, workers, epochs, records));
         }
     }
     println!("load average after: {}", load());
