@@ -13,46 +13,16 @@
 //! program.
 
 use crate::randomized_support::program::{generate, Program, Stage};
-use crate::randomized_support::{reference::reference, run::run, seeds};
+use crate::randomized_support::run::Setup;
+use crate::randomized_support::{reference::reference, run_batch, seeds};
 use std::sync::Arc;
-use std::time::Instant;
 
 // ---------------------------------------------------------------------------------------
 // Tests.
 
 fn run_seeds(workers: usize, seeds: &[u64]) {
-    let verbose = std::env::var("TIMELY_RANDOM_VERBOSE").is_ok();
-    let start = Instant::now();
-    let mut failures = Vec::new();
-    for &seed in seeds {
-        let program = Arc::new(generate(seed));
-        if verbose {
-            eprintln!("seed {}: {}", seed, program.describe());
-        }
-        let one = reference(&program, workers as u64).expect("generated programs stay small");
-        let mut expected: Vec<(u64, u64)> =
-            one.iter().cloned().cycle().take(one.len() * program.copies).collect();
-        expected.sort();
-        let expected = Arc::new(expected);
-        if let Err(failure) = run(seed, &program, workers, &expected, None) {
-            eprintln!("FAILED {}", failure);
-            let hung = failure.contains("did not terminate");
-            failures.push(failure);
-            // A hung run leaves its threads behind; stop before they swamp the machine.
-            if hung && failures.iter().filter(|f| f.contains("did not terminate")).count() >= 2 {
-                failures.push("(stopped after two runs that did not terminate)".to_string());
-                break;
-            }
-        }
-    }
-    eprintln!("{} programs on {} worker(s) in {:?}", seeds.len(), workers, start.elapsed());
-    assert!(
-        failures.is_empty(),
-        "{} of {} programs failed:\n{}",
-        failures.len(),
-        seeds.len(),
-        failures.join("\n")
-    );
+    let runs = seeds.iter().map(|&seed| (seed, Arc::new(generate(seed)), Setup::Threads(workers)));
+    run_batch(&format!("on {} worker(s)", workers), runs);
 }
 
 #[test]

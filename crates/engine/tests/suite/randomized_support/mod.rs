@@ -1,20 +1,22 @@
 //! Shared by the randomized tests (`randomized.rs`: runs on 1, 2 and 4 worker threads;
-//! `randomized_joining.rs`: runs during which a process joins): generated dataflow programs,
-//! a sequential interpreter of them, their construction as dataflows with checking operators,
-//! and the runs.
+//! `randomized_joining.rs`: runs during which a process joins; `randomized_leaving.rs`: runs
+//! during which a process leaves, or one joins and then one leaves): generated dataflow
+//! programs, a sequential interpreter of them, their construction as dataflows with checking
+//! operators, and the runs.
 //!
 //! Each seed generates a small program: one or two inputs fed over several epochs, each
 //! record by a randomly chosen worker, and a pipeline of stages: map, filter, flat_map,
 //! exchange, broadcast, branch followed by concat or by a two-input notification join,
 //! delay (at top level and directly in loop bodies), keyed per-time count and sum, a
 //! notification-driven buffer, regions (nested scopes with the same timestamp), and
-//! iterative loops nested up to two deep whose bodies are random pipelines themselves. Some programs are built as two identical dataflows
-//! on each worker, watched by one probe. Workers step at random moments: sometimes not
-//! at all between epochs, sometimes a few times, sometimes until the probe passes the
-//! epoch; some close inputs early. In every run
+//! iterative loops nested up to two deep whose bodies are random pipelines themselves.
+//! Some programs are built as two identical dataflows on each worker, watched by one probe.
+//! Workers step at random moments: sometimes not at all between epochs, sometimes a few
+//! times, sometimes until the probe passes the epoch; some close inputs early. In every run
 //!
 //! * the `(epoch, record)` multiset it produces must equal that of a sequential
-//!   interpreter of the same program description;
+//!   interpreter of the same program description over the records its workers fed (all of
+//!   them unless a process leaves or joins: see `run.rs`);
 //! * on every worker, checking operators (inserted between random stages and at the
 //!   end; some receive through an exchange) and the buffer and join stages check that no
 //!   message arrives at a time its input frontier has passed or at or before a time
@@ -22,7 +24,8 @@
 //!   delivered while the input frontier can still reach its time;
 //! * whenever a worker has waited for the probe to pass an epoch, every output at
 //!   earlier epochs must already have been produced;
-//! * the run must terminate (each run has a deadline, enforced from a helper thread).
+//! * the run must terminate (each run has a deadline, enforced from a helper thread), a
+//!   leaver's too, and the others must see it depart while their inputs are still open.
 //!
 //! Failures name the seed, the worker count and the program. Environment variables:
 //! `TIMELY_RANDOM_SEEDS=N` runs seeds `0..N` per worker count (default 60),
@@ -31,16 +34,23 @@
 //!
 //! Modules: `program` (randomness, program descriptions, the generator), `reference` (the
 //! sequential interpreter), `dataflow` (building a program as a dataflow, the checking
-//! operators), `run` (running a program on a number of workers and comparing).
+//! operators), `worker` (one worker's part of a run: feeding, stepping, joining, leaving),
+//! `cluster` (loopback processes), `run` (running a program and comparing its output with
+//! the reference over what its workers fed). This file: seeds and batches of runs.
 
 use crate::common;
 
+mod cluster;
 mod dataflow;
 pub mod program;
 pub mod reference;
 pub mod run;
+mod worker;
 
-use std::time::Duration;
+use program::{generate, Program};
+use run::{run, Plan, Setup};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Records are kept below this bound by every stage.
 const M: u64 = 1000;
@@ -63,4 +73,59 @@ pub fn seeds() -> Vec<u64> {
         .map(|s| s.trim().parse().expect("TIMELY_RANDOM_SEEDS is a number"))
         .unwrap_or(DEFAULT_SEEDS);
     (0..count).collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Batches of runs.
+
+/// Runs every `(seed, program, setup)` of `runs` and fails listing every failed run. After
+/// two runs that did not terminate it stops: their threads are left behind.
+pub fn run_batch(label: &str, runs: impl IntoIterator<Item = (u64, Arc<Program>, Setup)>) {
+    let verbose = std::env::var("TIMELY_RANDOM_VERBOSE").is_ok();
+    let start = Instant::now();
+    let (mut ran, mut hung, mut failures) = (0, 0, Vec::new());
+    for (seed, program, setup) in runs {
+        if verbose {
+            eprintln!("seed {} ({:?}): {}", seed, setup, program.describe());
+        }
+        ran += 1;
+        if let Err(failure) = run(seed, &program, setup) {
+            eprintln!("FAILED {}", failure);
+            hung += usize::from(failure.contains("did not terminate"));
+            failures.push(failure);
+            if hung >= 2 {
+                failures.push("(stopped after two runs that did not terminate)".to_string());
+                break;
+            }
+        }
+    }
+    eprintln!("{} programs {} in {:?}, {} failed", ran, label, start.elapsed(), failures.len());
+    assert!(failures.is_empty(), "{} of {} programs failed:\n{}", failures.len(), ran, failures.join("\n"));
+}
+
+/// Runs with membership changes: the first `N / 3` seeds (`TIMELY_RANDOM_SEEDS=N`, default
+/// 60) whose programs have no broadcast (its output depends on the number of workers, see
+/// `run.rs`), or only seed `TIMELY_RANDOM_SEED=S`; `plan` draws each run's changes from its
+/// seed and program.
+pub fn run_with_changes(label: &str, plan: impl Fn(u64, &Program) -> Plan) {
+    let wanted = match std::env::var("TIMELY_RANDOM_SEED") {
+        Ok(_) => 1,
+        Err(_) => (seeds().len() / 3).max(1),
+    };
+    let candidates: Vec<u64> = match std::env::var("TIMELY_RANDOM_SEED") {
+        Ok(_) => seeds(),
+        Err(_) => (0..100_000).collect(),
+    };
+    let runs: Vec<(u64, Arc<Program>, Setup)> = candidates
+        .into_iter()
+        .map(|seed| (seed, Arc::new(generate(seed))))
+        .filter(|(_, program)| !program.describe().contains("broadcast"))
+        .map(|(seed, program)| {
+            let setup = Setup::Cluster(plan(seed, &program));
+            (seed, program, setup)
+        })
+        .take(wanted)
+        .collect();
+    assert_eq!(runs.len(), wanted, "too few generated programs qualify (those with a broadcast do not)");
+    run_batch(label, runs);
 }

@@ -12,12 +12,13 @@ type Collection = Vec<(Vec<u64>, u64)>;
 struct Interpreter {
     peers: u64,
     work: usize,
+    cap: usize,
 }
 
 impl Interpreter {
     fn charge(&mut self, collection: &Collection) -> Option<()> {
         self.work += collection.len();
-        (self.work <= WORK_CAP).then_some(())
+        (self.work <= self.cap).then_some(())
     }
 
     fn stages(
@@ -115,7 +116,7 @@ impl Interpreter {
         let no_second = Collection::new();
         while let Some(((mut time, position), records)) = pending.pop_first() {
             self.work += records.len();
-            if self.work > WORK_CAP {
+            if self.work > self.cap {
                 return None;
             }
             if position == 0 {
@@ -162,15 +163,26 @@ pub fn flat_map_record(x: u64, fanout: u64) -> Vec<u64> {
 /// The expected sorted `(epoch, record)` output of one copy of the dataflow on `peers`
 /// workers, or `None` if the program does too much work.
 pub fn reference(program: &Program, peers: u64) -> Option<Vec<(u64, u64)>> {
-    let collections: Vec<Collection> = program
-        .inputs
-        .iter()
-        .map(|records| records.iter().map(|(e, x, _)| (vec![*e], *x)).collect())
-        .collect();
+    let inputs: Vec<Vec<(u64, u64)>> =
+        program.inputs.iter().map(|records| records.iter().map(|(e, x, _)| (*e, *x)).collect()).collect();
+    reference_over(program, &inputs, peers, WORK_CAP)
+}
+
+/// Like [`reference`], but over `inputs` (per input, `(epoch, record)`: what the workers of
+/// a run fed) instead of the program's own, doing at most `cap` work.
+pub fn reference_over(
+    program: &Program,
+    inputs: &[Vec<(u64, u64)>],
+    peers: u64,
+    cap: usize,
+) -> Option<Vec<(u64, u64)>> {
+    let collections: Vec<Collection> =
+        inputs.iter().map(|records| records.iter().map(|(e, x)| (vec![*e], *x)).collect()).collect();
     let empty = Collection::new();
     let second = collections.get(1).unwrap_or(&empty);
-    let mut interpreter = Interpreter { peers, work: 0 };
-    let out = interpreter.stages(collections[0].clone(), &program.stages, second)?;
+    let mut interpreter = Interpreter { peers, work: 0, cap };
+    let out =
+        interpreter.stages(collections.first().cloned().unwrap_or_default(), &program.stages, second)?;
     let mut out: Vec<(u64, u64)> = out.into_iter().map(|(t, x)| (t[0], x)).collect();
     out.sort();
     Some(out)

@@ -1,48 +1,122 @@
-//! Running a program on a number of workers (or processes, one joining) and comparing its
-//! output with the reference.
+//! Running a program (on threads of one process, or on loopback processes that one joins
+//! and one leaves while the program runs) and comparing what it produced with the reference.
+//!
+//! **The expected output is the reference over what the workers fed.** Each worker feeds the
+//! records whose owner hash is its index modulo the number of workers that ever feed
+//! ([`Setup::feeders`]), epoch by epoch, and records each `(input, epoch, record)` it fed. In
+//! a run without membership changes that is every record of the program at its own epoch
+//! (checked). A leaver stops before its leave epoch, so its later records are never fed; a
+//! joined worker starts where its bootstrap server's inputs were and feeds its records of
+//! earlier epochs at the first epoch its inputs allow (none if they arrived closed). Every
+//! copy of the dataflow on a worker is fed the same records, so the expected output is the
+//! sequential reference over the fed records, once per copy. That reference is exact only if
+//! a program's output does not depend on how many workers run it: a broadcast does, so the
+//! tests with membership changes leave out programs with one.
+//!
+//! The prefix checks are done after the run too: outputs at epochs before `e` depend only on
+//! records fed before `e` (no stage moves a record to an earlier epoch), and once a worker's
+//! probe passed `e` no worker can feed one (a joined worker's inputs start at or after its
+//! server's), so the outputs seen then must equal the reference over the final fed records,
+//! restricted to epochs before `e`.
 
-use super::common;
-use super::dataflow::{build_stages, check, Ctx};
-use super::program::{mix, Program, Rng};
-use super::DEADLINE;
+use super::cluster;
+use super::program::Program;
+use super::reference::reference_over;
+use super::worker::{run_worker, Run};
+use super::{DEADLINE, WORK_CAP};
 use std::collections::BTreeMap;
-use std::sync::{mpsc, Arc, Mutex};
-use std::time::{Duration, Instant};
-use timely_engine::dataflow::operators::Captured;
-use timely_engine::dataflow::{InputHandle, Pipeline, ProbeHandle, Stream};
+use std::sync::{mpsc, Arc};
 use timely_engine::Config;
+
+/// Where and how a program runs.
+#[derive(Clone, Copy, Debug)]
+pub enum Setup {
+    /// On this many worker threads of one process.
+    Threads(usize),
+    /// On loopback processes of one worker each, with membership changes.
+    Cluster(Plan),
+}
+
+/// The membership changes of a run on processes of one worker each.
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    /// Processes at the start.
+    pub processes: usize,
+    /// A process joins once worker 0 reaches this epoch (it becomes worker `processes`).
+    pub join: Option<u64>,
+    /// Then a process leaves (after the join completed, if there is one).
+    pub leave: Option<Leave>,
+}
+
+/// A leave: worker `worker`'s process leaves when the worker reaches epoch `epoch` (in its
+/// own loop over epochs, before feeding that epoch; `max_epoch + 1`: after the last one).
+#[derive(Clone, Copy, Debug)]
+pub struct Leave {
+    pub worker: usize,
+    pub epoch: u64,
+}
+
+impl Plan {
+    /// The worker that serves the joined worker's bootstrap.
+    pub fn server(&self) -> usize {
+        self.join.map_or(0, |epoch| epoch as usize % self.processes)
+    }
+}
+
+impl Setup {
+    /// How many workers feed records over the run (the joined one included).
+    pub fn feeders(&self) -> usize {
+        match self {
+            Setup::Threads(workers) => *workers,
+            Setup::Cluster(plan) => plan.processes + usize::from(plan.join.is_some()),
+        }
+    }
+
+    /// The membership changes (none on threads).
+    pub fn plan(&self) -> Plan {
+        match self {
+            Setup::Threads(workers) => Plan { processes: *workers, join: None, leave: None },
+            Setup::Cluster(plan) => *plan,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Setup::Threads(workers) => format!("on {} worker(s)", workers),
+            Setup::Cluster(plan) => {
+                let mut text = format!("on {} processes", plan.processes);
+                if let Some(epoch) = plan.join {
+                    text += &format!(", one joining after worker 0 reaches epoch {}", epoch);
+                }
+                if let Some(Leave { worker, epoch }) = plan.leave {
+                    text += &format!(", worker {}'s process leaving at epoch {}", worker, epoch);
+                }
+                text
+            }
+        }
+    }
+}
 
 // ---------------------------------------------------------------------------------------
 // Running a program.
 
-/// Runs `program` on `workers` workers; returns a description of every problem found.
-pub fn run(
-    seed: u64,
-    program: &Arc<Program>,
-    workers: usize,
-    expected: &Arc<Vec<(u64, u64)>>,
-    join: Option<u64>,
-) -> Result<(), String> {
-    let violations: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
-    let captured: Captured<u64, u64> = Captured::new();
-    let seen: Arc<Mutex<Vec<(u64, u64)>>> = Arc::new(Mutex::new(Vec::new()));
+/// Runs `program` as `setup` says; returns a description of every problem found.
+pub fn run(seed: u64, program: &Arc<Program>, setup: Setup) -> Result<(), String> {
+    let run = Run::new(seed, program.clone(), setup);
     let (sender, receiver) = mpsc::channel();
     {
-        let program = program.clone();
-        let expected = expected.clone();
-        let violations = violations.clone();
-        let captured = captured.clone();
-        let seen = seen.clone();
+        let run = run.clone();
         std::thread::Builder::new()
-            .name(format!("randomized-{}-{}", seed, workers))
+            .name(format!("randomized-{}", seed))
             .spawn(move || {
-                let run = Run { seed, program, expected, violations, captured, seen, join: None };
-                let result = match join {
-                    None => {
+                let result = match setup {
+                    Setup::Threads(workers) => {
                         let config = if workers == 1 { Config::Thread } else { Config::Process(workers) };
-                        timely_engine::execute(config, move |worker| run_worker(worker, &run)).map(drop)
+                        timely_engine::execute(config, move |worker| run_worker(worker, &run))
+                            .map(drop)
+                            .map_err(|error| error.to_string())
                     }
-                    Some(epoch) => joined::execute(workers, epoch, run),
+                    Setup::Cluster(plan) => cluster::execute(plan, run),
                 };
                 let _ = sender.send(result);
             })
@@ -50,36 +124,87 @@ pub fn run(
     }
     let mut problems = Vec::new();
     match receiver.recv_timeout(DEADLINE) {
-        Ok(Ok(_)) => {}
+        Ok(Ok(())) => {}
         Ok(Err(error)) => problems.push(format!("the run failed: {}", error)),
-        Err(_) => problems.push(format!("the run did not terminate within {:?}", DEADLINE)),
+        Err(_) => problems.push(format!(
+            "the run did not terminate within {:?}; the workers: {:?}",
+            DEADLINE,
+            run.status.lock().unwrap()
+        )),
     }
-    problems.extend(violations.lock().unwrap().iter().cloned());
+    problems.extend(run.violations.lock().unwrap().iter().cloned());
     if problems.is_empty() {
-        let got = captured.extract();
-        if &got != expected.as_ref() {
-            problems.push(format!("output differs from the reference: {}", diff(expected, &got)));
-        }
-        let mut got_seen = seen.lock().unwrap().clone();
-        got_seen.sort();
-        if &got_seen != expected.as_ref() {
-            problems.push(format!(
-                "records seen before the probe differ from the reference: {}",
-                diff(expected, &got_seen)
-            ));
-        }
+        problems.extend(compare(&run));
     }
     if problems.is_empty() {
         Ok(())
     } else {
         Err(format!(
-            "seed {} on {} worker(s): {}\n  program: {}",
+            "seed {} {}: {}\n  program: {}",
             seed,
-            workers,
+            setup.describe(),
             problems.join("\n  "),
             program.describe()
         ))
     }
+}
+
+/// Compares what a finished run produced with the reference over what it fed.
+fn compare(run: &Run) -> Vec<String> {
+    let program = &run.program;
+    let mut problems = Vec::new();
+    let mut inputs: Vec<Vec<(u64, u64)>> = vec![Vec::new(); program.inputs.len()];
+    for &(_, input, epoch, x) in run.fed.lock().unwrap().iter() {
+        inputs[input].push((epoch, x));
+    }
+    inputs.iter_mut().for_each(|records| records.sort());
+    if let Setup::Threads(_) = run.setup {
+        // Without membership changes every record is fed once, at its epoch.
+        let all: Vec<Vec<(u64, u64)>> =
+            program.inputs.iter().map(|records| records.iter().map(|(e, x, _)| (*e, *x)).collect()).collect();
+        if inputs != all {
+            problems.push(format!("the workers fed {:?}, not the program's records", inputs));
+        }
+    }
+    let peers = run.setup.plan().processes as u64;
+    let Some(one) = reference_over(program, &inputs, peers, 4 * WORK_CAP) else {
+        return vec!["the reference over the records fed does too much work".to_string()];
+    };
+    let mut expected: Vec<(u64, u64)> =
+        one.iter().cloned().cycle().take(one.len() * program.copies).collect();
+    expected.sort();
+    let got = run.captured.extract();
+    if got != expected {
+        problems.push(format!("output differs from the reference: {}", diff(&expected, &got)));
+    }
+    let mut seen = run.seen.lock().unwrap().clone();
+    seen.sort();
+    if seen != expected {
+        problems.push(format!(
+            "records seen before the probe differ from the reference: {}",
+            diff(&expected, &seen)
+        ));
+    }
+    for prefix in run.prefixes.lock().unwrap().iter() {
+        let want: Vec<(u64, u64)> = expected.iter().filter(|(t, _)| *t < prefix.next).cloned().collect();
+        if prefix.seen != want {
+            problems.push(format!(
+                "worker {}: the output probe passed time {} (frontier {}) before all outputs at earlier times were seen: {}",
+                prefix.worker,
+                prefix.next - 1,
+                prefix.frontier,
+                diff(&want, &prefix.seen)
+            ));
+        }
+    }
+    if std::env::var("TIMELY_RANDOM_VERBOSE").is_ok() {
+        let mut per_worker: BTreeMap<usize, usize> = BTreeMap::new();
+        for &(worker, ..) in run.fed.lock().unwrap().iter() {
+            *per_worker.entry(worker).or_default() += 1;
+        }
+        eprintln!("seed {} {}: records fed per worker {:?}", run.seed, run.setup.describe(), per_worker);
+    }
+    problems
 }
 
 /// Multiset difference, abbreviated.
@@ -110,186 +235,4 @@ fn diff(expected: &[(u64, u64)], got: &[(u64, u64)]) -> String {
         missing.join(" "),
         extra.join(" ")
     )
-}
-
-/// What every worker of one run shares.
-#[derive(Clone)]
-struct Run {
-    seed: u64,
-    program: Arc<Program>,
-    expected: Arc<Vec<(u64, u64)>>,
-    violations: Arc<Mutex<Vec<String>>>,
-    captured: Captured<u64, u64>,
-    seen: Arc<Mutex<Vec<(u64, u64)>>>,
-    /// In a run with a join: the epoch after which worker 0 asks for it, the flag it raises,
-    /// and the number of workers before the join.
-    join: Option<(u64, Arc<std::sync::atomic::AtomicBool>, usize)>,
-}
-
-fn run_worker(worker: &mut timely_engine::Worker, run: &Run) {
-    let Run { seed, program, expected, violations, captured, seen, .. } = run;
-    let (seed, captured) = (*seed, captured);
-    let index = worker.index();
-    let peers = run.join.as_ref().map_or(worker.peers(), |(_, _, initial)| *initial);
-    let ctx = Ctx { worker: index, violations: violations.clone() };
-    // handles[input][copy]
-    let mut handles: Vec<Vec<InputHandle<u64, u64>>> =
-        program.inputs.iter().map(|_| (0..program.copies).map(|_| InputHandle::new()).collect()).collect();
-    let probe = ProbeHandle::new();
-    for copy in 0..program.copies {
-        worker.dataflow::<u64, _>(|scope| {
-            let streams: Vec<Stream<u64, u64>> =
-                handles.iter_mut().map(|h| scope.input_from(&mut h[copy])).collect();
-            let output = build_stages(&streams[0], &program.stages, &ctx, streams.get(1));
-            let output = check(&output, Pipeline, &ctx, program.checks + 1);
-            output.capture_into(captured);
-            let seen = seen.clone();
-            output
-                .inspect_batch(move |time, data| {
-                    seen.lock().unwrap().extend(data.iter().map(|x| (*time, *x)))
-                })
-                .probe_with(&probe);
-        });
-    }
-
-    if worker.bootstrap() {
-        return;
-    }
-    // This worker's records: per input, per epoch.
-    let mine: Vec<BTreeMap<u64, Vec<u64>>> = program
-        .inputs
-        .iter()
-        .map(|records| {
-            let mut by_epoch: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
-            for (epoch, x, owner) in records {
-                if (*owner % peers as u64) as usize == index {
-                    by_epoch.entry(*epoch).or_default().push(*x);
-                }
-            }
-            by_epoch
-        })
-        .collect();
-    let mut rng = Rng::new(mix(mix(seed, peers as u64), index as u64 + 1));
-    for epoch in 0..=program.max_epoch {
-        if let Some((at, asked, _)) = &run.join {
-            if *at == epoch && index == 0 {
-                asked.store(true, std::sync::atomic::Ordering::SeqCst);
-            }
-        }
-        for (input, copies) in handles.iter_mut().enumerate() {
-            if copies[0].is_closed() {
-                continue;
-            }
-            let records = mine[input].get(&epoch);
-            let advance = records.is_some() || rng.chance(1, 3);
-            let more = mine[input].range(epoch + 1..).next().is_some();
-            let close = !more && rng.chance(1, 4);
-            for handle in copies.iter_mut() {
-                if advance {
-                    handle.advance_to(epoch);
-                }
-                if let Some(records) = records {
-                    for x in records {
-                        handle.send(*x);
-                    }
-                }
-                if close {
-                    handle.close();
-                }
-            }
-        }
-        match rng.below(5) {
-            0 => {}
-            1 => {
-                worker.step();
-            }
-            2 => {
-                for _ in 0..rng.range(1, 4) {
-                    worker.step();
-                }
-            }
-            _ => {
-                // Wait until every output before the next epoch is complete, and check
-                // that all of them were seen by then.
-                let next = epoch + 1;
-                for handle in handles.iter_mut().flatten().filter(|h| !h.is_closed()) {
-                    handle.advance_to(next);
-                }
-                let start = Instant::now();
-                while probe.less_than(&next) {
-                    if start.elapsed() > DEADLINE {
-                        ctx.violation(format!(
-                            "the output probe did not pass epoch {} within {:?} (frontier {:?})",
-                            epoch,
-                            DEADLINE,
-                            probe.frontier()
-                        ));
-                        return;
-                    }
-                    worker.step();
-                }
-                let mut got: Vec<(u64, u64)> =
-                    seen.lock().unwrap().iter().filter(|(t, _)| *t < next).cloned().collect();
-                got.sort();
-                let want: Vec<(u64, u64)> = expected.iter().filter(|(t, _)| *t < next).cloned().collect();
-                if got != want {
-                    ctx.violation(format!(
-                        "the output probe passed time {} (frontier {:?}) before all outputs at earlier times were seen: {}",
-                        epoch,
-                        probe.frontier(),
-                        diff(&want, &got)
-                    ));
-                }
-            }
-        }
-    }
-    if let Some((_, _, initial)) = &run.join {
-        // The join happens while this worker still holds its inputs, moved past every epoch
-        // so that the others' probes can pass (worker 0 asks for the join only once it gets
-        // to the join's epoch).
-        for handle in handles.iter_mut().flatten().filter(|h| !h.is_closed()) {
-            handle.advance_to(program.max_epoch + 1);
-        }
-        let start = Instant::now();
-        while worker.peers() == *initial && start.elapsed() < DEADLINE {
-            worker.step();
-        }
-    }
-    for handle in handles.iter_mut().flatten() {
-        handle.close();
-    }
-}
-
-/// Runs with a process joining the cluster while the program runs.
-mod joined {
-    use super::*;
-    use std::sync::atomic::{AtomicBool, Ordering};
-
-    fn config(addresses: &[String], process: usize, initial: usize, join: Option<usize>) -> Config {
-        super::common::loopback_cluster(addresses, process, initial, 1, join)
-    }
-
-    /// `processes` processes of one worker run the program; after worker 0 reaches `epoch`, one
-    /// more process joins (served by worker `epoch % processes`).
-    pub(super) fn execute(processes: usize, epoch: u64, run: Run) -> Result<(), timely_engine::ExecuteError> {
-        let addresses = super::common::free_addresses(processes + 1);
-        let asked = Arc::new(AtomicBool::new(false));
-        let run = Run { join: Some((epoch, asked.clone(), processes)), ..run };
-        let start = |process: usize, join: Option<usize>| {
-            let (config, run) = (config(&addresses, process, processes, join), run.clone());
-            std::thread::spawn(move || timely_engine::execute(config, move |worker| run_worker(worker, &run)))
-        };
-        let mut runs: Vec<_> = (0..processes).map(|process| start(process, None)).collect();
-        let begun = Instant::now();
-        while !asked.load(Ordering::SeqCst) && begun.elapsed() < DEADLINE {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        runs.push(start(processes, Some(epoch as usize % processes)));
-        let results: Vec<_> = runs.into_iter().map(|run| run.join().expect("a process thread")).collect();
-        // The last failure is the joiner's if it failed: it explains the others' (a lost peer).
-        match results.into_iter().filter_map(Result::err).next_back() {
-            Some(error) => Err(error),
-            None => Ok(()),
-        }
-    }
 }
