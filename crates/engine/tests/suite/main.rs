@@ -31,6 +31,7 @@ mod operators_handles;
 mod operators_scopes;
 mod randomized;
 mod randomized_joining;
+mod randomized_leaving;
 mod reachability_graph;
 mod reachability_scopes;
 mod reachability_tracker;

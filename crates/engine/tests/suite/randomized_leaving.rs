@@ -1,0 +1,61 @@
+//! Randomized runs of generated dataflow programs on a cluster that a process leaves while the
+//! program runs (`docs/rescaling.md`, "Leaving a running cluster"): three processes of one
+//! worker, one of them leaving at a random epoch; and two processes, a third joining at a
+//! random epoch and then one of the three, the joined one included, leaving at a later one.
+//!
+//! The programs, the sequential reference and the checking operators are those of
+//! `randomized.rs`, in `randomized_support`; `randomized_support/run.rs` explains the expected
+//! output: the reference over the records the workers actually fed, since a leaver feeds its
+//! share only up to its leave and a joined worker only from its join. A leaver calls
+//! `worker.leave()` when its own loop over epochs reaches the leave epoch (before feeding it;
+//! the epoch after the last: once it fed everything), after the planned join completed, as
+//! joins and leaves happen one at a time; sometimes it steps a few times with its inputs
+//! still open, then closes them and returns. The others keep their inputs open, past every
+//! epoch, until they see it depart, so the leave completes in a running cluster.
+//!
+//! `TIMELY_RANDOM_SEEDS=N` runs the first `N / 3` seeds whose programs qualify (default 20)
+//! per test, `TIMELY_RANDOM_SEED=S` runs only seed `S`.
+
+use crate::randomized_support::program::{mix, Program, Rng};
+use crate::randomized_support::run::{Leave, Plan};
+use crate::randomized_support::run_with_changes;
+
+/// The leave's worker and epoch: `TIMELY_RANDOM_LEAVE=W@E` (to replay a failure with another
+/// leave), or drawn from `rng`: any of `workers`, at an epoch in `first..=max_epoch + 1`.
+fn leave(rng: &mut Rng, workers: u64, first: u64, program: &Program) -> Leave {
+    if let Ok(text) = std::env::var("TIMELY_RANDOM_LEAVE") {
+        let (worker, epoch) = text.trim().split_once('@').expect("TIMELY_RANDOM_LEAVE is WORKER@EPOCH");
+        return Leave {
+            worker: worker.parse().expect("a worker index"),
+            epoch: epoch.parse().expect("an epoch"),
+        };
+    }
+    let worker = rng.below(workers) as usize;
+    Leave { worker, epoch: rng.range(first, program.max_epoch + 1) }
+}
+
+/// Programs on three processes of one worker, one of them (process 0, 1 or 2, drawn from the
+/// seed) leaving at a random epoch: outputs equal the reference over the records fed (the
+/// leaver's only up to its leave), every checking operator holds on every worker (the leaver
+/// too, while it drains), the leaver's run ends, and the others see it depart and no longer
+/// list it among the members. Keyed counts and sums stay exact: the keyed exchanges route
+/// each time by a membership every worker agrees on. Broadcasts are left out.
+#[test]
+fn random_programs_with_a_process_leaving() {
+    run_with_changes("with a process leaving", |seed, program| {
+        let mut rng = Rng::new(mix(seed, 0x1EAF));
+        Plan { processes: 3, join: None, leave: Some(leave(&mut rng, 3, 0, program)) }
+    });
+}
+
+/// Programs on two processes of one worker, a third joining at a random epoch and then one
+/// of the three (the joined one included) leaving at a later random epoch; the joined worker
+/// feeds its share of the records too. The same checks as with a leave alone.
+#[test]
+fn random_programs_with_a_join_then_a_leave() {
+    run_with_changes("with a join, then a leave", |seed, program| {
+        let mut rng = Rng::new(mix(seed, 0x101E));
+        let join = rng.below(program.max_epoch + 1);
+        Plan { processes: 2, join: Some(join), leave: Some(leave(&mut rng, 3, join, program)) }
+    });
+}
