@@ -8,7 +8,7 @@
 //! are in `randomized_support`; `randomized_joining.rs` runs the programs while a process joins.
 //!
 //! Failures name the seed, the worker count and the program. Environment variables:
-//! `TIMELY_RANDOM_SEEDS=N` runs seeds `0..N` per worker count (default 60),
+//! `TIMELY_RANDOM_SEEDS=N` runs seeds `0..N` per worker count (default 60; `A..B`: seeds `A..B`),
 //! `TIMELY_RANDOM_SEED=S` runs only seed `S`, `TIMELY_RANDOM_VERBOSE=1` prints each
 //! program.
 

@@ -3,7 +3,8 @@
 //!
 //! The programs, the sequential reference and the checking operators are those of
 //! `randomized.rs`, in `randomized_support`. `TIMELY_RANDOM_SEEDS=N` runs the first `N / 3`
-//! seeds whose programs qualify (default 20), `TIMELY_RANDOM_SEED=S` runs only seed `S`.
+//! seeds whose programs qualify (default 20; `A..B`: the first `(B - A) / 3` from `A` on),
+//! `TIMELY_RANDOM_SEED=S` runs only seed `S`.
 
 use crate::randomized_support::program::Rng;
 use crate::randomized_support::run::Plan;

@@ -14,7 +14,8 @@
 //! epoch, until they see it depart, so the leave completes in a running cluster.
 //!
 //! `TIMELY_RANDOM_SEEDS=N` runs the first `N / 3` seeds whose programs qualify (default 20)
-//! per test, `TIMELY_RANDOM_SEED=S` runs only seed `S`.
+//! per test (`A..B`: the first `(B - A) / 3` from `A` on), `TIMELY_RANDOM_SEED=S` runs only
+//! seed `S`, and `TIMELY_RANDOM_LEAVE=W@E` makes worker `W`'s process leave at epoch `E`.
 
 use crate::randomized_support::program::{mix, Program, Rng};
 use crate::randomized_support::run::{Leave, Plan};

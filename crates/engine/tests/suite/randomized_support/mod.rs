@@ -28,7 +28,9 @@
 //!   leaver's too, and the others must see it depart while their inputs are still open.
 //!
 //! Failures name the seed, the worker count and the program. Environment variables:
-//! `TIMELY_RANDOM_SEEDS=N` runs seeds `0..N` per worker count (default 60),
+//! `TIMELY_RANDOM_SEEDS=N` runs seeds `0..N` per worker count (default 60; `A..B`: seeds
+//! `A..B`, to split a large batch over several test processes, each of which has only some
+//! thousands of loopback ports for the runs on clusters),
 //! `TIMELY_RANDOM_SEED=S` runs only seed `S`, `TIMELY_RANDOM_VERBOSE=1` prints each
 //! program.
 //!
@@ -68,11 +70,14 @@ pub fn seeds() -> Vec<u64> {
     if let Ok(seed) = std::env::var("TIMELY_RANDOM_SEED") {
         return vec![seed.trim().parse().expect("TIMELY_RANDOM_SEED is a number")];
     }
-    let count = std::env::var("TIMELY_RANDOM_SEEDS")
-        .ok()
-        .map(|s| s.trim().parse().expect("TIMELY_RANDOM_SEEDS is a number"))
-        .unwrap_or(DEFAULT_SEEDS);
-    (0..count).collect()
+    let Ok(text) = std::env::var("TIMELY_RANDOM_SEEDS") else {
+        return (0..DEFAULT_SEEDS).collect();
+    };
+    let number = |s: &str| -> u64 { s.trim().parse().expect("TIMELY_RANDOM_SEEDS is N or A..B") };
+    match text.split_once("..") {
+        Some((first, end)) => (number(first)..number(end)).collect(),
+        None => (0..number(&text)).collect(),
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -103,18 +108,19 @@ pub fn run_batch(label: &str, runs: impl IntoIterator<Item = (u64, Arc<Program>,
     assert!(failures.is_empty(), "{} of {} programs failed:\n{}", failures.len(), ran, failures.join("\n"));
 }
 
-/// Runs with membership changes: the first `N / 3` seeds (`TIMELY_RANDOM_SEEDS=N`, default
-/// 60) whose programs have no broadcast (its output depends on the number of workers, see
-/// `run.rs`), or only seed `TIMELY_RANDOM_SEED=S`; `plan` draws each run's changes from its
-/// seed and program.
+/// Runs with membership changes: the first `N / 3` seeds from `A` on (`TIMELY_RANDOM_SEEDS=N`,
+/// default 60, `A` = 0; or `A..A+N`) whose programs have no broadcast (its output depends on
+/// the number of workers, see `run.rs`), or only seed `TIMELY_RANDOM_SEED=S`; `plan` draws
+/// each run's changes from its seed and program.
 pub fn run_with_changes(label: &str, plan: impl Fn(u64, &Program) -> Plan) {
     let wanted = match std::env::var("TIMELY_RANDOM_SEED") {
         Ok(_) => 1,
         Err(_) => (seeds().len() / 3).max(1),
     };
+    let first = seeds().first().copied().unwrap_or(0);
     let candidates: Vec<u64> = match std::env::var("TIMELY_RANDOM_SEED") {
         Ok(_) => seeds(),
-        Err(_) => (0..100_000).collect(),
+        Err(_) => (first..first + 100_000).collect(),
     };
     let runs: Vec<(u64, Arc<Program>, Setup)> = candidates
         .into_iter()

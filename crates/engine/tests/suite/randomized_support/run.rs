@@ -126,7 +126,10 @@ pub fn run(seed: u64, program: &Arc<Program>, setup: Setup) -> Result<(), String
     match receiver.recv_timeout(DEADLINE) {
         Ok(Ok(())) => {}
         Ok(Err(error)) => problems.push(format!("the run failed: {}", error)),
-        Err(_) => problems.push(format!(
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            problems.push("the run panicked (its message is on stderr)".to_string())
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => problems.push(format!(
             "the run did not terminate within {:?}; the workers: {:?}",
             DEADLINE,
             run.status.lock().unwrap()

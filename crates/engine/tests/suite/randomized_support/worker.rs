@@ -212,10 +212,12 @@ fn advance_all(handles: &mut [Vec<InputHandle<u64, u64>>], time: u64) {
     }
 }
 
-/// Steps `worker` until `done`; a violation if that takes longer than the deadline.
+/// Steps `worker` until `done`; a violation naming `what` if that takes longer than
+/// `PATIENCE`.
 fn step_until(
     worker: &mut Worker,
-    (ctx, run): (&Ctx, &Run),
+    ctx: &Ctx,
+    run: &Run,
     what: &str,
     mut done: impl FnMut(&Worker) -> bool,
 ) -> bool {
@@ -261,7 +263,7 @@ fn depart(
         // Worker 0 asks for the join at an epoch up to this one, and may first wait for its
         // probe to pass the epochs before: let them pass here.
         advance_all(handles, epoch);
-        if !step_until(worker, (ctx, run), "the join", |w| joined_here(w, &plan)) {
+        if !step_until(worker, ctx, run, "the join", |w| joined_here(w, &plan)) {
             return;
         }
     }
@@ -298,14 +300,14 @@ fn stay(
     advance_all(handles, end);
     // The whole join (the joined worker's bootstrap) completes first: the joined worker's
     // inputs start at its server's time, which is at most `end` until then.
-    if plan.join.is_some() && !step_until(worker, (ctx, run), "the join", |w| joined_here(w, plan)) {
+    if plan.join.is_some() && !step_until(worker, ctx, run, "the join", |w| joined_here(w, plan)) {
         return;
     }
     if let Some(leave) = plan.leave {
         advance_all(handles, end + FAR);
         // (Other processes that ended count as departed too.)
         let gone = |w: &Worker| w.state().rescaling().leaves().departed().contains(&leave.worker);
-        if !step_until(worker, (ctx, run), &format!("the departure of worker {}", leave.worker), gone) {
+        if !step_until(worker, ctx, run, &format!("the departure of worker {}", leave.worker), gone) {
             return;
         }
         let members = worker.state().members();
