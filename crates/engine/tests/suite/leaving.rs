@@ -4,7 +4,8 @@
 //! keyed `count_by_key`; the workers of one process call `leave()` at an epoch, close their
 //! input and return. The leaving process must end in order, the others go on and end in
 //! order, every record fed is seen exactly once, and every (epoch, key) is counted once, on
-//! one worker, with the count of a sequential program.
+//! one worker, with the count of a sequential program. A leaver whose loop still feeds a
+//! record back to itself goes only once the record is through.
 
 use crate::common;
 use crate::common::loopback_cluster as config;
@@ -12,8 +13,8 @@ use crate::common::loopback_cluster as config;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use timely_engine::dataflow::{InputHandle, ProbeHandle};
-use timely_engine::Worker;
+use timely_engine::dataflow::{InputHandle, Pipeline, ProbeHandle};
+use timely_engine::{Product, Worker};
 
 /// The longest a test may take before it counts as hung.
 const LIMIT: Duration = Duration::from_secs(120);
@@ -318,4 +319,80 @@ fn a_process_joins_after_another_left() {
     check_counts(&seen);
     assert!(seen.counted.iter().any(|&(worker, ..)| worker == 3), "the joined worker counted no key");
     assert!(seen.fed.iter().any(|&(_, x)| x / 100 % 100 == 3), "the joined worker fed nothing");
+}
+
+/// A loop whose body is a notification-driven buffer, on three processes; worker 1 feeds one
+/// record and leaves at once, and the others let its time complete only once they heard of
+/// the leave. Its buffer's last release is to the loop's feedback operator, which runs earlier
+/// in the scheduling order, so in the next step: the leaver must not go in between (it holds
+/// no capability then, but the record in its queue is counted everywhere). It once did, and
+/// the others' frontier stayed at 0 for good.
+#[test]
+fn a_leaver_goes_only_after_its_loop_fed_back_what_it_released() {
+    common::within(LIMIT, || {
+        let processes = 3;
+        let addresses = common::free_addresses(processes);
+        let seen: Arc<Mutex<Vec<(u64, u64)>>> = Arc::default();
+        let seen_by_all = seen.clone();
+        let program = move |worker: &mut Worker| {
+            let index = worker.index();
+            let mut input: InputHandle<u64, u64> = InputHandle::new();
+            let probe = ProbeHandle::new();
+            let (seen_here, passes) = (seen_by_all.clone(), 2);
+            worker.dataflow::<u64, _>(|scope| {
+                let stream = scope.input_from(&mut input);
+                scope
+                    .iterative::<u64, _>(|inner| {
+                        let (handle, cycle) = inner.feedback::<u64>(Product::new(0, 1));
+                        // (branch: false first, true second)
+                        let (done, again) = stream
+                            .enter(inner)
+                            .concat(&cycle)
+                            .branch(move |time: &Product<u64, u64>, _: &u64| time.inner < passes);
+                        let mut stash: BTreeMap<Product<u64, u64>, Vec<u64>> = BTreeMap::new();
+                        again
+                            .unary_notify(Pipeline, "Buffer", move |input, output, notificator| {
+                                input.for_each(|capability, data| {
+                                    stash.entry(*capability.time()).or_default().append(data);
+                                    notificator.notify_at(capability.retain());
+                                });
+                                notificator.for_each(|capability, _, _| {
+                                    if let Some(mut records) = stash.remove(capability.time()) {
+                                        output.session(&capability).give_vec(&mut records);
+                                    }
+                                });
+                            })
+                            .connect_loop(handle);
+                        done.leave(scope)
+                    })
+                    .inspect_time(move |epoch, x| seen_here.lock().unwrap().push((*epoch, *x)))
+                    .probe_with(&probe);
+            });
+            if index == 1 {
+                input.send(7);
+                worker.leave().expect("nothing refuses the leave");
+                input.close();
+                return;
+            }
+            while worker.state().rescaling().leaves().leaving() != [1] {
+                worker.step();
+            }
+            input.advance_to(1);
+            while worker.state().rescaling().leaves().departed() != [1] {
+                worker.step();
+            }
+            input.close();
+            worker.step_while(|| !probe.done());
+        };
+        let runs: Vec<_> = (0..processes)
+            .map(|process| {
+                let (config, program) = (config(&addresses, process, processes, 1, None), program.clone());
+                std::thread::spawn(move || timely_engine::execute(config, program))
+            })
+            .collect();
+        for (process, run) in runs.into_iter().enumerate() {
+            run.join().expect("process thread").unwrap_or_else(|error| panic!("process {process}: {error}"));
+        }
+        assert_eq!(*seen.lock().unwrap(), vec![(0, 7)], "the record leaves the loop once");
+    });
 }
