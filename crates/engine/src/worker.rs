@@ -406,9 +406,14 @@ impl Worker {
     /// Makes this worker's process leave the cluster (`docs/rescaling.md`, "Leaving a running
     /// cluster"); any worker of the process may call it, and the process's other workers leave
     /// as soon as they hear of it (calling it on each of them is harmless). The others stop
-    /// routing records to it;
-    /// it keeps running until nothing more can reach it and its operators hold no capability
-    /// (close its inputs), then its dataflows are dropped and its steps return false.
+    /// routing records to it. Its input handles are released at once (on the process's other
+    /// workers, when they handle the notice at the start of a step): what they accepted is
+    /// delivered, and they refuse records from then on ([`InputHandle`]'s docs). It keeps
+    /// running until nothing more can reach it and its operators hold no capability, then its
+    /// dataflows are dropped, its probes show no more times and its steps return false: a
+    /// program that goes on feeding (with `try_send`) and stepping still ends.
+    ///
+    /// [`InputHandle`]: crate::dataflow::InputHandle
     ///
     /// # Errors
     ///
@@ -418,7 +423,8 @@ impl Worker {
         rescale::leave::leave(&self.state)
     }
 
-    /// True once this worker's process is leaving.
+    /// True once this worker's process is leaving: from then on its input handles refuse
+    /// records.
     pub fn is_leaving(&self) -> bool {
         self.state.rescaling.leaves().is_leaving()
     }

@@ -5,7 +5,9 @@
 //! exchange routes over (the workers present, leavers excluded), the *sealed* markers a
 //! worker sends each leaver once nothing more can reach it from here, and a leaver's test for
 //! being drained. Keyed exchanges register as [`KeyedRoutes`]: a worker seals a leaver only
-//! once none of them may still release records to it.
+//! once none of them may still release records to it. Input handles register as
+//! [`ReleaseOnLeave`]: when this worker starts leaving they deliver what they accepted and let
+//! go of their capabilities, so that a program that goes on feeding does not hold the leave up.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
@@ -20,6 +22,14 @@ use crate::worker::{Activity, WorkerState};
 pub trait KeyedRoutes {
     /// True while this exchange may release records to `worker` at some time.
     fn may_route_to(&self, worker: usize) -> bool;
+}
+
+/// Something the worker's program feeds through (an input handle), holding capabilities that
+/// the program, not an operator, releases.
+pub trait ReleaseOnLeave {
+    /// This worker is leaving: hand on what was accepted, hold no capability from now on and
+    /// accept nothing more.
+    fn release(&self);
 }
 
 /// Why this worker's process cannot leave (it is the last process of the cluster).
@@ -53,6 +63,8 @@ pub struct Leaves {
     routes: RefCell<Vec<Weak<dyn KeyedRoutes>>>,
     /// Operators to wake when the workers present change.
     watchers: RefCell<Vec<Weak<Activator>>>,
+    /// The input handles of this worker, released when it starts leaving.
+    inputs: RefCell<Vec<Weak<dyn ReleaseOnLeave>>>,
     /// On a leaving worker: the trace activity of its leave, ended once it is drained.
     activity: RefCell<Option<Activity>>,
 }
@@ -108,6 +120,27 @@ impl Leaves {
         self.watchers.borrow_mut().push(Rc::downgrade(activator));
     }
 
+    /// Registers an input handle, released when this worker starts leaving (at once if it
+    /// already is).
+    pub fn release_on_leave(&self, input: Weak<dyn ReleaseOnLeave>) {
+        if self.this_leaves.get() {
+            if let Some(input) = input.upgrade() {
+                input.release();
+            }
+            return;
+        }
+        let mut inputs = self.inputs.borrow_mut();
+        inputs.retain(|input| input.strong_count() > 0);
+        inputs.push(input);
+    }
+
+    /// This worker starts leaving: every input handle lets go of its capabilities.
+    fn release_inputs(&self) {
+        // Taken out first: releasing hands records on, which must not find the list borrowed.
+        let inputs = std::mem::take(&mut *self.inputs.borrow_mut());
+        inputs.iter().filter_map(Weak::upgrade).for_each(|input| input.release());
+    }
+
     /// Registers a keyed exchange, asked before this worker seals a leaver.
     pub fn register_routes(&self, routes: Weak<dyn KeyedRoutes>) {
         self.routes.borrow_mut().push(routes);
@@ -143,6 +176,7 @@ pub(crate) fn leave(state: &WorkerState) -> Result<(), LeaveRefused> {
     for worker in others {
         rescaling.send(worker, BootstrapMessage::Leaving { from: me });
     }
+    leaves.release_inputs();
     notice(state, me);
     Ok(())
 }
@@ -160,6 +194,7 @@ pub(crate) fn notice(state: &WorkerState, from: usize) {
     let leaves = &state.rescaling().leaves;
     if state.index() / threads == process && !leaves.this_leaves.replace(true) {
         leaves.activity.replace(Some(Activity::begin(state.logger(), super::phases::LEAVE)));
+        leaves.release_inputs();
     }
     let mut leaving = leaves.leaving.borrow_mut();
     let before = leaving.len();

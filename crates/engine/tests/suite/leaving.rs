@@ -396,3 +396,167 @@ fn a_leaver_goes_only_after_its_loop_fed_back_what_it_released() {
         assert_eq!(*seen.lock().unwrap(), vec![(0, 7)], "the record leaves the loop once");
     });
 }
+
+/// What a run whose leaver keeps feeding saw, besides [`Seen`]: `(worker, epoch, count)` from
+/// a count per time behind an exchange (emitted at its notification), the records each leaver
+/// had refused, and the epoch at which each leaver's dataflows were gone.
+#[derive(Default)]
+struct Feeding {
+    per_time: Vec<(usize, u64, u64)>,
+    refused: Vec<(usize, u64, u64)>,
+    went: Vec<(usize, u64)>,
+}
+
+/// Runs `epochs` epochs on `processes` processes of `threads` workers, every worker feeding
+/// `records` each epoch with `try_send`. The first worker of process `leaver` calls `leave()`
+/// in epoch `leave_at`, halfway through its records; the leaving process's workers never
+/// close their input and go on feeding and stepping, each until its dataflows are gone.
+/// `Seen::fed` holds the records accepted.
+fn run_feeding(
+    processes: usize,
+    threads: usize,
+    leaver: usize,
+    leave_at: u64,
+    epochs: u64,
+) -> (Seen, Feeding) {
+    use timely_engine::dataflow::operators::InputError;
+    let addresses = common::free_addresses(processes);
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let feeding: Arc<Mutex<Feeding>> = Arc::default();
+    let program = {
+        let (seen, feeding) = (seen.clone(), feeding.clone());
+        move |worker: &mut Worker| {
+            let index = worker.index();
+            let leaves = index / threads == leaver;
+            let mut input = InputHandle::new();
+            let probe = ProbeHandle::new();
+            let (exchanged, counted, per_time) = (seen.clone(), seen.clone(), feeding.clone());
+            worker.dataflow(|scope| {
+                let records = scope.input_from(&mut input);
+                let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
+                records
+                    .exchange(|x: &u64| x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 7)
+                    .inspect_time(move |epoch, x| {
+                        exchanged.lock().unwrap().exchanged.push((index, *epoch, *x))
+                    })
+                    .unary_notify(Pipeline, "CountPerTime", move |input, output, notificator| {
+                        input.for_each(|time, data| {
+                            *counts.entry(*time.time()).or_default() += data.len() as u64;
+                            notificator.notify_at(time.retain());
+                        });
+                        notificator.for_each(|time, _, _| {
+                            let count = counts.remove(time.time()).unwrap_or_default();
+                            output.session(&time).give(count);
+                        });
+                    })
+                    .inspect_time(move |epoch, n| per_time.lock().unwrap().per_time.push((index, *epoch, *n)))
+                    .probe_with(&probe);
+                records
+                    .map(|x| x % KEYS)
+                    .count_by_key()
+                    .inspect_time(move |epoch, (key, n)| {
+                        counted.lock().unwrap().counted.push((index, *epoch, *key, *n))
+                    })
+                    .probe_with(&probe);
+            });
+            let feed = |input: &mut InputHandle<u64, u64>, epoch: u64, records: &[u64]| {
+                for &x in records {
+                    match input.try_send(x) {
+                        Ok(()) => seen.lock().unwrap().fed.push((epoch, x)),
+                        Err(InputError::Leaving) => feeding.lock().unwrap().refused.push((index, epoch, x)),
+                        Err(other) => panic!("worker {index}: {other}"),
+                    }
+                }
+            };
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            let mut epoch = 0;
+            while if leaves { worker.has_dataflows() } else { epoch < epochs } {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "worker {index} is still there in epoch {epoch}"
+                );
+                let mine = records(index, epoch);
+                let (first, second) = mine.split_at(mine.len() / 2);
+                feed(&mut input, epoch, first);
+                if index == leaver * threads && epoch == leave_at {
+                    worker.leave().expect("nothing refuses the leave");
+                }
+                feed(&mut input, epoch, second);
+                epoch += 1;
+                input.advance_to(epoch);
+                worker.step_while(|| probe.less_than(input.time()));
+            }
+            if leaves {
+                assert!(input.is_released() && !input.is_closed(), "worker {index}: released, never closed");
+                assert!(probe.done(), "worker {index}: a probe of a dataflow gone shows no more times");
+                assert!(!worker.step(), "worker {index}: a step after it went has nothing to do");
+                feeding.lock().unwrap().went.push((index, epoch));
+                return;
+            }
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            let gone: Vec<usize> = (leaver * threads..(leaver + 1) * threads).collect();
+            while worker.state().rescaling().leaves().departed() != gone {
+                assert!(std::time::Instant::now() < deadline, "the leaver did not go");
+                worker.step();
+            }
+            input.close();
+            worker.step_while(|| !probe.done());
+        }
+    };
+    let runs: Vec<_> = (0..processes)
+        .map(|process| {
+            let (config, program) = (config(&addresses, process, processes, threads, None), program.clone());
+            std::thread::spawn(move || timely_engine::execute(config, program))
+        })
+        .collect();
+    for (process, run) in runs.into_iter().enumerate() {
+        run.join().expect("process thread").unwrap_or_else(|error| panic!("process {process}: {error}"));
+    }
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
+    let feeding = std::mem::take(&mut *feeding.lock().unwrap());
+    (seen, feeding)
+}
+
+/// Checks a run of [`run_feeding`]: the exchange delivers every accepted record once and no
+/// refused one, the counts per time and per (time, key) are those of a sequential program over
+/// the accepted records, the leaver accepted what it sent before its `leave()` and refused
+/// what it sent after, and every leaver went while its program was feeding.
+fn check_feeding(seen: &Seen, feeding: &Feeding, leavers: std::ops::Range<usize>, leave_at: u64) {
+    let mut fed = seen.fed.clone();
+    fed.sort();
+    let mut exchanged: Vec<(u64, u64)> = seen.exchanged.iter().map(|&(_, e, x)| (e, x)).collect();
+    exchanged.sort();
+    assert_eq!(exchanged, fed, "the exchange delivers every accepted record once, and nothing else");
+    let mut expected: BTreeMap<u64, u64> = BTreeMap::new();
+    fed.iter().for_each(|(epoch, _)| *expected.entry(*epoch).or_default() += 1);
+    let mut per_time: BTreeMap<u64, u64> = BTreeMap::new();
+    feeding.per_time.iter().for_each(|&(_, epoch, n)| *per_time.entry(epoch).or_default() += n);
+    assert_eq!(per_time, expected, "records counted per time");
+    check_counts(seen);
+    let caller = leavers.start;
+    let theirs = records(caller, leave_at);
+    let (before, after) = theirs.split_at(theirs.len() / 2);
+    assert!(before.iter().all(|x| fed.contains(&(leave_at, *x))), "what it sent before leave() counts");
+    assert!(
+        after.iter().all(|x| feeding.refused.contains(&(caller, leave_at, *x))),
+        "what it sent after is refused"
+    );
+    assert!(feeding.refused.iter().all(|(worker, ..)| leavers.contains(worker)), "only leavers refuse");
+    let mut went: Vec<usize> = feeding.went.iter().map(|&(worker, _)| worker).collect();
+    went.sort();
+    assert_eq!(went, leavers.collect::<Vec<_>>(), "every leaver went");
+}
+
+#[test]
+fn a_leaver_that_keeps_feeding_and_never_closes_its_input_still_goes() {
+    let (seen, feeding) = common::within(LIMIT, || run_feeding(3, 1, 1, 3, 10));
+    check_feeding(&seen, &feeding, 1..2, 3);
+}
+
+/// The second worker of the leaving process hears of the leave at the start of a step, with
+/// the records it sent since its last step not yet handed on: they count too.
+#[test]
+fn a_pair_of_workers_that_keeps_feeding_leaves_and_loses_nothing() {
+    let (seen, feeding) = common::within(LIMIT, || run_feeding(2, 2, 0, 2, 8));
+    check_feeding(&seen, &feeding, 0..2, 2);
+}

@@ -4,15 +4,20 @@
 //! then driven by the worker's program: `send` records at the handle's current time,
 //! `advance_to` a later time (promising nothing more at earlier times), `close` when done.
 //! Dropping the handle closes it. Records are handed to the dataflow when the input
-//! operator runs at the next step.
+//! operator runs at the next step. When the worker leaves the cluster, its leave releases
+//! every handle (`docs/rescaling.md`, "Leaving a running cluster"): the handle then holds
+//! nothing and refuses records.
 
 use super::builder::{OperatorBuilder, OutputPort};
 use super::capability::Capability;
 use crate::dataflow::channels::Data;
 use crate::dataflow::{Scope, Stream};
 use crate::progress::Timestamp;
+use crate::rescale::leave::ReleaseOnLeave;
 use crate::scheduling::Activator;
+use std::cell::{Cell, RefCell, RefMut};
 use std::fmt;
+use std::rc::{Rc, Weak};
 
 /// Misuse of an input handle.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,6 +31,9 @@ pub enum InputError {
     },
     /// The handle was closed.
     Closed,
+    /// The handle's worker is leaving the cluster: the handle handed on what it had accepted
+    /// and accepts nothing more (the record was not accepted).
+    Leaving,
 }
 
 impl fmt::Display for InputError {
@@ -37,6 +45,10 @@ impl fmt::Display for InputError {
                 requested, current
             ),
             InputError::Closed => write!(f, "the input is closed"),
+            InputError::Leaving => write!(
+                f,
+                "this worker is leaving the cluster: its input accepts no more records, and this was not accepted"
+            ),
         }
     }
 }
@@ -50,10 +62,45 @@ struct Attachment<T: Timestamp, D: Data> {
 }
 
 /// Feeds records into one or more dataflow inputs.
+///
+/// # When its worker leaves the cluster
+///
+/// From the moment its worker is leaving (`Worker::is_leaving`: `Worker::leave` was called
+/// on a worker of its process, or the leave's notice was handled at the start of a step), the
+/// handle is *released*: every record it accepted before is handed on at its time and
+/// delivered like any other, and it holds no capability any more, as after [`close`]. The
+/// frontier of its inputs is then decided by the other workers' handles alone (each worker
+/// feeds its own instance of every input). A released handle accepts no record: [`try_send`]
+/// and [`try_send_batch`] return [`InputError::Leaving`] (nothing of the batch is taken),
+/// [`send`] and [`send_batch`] panic; [`advance_to`] is harmless (it moves [`time`] and
+/// nothing else). So a program that goes on feeding while its worker leaves does not keep the
+/// worker from going, and loses nothing it was told was accepted.
+///
+/// [`close`]: InputHandle::close
+/// [`try_send`]: InputHandle::try_send
+/// [`try_send_batch`]: InputHandle::try_send_batch
+/// [`send`]: InputHandle::send
+/// [`send_batch`]: InputHandle::send_batch
+/// [`advance_to`]: InputHandle::advance_to
+/// [`time`]: InputHandle::time
 pub struct InputHandle<T: Timestamp, D: Data> {
-    attachments: Vec<Attachment<T, D>>,
     now: T,
+    shared: Rc<Shared<T, D>>,
+}
+
+/// What a handle shares with its worker's leave ([`ReleaseOnLeave`]).
+struct Shared<T: Timestamp, D: Data> {
+    feed: RefCell<Feed<T, D>>,
+    /// Set by a leave that found the feed in use (the worker left from inside a `send`, while
+    /// a record was being encoded): the handle is released at its next use.
+    release_pending: Cell<bool>,
+}
+
+/// The handle's attachments and whether it still accepts records.
+struct Feed<T: Timestamp, D: Data> {
+    attachments: Vec<Attachment<T, D>>,
     closed: bool,
+    released: bool,
 }
 
 impl<T: Timestamp, D: Data> Default for InputHandle<T, D> {
@@ -65,7 +112,18 @@ impl<T: Timestamp, D: Data> Default for InputHandle<T, D> {
 impl<T: Timestamp, D: Data> InputHandle<T, D> {
     /// A handle at the minimum time, not yet attached to a dataflow.
     pub fn new() -> Self {
-        InputHandle { attachments: Vec::new(), now: T::minimum(), closed: false }
+        let feed = Feed { attachments: Vec::new(), closed: false, released: false };
+        let shared = Rc::new(Shared { feed: RefCell::new(feed), release_pending: Cell::new(false) });
+        InputHandle { now: T::minimum(), shared }
+    }
+
+    /// The handle's attachments, released first if its worker left while they were in use.
+    fn feed(&self) -> RefMut<'_, Feed<T, D>> {
+        let mut feed = self.shared.feed.borrow_mut();
+        if self.shared.release_pending.replace(false) {
+            feed.release();
+        }
+        feed
     }
 
     /// The time at which records are sent now.
@@ -75,20 +133,32 @@ impl<T: Timestamp, D: Data> InputHandle<T, D> {
 
     /// True once closed.
     pub fn is_closed(&self) -> bool {
-        self.closed
+        self.feed().closed
+    }
+
+    /// True once released because its worker is leaving the cluster (see the type's docs): it
+    /// accepts no more records.
+    pub fn is_released(&self) -> bool {
+        self.feed().released
     }
 
     /// Sends one record at the current time.
+    ///
+    /// # Panics
+    ///
+    /// If the handle is closed, or released because its worker is leaving the cluster (the
+    /// record is not accepted); [`InputHandle::try_send`] returns these as errors.
     pub fn send(&mut self, datum: D) {
         self.try_send(datum).unwrap_or_else(|e| panic!("{}", e))
     }
 
-    /// Like `send`, but returns an error if the handle is closed.
+    /// Like `send`, but returns an error, and does not take the record, if the handle is
+    /// closed ([`InputError::Closed`]) or released because its worker is leaving
+    /// ([`InputError::Leaving`]).
     pub fn try_send(&mut self, datum: D) -> Result<(), InputError> {
-        if self.closed {
-            return Err(InputError::Closed);
-        }
-        if let Some((last, rest)) = self.attachments.split_last_mut() {
+        let mut feed = self.feed();
+        feed.open()?;
+        if let Some((last, rest)) = feed.attachments.split_last_mut() {
             for attachment in rest {
                 attachment.output.session(&attachment.capability).give(datum.clone());
                 attachment.activator.activate();
@@ -100,19 +170,23 @@ impl<T: Timestamp, D: Data> InputHandle<T, D> {
     }
 
     /// Sends every record of `data` at the current time, leaving it empty.
+    ///
+    /// # Panics
+    ///
+    /// As [`InputHandle::send`].
     pub fn send_batch(&mut self, data: &mut Vec<D>) {
         self.try_send_batch(data).unwrap_or_else(|e| panic!("{}", e))
     }
 
-    /// Like `send_batch`, but returns an error if the handle is closed.
+    /// Like `send_batch`, but returns an error, and takes none of the records, if the handle
+    /// is closed or released (as [`InputHandle::try_send`]).
     pub fn try_send_batch(&mut self, data: &mut Vec<D>) -> Result<(), InputError> {
-        if self.closed {
-            return Err(InputError::Closed);
-        }
+        let mut feed = self.feed();
+        feed.open()?;
         if data.is_empty() {
             return Ok(());
         }
-        if let Some((last, rest)) = self.attachments.split_last_mut() {
+        if let Some((last, rest)) = feed.attachments.split_last_mut() {
             for attachment in rest {
                 attachment.output.session(&attachment.capability).give_iterator(data.iter().cloned());
                 attachment.activator.activate();
@@ -124,7 +198,12 @@ impl<T: Timestamp, D: Data> InputHandle<T, D> {
         Ok(())
     }
 
-    /// Moves to time `time`: no more records will be sent at earlier times.
+    /// Moves to time `time`: no more records will be sent at earlier times. On a handle
+    /// released because its worker is leaving, it only moves [`InputHandle::time`].
+    ///
+    /// # Panics
+    ///
+    /// If `time` is earlier than the current time, or the handle is closed.
     pub fn advance_to(&mut self, time: T) {
         self.try_advance_to(time).unwrap_or_else(|e| panic!("{}", e))
     }
@@ -132,7 +211,8 @@ impl<T: Timestamp, D: Data> InputHandle<T, D> {
     /// Like `advance_to`, but returns an error if `time` is earlier than the current time
     /// or the handle is closed.
     pub fn try_advance_to(&mut self, time: T) -> Result<(), InputError> {
-        if self.closed {
+        let mut feed = self.feed();
+        if feed.closed {
             return Err(InputError::Closed);
         }
         if !self.now.less_equal(&time) {
@@ -142,11 +222,12 @@ impl<T: Timestamp, D: Data> InputHandle<T, D> {
             });
         }
         if time != self.now {
-            for attachment in self.attachments.iter_mut() {
+            for attachment in feed.attachments.iter_mut() {
                 attachment.output.flush();
                 attachment.capability.downgrade(&time);
                 attachment.activator.activate();
             }
+            drop(feed);
             self.now = time;
         }
         Ok(())
@@ -154,7 +235,7 @@ impl<T: Timestamp, D: Data> InputHandle<T, D> {
 
     /// Sends what is buffered now rather than at the next step.
     pub fn flush(&mut self) {
-        for attachment in self.attachments.iter_mut() {
+        for attachment in self.feed().attachments.iter_mut() {
             attachment.output.flush();
             attachment.activator.activate();
         }
@@ -162,14 +243,10 @@ impl<T: Timestamp, D: Data> InputHandle<T, D> {
 
     /// Closes the input: no more records will be sent. Idempotent.
     pub fn close(&mut self) {
-        if !self.closed {
-            self.closed = true;
-            for attachment in self.attachments.drain(..) {
-                let Attachment { mut output, capability, activator } = attachment;
-                output.flush();
-                drop(capability);
-                activator.activate();
-            }
+        let mut feed = self.feed();
+        if !feed.closed {
+            feed.closed = true;
+            feed.let_go();
         }
     }
 
@@ -177,12 +254,15 @@ impl<T: Timestamp, D: Data> InputHandle<T, D> {
     /// start later than the handle's time (the handle moves up to it), or without a
     /// capability (the input is closed: its bootstrap server had closed it).
     fn attach(&mut self, mut output: OutputPort<T, D>, mut capability: Capability<T>, activator: Activator) {
-        if capability.is_detached() {
-            // Its bootstrap server had closed this input: so is it here, and sending fails.
-            self.closed = true;
-        }
-        if self.closed {
-            return;
+        {
+            let mut feed = self.feed();
+            if capability.is_detached() {
+                // Its bootstrap server had closed this input: so is it here, and sending fails.
+                feed.closed = true;
+            }
+            if feed.closed || feed.released {
+                return;
+            }
         }
         if self.now.less_equal(capability.time()) && *capability.time() != self.now {
             let later = capability.time().clone();
@@ -190,7 +270,46 @@ impl<T: Timestamp, D: Data> InputHandle<T, D> {
         }
         capability.downgrade(&self.now);
         output.flush();
-        self.attachments.push(Attachment { output, capability, activator });
+        self.feed().attachments.push(Attachment { output, capability, activator });
+    }
+}
+
+impl<T: Timestamp, D: Data> Feed<T, D> {
+    /// Ok while the handle accepts records.
+    fn open(&self) -> Result<(), InputError> {
+        match (self.closed, self.released) {
+            (true, _) => Err(InputError::Closed),
+            (false, true) => Err(InputError::Leaving),
+            (false, false) => Ok(()),
+        }
+    }
+
+    /// Hands on what is buffered, then drops every capability (the operators report both at
+    /// their next run, which this schedules).
+    fn let_go(&mut self) {
+        for attachment in self.attachments.drain(..) {
+            let Attachment { mut output, capability, activator } = attachment;
+            output.flush();
+            drop(capability);
+            activator.activate();
+        }
+    }
+
+    /// Its worker is leaving: lets go, and accepts nothing more. Idempotent.
+    fn release(&mut self) {
+        if !self.released {
+            self.released = true;
+            self.let_go();
+        }
+    }
+}
+
+impl<T: Timestamp, D: Data> ReleaseOnLeave for Shared<T, D> {
+    fn release(&self) {
+        match self.feed.try_borrow_mut() {
+            Ok(mut feed) => feed.release(),
+            Err(_) => self.release_pending.set(true),
+        }
     }
 }
 
@@ -207,8 +326,10 @@ impl<T: Timestamp> Scope<T> {
         builder.set_notify(false);
         let (output, stream) = builder.new_output();
         let activator = builder.info().activator.clone();
+        let leaves = self.worker().rescaling().leaves();
         builder.build(move |capability| {
             handle.attach(output, capability, activator);
+            leaves.release_on_leave(Rc::downgrade(&handle.shared) as Weak<dyn ReleaseOnLeave>);
             |_frontiers| false
         });
         stream
