@@ -21,6 +21,12 @@ class WorkerCancelled(TimelyError):
 class ClusterError(TimelyError):
     """The processes of a cluster could not connect, or one of them was lost while running."""
 
+class LeavingError(TimelyError):
+    """An input handle refused records: its worker's process is leaving the cluster
+    (``worker.leaving``). Nothing of the refused ``send``/``send_batch`` was accepted; what the
+    handle accepted before is delivered. Letting it end ``main`` on a leaving worker ends the
+    worker's run as a return of None would: the process still leaves cleanly."""
+
 def execute(
     main: Callable[[Worker], R],
     workers: int = 1,
@@ -96,12 +102,16 @@ class Worker:
     @property
     def leaving(self) -> bool:
         """True once this worker's process leaves the cluster (``leave()`` or the launcher's
-        ``remove_process``): stop feeding inputs and close them."""
+        ``remove_process``; updated at every step). From then on its input handles are
+        released: what they accepted is delivered, and ``send`` raises ``LeavingError``. Stop
+        feeding and return; a program that goes on still leaves: once the leave is complete,
+        ``step()`` returns False and its probes are done."""
     def leave(self) -> None:
         """Makes this worker's process leave the running cluster; the others go on and the
-        keys it held move to the workers present. Close the inputs afterwards; the process's
-        run then ends once nothing can reach it (see ``docs/rescaling.md``). ``ValueError``
-        outside a cluster of several processes."""
+        keys it held move to the workers present. Its input handles are released at once
+        (those of the process's other workers at their next step); the process's run ends once
+        nothing can reach it (see ``docs/rescaling.md``). ``ValueError`` outside a cluster of
+        several processes; ``TimelyError`` while a dataflow has Megaphone operators."""
     @property
     def has_dataflows(self) -> bool: ...
     def step(self) -> bool: ...
@@ -271,14 +281,27 @@ class Stream:
 
 @final
 class InputHandle:
+    """Feeds records into a dataflow input at the handle's current epoch.
+
+    Once its worker is leaving the cluster (``worker.leaving``) the handle is released: the
+    records it accepted before are delivered, it holds the input back no more, ``send`` and
+    ``send_batch`` raise ``LeavingError`` without accepting anything, and ``advance_to`` only
+    moves ``time``."""
     def __init__(self) -> None: ...
     @property
     def time(self) -> int: ...
     @property
     def closed(self) -> bool: ...
-    def send(self, record: Any) -> None: ...
-    def send_batch(self, records: Iterable[Any]) -> None: ...
-    def advance_to(self, time: int) -> None: ...
+    @property
+    def released(self) -> bool:
+        """True once released because its worker is leaving the cluster."""
+    def send(self, record: Any) -> None:
+        """Sends one record at the current epoch; ``LeavingError`` once the worker is leaving."""
+    def send_batch(self, records: Iterable[Any]) -> None:
+        """Sends every record at the current epoch; ``LeavingError`` (none accepted) once the
+        worker is leaving."""
+    def advance_to(self, time: int) -> None:
+        """Moves to a later epoch; once the worker is leaving it only moves ``time``."""
     def close(self) -> None: ...
     def __enter__(self) -> InputHandle: ...
     def __exit__(self, *args: Any) -> bool: ...

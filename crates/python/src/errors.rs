@@ -23,6 +23,12 @@ create_exception!(
 );
 create_exception!(
     timely_py,
+    LeavingError,
+    TimelyError,
+    "An input handle refused records: its worker's process is leaving the cluster (`worker.leaving`)."
+);
+create_exception!(
+    timely_py,
     WorkerCancelled,
     TimelyError,
     "Raised in a worker that stops because another worker failed or the run was interrupted."

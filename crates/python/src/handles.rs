@@ -1,17 +1,22 @@
 //! `InputHandle` and `ProbeHandle`: how a worker's program feeds and watches dataflows.
 
-use crate::errors::raise_python_failure;
+use crate::errors::{raise_python_failure, LeavingError};
 use crate::record::Record;
 use crate::time::{PyTime, T0};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
+use timely_engine::dataflow::operators::InputError;
 use timely_engine::dataflow::{InputHandle, ProbeHandle};
 
 /// Feeds records into a dataflow input at the handle's current time (an int epoch).
 ///
 /// Create it before the dataflow, attach it with `scope.input_from(handle)`, then `send`
 /// records, `advance_to` later epochs and `close` it (or use it as a context manager).
+///
+/// Once its worker is leaving the cluster (`worker.leaving`), the handle is *released*: the
+/// records it accepted before are delivered, it holds nothing back, and `send`/`send_batch`
+/// raise `LeavingError` without accepting anything; `advance_to` only moves `time`.
 #[pyclass(name = "InputHandle", module = "timely_py._core", unsendable)]
 pub struct PyInputHandle {
     handle: InputHandle<T0, Record>,
@@ -24,8 +29,13 @@ impl PyInputHandle {
     }
 }
 
-fn input_error(error: timely_engine::dataflow::operators::InputError) -> PyErr {
-    PyValueError::new_err(error.to_string())
+fn input_error(error: InputError) -> PyErr {
+    match error {
+        InputError::Leaving => {
+            LeavingError::new_err(format!("{error} (stop feeding once worker.leaving is True)"))
+        }
+        other => PyValueError::new_err(other.to_string()),
+    }
 }
 
 #[pymethods]
@@ -47,19 +57,27 @@ impl PyInputHandle {
         self.handle.is_closed()
     }
 
-    /// Sends one record at the current epoch.
+    /// True once released because its worker is leaving the cluster: it accepts no records.
+    #[getter]
+    fn released(&self) -> bool {
+        self.handle.is_released()
+    }
+
+    /// Sends one record at the current epoch. Raises `LeavingError`, and does not accept the
+    /// record, once this worker is leaving the cluster.
     fn send(&mut self, record: Py<PyAny>) -> PyResult<()> {
         raise_python_failure(|| self.handle.try_send(Record(record)))?.map_err(input_error)
     }
 
-    /// Sends every record of an iterable at the current epoch.
+    /// Sends every record of an iterable at the current epoch. Raises `LeavingError`, and
+    /// accepts none of them, once this worker is leaving the cluster.
     fn send_batch(&mut self, records: &Bound<'_, PyAny>) -> PyResult<()> {
         let mut batch = collect_records(records)?;
         raise_python_failure(|| self.handle.try_send_batch(&mut batch))?.map_err(input_error)
     }
 
     /// Moves to epoch `time` (not earlier than the current one): no more records will be
-    /// sent at earlier epochs.
+    /// sent at earlier epochs. Once the worker is leaving it only moves `time`.
     fn advance_to(&mut self, time: &Bound<'_, PyAny>) -> PyResult<()> {
         let time = T0::from_py(time)?;
         raise_python_failure(|| self.handle.try_advance_to(time))?.map_err(input_error)
@@ -81,7 +99,13 @@ impl PyInputHandle {
     }
 
     fn __repr__(&self) -> String {
-        format!("InputHandle(time={}, closed={})", self.handle.time(), self.handle.is_closed())
+        let shown = |flag: bool| if flag { "True" } else { "False" };
+        format!(
+            "InputHandle(time={}, closed={}, released={})",
+            self.handle.time(),
+            shown(self.handle.is_closed()),
+            shown(self.handle.is_released())
+        )
     }
 }
 

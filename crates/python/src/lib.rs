@@ -142,5 +142,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DataflowError", py.get_type::<errors::DataflowError>())?;
     m.add("WorkerCancelled", py.get_type::<errors::WorkerCancelled>())?;
     m.add("ClusterError", py.get_type::<errors::ClusterError>())?;
+    m.add("LeavingError", py.get_type::<errors::LeavingError>())?;
     Ok(())
 }

@@ -3,11 +3,13 @@
 //! `execute` starts the workers (threads of this process), calls the user's `main(worker)`
 //! on each with the interpreter attached, and after `main` returns keeps stepping the
 //! worker until its dataflows complete. Stepping runs without the interpreter; operators
-//! re-attach once per batch. The calling thread waits without the interpreter, checking
+//! re-attach once per batch. On a worker whose process is leaving, a `LeavingError` (its
+//! input refused a record) that ends `main` ends it as a return would: the worker still
+//! leaves cleanly. The calling thread waits without the interpreter, checking
 //! for Ctrl-C; an interrupt or a failed worker stops every worker, and the first real
 //! exception (not a cancellation) is raised to the caller of `execute`.
 
-use crate::errors::{catch_panic, ClusterError, TimelyError, WorkerCancelled, WorkerContext};
+use crate::errors::{catch_panic, ClusterError, LeavingError, TimelyError, WorkerCancelled, WorkerContext};
 use crate::leave_signal::LeaveSignal;
 use crate::record::PythonFailure;
 use crate::scope::PyScope;
@@ -222,7 +224,10 @@ impl PyWorker {
 
     /// True once this worker's process is leaving the cluster: `leave()` was called on one of
     /// its workers, or the launcher asked it to leave (`launch.remove_process`). Updated at
-    /// every step. A leaving worker's program should stop feeding its inputs and close them.
+    /// every step. From then on its input handles are released (what they accepted is
+    /// delivered) and `send` raises `LeavingError`: a leaving worker's program should stop
+    /// feeding and return. One that goes on still leaves: once the leave is complete its
+    /// steps return False and its probes are done.
     #[getter]
     fn leaving(&self) -> PyResult<bool> {
         Ok(self.parts()?.leaving.get())
@@ -230,11 +235,13 @@ impl PyWorker {
 
     /// Makes this worker's process leave the running cluster (`docs/rescaling.md`, "Leaving a
     /// running cluster"). Its other workers follow, the other processes stop routing records
-    /// to it and its keyed state's keys move to the workers present. Close this worker's
-    /// inputs after calling it: once nothing more can reach the process and its operators hold
-    /// no capability, its dataflows end, `run` returns on it and the process exits while the
-    /// cluster goes on. Raises `ValueError` outside a cluster of several processes, and
-    /// `TimelyError` (nothing happens) when no other process is present to take its work.
+    /// to it and its keyed state's keys move to the workers present. Its input handles are
+    /// released at once (those of its other workers at their next step): what they accepted
+    /// is delivered, and they refuse records from then on (`LeavingError`). Once nothing more
+    /// can reach the process and its operators hold no capability, its dataflows end, `run`
+    /// returns on it and the process exits while the cluster goes on. Raises `ValueError`
+    /// outside a cluster of several processes, and `TimelyError` (nothing happens) when no
+    /// other process is present to take its work.
     fn leave(&self) -> PyResult<()> {
         let mut worker = self.worker()?;
         if !worker.state().allocator().can_rescale() {
@@ -401,6 +408,7 @@ fn run_worker(
 ) -> PyResult<Py<PyAny>> {
     let worker = Py::new(py, PyWorker::new(allocator, abort, leave_signal, trace))?;
     let result = main.call1(py, (worker.clone_ref(py),));
+    let result = result.or_else(|error| ended_by_leave(py, &worker, error));
     let result = result.and_then(|value| worker.borrow(py).drain(py).map(|()| value));
     // The worker's engine state (and the user callbacks its operators hold) is dropped
     // here, on its own thread; what may travel with an exception is an empty shell.
@@ -414,6 +422,18 @@ fn run_worker(
     }
     drop(parts);
     result.map_err(|error| release_frames(py, error))
+}
+
+/// The result of a `main` that raised `error`: on a worker whose process is leaving, a
+/// `LeavingError` (its input refused a record because the program went on feeding) ends
+/// `main` as returning None would, so that the worker leaves cleanly; anything else is the
+/// run's error.
+fn ended_by_leave(py: Python<'_>, worker: &Py<PyWorker>, error: PyErr) -> PyResult<Py<PyAny>> {
+    let leaving = || worker.borrow(py).worker().is_ok_and(|worker| worker.is_leaving());
+    if error.is_instance_of::<LeavingError>(py) && leaving() {
+        return Ok(py.None());
+    }
+    Err(error)
 }
 
 /// Clears the local variables of a traceback's frames (keeping file and line information):
