@@ -123,7 +123,7 @@ class Run:
     workers: dict
     out: str
     err: str
-    how: str = "no"  # how a process left: "no" leave, "remove" or "leave" (`launch_run`)
+    how: str = "no"  # how a process left: "no" leave, "remove", "leave", ... (`launch_run`)
 
     @property
     def initial_peers(self):
@@ -147,8 +147,10 @@ def launch_run(directory, seed, workers, leave="no"):
     """Runs the script of `seed` under the launcher on the plan's processes of `workers`
     workers each, with room for its joins; checks that it succeeded and returns its `Run`.
     `leave` is "no" (a plan without a leave), "remove" (worker 0 asks the launcher to make
-    the plan's process leave), "leave" (the process's first worker calls `worker.leave()`) or
-    "rejoin" (as "remove", then one more process joins)."""
+    the plan's process leave), "leave" (the process's first worker calls `worker.leave()`),
+    "rejoin" (as "remove", then one more process joins), or "ignore" and "raise" (as "remove",
+    and the leaving process's program feeds on: it catches each `LeavingError` until its
+    dataflows are gone, or lets the first one end `main`)."""
     p = plan(seed, leave != "no", leave == "rejoin")
     outdir = directory / "workers"
     outdir.mkdir()

@@ -8,7 +8,11 @@ launcher for the plan's processes (`timely_py.launch.add_process`) and then, wit
 LEAVE "leave", the first worker of that process calls `worker.leave()` itself instead. A worker runs until it
 has seen the final membership for `AFTER` epochs (and at least the plan's epochs), or until
 its process leaves, then writes what it fed and what each operator emitted on it to
-OUTDIR/W.json.
+OUTDIR/W.json. With LEAVE "ignore" (asked as "remove") the leaving process's program ignores
+`worker.leaving`: it feeds on every epoch (worker 0 its commands too), noting what its inputs
+refused (`LeavingError`), until its dataflows are gone and at least one batch was refused;
+with "raise" it does not catch the refusal, which ends `main` (its output is written on the
+way out).
 Usage: keyed_rescaling.py SEED OUTDIR WORKERS_PER_PROCESS LEAVE RUNTIME_FLAGS (under the launcher)"""
 
 import json
@@ -26,7 +30,9 @@ from timely_py import launch  # noqa: E402
 from timely_py.megaphone import Control, Controller, RoutingTable, Strategy  # noqa: E402
 
 args = timely.program_args(sys.argv[1:])
-LEAVE = args[3]  # "no", "remove", "leave" or "rejoin"
+LEAVE = args[3]  # "no", "remove", "leave", "rejoin", "ignore" or "raise"
+#: The leaving process's program feeds on after its worker is leaving.
+FEEDS_ON = LEAVE in ("ignore", "raise")
 PLAN, OUTDIR, PER_PROCESS = plan(int(args[0]), LEAVE != "no", LEAVE == "rejoin"), Path(args[1]), int(args[2])
 #: Worker indices in use, and workers present, once every join and leave happened.
 PEERS, MEMBERS = PLAN.processes * PER_PROCESS, PLAN.final_processes * PER_PROCESS
@@ -78,7 +84,34 @@ def count_per_time(stream, control):
 def main(worker):
     data, ctl, probe = timely.InputHandle(), timely.InputHandle(), timely.ProbeHandle()
     out = {name: [] for name in ("fed", "exchange", "count_by_key", "count_by_key(key)", "aggregate", "unary_notify",
-                                 "megaphone")}
+                                 "megaphone", "refused")}
+    state = {"first": data.time, "epoch": data.time, "asked": [], "removed": [], "gone_at": None, "refusals": 0}
+    try:
+        run(worker, data, ctl, probe, out, state)
+    finally:
+        left = worker.leaving
+        result = {"worker": worker.index, "first_epoch": state["first"], "last_epoch": state["epoch"], "left": left,
+                  "asked": state["asked"], "removed": state["removed"], "members": worker.members,
+                  "gone_at": state["gone_at"], "refusals": state["refusals"], **out}
+        path = OUTDIR / f"{worker.index}.json"
+        path.with_suffix(".tmp").write_text(json.dumps(result))
+        path.with_suffix(".tmp").rename(path)
+
+
+def feed(handle, records, state):
+    """Sends `records` through `handle`; True if it accepted them. A refusal (the worker is
+    leaving) is counted in `state`; with LEAVE "raise" it ends `main`."""
+    try:
+        handle.send_batch(records)
+        return True
+    except timely.LeavingError:
+        state["refusals"] += 1
+        if LEAVE == "raise":
+            raise
+        return False
+
+
+def run(worker, data, ctl, probe, out, state):
 
     def record(name):
         return lambda t, pair: out[name].append([t, *pair])
@@ -98,14 +131,18 @@ def main(worker):
     # (moves to workers that left are overridden by the operator).
     controller = Controller(RoutingTable.round_robin(bins=BINS, peers=worker.peers))
     planned = worker.peers
-    epoch = first = data.time
+    epoch = first = state["first"] = data.time
     counted = {}  # (processes counted, workers present) -> the epoch this worker first saw them
-    asked = []  # on worker 0: the processes it asked for
-    removed = []  # on worker 0: the process it asked to leave
-    while not worker.leaving:
+    asked = state["asked"]  # on worker 0: the processes it asked for
+    removed = state["removed"]  # on worker 0: the process it asked to leave
+    while FEEDS_ON or not worker.leaving:
+        if worker.leaving and not worker.has_dataflows and state["refusals"]:
+            state["gone_at"] = epoch  # it fed on until its process's leave was complete
+            break
         processes = worker.peers // PER_PROCESS
         seen = counted.setdefault((worker.peers, len(worker.members)), epoch)
-        if epoch >= PLAN.epochs and (worker.peers, len(worker.members)) == (PEERS, MEMBERS) and epoch >= seen + AFTER:
+        done = epoch >= PLAN.epochs and (worker.peers, len(worker.members)) == (PEERS, MEMBERS) and epoch >= seen + AFTER
+        if done and not (FEEDS_ON and worker.leaving):
             break
         if epoch - first > GIVE_UP:
             raise SystemExit(f"worker {worker.index}: still {worker.peers} workers, members {worker.members} "
@@ -123,7 +160,7 @@ def main(worker):
                                                              if p > PLAN.initial * PER_PROCESS), default=None)) \
                     is not None and epoch >= joined + PLAN.second_join_gap:
                 asked.append(launch.add_process(server=PLAN.server(1, worker.peers)))
-            elif LEAVE in ("remove", "rejoin") and leave_now and not removed:
+            elif LEAVE in ("remove", "rejoin", "ignore", "raise") and leave_now and not removed:
                 removed.append(launch.remove_process(PLAN.leaving_process))
                 if PLAN.rejoin:
                     # The launcher starts the joiner once the leaver is gone; worker 0 steps on
@@ -133,12 +170,11 @@ def main(worker):
             if worker.peers > planned:
                 planned = worker.peers
                 controller.rebalance(planned, Strategy.batched(8), earliest=epoch + 1)
-            ctl.send_batch(controller.due(epoch))
+            feed(ctl, controller.due(epoch), state)
             time.sleep(PAUSE)
         records = PLAN.records(epoch, worker.index)
-        data.send_batch(records)
-        out["fed"] += [[epoch, *r] for r in records]
-        epoch += 1
+        out["fed" if feed(data, records, state) else "refused"] += [[epoch, *r] for r in records]
+        epoch = state["epoch"] = epoch + 1
         data.advance_to(epoch)
         ctl.advance_to(epoch)
         while probe.less_than(epoch):
@@ -151,11 +187,6 @@ def main(worker):
     while worker.step_or_park(0.01) if left else not probe.done():
         if not left:
             worker.step_or_park(0.01)
-    result = {"worker": worker.index, "first_epoch": first, "last_epoch": epoch, "left": left,
-              "asked": asked, "removed": removed, "members": worker.members, **out}
-    path = OUTDIR / f"{worker.index}.json"
-    path.with_suffix(".tmp").write_text(json.dumps(result))
-    path.with_suffix(".tmp").rename(path)
 
 
 timely.execute_from_args(sys.argv[1:], main)

@@ -1,0 +1,76 @@
+"""A leaving process whose program ignores `worker.leaving` and feeds on still leaves cleanly
+(issue 24, part 2), through the public Python API and the real launcher: the script of
+`test_keyed_leaving.py` (`support.rescaling.launch_run`), where worker 0 asks the launcher to
+make a process leave (`launch.remove_process`) and that process's program goes on sending a
+batch every epoch, never closing its input. With "ignore" it catches the `LeavingError` of
+each refused batch and feeds on until its dataflows are gone; with "raise" the first refusal
+ends `main`.
+
+What must hold: the process left while the others ran on and exited 0; its program fed after
+the leave and its input refused that; the stateless `exchange` delivers every accepted record
+exactly once (and no refused one); and the keyed operators give one result per (epoch, key),
+equal to a sequential count or sum over the accepted records."""
+
+import pytest
+from support.rescaling import all_keyed_errors, exchange_errors, launch_run
+
+pytestmark = pytest.mark.cluster
+
+#: (seed, workers per process, how): 2 processes and 2 joins, the last joiner leaves (3);
+#: process 0 leaves after a join, 2 workers each (4); no join, process 2 of 3 leaves, 2
+#: workers each (21); with "raise": 3 processes and 2 joins, process 2 leaves (5); 2
+#: processes and 2 joins, the first joiner leaves (34).
+CASES = [(3, 1, "ignore"), (4, 2, "ignore"), (21, 2, "ignore"), (5, 1, "raise"), (34, 1, "raise")]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=lambda case: f"seed{case[0]}-w{case[1]}-{case[2]}")
+def run(request, tmp_path_factory):
+    """One launch per case, shared by the tests of this module."""
+    seed, workers, how = request.param
+    return launch_run(tmp_path_factory.mktemp(f"feed-seed{seed}-w{workers}-{how}"), seed, workers, leave=how)
+
+
+@pytest.mark.timeout(120)
+def test_a_leaver_that_feeds_on_still_leaves_cleanly(run):
+    assert f"process {run.plan.leaving_process} left the cluster" in run.err, run.err[-3000:]
+    for w in run.leavers:
+        data = run.workers[w]
+        assert data["left"], f"worker {w} never saw worker.leaving"
+        assert data["refusals"] >= 1, f"worker {w}: its program never fed after the leave"
+        assert all(epoch >= min(e for e, *_ in data["refused"]) for epoch, *_ in data["refused"])
+        if run.how == "ignore":
+            assert data["gone_at"] is not None, f"worker {w} stopped feeding before its leave was complete"
+    stayers = [w for w in run.workers if w not in run.leavers]
+    assert not any(run.workers[w]["refusals"] for w in stayers), "a worker that stays refused records"
+    for w in stayers:
+        assert not set(run.workers[w]["members"]) & set(run.leavers), f"worker {w} still counts a leaver"
+
+
+@pytest.mark.timeout(120)
+def test_plain_exchange_delivers_every_accepted_record_once(run):
+    errors = exchange_errors(run)
+    assert errors is None, errors
+
+
+@pytest.mark.timeout(120)
+def test_keyed_operators_are_exact_over_the_accepted_records(run):
+    errors = all_keyed_errors(run)
+    assert not errors, "\n".join(errors)
+
+
+@pytest.mark.timeout(60)
+def test_leaving_error_is_a_timely_error_and_handles_start_unreleased():
+    import timely_py as timely
+
+    assert issubclass(timely.LeavingError, timely.TimelyError)
+
+    def main(worker):
+        handle = timely.InputHandle()
+        with worker.dataflow() as scope:
+            scope.input_from(handle)
+        handle.send(1)
+        released = handle.released
+        handle.close()
+        return released, handle.released, repr(handle)
+
+    assert timely.execute(main) == [(False, False, "InputHandle(time=0, closed=True, released=False)")]
