@@ -67,8 +67,9 @@ def remove_process(process: int, *, control: Optional[str] = None, timeout: floa
     returns `process`.
 
     The launcher sends that process SIGUSR1; every one of its workers then leaves the
-    cluster: it receives no more records, ``worker.leaving`` becomes True, and the program
-    should stop feeding and close its inputs. Once drained, the process ends with status 0
+    cluster: it receives no more records, ``worker.leaving`` becomes True, its input handles
+    are released (what they accepted is delivered; ``send`` raises ``LeavingError``), and the
+    program should stop feeding and return. Once drained, the process ends with status 0
     and the others run on. The call returns once the launcher asked the process to leave,
     not once it left. A request made while that process is still setting up, or while a
     joiner has not yet been admitted, waits for it.
@@ -87,7 +88,7 @@ def remove_process(process: int, *, control: Optional[str] = None, timeout: floa
             ...
             for rnd in range(rounds):
                 if worker.leaving:      # this process was asked to leave
-                    break               # stop feeding (then close the inputs)
+                    break               # stop feeding (its inputs were released)
                 if worker.index == 0 and rnd == 6:
                     print("asked to leave:", launch.remove_process(2))
                 ...

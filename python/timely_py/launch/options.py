@@ -77,8 +77,8 @@ joining:
 leaving:
   "remove --process P" (or timely_py.launch.remove_process(P) in a program) makes the
   launcher send SIGUSR1 to process P alone, once it and every joiner admit joins. Its
-  workers leave the cluster (worker.leaving becomes True: the program stops feeding and
-  closes its inputs) and P exits 0 once drained, which is no failure: the others run on.
+  workers leave the cluster (worker.leaving becomes True and its inputs are released: the
+  program stops feeding) and P exits 0 once drained, which is no failure: the others run on.
   At least one process that is not leaving must stay; joins after a leave are refused.
 
 security:
