@@ -25,7 +25,8 @@ class LeavingError(TimelyError):
     """An input handle refused records: its worker's process is leaving the cluster
     (``worker.leaving``). Nothing of the refused ``send``/``send_batch`` was accepted; what the
     handle accepted before is delivered. Letting it end ``main`` on a leaving worker ends the
-    worker's run as a return of None would: the process still leaves cleanly."""
+    worker's run as a return of None would: the process still leaves cleanly. Once the run is
+    being stopped (Ctrl-C), a refused send raises ``WorkerCancelled`` instead."""
 
 def execute(
     main: Callable[[Worker], R],

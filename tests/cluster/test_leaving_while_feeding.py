@@ -9,9 +9,15 @@ ends `main`.
 What must hold: the process left while the others ran on and exited 0; its program fed after
 the leave and its input refused that; the stateless `exchange` delivers every accepted record
 exactly once (and no refused one); and the keyed operators give one result per (epoch, key),
-equal to a sequential count or sum over the accepted records."""
+equal to a sequential count or sum over the accepted records. And a leaver that feeds on
+forever, no longer stepping once it went, still stops on Ctrl-C."""
+
+import signal
+import time
 
 import pytest
+from support.cluster import PROMPT, Cluster
+from support.paths import CLUSTER_SCRIPTS
 from support.rescaling import all_keyed_errors, exchange_errors, launch_run
 
 pytestmark = pytest.mark.cluster
@@ -74,3 +80,20 @@ def test_leaving_error_is_a_timely_error_and_handles_start_unreleased():
         return released, handle.released, repr(handle)
 
     assert timely.execute(main) == [(False, False, "InputHandle(time=0, closed=True, released=False)")]
+
+
+@pytest.mark.timeout(60)
+def test_ctrl_c_stops_a_leaver_that_feeds_on_after_it_went(tmp_path):
+    """Its loop no longer steps, where a stop is noticed; its refused sends notice it instead.
+    It had not said goodbye (its program never returned), so the other process stops as for
+    any lost peer."""
+    with Cluster(tmp_path, processes=2) as cluster:
+        cluster.start_all([CLUSTER_SCRIPTS / "feed_past_leave.py"])
+        cluster.wait_for_output(1, r"^worker 1: gone$")
+        cluster.children[1].send_signal(signal.SIGINT)
+        stopped = time.monotonic()
+        status = cluster.wait(1)
+        assert time.monotonic() - stopped < PROMPT, cluster.report(1)
+        assert status != 0 and "KeyboardInterrupt" in cluster.stderr(1), cluster.report(1)
+        assert cluster.wait(0) != 0
+        assert "ClusterError" in cluster.stderr(0) and "process 1" in cluster.stderr(0), cluster.report(0)

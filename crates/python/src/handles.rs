@@ -1,11 +1,12 @@
 //! `InputHandle` and `ProbeHandle`: how a worker's program feeds and watches dataflows.
 
-use crate::errors::{raise_python_failure, LeavingError};
+use crate::errors::{raise_python_failure, LeavingError, WorkerContext};
 use crate::record::Record;
 use crate::time::{PyTime, T0};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
+use std::rc::Rc;
 use timely_engine::dataflow::operators::InputError;
 use timely_engine::dataflow::{InputHandle, ProbeHandle};
 
@@ -20,21 +21,37 @@ use timely_engine::dataflow::{InputHandle, ProbeHandle};
 #[pyclass(name = "InputHandle", module = "timely_py._core", unsendable)]
 pub struct PyInputHandle {
     handle: InputHandle<T0, Record>,
+    /// The error context of the worker whose dataflow it feeds, once attached.
+    context: Option<Rc<WorkerContext>>,
 }
 
 impl PyInputHandle {
-    /// The engine handle.
-    pub fn handle_mut(&mut self) -> &mut InputHandle<T0, Record> {
+    /// The engine handle, to attach to a dataflow of the worker with error context `context`.
+    pub fn attach(&mut self, context: Rc<WorkerContext>) -> &mut InputHandle<T0, Record> {
+        self.context = Some(context);
         &mut self.handle
     }
-}
 
-fn input_error(error: InputError) -> PyErr {
-    match error {
-        InputError::Leaving => {
-            LeavingError::new_err(format!("{error} (stop feeding once worker.leaving is True)"))
+    /// Raises the stop of the run (`WorkerCancelled`, or this worker's own failure) once it is
+    /// being stopped, for a handle released by its worker's leave: a program that feeds on past
+    /// its leave may no longer step, where a stop would otherwise reach it.
+    fn check_released(&self) -> PyResult<()> {
+        match &self.context {
+            Some(context) if self.handle.is_released() => context.check(),
+            _ => Ok(()),
         }
-        other => PyValueError::new_err(other.to_string()),
+    }
+
+    fn input_error(&self, error: InputError) -> PyErr {
+        if let Err(stop) = self.check_released() {
+            return stop;
+        }
+        match error {
+            InputError::Leaving => {
+                LeavingError::new_err(format!("{error} (stop feeding once worker.leaving is True)"))
+            }
+            other => PyValueError::new_err(other.to_string()),
+        }
     }
 }
 
@@ -42,7 +59,7 @@ fn input_error(error: InputError) -> PyErr {
 impl PyInputHandle {
     #[new]
     fn new() -> Self {
-        PyInputHandle { handle: InputHandle::new() }
+        PyInputHandle { handle: InputHandle::new(), context: None }
     }
 
     /// The epoch at which records are sent now.
@@ -66,21 +83,22 @@ impl PyInputHandle {
     /// Sends one record at the current epoch. Raises `LeavingError`, and does not accept the
     /// record, once this worker is leaving the cluster.
     fn send(&mut self, record: Py<PyAny>) -> PyResult<()> {
-        raise_python_failure(|| self.handle.try_send(Record(record)))?.map_err(input_error)
+        raise_python_failure(|| self.handle.try_send(Record(record)))?.map_err(|e| self.input_error(e))
     }
 
     /// Sends every record of an iterable at the current epoch. Raises `LeavingError`, and
     /// accepts none of them, once this worker is leaving the cluster.
     fn send_batch(&mut self, records: &Bound<'_, PyAny>) -> PyResult<()> {
         let mut batch = collect_records(records)?;
-        raise_python_failure(|| self.handle.try_send_batch(&mut batch))?.map_err(input_error)
+        raise_python_failure(|| self.handle.try_send_batch(&mut batch))?.map_err(|e| self.input_error(e))
     }
 
     /// Moves to epoch `time` (not earlier than the current one): no more records will be
     /// sent at earlier epochs. Once the worker is leaving it only moves `time`.
     fn advance_to(&mut self, time: &Bound<'_, PyAny>) -> PyResult<()> {
         let time = T0::from_py(time)?;
-        raise_python_failure(|| self.handle.try_advance_to(time))?.map_err(input_error)
+        self.check_released()?;
+        raise_python_failure(|| self.handle.try_advance_to(time))?.map_err(|e| self.input_error(e))
     }
 
     /// Closes the input: no more records will be sent. Idempotent.

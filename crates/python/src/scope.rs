@@ -95,7 +95,7 @@ impl PyScope {
                 "inputs belong to a dataflow's root scope; bring them into loops with enter()",
             )
         })?;
-        let stream = catch_panic(|| root.scope.input_from(handle.handle_mut()))?;
+        let stream = catch_panic(|| root.scope.input_from(handle.attach(root.context.clone())))?;
         Ok(root.stream(stream).into())
     }
 
