@@ -176,8 +176,8 @@ pub(crate) fn leave(state: &WorkerState) -> Result<(), LeaveRefused> {
     for worker in others {
         rescaling.send(worker, BootstrapMessage::Leaving { from: me });
     }
-    leaves.release_inputs();
     notice(state, me);
+    leaves.release_inputs();
     Ok(())
 }
 
@@ -187,14 +187,16 @@ pub(crate) fn leave(state: &WorkerState) -> Result<(), LeaveRefused> {
 /// them: nothing reaches a leaver after its seal.
 ///
 /// A worker of `from`'s own process leaves with it: any worker of a process may start the
-/// leave, and the notice reaches the others like every other worker.
+/// leave, and the notice reaches the others like every other worker. It releases its input
+/// handles once it counts its process's workers as leavers, so that what they hand on is
+/// routed to the workers present only.
 pub(crate) fn notice(state: &WorkerState, from: usize) {
     let threads = state.allocator().threads();
     let process = from / threads;
     let leaves = &state.rescaling().leaves;
-    if state.index() / threads == process && !leaves.this_leaves.replace(true) {
+    let starts = state.index() / threads == process && !leaves.this_leaves.replace(true);
+    if starts {
         leaves.activity.replace(Some(Activity::begin(state.logger(), super::phases::LEAVE)));
-        leaves.release_inputs();
     }
     let mut leaving = leaves.leaving.borrow_mut();
     let before = leaving.len();
@@ -203,6 +205,9 @@ pub(crate) fn notice(state: &WorkerState, from: usize) {
     drop(leaving);
     if grew {
         leaves.changed();
+    }
+    if starts {
+        leaves.release_inputs();
     }
 }
 
