@@ -112,7 +112,7 @@ class Worker:
         keys it held move to the workers present. Its input handles are released at once
         (those of the process's other workers at their next step); the process's run ends once
         nothing can reach it (see ``docs/rescaling.md``). ``ValueError`` outside a cluster of
-        several processes; ``TimelyError`` while a dataflow has Megaphone operators."""
+        several processes; ``TimelyError`` when no other process is present to take its work."""
     @property
     def has_dataflows(self) -> bool: ...
     def step(self) -> bool: ...
