@@ -79,7 +79,7 @@ leaving:
   launcher send SIGUSR1 to process P alone, once it and every joiner admit joins. Its
   workers leave the cluster (worker.leaving becomes True and its inputs are released: the
   program stops feeding) and P exits 0 once drained, which is no failure: the others run on.
-  At least one process that is not leaving must stay; joins after a leave are refused.
+  At least one process that is not leaving must stay; joins wait while a process leaves.
 
 security:
   The cluster id (--cluster-id, default random) and a random secret made for this launch
