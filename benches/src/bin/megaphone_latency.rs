@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 use timely_communication::initialize::ClusterConfig;
-use timely_communication::networking::{ClockSync, ClusterIdentity, Liveness};
+use timely_communication::networking::ClusterIdentity;
 use timely_engine::dataflow::{InputHandle, ProbeHandle};
 use timely_engine::{Config, Worker};
 use timely_megaphone::{plan, Bins, Command, Context, Control, KeyedOperators, RoutingTable, Strategy};
@@ -394,21 +394,15 @@ fn configs(options: &Options) -> Vec<Config> {
     let addresses = free_addresses(options.processes);
     (0..options.processes)
         .map(|process| {
-            Config::Cluster(ClusterConfig {
-                threads: options.workers,
+            let identity = ClusterIdentity { cluster_id: 12, secret: b"megaphone latency".to_vec() };
+            let (workers, processes) = (options.workers, options.processes);
+            Config::Cluster(ClusterConfig::started_together(
+                addresses.clone(),
                 process,
-                processes: options.processes,
-                initial_processes: options.processes,
-                join: None,
-                gone: Vec::new(),
-                addresses: addresses.clone(),
-                identity: ClusterIdentity { cluster_id: 12, secret: b"megaphone latency".to_vec() },
-                connect_timeout: Duration::from_secs(30),
-                liveness: Liveness::default(),
-                clock: ClockSync::default(),
-                insecure: false,
-                frames: None,
-            })
+                processes,
+                workers,
+                identity,
+            ))
         })
         .collect()
 }

@@ -39,7 +39,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use timely_communication::initialize::ClusterConfig;
-use timely_communication::networking::{ClockSync, ClusterIdentity, Liveness};
+use timely_communication::networking::ClusterIdentity;
 use timely_engine::dataflow::{InputHandle, ProbeHandle, Scope, Stream};
 use timely_engine::{execute_traced, Config, Product, TraceSettings, Worker};
 use timely_megaphone::{Bins, Command, Control, Controller, RoutingTable, StateMachine, Strategy};
@@ -313,21 +313,19 @@ fn free_addresses(count: usize) -> Vec<String> {
 
 /// The configuration of process `process` (joining, served by worker `join`, if given).
 fn config(options: &Options, addresses: &[String], process: usize, join: Option<usize>) -> Config {
-    Config::Cluster(ClusterConfig {
-        threads: options.threads,
+    let identity = ClusterIdentity { cluster_id: 7, secret: b"rescale latency".to_vec() };
+    let mut config = ClusterConfig::started_together(
+        addresses.to_vec(),
         process,
-        processes: if join.is_some() { process + 1 } else { options.initial },
-        initial_processes: options.initial,
-        join,
-        gone: Vec::new(),
-        addresses: addresses.to_vec(),
-        identity: ClusterIdentity { cluster_id: 7, secret: b"rescale latency".to_vec() },
-        connect_timeout: Duration::from_secs(30),
-        liveness: Liveness::default(),
-        clock: ClockSync::default(),
-        insecure: false,
-        frames: None,
-    })
+        options.initial,
+        options.threads,
+        identity,
+    );
+    if join.is_some() {
+        config.processes = process + 1;
+        config.join = join;
+    }
+    Config::Cluster(config)
 }
 
 /// Starts process `process` on a thread.

@@ -70,6 +70,36 @@ pub struct ClusterConfig {
     pub frames: Option<Arc<dyn FrameObserver>>,
 }
 
+impl ClusterConfig {
+    /// Process `process` of `processes` processes of `threads` workers that start together
+    /// (`addresses` may hold more, for processes that join later), recognising each other by
+    /// `identity`, with the default timeouts and checks: what tests and benchmarks running a
+    /// cluster on loopback build. A joiner sets `join`, `processes` and `gone` afterwards.
+    pub fn started_together(
+        addresses: Vec<String>,
+        process: usize,
+        processes: usize,
+        threads: usize,
+        identity: ClusterIdentity,
+    ) -> Self {
+        ClusterConfig {
+            threads,
+            process,
+            processes,
+            initial_processes: processes,
+            join: None,
+            gone: Vec::new(),
+            addresses,
+            identity,
+            connect_timeout: Duration::from_secs(30),
+            liveness: Liveness::default(),
+            clock: ClockSync::default(),
+            insecure: false,
+            frames: None,
+        }
+    }
+}
+
 /// The environment variable holding the cluster id (a `u64`; default 0).
 pub const CLUSTER_ID_VARIABLE: &str = "TIMELY_CLUSTER_ID";
 /// The environment variable holding the cluster secret (default: empty).

@@ -57,7 +57,7 @@ fn plain_count(data: &Stream<u64, (u64, u64)>) -> Stream<u64, (u64, u64)> {
 /// threads of one process).
 fn configs(processes: usize, workers: usize) -> Vec<Config> {
     use timely_communication::initialize::ClusterConfig;
-    use timely_communication::networking::{ClockSync, ClusterIdentity, Liveness};
+    use timely_communication::networking::ClusterIdentity;
     if processes == 1 {
         return vec![Config::Process(workers)];
     }
@@ -67,23 +67,17 @@ fn configs(processes: usize, workers: usize) -> Vec<Config> {
             listener.local_addr().expect("an address").to_string()
         })
         .collect();
+    let identity = ClusterIdentity { cluster_id: 1, secret: b"overhead".to_vec() };
     (0..processes)
         .map(|process| {
-            Config::Cluster(ClusterConfig {
-                threads: workers,
+            let config = ClusterConfig::started_together(
+                addresses.clone(),
                 process,
                 processes,
-                initial_processes: processes,
-                join: None,
-                gone: Vec::new(),
-                addresses: addresses.clone(),
-                identity: ClusterIdentity { cluster_id: 1, secret: b"overhead".to_vec() },
-                connect_timeout: Duration::from_secs(20),
-                liveness: Liveness::default(),
-                clock: ClockSync::default(),
-                insecure: false,
-                frames: None,
-            })
+                workers,
+                identity.clone(),
+            );
+            Config::Cluster(config)
         })
         .collect()
 }

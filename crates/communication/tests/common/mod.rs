@@ -107,20 +107,13 @@ pub fn loopback_cluster(
     join: Option<usize>,
 ) -> timely_communication::Config {
     use timely_communication::initialize::ClusterConfig;
-    use timely_communication::networking::{ClockSync, ClusterIdentity, Liveness};
-    timely_communication::Config::Cluster(ClusterConfig {
-        threads,
-        process,
-        processes: if join.is_some() { process + 1 } else { initial },
-        initial_processes: initial,
-        join,
-        gone: Vec::new(),
-        addresses: addresses.to_vec(),
-        identity: ClusterIdentity { cluster_id: 7, secret: b"test secret".to_vec() },
-        connect_timeout: Duration::from_secs(20),
-        liveness: Liveness::default(),
-        clock: ClockSync::default(),
-        insecure: false,
-        frames: None,
-    })
+    use timely_communication::networking::ClusterIdentity;
+    let identity = ClusterIdentity { cluster_id: 7, secret: b"test secret".to_vec() };
+    let mut config = ClusterConfig::started_together(addresses.to_vec(), process, initial, threads, identity);
+    if join.is_some() {
+        config.processes = process + 1;
+        config.join = join;
+    }
+    config.connect_timeout = Duration::from_secs(20);
+    timely_communication::Config::Cluster(config)
 }
