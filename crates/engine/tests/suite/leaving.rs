@@ -117,17 +117,26 @@ fn run(processes: usize, threads: usize, leaver: usize, leave_at: u64, epochs: u
             worker.step_while(|| !probe.done());
         }
     };
+    run_processes(&addresses, processes, threads, program);
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
+    seen
+}
+
+/// Runs `program` on `processes` processes of `threads` workers (threads of this test, on
+/// `addresses`) and fails if one of them failed.
+fn run_processes<F>(addresses: &[String], processes: usize, threads: usize, program: F)
+where
+    F: Fn(&mut Worker) + Clone + Send + Sync + 'static,
+{
     let runs: Vec<_> = (0..processes)
         .map(|process| {
-            let (config, program) = (config(&addresses, process, processes, threads, None), program.clone());
+            let (config, program) = (config(addresses, process, processes, threads, None), program.clone());
             std::thread::spawn(move || timely_engine::execute(config, program))
         })
         .collect();
     for (process, run) in runs.into_iter().enumerate() {
         run.join().expect("process thread").unwrap_or_else(|error| panic!("process {process}: {error}"));
     }
-    let seen = std::mem::take(&mut *seen.lock().unwrap());
-    seen
 }
 
 /// Checks that every (epoch, key) fed was counted once, on one worker, with the count of a
@@ -384,15 +393,7 @@ fn a_leaver_goes_only_after_its_loop_fed_back_what_it_released() {
             input.close();
             worker.step_while(|| !probe.done());
         };
-        let runs: Vec<_> = (0..processes)
-            .map(|process| {
-                let (config, program) = (config(&addresses, process, processes, 1, None), program.clone());
-                std::thread::spawn(move || timely_engine::execute(config, program))
-            })
-            .collect();
-        for (process, run) in runs.into_iter().enumerate() {
-            run.join().expect("process thread").unwrap_or_else(|error| panic!("process {process}: {error}"));
-        }
+        run_processes(&addresses, processes, 1, program);
         assert_eq!(*seen.lock().unwrap(), vec![(0, 7)], "the record leaves the loop once");
     });
 }
@@ -503,15 +504,7 @@ fn run_feeding(
             worker.step_while(|| !probe.done());
         }
     };
-    let runs: Vec<_> = (0..processes)
-        .map(|process| {
-            let (config, program) = (config(&addresses, process, processes, threads, None), program.clone());
-            std::thread::spawn(move || timely_engine::execute(config, program))
-        })
-        .collect();
-    for (process, run) in runs.into_iter().enumerate() {
-        run.join().expect("process thread").unwrap_or_else(|error| panic!("process {process}: {error}"));
-    }
+    run_processes(&addresses, processes, threads, program);
     let seen = std::mem::take(&mut *seen.lock().unwrap());
     let feeding = std::mem::take(&mut *feeding.lock().unwrap());
     (seen, feeding)
