@@ -20,13 +20,15 @@ pub mod exchangeable;
 pub mod initialize;
 pub mod networking;
 pub mod queue;
+pub mod workers;
 
 pub use allocator::joined::JoinedPushers;
 pub use allocator::thread::{LocalQueue, SharedQueue};
 pub use allocator::{Allocator, AllocatorBuilder, ChannelEndpoints, ChannelRecord, FanOut};
 pub use exchangeable::Exchangeable;
-pub use initialize::{initialize, initialize_from, Config, WorkerGuards};
+pub use initialize::{initialize, Config};
 pub use networking::{FrameDirection, FrameObserver};
+pub use workers::{initialize_from, WorkerGuards};
 
 /// Sends elements of type `T` towards one destination.
 ///

@@ -107,13 +107,7 @@ where
 
 /// The message of a panic payload.
 pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(message) = payload.downcast_ref::<&str>() {
-        (*message).to_owned()
-    } else if let Some(message) = payload.downcast_ref::<String>() {
-        message.clone()
-    } else {
-        "(a panic without a message)".to_owned()
-    }
+    timely_communication::workers::panic_message(payload).to_owned()
 }
 
 /// Like `execute`, with the configuration read from command-line arguments (`-w N` threads,
