@@ -95,7 +95,7 @@ def main(worker):
         if worker.peers > peers:
             peers, last = worker.peers, epoch + after
             if worker.index == 0:
-                moved = controller.rebalance(peers, Strategy.all_at_once(), epoch + 2)
+                moved = controller.rebalance(worker.members, Strategy.all_at_once(), epoch + 2)
                 say(f"worker 0: epoch {epoch}, {peers} workers now: moving {moved} of {BINS} bins to them")
         epoch += 1
     text.close()

@@ -89,7 +89,7 @@ def main(worker):
         if worker.peers > peers:
             peers, last = worker.peers, max(last, epoch + 12)
             if worker.index == 0:
-                moved = controller.rebalance(peers, strategy_named(strategy_name), epoch + 2)
+                moved = controller.rebalance(worker.members, strategy_named(strategy_name), epoch + 2)
                 say(f"worker 0: epoch {epoch}, the cluster grew to {peers} workers: moving "
                     f"{moved} of {BINS} bins ({strategy_name}) from epoch {epoch + 2}")
         epoch += 1

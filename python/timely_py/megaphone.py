@@ -209,6 +209,15 @@ class RoutingTable:
         return f"RoutingTable({list(self.owners)!r})"
 
 
+def _workers(peers: int | Iterable[int]) -> list[int]:
+    """Workers ``0..peers`` for a count, else the workers given."""
+    if isinstance(peers, int):
+        if peers < 0:
+            raise ValueError(f"peers must not be negative, got {peers}")
+        return list(range(peers))
+    return sorted(set(peers))
+
+
 def bin_of(key: Hashable, bins: int = DEFAULT_BINS) -> int:
     """The bin of `key` among `bins` bins, as the keyed operators compute it in every process.
 
@@ -226,11 +235,16 @@ def plan(current: RoutingTable, target: RoutingTable, strategy: Strategy, start:
 
 
 def rebalance(
-    current: RoutingTable, peers: int, strategy: Strategy | None = None, start: int = 0
+    current: RoutingTable, peers: int | Iterable[int], strategy: Strategy | None = None, start: int = 0
 ) -> list[tuple[int, Move]]:
-    """The commands (`plan`) that spread the bins of `current` evenly over `peers` workers,
-    moving as few as possible (all at once unless `strategy` says otherwise)."""
-    target = RoutingTable(_core.megaphone_rebalance(list(current.owners), peers))
+    """The commands (`plan`) that spread the bins of `current` evenly over `peers` (a count
+    `n` for workers ``0..n``, or the workers themselves, such as `worker.members` once some
+    have left), moving as few as possible (all at once unless `strategy` says otherwise).
+
+    >>> [(t, m.bin, m.worker) for t, m in rebalance(RoutingTable([0, 1, 2, 2]), peers=[0, 2])]
+    [(0, 1, 0)]
+    """
+    target = RoutingTable(_core.megaphone_rebalance(list(current.owners), _workers(peers)))
     return plan(current, target, strategy or Strategy.all_at_once(), start)
 
 
@@ -272,11 +286,38 @@ class Controller:
         strategy = strategy or Strategy.all_at_once()
         return self._planned.move_to(list(target.owners), strategy.kind, strategy.per_worker, earliest)
 
-    def rebalance(self, peers: int, strategy: Strategy | None = None, earliest: int = 0) -> int:
-        """Plans moves that spread the bins evenly over `peers` workers (for instance once
-        `worker.peers` grew after a join), as `move_to` does; returns how many bins move."""
+    def rebalance(self, peers: int | Iterable[int], strategy: Strategy | None = None, earliest: int = 0) -> int:
+        """Plans moves that spread the bins evenly over `peers` (a count `n` for workers
+        ``0..n``, or the workers themselves: pass `worker.members` once a process joined or
+        left), as `move_to` does; returns how many bins move."""
         strategy = strategy or Strategy.all_at_once()
-        return self._planned.rebalance(peers, strategy.kind, strategy.per_worker, earliest)
+        return self._planned.rebalance(_workers(peers), strategy.kind, strategy.per_worker, earliest)
+
+    def evacuate(
+        self,
+        leaving: Iterable[int],
+        members: Iterable[int],
+        strategy: Strategy | None = None,
+        earliest: int = 0,
+    ) -> int:
+        """Plans moves that take every bin off the workers `leaving` (for instance
+        `worker.workers_of(process)` before that process leaves) onto the other `members`
+        (`worker.members`), each to the one with the fewest bins; bins of workers that are
+        not members move too (the table catches up with a leave it did not plan), and other
+        bins stay. Sending these moves (paced by `next_step`) before the process leaves
+        spreads the migration over several steps, and the leave then moves no state. Returns
+        how many bins move; `ValueError` when no member would stay.
+
+        >>> controller = Controller(RoutingTable([0, 1, 2, 2]))
+        >>> controller.evacuate(leaving=[2], members=[0, 1, 2], strategy=Strategy.fluid())
+        2
+        >>> controller.next_step(), controller.next_step(), controller.table
+        ([Move(bin=2, worker=0)], [Move(bin=3, worker=1)], RoutingTable([0, 1, 0, 1]))
+        """
+        strategy = strategy or Strategy.all_at_once()
+        return self._planned.evacuate(
+            sorted(set(leaving)), sorted(set(members)), strategy.kind, strategy.per_worker, earliest
+        )
 
     def due(self, time: int) -> list[Move]:
         """The planned moves due at `time` or earlier: send them now, at `time`."""

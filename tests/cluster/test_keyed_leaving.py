@@ -109,3 +109,35 @@ def test_a_megaphone_process_leaves_and_the_last_one_is_refused(tmp_path):
     assert sum(emitted.values()) == sum(fed.values())
 
 
+
+
+@pytest.mark.timeout(120)
+def test_a_controller_evacuates_a_process_before_it_leaves(tmp_path):
+    """Worker 0 moves process 2's bins off it in batches (`Controller.evacuate`), one step per
+    epoch, then asks it to leave: from the last step on, process 2 counts nothing, the leave
+    finds no bin to move, and every word's counts are exact."""
+    with Launched(tmp_path, "-n", 3, "-w", 1, CLUSTER_SCRIPTS / "megaphone_evacuation.py") as launched:
+        status = launched.status(RUN_TIMEOUT)
+        out, err = launched.out(), launched.err()
+    assert status == 0, err[-3000:]
+    assert "process 2 left the cluster" in err, err[-3000:]
+    lines = [json.loads(line.split("] ", 1)[1]) for line in out.splitlines() if "] {" in line]
+    by_worker = {line["worker"]: line for line in lines}
+    assert sorted(by_worker) == [0, 1, 2]
+    assert by_worker[2]["left"] and not by_worker[0]["left"] and not by_worker[1]["left"]
+    driver = by_worker[0]
+    assert driver["members"] == [0, 1]
+    # Round robin gives worker 2 a third of the 16 bins; batches of one bin per sender and
+    # receiver need as many steps as the busiest receiver takes bins.
+    assert driver["planned"] == 5 and 2 not in driver["table"], driver
+    assert sum(n for _, n in driver["steps"]) == 5 and len(driver["steps"]) >= 3, driver["steps"]
+    evacuated_at = driver["evacuated_at"]
+    assert evacuated_at == driver["steps"][-1][0]
+    leaver_epochs = [epoch for epoch, _, _ in by_worker[2]["counts"]]
+    assert leaver_epochs and min(leaver_epochs) < evacuated_at, "process 2 counted before the evacuation"
+    assert max(leaver_epochs) < evacuated_at, "process 2 counted after its last bin moved off it"
+    assert max(epoch for epoch, _ in by_worker[2]["fed"]) >= evacuated_at, "process 2 fed until it left"
+    fed = Counter(word for line in lines for _, word in line["fed"])
+    emitted = Counter((word, count) for line in lines for _, word, count in line["counts"])
+    assert all(emitted[(word, n)] == 1 for word, total in fed.items() for n in range(1, total + 1))
+    assert sum(emitted.values()) == sum(fed.values())

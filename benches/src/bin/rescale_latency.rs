@@ -3,13 +3,16 @@
 //!
 //! `rescale_latency [--threads 2] [--initial 2] [--joins 4,8] [--duration 12] [--rate 2000]
 //!  [--injectors 4] [--cost 2000] [--sleep-us 0] [--loops 0] [--window-ms 100] [--trace DIR]
-//!  [--pin 0|1] [--keyed BINS] [--keys 10000] [--state-bytes 0] [--strategy batched] [--leave P@S]`
+//!  [--pin 0|1] [--keyed BINS] [--keys 10000] [--state-bytes 0] [--strategy batched] [--leave P@S]
+//!  [--evacuate 0|1]`
 //!
 //! Each "process" is a thread of this program running `timely_engine::execute` with its own
 //! `Config::Cluster` on loopback (as `crates/engine/tests/suite/rescaling.rs` does); process
 //! `initial + k` joins `joins[k]` seconds after the start, served by worker `k`, once the
 //! previous joiner finished its bootstrap. The first `injectors` workers inject `rate`
-//! records per second in total, each stamped with its injection time; the records go through
+//! records per second in total, each stamped with the time it was due (its rank over the
+//! worker's rate, so a worker that stalls and catches up counts the stall in the latency of
+//! the records it owed, rather than hiding it); the records go through
 //! `exchange` by key, a stateless map of configurable cost (`cost` rounds of a hash loop, or a
 //! `sleep-us` sleep, which occupies a worker without using a core), with `--loops N` then
 //! `N` trips around an iterative scope, and an inspect that
@@ -22,12 +25,16 @@
 //! `--state-bytes B` each key's state also holds `B` bytes, so that moving bins moves that much.
 //! With `--leave P@S` process `P` leaves `S` seconds after the start (its workers stop
 //! injecting, close their inputs and go once drained; with `--keyed`, its bins move to the
-//! workers that stay).
+//! workers that stay: all at once, at its cutoff). With `--evacuate 1` (and `--keyed`, `P`
+//! not 0) worker 0 first plans the evacuation of P's bins at `S` with `--strategy`
+//! (`Controller::evacuate`) and sends one step each time the previous one is complete; P
+//! leaves once the last step is, so the leave itself moves nothing.
 //!
 //! Prints a CSV to stdout: per `window-ms` window of arrival time, the record count and the
 //! latency percentiles (`window_s,records,p50_us,p99_us,max_us`), then one comment line per
 //! join (`# join,K,spawned_s,bootstrapped_s`, K from 1), the leave (`# leave,P,asked_s,gone_s`:
-//! when P's first worker called `leave`, when worker 0 saw it gone) and the total
+//! when P's first worker called `leave`, when worker 0 saw it gone), the evacuation
+//! (`# evacuate,P,planned_s,done_s,bins`) and the total
 //! (`# records,SENT,RECEIVED`).
 //! With `--trace DIR`, process `p` traces into `DIR/pP`. With `--pin 1` the initial processes'
 //! threads run on CPU 0 and the joining processes' on CPU 1, as if each joiner brought its own
@@ -67,6 +74,8 @@ struct Options {
     strategy: Strategy,
     /// The process that leaves and when (seconds after the start).
     leave: Option<(usize, f64)>,
+    /// Worker 0 evacuates the leaver's bins before it leaves (keyed variant).
+    evacuate: bool,
 }
 
 impl Options {
@@ -89,6 +98,7 @@ impl Options {
             keys: 10_000,
             strategy: Strategy::Batched { per_worker: 4 },
             leave: None,
+            evacuate: false,
         };
         let args: Vec<String> = std::env::args().skip(1).collect();
         for pair in args.chunks(2) {
@@ -117,6 +127,7 @@ impl Options {
                     let (process, at) = value.split_once('@').ok_or("--leave: expected P@SECONDS")?;
                     options.leave = Some((number(process)? as usize, number(at)?));
                 }
+                "--evacuate" => options.evacuate = number(value)? != 0.0,
                 "--strategy" => {
                     options.strategy = match value.as_str() {
                         "all_at_once" => Strategy::AllAtOnce,
@@ -135,6 +146,9 @@ impl Options {
             process >= options.initial + options.joins.len() || at >= options.duration
         }) {
             return Err("--leave P@S: a process of the run, before --duration".into());
+        }
+        if options.evacuate && (options.keyed == 0 || options.leave.is_none_or(|(process, _)| process == 0)) {
+            return Err("--evacuate 1: needs --keyed and --leave P@S with P not 0 (worker 0 plans it)".into());
         }
         if options.keyed > 0 && Bins::new(options.keyed).is_err() {
             return Err("--keyed: the bins must be a power of two".into());
@@ -162,6 +176,9 @@ struct Shared {
     bootstrapped: Mutex<Vec<Option<u64>>>,
     /// When the leaving process's first worker called `leave`, and when worker 0 saw it gone.
     left: Mutex<(Option<u64>, Option<u64>)>,
+    /// With `--evacuate`: when worker 0 planned the evacuation, when its last step was
+    /// complete, and how many bins it moved.
+    evacuated: Mutex<(Option<u64>, Option<u64>, usize)>,
 }
 
 /// Nanoseconds since `start`.
@@ -265,9 +282,12 @@ fn run_worker(worker: &mut Worker, options: &Options, shared: &Arc<Shared>, star
     let end = start + Duration::from_secs_f64(options.duration);
     let leaves_at =
         options.leave.filter(|&(process, _)| process == index / options.threads).map(|(_, at)| at);
+    // With `--evacuate`, on worker 0: the time of the last evacuation step sent.
+    let mut step_sent: Option<u64> = None;
     while Instant::now() < end {
         let now = since(start);
-        if leaves_at.is_some_and(|at| now as f64 / 1e9 >= at) {
+        let evacuated = !options.evacuate || shared.evacuated.lock().unwrap().1.is_some();
+        if leaves_at.is_some_and(|at| now as f64 / 1e9 >= at) && evacuated {
             shared.left.lock().unwrap().0.get_or_insert(now);
             worker.leave().expect("another process stays");
             break;
@@ -282,14 +302,29 @@ fn run_worker(worker: &mut Worker, options: &Options, shared: &Arc<Shared>, star
             let now = *control.time();
             if worker.peers() > peers {
                 peers = worker.peers();
-                controller.rebalance(peers, options.strategy, now + 2).expect("a plan");
+                controller.rebalance(0..peers, options.strategy, now + 2).expect("a plan");
             }
-            controller.due(now).into_iter().for_each(|command| control.send(command));
+            // The evacuation's steps are paced by `next_step`, not handed out by `due`.
+            let evacuating = options.evacuate
+                && evacuate_step(
+                    worker,
+                    options,
+                    shared,
+                    controller,
+                    &mut control,
+                    &probe,
+                    &mut step_sent,
+                    start,
+                );
+            if !evacuating {
+                controller.due(now).into_iter().for_each(|command| control.send(command));
+            }
         }
         if injecting {
             let due = (per_worker * now as f64 / 1e9) as u64;
             while sent < due {
-                input.send((now, key));
+                let scheduled = (sent as f64 * 1e9 / per_worker) as u64;
+                input.send((scheduled, key));
                 key += options.injectors as u64;
                 sent += 1;
             }
@@ -302,6 +337,49 @@ fn run_worker(worker: &mut Worker, options: &Options, shared: &Arc<Shared>, star
         drop((input, control));
         while worker.step_or_park(Some(Duration::from_micros(200))) {}
     }
+}
+
+/// With `--evacuate`, on worker 0: plans the evacuation of the leaving process's bins at its
+/// leave time (once every earlier plan went out), then sends one step each time the previous
+/// one is complete (the probe passed its time), and notes when the last one was. True while
+/// the evacuation is planned and not complete.
+#[allow(clippy::too_many_arguments)]
+fn evacuate_step(
+    worker: &Worker,
+    options: &Options,
+    shared: &Shared,
+    controller: &mut Controller,
+    control: &mut InputHandle<u64, Command>,
+    probe: &ProbeHandle<u64>,
+    step_sent: &mut Option<u64>,
+    start: Instant,
+) -> bool {
+    let Some((process, at)) = options.leave else { return false };
+    let mut evacuated = shared.evacuated.lock().unwrap();
+    if evacuated.1.is_some()
+        || since(start) as f64 / 1e9 < at
+        || !controller.is_idle() && evacuated.0.is_none()
+    {
+        return false;
+    }
+    if evacuated.0.is_none() {
+        let leaving = worker.state().workers_of(process);
+        let now = *control.time();
+        evacuated.2 =
+            controller.evacuate(leaving, worker.state().members(), options.strategy, now).expect("a stayer");
+        evacuated.0 = Some(since(start));
+    }
+    if step_sent.is_some_and(|time| probe.less_equal(&time)) {
+        return true;
+    }
+    let step = controller.next_step();
+    if step.is_empty() {
+        evacuated.1 = Some(since(start));
+        return false;
+    }
+    *step_sent = Some(*control.time());
+    step.into_iter().for_each(|command| control.send(command));
+    true
 }
 
 /// `count` loopback addresses nobody listens on right now.
@@ -428,6 +506,10 @@ fn report(options: &Options, shared: &Shared, spawned: &[u64]) -> bool {
         let (asked, gone) = *shared.left.lock().unwrap();
         let seconds = |at: Option<u64>| at.map_or(String::new(), |ns| format!("{:.4}", ns as f64 / 1e9));
         println!("# leave,{process},{},{}", seconds(asked), seconds(gone));
+        if options.evacuate {
+            let (planned, done, bins) = *shared.evacuated.lock().unwrap();
+            println!("# evacuate,{process},{},{},{bins}", seconds(planned), seconds(done));
+        }
     }
     let sent = *shared.sent.lock().unwrap();
     println!("# records,{},{}", sent, arrivals.len());
@@ -436,7 +518,7 @@ fn report(options: &Options, shared: &Shared, spawned: &[u64]) -> bool {
 
 fn main() {
     let options = Options::parse().unwrap_or_else(|e| {
-        eprintln!("{e}\nusage: rescale_latency [--threads N] [--initial N] [--joins T1,T2] [--duration S] [--rate R] [--injectors K] [--cost C] [--sleep-us U] [--loops N] [--window-ms W] [--trace DIR] [--pin 0|1] [--keyed BINS] [--keys K] [--strategy S] [--leave P@S]");
+        eprintln!("{e}\nusage: rescale_latency [--threads N] [--initial N] [--joins T1,T2] [--duration S] [--rate R] [--injectors K] [--cost C] [--sleep-us U] [--loops N] [--window-ms W] [--trace DIR] [--pin 0|1] [--keyed BINS] [--keys K] [--strategy S] [--leave P@S] [--evacuate 0|1]");
         std::process::exit(2)
     });
     match run(options.clone()) {

@@ -127,6 +127,13 @@ impl WorkerState {
         self.rescaling.leaves().members(self.peers())
     }
 
+    /// The workers of process `process`: processes run the same number of workers, numbered
+    /// in process order, and indices stay with their process when others leave.
+    pub fn workers_of(&self, process: usize) -> std::ops::Range<usize> {
+        let threads = self.allocator.borrow().threads();
+        process * threads..(process + 1) * threads
+    }
+
     /// A fresh identifier, unique on this worker and the same on every worker that builds
     /// the same dataflows in the same order (used for channels and operators).
     pub fn new_identifier(&self) -> usize {

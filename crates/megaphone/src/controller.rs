@@ -7,10 +7,11 @@
 //! the control input and decides when to reconfigure (for instance when `worker.peers()`
 //! grew after a join). This module must not send anything itself.
 
+use crate::departures::Departed;
 use crate::error::MegaphoneError;
 use crate::strategy::{plan, rebalance, Strategy};
 use crate::table::{Command, RoutingTable};
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 /// The table a program has planned and its moves not sent yet.
 #[derive(Clone, Debug)]
@@ -56,19 +57,47 @@ impl Controller {
         Ok(count)
     }
 
-    /// Plans moves that spread the bins evenly over `peers` workers (see [`rebalance`]),
-    /// as [`Controller::move_to`] does; returns how many bins move.
+    /// Plans moves that spread the bins evenly over `workers` (see [`rebalance`]: `0..peers`,
+    /// or the workers present once some have left), as [`Controller::move_to`] does; returns
+    /// how many bins move.
     ///
     /// # Errors
     ///
-    /// [`MegaphoneError::NoWorkers`] for zero `peers`, or as [`plan`].
+    /// [`MegaphoneError::NoWorkers`] for no `workers`, or as [`plan`].
     pub fn rebalance(
         &mut self,
-        peers: usize,
+        workers: impl IntoIterator<Item = usize>,
         strategy: Strategy,
         earliest: u64,
     ) -> Result<usize, MegaphoneError> {
-        let target = rebalance(&self.table, peers)?;
+        let target = rebalance(&self.table, workers)?;
+        self.move_to(target, strategy, earliest)
+    }
+
+    /// Plans moves that take every bin off `leaving` (the workers of a process about to
+    /// leave) onto the other `members`, each to the one with the fewest bins (the rule a
+    /// leave applies at once, [`Departed::evacuate`]), as [`Controller::move_to`] does;
+    /// returns how many bins move. Bins of workers that are not members move too (the
+    /// table catches up with a leave the controller did not plan); the others stay. A program that sends
+    /// these moves, paced by its probe, before it makes the process leave spreads the
+    /// migration over several steps; the leave itself then moves no state.
+    ///
+    /// # Errors
+    ///
+    /// [`MegaphoneError::NoWorkers`] when no member stays, or as [`plan`].
+    pub fn evacuate(
+        &mut self,
+        leaving: impl IntoIterator<Item = usize>,
+        members: impl IntoIterator<Item = usize>,
+        strategy: Strategy,
+        earliest: u64,
+    ) -> Result<usize, MegaphoneError> {
+        let leaving: BTreeSet<usize> = leaving.into_iter().collect();
+        let staying: BTreeSet<usize> = members.into_iter().filter(|w| !leaving.contains(w)).collect();
+        let Some(&last) = staying.last() else { return Err(MegaphoneError::NoWorkers) };
+        let width = self.table.owners().iter().chain(leaving.iter()).fold(last + 1, |w, &o| w.max(o + 1));
+        let mut target = self.table.clone();
+        Departed::new((0..width).filter(|w| !staying.contains(w)), width).evacuate_all(&mut target);
         self.move_to(target, strategy, earliest)
     }
 
@@ -105,7 +134,7 @@ mod tests {
     fn plans_follow_each_other_and_moves_come_out_in_time_order() {
         let bins = Bins::new(8).unwrap();
         let mut controller = Controller::new(RoutingTable::round_robin(bins, 2).unwrap());
-        assert_eq!(controller.rebalance(4, Strategy::Fluid, 10).unwrap(), 4);
+        assert_eq!(controller.rebalance(0..4, Strategy::Fluid, 10).unwrap(), 4);
         // A second plan starts after the first one's last move (at 13), not at 11.
         let gathered = RoutingTable::from_owners(vec![0; 8]).unwrap();
         assert_eq!(controller.move_to(gathered.clone(), Strategy::AllAtOnce, 11).unwrap(), 6);
@@ -128,11 +157,36 @@ mod tests {
         let mut controller = Controller::new(RoutingTable::round_robin(bins, 2).unwrap());
         assert!(controller.next_step().is_empty());
         // 8 bins move from 2 workers to 2 new ones, at most 2 per worker and step: 2 steps.
-        assert_eq!(controller.rebalance(4, Strategy::Batched { per_worker: 2 }, 100).unwrap(), 8);
+        assert_eq!(controller.rebalance(0..4, Strategy::Batched { per_worker: 2 }, 100).unwrap(), 8);
         let steps: Vec<usize> = std::iter::from_fn(|| Some(controller.next_step()).filter(|s| !s.is_empty()))
             .map(|step| step.len())
             .collect();
         assert_eq!(steps, vec![4, 4]);
         assert!(controller.is_idle());
+    }
+
+    #[test]
+    fn evacuate_moves_only_the_leavers_bins_to_the_least_loaded_members() {
+        // Worker 1 left earlier (its index stays unused); process {2, 3} is about to leave.
+        let table = RoutingTable::from_owners(vec![0, 0, 0, 2, 2, 3, 4, 3]).unwrap();
+        let mut controller = Controller::new(table);
+        let moved =
+            controller.evacuate([2, 3], [0, 2, 3, 4], Strategy::Batched { per_worker: 1 }, 5).unwrap();
+        assert_eq!(moved, 4);
+        assert_eq!(controller.table().owners(), &[0, 0, 0, 4, 4, 0, 4, 4]);
+        // A batch sends and receives at most one bin per worker: worker 4 receives three.
+        let steps: Vec<usize> = std::iter::from_fn(|| Some(controller.next_step()).filter(|s| !s.is_empty()))
+            .map(|step| step.len())
+            .collect();
+        assert_eq!(steps, vec![2, 1, 1]);
+        assert_eq!(
+            Controller::new(RoutingTable::from_owners(vec![0, 1]).unwrap()).evacuate(
+                [0, 1],
+                [0, 1],
+                Strategy::Fluid,
+                0
+            ),
+            Err(crate::error::MegaphoneError::NoWorkers)
+        );
     }
 }

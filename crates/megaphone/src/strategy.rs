@@ -3,12 +3,13 @@
 //! [`plan`] compares the current table with a target table and spreads the moves over
 //! times according to a [`Strategy`]: all at one time, one bin per time step (fluid), or in
 //! batches in which no worker sends or receives more than a given number of bins (batched).
-//! [`rebalance`] computes a target table that spreads the bins evenly over some number of
-//! workers while moving as few bins as possible. This module owns only these pure functions;
+//! [`rebalance`] computes a target table that spreads the bins evenly over some workers while
+//! moving as few bins as possible. This module owns only these pure functions;
 //! sending the commands is the caller's business.
 
 use crate::error::MegaphoneError;
 use crate::table::{Command, RoutingTable};
+use std::collections::BTreeSet;
 
 /// How the moves of one reconfiguration are spread over time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,35 +95,45 @@ fn batches(mut remaining: Vec<Move>, per_worker: usize) -> Vec<Vec<Move>> {
     steps
 }
 
-/// A table that spreads `current`'s bins evenly over workers `0..peers` (each owns
-/// `bins / peers` or one more), keeping every bin whose owner stays within its share.
+/// A table that spreads `current`'s bins evenly over `workers` (each owns `bins / n` or one
+/// more, for `n` distinct workers), keeping every bin whose owner is among them and within its
+/// share. Pass `0..peers` for a cluster with no gaps, or the workers present (`members`) once
+/// some have left or are about to: bins of workers not listed all move.
 ///
 /// # Errors
 ///
-/// [`MegaphoneError::NoWorkers`] when `peers` is zero.
-pub fn rebalance(current: &RoutingTable, peers: usize) -> Result<RoutingTable, MegaphoneError> {
-    if peers == 0 {
+/// [`MegaphoneError::NoWorkers`] when `workers` is empty.
+pub fn rebalance(
+    current: &RoutingTable,
+    workers: impl IntoIterator<Item = usize>,
+) -> Result<RoutingTable, MegaphoneError> {
+    let workers: BTreeSet<usize> = workers.into_iter().collect();
+    if workers.is_empty() {
         return Err(MegaphoneError::NoWorkers);
     }
     let bins = current.owners().len();
-    let loads = current.loads(peers);
-    // The `bins % peers` larger shares go to the workers that own the most now.
-    let mut by_load: Vec<usize> = (0..peers).collect();
+    let width = current.owners().iter().chain(workers.iter()).max().map_or(0, |&w| w + 1);
+    let loads = current.loads(width);
+    // The `bins % n` larger shares go to the workers that own the most now.
+    let mut by_load: Vec<usize> = workers.iter().copied().collect();
     by_load.sort_by_key(|&worker| (std::cmp::Reverse(loads[worker]), worker));
-    let mut quota = vec![bins / peers; peers];
-    by_load.iter().take(bins % peers).for_each(|&worker| quota[worker] += 1);
+    let mut quota = vec![0; width];
+    for (rank, &worker) in by_load.iter().enumerate() {
+        quota[worker] = bins / workers.len() + usize::from(rank < bins % workers.len());
+    }
     // Keep bins within their owner's share; the rest go to workers below their share.
     let mut owners = current.owners().to_vec();
-    let mut kept = vec![0; peers];
+    let mut kept = vec![0; width];
     let mut surplus = Vec::new();
-    for (bin, owner) in owners.iter().enumerate() {
-        match kept.get_mut(*owner) {
-            Some(count) if *count < quota[*owner] => *count += 1,
-            _ => surplus.push(bin),
+    for (bin, &owner) in owners.iter().enumerate() {
+        if kept[owner] < quota[owner] {
+            kept[owner] += 1;
+        } else {
+            surplus.push(bin);
         }
     }
     let mut receivers =
-        (0..peers).flat_map(|worker| std::iter::repeat_n(worker, quota[worker] - kept[worker]));
+        workers.iter().flat_map(|&worker| std::iter::repeat_n(worker, quota[worker] - kept[worker]));
     for bin in surplus {
         owners[bin] = receivers.next().expect("the shares add up to the number of bins");
     }
@@ -159,6 +170,6 @@ mod tests {
     #[test]
     fn rebalancing_an_even_table_moves_nothing() {
         let table = RoutingTable::round_robin(Bins::new(16).unwrap(), 4).unwrap();
-        assert_eq!(rebalance(&table, 4).unwrap(), table);
+        assert_eq!(rebalance(&table, 0..4).unwrap(), table);
     }
 }

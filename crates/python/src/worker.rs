@@ -222,6 +222,13 @@ impl PyWorker {
         Ok(self.parts()?.members.borrow().list.clone())
     }
 
+    /// The workers of process `process` (processes run the same number of workers, numbered
+    /// in process order; indices stay when others leave): what a `Controller` evacuates
+    /// before that process leaves.
+    fn workers_of(&self, process: usize) -> PyResult<Vec<usize>> {
+        Ok(self.worker()?.state().workers_of(process).collect())
+    }
+
     /// True once this worker's process is leaving the cluster: `leave()` was called on one of
     /// its workers, or the launcher asked it to leave (`launch.remove_process`). Updated at
     /// every step. From then on its input handles are released (what they accepted is

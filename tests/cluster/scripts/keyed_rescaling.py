@@ -127,8 +127,7 @@ def run(worker, data, ctl, probe, out, state):
         count_per_time(stream, control).inspect_time(record("megaphone")).probe_with(probe)
 
     worker.bootstrap()
-    # Worker 0 rebalances the Megaphone bins over every worker index each time it sees a join
-    # (moves to workers that left are overridden by the operator).
+    # Worker 0 rebalances the Megaphone bins over the workers present each time it sees a join.
     controller = Controller(RoutingTable.round_robin(bins=BINS, peers=worker.peers))
     planned = worker.peers
     epoch = first = state["first"] = data.time
@@ -169,7 +168,7 @@ def run(worker, data, ctl, probe, out, state):
                     ask.start()
             if worker.peers > planned:
                 planned = worker.peers
-                controller.rebalance(planned, Strategy.batched(8), earliest=epoch + 1)
+                controller.rebalance(worker.members, Strategy.batched(8), earliest=epoch + 1)
             feed(ctl, controller.due(epoch), state)
             time.sleep(PAUSE)
         records = PLAN.records(epoch, worker.index)

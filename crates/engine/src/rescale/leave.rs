@@ -192,15 +192,15 @@ pub(crate) fn leave(state: &WorkerState) -> Result<(), LeaveRefused> {
 /// routed to the workers present only.
 pub(crate) fn notice(state: &WorkerState, from: usize) {
     let threads = state.allocator().threads();
-    let process = from / threads;
+    let workers = state.workers_of(from / threads);
     let leaves = &state.rescaling().leaves;
-    let starts = state.index() / threads == process && !leaves.this_leaves.replace(true);
+    let starts = workers.contains(&state.index()) && !leaves.this_leaves.replace(true);
     if starts {
         leaves.activity.replace(Some(Activity::begin(state.logger(), super::phases::LEAVE)));
     }
     let mut leaving = leaves.leaving.borrow_mut();
     let before = leaving.len();
-    leaving.extend(process * threads..(process + 1) * threads);
+    leaving.extend(workers);
     let grew = leaving.len() > before;
     drop(leaving);
     if grew {
@@ -240,9 +240,8 @@ pub(crate) fn seal(state: &WorkerState) {
 /// Processes `processes` left: their workers are gone.
 pub(crate) fn departed(state: &WorkerState, processes: Vec<usize>) {
     let leaves = &state.rescaling().leaves;
-    let threads = state.allocator().threads();
     for process in processes {
-        for worker in process * threads..(process + 1) * threads {
+        for worker in state.workers_of(process) {
             leaves.leaving.borrow_mut().remove(&worker);
             leaves.sealed_to.borrow_mut().remove(&worker);
             leaves.departed.borrow_mut().insert(worker);

@@ -19,7 +19,7 @@ fn state_moves_between_processes_and_stays_exact() {
         let on_0 = RoutingTable::from_owners(vec![0; 16]).unwrap();
         let mut commands = plan(&initial, &on_3, strategy, 3).unwrap();
         commands.extend(plan(&on_3, &on_0, strategy, 30).unwrap());
-        commands.extend(plan(&on_0, &rebalance(&on_0, 4).unwrap(), strategy, 60).unwrap());
+        commands.extend(plan(&on_0, &rebalance(&on_0, 0..4).unwrap(), strategy, 60).unwrap());
         assert!(commands.iter().all(|(time, _)| *time < 90), "every command is sent");
         let workload = Workload { rounds: 90, records: records.clone(), commands, sync_every: 4 };
         let sums = run_processes(cluster(2, 2), bins, workload.clone(), |data, control, worker| {

@@ -170,7 +170,7 @@ fn drive(
             if let Some(strategy) = plan.moves.strategy() {
                 await_peers(worker, (plan.initial + k + 1) * plan.threads);
                 if index == 0 {
-                    controller.rebalance(worker.peers(), strategy, round + 2).unwrap();
+                    controller.rebalance(0..worker.peers(), strategy, round + 2).unwrap();
                 }
             }
         }

@@ -23,7 +23,7 @@ fn there_and_back(
     let initial = RoutingTable::round_robin(bins, peers).unwrap();
     let gathered = RoutingTable::from_owners(vec![to; bins.count()]).unwrap();
     let mut commands = plan(&initial, &gathered, strategy, start).unwrap();
-    commands.extend(plan(&gathered, &rebalance(&gathered, peers).unwrap(), strategy, back).unwrap());
+    commands.extend(plan(&gathered, &rebalance(&gathered, 0..peers).unwrap(), strategy, back).unwrap());
     commands
 }
 

@@ -71,7 +71,7 @@ fn rebalance_spreads_bins_evenly_and_keeps_what_it_can() {
     for bins in [1, 16, 256, 4096] {
         for (from, to) in [(1, 1), (2, 3), (4, 6), (3, 2), (5, 7)] {
             let current = RoutingTable::round_robin(Bins::new(bins).unwrap(), from).unwrap();
-            let balanced = rebalance(&current, to).unwrap();
+            let balanced = rebalance(&current, 0..to).unwrap();
             let loads = balanced.loads(to);
             assert_eq!(loads.iter().sum::<usize>(), bins, "every bin on one of the {to} workers");
             assert!(loads.iter().max().unwrap() - loads.iter().min().unwrap() <= 1, "{loads:?}");
@@ -82,7 +82,7 @@ fn rebalance_spreads_bins_evenly_and_keeps_what_it_can() {
                 let needed: usize = (from..to).map(|w| loads[w]).sum();
                 assert_eq!(moved, needed, "{bins} bins from {from} to {to} workers");
             }
-            assert_eq!(rebalance(&balanced, to).unwrap(), balanced, "a balanced table stays");
+            assert_eq!(rebalance(&balanced, 0..to).unwrap(), balanced, "a balanced table stays");
         }
     }
 }
@@ -100,7 +100,7 @@ fn planning_rejects_bad_requests() {
         Err(MegaphoneError::EmptyBatches)
     );
     assert_eq!(plan(&small, &small, Strategy::AllAtOnce, 0), Ok(vec![]), "nothing to move");
-    assert_eq!(rebalance(&small, 0), Err(MegaphoneError::NoWorkers));
+    assert_eq!(rebalance(&small, 0..0), Err(MegaphoneError::NoWorkers));
     assert_eq!(Bins::new(3), Err(MegaphoneError::BinCount { count: 3, max: timely_megaphone::MAX_BINS }));
     let message = MegaphoneError::ConflictingMoves { time: 4, bin: 2, workers: (0, 1) }.to_string();
     assert!(message.contains("time 4") && message.contains("bin 2"), "{message}");

@@ -27,7 +27,7 @@ fn random_commands(rng: &mut Rng, bins: Bins, peers: usize, rounds: u64) -> Vec<
         let target = match rng.below(4) {
             0 => random_table(rng, bins, peers),
             1 => RoutingTable::from_owners(vec![rng.below(peers as u64) as usize; bins.count()]).unwrap(),
-            2 => rebalance(&table, peers).unwrap(),
+            2 => rebalance(&table, 0..peers).unwrap(),
             _ => {
                 let mut moved = table.clone();
                 let bin = rng.below(bins.count() as u64) as usize;

@@ -49,11 +49,11 @@ fn megaphone_plan(
     Ok(commands.into_iter().map(|(time, Command::Move { bin, worker })| (time, bin, worker)).collect())
 }
 
-/// The owners of `current` spread evenly over `peers` workers, moving as few bins as possible.
+/// The owners of `current` spread evenly over `workers`, moving as few bins as possible.
 #[pyfunction]
-fn megaphone_rebalance(current: Vec<usize>, peers: usize) -> PyResult<Vec<usize>> {
+fn megaphone_rebalance(current: Vec<usize>, workers: Vec<usize>) -> PyResult<Vec<usize>> {
     let current = table(current, "rebalance: current")?;
-    Ok(timely_megaphone::rebalance(&current, peers).map_err(value_error("rebalance"))?.owners().to_vec())
+    Ok(timely_megaphone::rebalance(&current, workers).map_err(value_error("rebalance"))?.owners().to_vec())
 }
 
 /// The bin of `key` among `bins` bins, as the keyed operators compute it.
@@ -98,11 +98,32 @@ impl PyController {
             .map_err(value_error("Controller.move_to"))
     }
 
-    /// Plans moves that spread the bins evenly over `peers` workers; returns how many move.
-    fn rebalance(&mut self, peers: usize, name: &str, per_worker: usize, earliest: u64) -> PyResult<usize> {
+    /// Plans moves that spread the bins evenly over `workers`; returns how many move.
+    fn rebalance(
+        &mut self,
+        workers: Vec<usize>,
+        name: &str,
+        per_worker: usize,
+        earliest: u64,
+    ) -> PyResult<usize> {
         self.0
-            .rebalance(peers, strategy(name, per_worker)?, earliest)
+            .rebalance(workers, strategy(name, per_worker)?, earliest)
             .map_err(value_error("Controller.rebalance"))
+    }
+
+    /// Plans moves that take every bin off `leaving` onto the other `members`; returns how
+    /// many move.
+    fn evacuate(
+        &mut self,
+        leaving: Vec<usize>,
+        members: Vec<usize>,
+        name: &str,
+        per_worker: usize,
+        earliest: u64,
+    ) -> PyResult<usize> {
+        self.0
+            .evacuate(leaving, members, strategy(name, per_worker)?, earliest)
+            .map_err(value_error("Controller.evacuate"))
     }
 
     /// `(bin, worker)` of the planned moves due at `time` or earlier, to send now.
