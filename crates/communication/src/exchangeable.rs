@@ -34,6 +34,18 @@ pub trait Exchangeable: Send + Sized + 'static {
         *target = Self::decode(bytes)?;
         Ok(())
     }
+    /// Checks an element decoded from a message of worker `worker` (a global index, which the
+    /// transport has checked belongs to the process at the other end of the connection) against
+    /// what the element itself says of its sender. An element that names no sender has nothing
+    /// to check.
+    ///
+    /// # Errors
+    ///
+    /// The element claims another sender; the message says which.
+    fn check_sender(&self, worker: usize) -> Result<(), String> {
+        let _ = worker;
+        Ok(())
+    }
 }
 
 impl<T: Serialize + DeserializeOwned + Send + 'static> Exchangeable for T {

@@ -20,6 +20,7 @@ pub mod exchangeable;
 pub mod initialize;
 pub mod networking;
 pub mod queue;
+pub mod violations;
 pub mod workers;
 
 pub use allocator::joined::JoinedPushers;
@@ -28,6 +29,7 @@ pub use allocator::{Allocator, AllocatorBuilder, ChannelEndpoints, ChannelRecord
 pub use exchangeable::Exchangeable;
 pub use initialize::{initialize, Config};
 pub use networking::{FrameDirection, FrameObserver};
+pub use violations::ProtocolViolations;
 pub use workers::{initialize_from, WorkerGuards};
 
 /// Sends elements of type `T` towards one destination.

@@ -3,8 +3,9 @@
 //! Layout: `order` (partial orders), `progress` (timestamps, frontiers, reachability,
 //! the progress protocol, scopes at run time), `scheduling` (activations), `dataflow`
 //! (scopes, streams, channels, operators), `worker` and `execute` (running workers),
-//! `logging` (trace event points), `trace` (tracing a run into files), `clock_watch` (clock
-//! measurements into the trace).
+//! `cluster_failure` (stopping a worker whose cluster failed), `logging` (trace event
+//! points), `trace` (tracing a run into files), `clock_watch` (clock measurements into the
+//! trace).
 //!
 //! ```
 //! use timely_engine::dataflow::{InputHandle, ProbeHandle};
@@ -27,6 +28,7 @@
 //! ```
 
 mod clock_watch;
+mod cluster_failure;
 pub mod dataflow;
 pub mod execute;
 pub mod logging;

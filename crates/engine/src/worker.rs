@@ -59,10 +59,7 @@ impl StopSignal {
 #[derive(Debug)]
 pub struct StoppedByPeer;
 
-/// The payload with which a worker unwinds when its cluster failed (a process was lost); it
-/// holds the reason, naming the process.
-#[derive(Debug)]
-pub struct ClusterFailure(pub String);
+pub use crate::cluster_failure::ClusterFailure;
 
 /// A dataflow as the worker sees it: something to schedule until it completes.
 pub trait Dataflow {

@@ -8,6 +8,13 @@
 //! the sender and the receiving workers; the receive thread hands this worker the payload, a
 //! slice of its receive buffer; the channel's puller decodes it.
 //!
+//! What arrives for a channel waits in its inbox ([`super::inboxes`]: bounded before the
+//! channel is allocated, dropped after its puller is gone). A message that does not decode, or
+//! whose element names another sender than the worker that sent it, is a protocol violation of
+//! the sending process ([`ProtocolViolations`]): it is dropped, and once any failure is
+//! recorded no remote message is handed out any more, so the worker stops at its next step
+//! with an error naming that process.
+//!
 //! Broadcasts ([`ClusterAllocator::broadcast`]) encode an element once per remote process,
 //! addressed to all of that process's workers, rather than once per remote worker.
 //!
@@ -16,7 +23,6 @@
 //! what travels.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -24,13 +30,14 @@ use std::time::Duration;
 
 use crate::queue::ThreadQueue;
 
+use super::inboxes::{Delivered, Inbox, InboxStats, Inboxes, EARLY_BYTES_LIMIT};
 use super::joined::{Backfills, JoinedPushers};
 use super::process::{ProcessAllocator, ProcessBuilder};
 use super::{ChannelEndpoints, ChannelRecord, Events, FanOut};
 use crate::networking::{
-    Delivery, JoinedProcess, MessageHeader, NetworkHealth, Payload, ProcessSender, Transport, WorkerEndpoints,
+    Delivery, JoinedProcess, MessageHeader, NetworkHealth, ProcessSender, Transport, WorkerEndpoints,
 };
-use crate::{Exchangeable, Pull, Push};
+use crate::{Exchangeable, ProtocolViolations, Pull, Push};
 
 /// How long a finishing process waits for the others' goodbyes, so that it never closes a
 /// connection with data of theirs still unread (which could cut off what it sent last).
@@ -143,17 +150,15 @@ impl ClusterBuilder {
             joins: self.endpoints.joins,
             join_server: self.join,
             connection: self.connection,
-            inboxes: HashMap::new(),
+            inboxes: Inboxes::default(),
             backfills: Backfills::default(),
             joined: Vec::new(),
             departed: gone,
+            violations: ProtocolViolations::new(self.network.health().clone(), self.threads),
             network: self.network,
         }
     }
 }
-
-/// The remote messages of one channel that this worker has received and not yet pulled.
-type Inbox = Rc<RefCell<VecDeque<Payload>>>;
 
 /// The allocator of one worker of a cluster.
 pub struct ClusterAllocator {
@@ -170,9 +175,8 @@ pub struct ClusterAllocator {
     join_server: Option<usize>,
     /// When this process started and finished connecting to the others.
     connection: Option<(i64, i64)>,
-    /// Per channel, what arrived from other processes (created on first use, so that a
-    /// message arriving before this worker allocates its channel waits there).
-    inboxes: HashMap<usize, Inbox>,
+    /// Per channel, what arrived from other processes (see [`super::inboxes`]).
+    inboxes: Inboxes,
     /// How to give every channel allocated so far pushers to the workers of a joined process.
     backfills: Backfills<Rc<RefCell<ProcessSender>>>,
     /// The workers of processes that joined, not yet taken by [`ClusterAllocator::take_joins`].
@@ -180,6 +184,8 @@ pub struct ClusterAllocator {
     /// Processes that left (said goodbye while this process runs), not yet taken by
     /// [`ClusterAllocator::take_departures`]; everything they sent has been received.
     departed: Vec<usize>,
+    /// Where messages of other processes that break the protocol are reported.
+    violations: ProtocolViolations,
     /// Declared last: dropped after `senders`, which flush when dropped.
     network: Network,
 }
@@ -315,8 +321,20 @@ impl ClusterAllocator {
     }
 
     fn puller<T: Exchangeable>(&mut self, identifier: usize, local: Box<dyn Pull<T>>) -> Box<dyn Pull<T>> {
-        let remote = Rc::clone(self.inboxes.entry(identifier).or_default());
-        Box::new(ClusterPuller { local, remote, identifier, current: None, spares: Vec::new() })
+        let remote = self.inboxes.allocate(identifier, self.threads);
+        let violations = self.violations();
+        Box::new(ClusterPuller { local, remote, identifier, current: None, spares: Vec::new(), violations })
+    }
+
+    /// Where this worker reports messages of other processes that break the protocol.
+    pub fn violations(&self) -> ProtocolViolations {
+        self.violations.clone()
+    }
+
+    /// What this worker's inboxes hold for channels it has not allocated, and what they
+    /// dropped for channels whose puller is gone.
+    pub fn inbox_stats(&self) -> InboxStats {
+        self.inboxes.stats()
     }
 
     /// Moves notices of arrived data, from this process and from others, into the events.
@@ -330,8 +348,18 @@ impl ClusterAllocator {
                 continue;
             }
             let channel = header.channel as usize;
-            self.inboxes.entry(channel).or_default().borrow_mut().push_back(payload);
-            events.push(channel);
+            match self.inboxes.deliver(channel, header.source as usize, self.threads, payload) {
+                Delivered::Queued => events.push(channel),
+                Delivered::Dropped => {}
+                Delivered::OverLimit { process, bytes } => {
+                    let reason = format!(
+                        "its messages for channels this worker has not allocated take up {bytes} bytes, and \
+                         all such messages may take up at most {EARLY_BYTES_LIMIT} (channel {channel} \
+                         would exceed it)"
+                    );
+                    self.violations.report(process, &reason);
+                }
+            }
         }
     }
 
@@ -425,6 +453,8 @@ struct ClusterPuller<T> {
     current: Option<T>,
     /// Elements given back, which messages from other processes are decoded into.
     spares: Vec<T>,
+    /// Where undecodable messages and false senders are reported.
+    violations: ProtocolViolations,
 }
 
 /// How many given-back elements a cluster puller keeps to decode into.
@@ -436,18 +466,13 @@ impl<T: Exchangeable> Pull<T> for ClusterPuller<T> {
             self.current = Some(element);
             return &mut self.current;
         }
-        let payload = self.remote.borrow_mut().pop_front();
-        self.current = payload.map(|payload| {
-            let decoded = match self.spares.pop() {
-                Some(mut spare) => T::decode_into(&payload, &mut spare).map(|()| spare),
-                None => T::decode(&payload),
-            };
-            decoded.unwrap_or_else(|error| {
-                // The peer authenticated at connection time: bytes it sent that do not decode
-                // are a protocol violation, and the computation cannot go on correctly.
-                panic!("channel {}: undecodable message from another process: {error}", self.identifier)
-            })
-        });
+        // After a failure the worker stops at its next step: nothing more from the network
+        // is handed out, so that nothing is computed from a stream missing a dropped message.
+        let message = match self.violations.is_healthy() {
+            true => self.remote.borrow_mut().pop(),
+            false => None,
+        };
+        self.current = message.and_then(|(source, payload)| self.decode(source, &payload));
         &mut self.current
     }
 
@@ -458,6 +483,37 @@ impl<T: Exchangeable> Pull<T> for ClusterPuller<T> {
         } else {
             self.local.recycle(element);
         }
+    }
+}
+
+impl<T: Exchangeable> ClusterPuller<T> {
+    /// The element of `payload`, a message of worker `source`; `None` after reporting a
+    /// message that does not decode, or whose element names another sender, as a protocol
+    /// violation of `source`'s process.
+    fn decode(&mut self, source: usize, payload: &[u8]) -> Option<T> {
+        let decoded = match self.spares.pop() {
+            Some(mut spare) => T::decode_into(payload, &mut spare).map(|()| spare),
+            None => T::decode(payload),
+        };
+        let checked = decoded.and_then(|element| element.check_sender(source).map(|()| element));
+        match checked {
+            Ok(element) => Some(element),
+            Err(error) => {
+                let reason = format!(
+                    "worker {source} sent an invalid message on channel {}: {error}",
+                    self.identifier
+                );
+                self.violations.report(self.violations.process_of(source), &reason);
+                None
+            }
+        }
+    }
+}
+
+impl<T> Drop for ClusterPuller<T> {
+    /// Messages that wait or arrive later for this channel are dropped: its dataflow is done.
+    fn drop(&mut self) {
+        self.remote.borrow_mut().close();
     }
 }
 

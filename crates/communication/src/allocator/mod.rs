@@ -10,6 +10,7 @@
 //! a channel.
 
 pub mod cluster;
+pub mod inboxes;
 pub mod joined;
 pub mod process;
 pub mod thread;
@@ -18,7 +19,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use crate::{Exchangeable, Pull, Push};
+use crate::{Exchangeable, ProtocolViolations, Pull, Push};
 use cluster::{ClusterAllocator, ClusterBuilder};
 use joined::JoinedPushers;
 use process::{ProcessAllocator, ProcessBuilder};
@@ -257,6 +258,24 @@ impl Allocator {
     pub fn failure(&self) -> Option<String> {
         match self {
             Allocator::Cluster(allocator) => allocator.failure(),
+            _ => None,
+        }
+    }
+
+    /// Where this worker reports messages of other processes that break the protocol (a
+    /// worker without other processes has nowhere to: its reports only make a message).
+    pub fn violations(&self) -> ProtocolViolations {
+        match self {
+            Allocator::Cluster(allocator) => allocator.violations(),
+            _ => ProtocolViolations::default(),
+        }
+    }
+
+    /// In a cluster, what this worker keeps for channels it has not allocated and what it
+    /// dropped for channels whose puller is gone ([`inboxes`]).
+    pub fn inbox_stats(&self) -> Option<inboxes::InboxStats> {
+        match self {
+            Allocator::Cluster(allocator) => Some(allocator.inbox_stats()),
             _ => None,
         }
     }

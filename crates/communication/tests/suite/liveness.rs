@@ -2,13 +2,14 @@
 //! process under SIGSTOP, a frozen machine or a partition does) is reported lost within the
 //! peer timeout plus the check interval, and a live peer whose workers send nothing is never
 //! reported, because its send threads write heartbeats that no worker sees. Processes are
-//! simulated by threads; a "frozen" process is one whose raw sockets stay open and silent.
+//! simulated by threads; a "frozen" process is one whose raw sockets stay open and silent, a
+//! "deaf" one keeps writing heartbeats but reads nothing, and is reported lost too.
 
 use crate::common;
 
 use std::io::Write;
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -123,11 +124,11 @@ fn frozen_peer_trial(processes: usize, timeout: Liveness) {
     drop(frozen);
 }
 
-/// Waits up to `limit` (from now) for `node` to record a failure.
-fn wait_for_failure(node: &Node, limit: Duration) -> NetworkError {
+/// Waits up to `limit` (from now) for `transport` to record a failure.
+fn wait_for_failure(transport: &Transport, limit: Duration) -> NetworkError {
     let deadline = Instant::now() + limit;
     loop {
-        if let Some(failure) = node.transport.health().failure() {
+        if let Some(failure) = transport.health().failure() {
             return failure;
         }
         assert!(Instant::now() < deadline, "no failure within {limit:?}");
@@ -206,8 +207,48 @@ fn an_unknown_control_frame_is_rejected_as_malformed() {
         let node = start(0, streams.pop().expect("process 0"), Liveness::default());
         let unknown = MessageHeader { channel: u64::MAX - 5, target_upper: 1, ..MessageHeader::default() };
         write_frame(&mut raw, unknown);
-        let failure = wait_for_failure(&node, Duration::from_secs(5));
+        let failure = wait_for_failure(&node.transport, Duration::from_secs(5));
         let NetworkError::PeerLost { process: 1, reason } = &failure else { panic!("unexpected {failure}") };
         assert!(reason.contains("unknown control channel"), "{reason}");
+    });
+}
+
+#[test]
+fn a_peer_that_writes_heartbeats_but_reads_nothing_is_reported_lost() {
+    common::within(LIMIT, || {
+        let timeout = liveness(1000);
+        let mut streams = connect(2);
+        let mut deaf = streams.pop().expect("process 1").into_iter().flatten().next().expect("a stream to 0");
+        let Node { transport, mut worker, .. } = start(0, streams.pop().expect("process 0"), timeout);
+        let stop = Arc::new(AtomicBool::new(false));
+        let beating = Arc::clone(&stop);
+        let heart = std::thread::spawn(move || {
+            while !beating.load(Ordering::SeqCst) {
+                write_frame(&mut deaf, MessageHeader::heartbeat());
+                std::thread::sleep(timeout.heartbeat_interval());
+            }
+            deaf
+        });
+        // The worker sends until the socket buffers and the send queue are full; its last send
+        // blocks until the send thread gives up on the peer.
+        let flood = std::thread::spawn(move || {
+            let sender = worker.senders[1].as_mut().expect("a sender to process 1");
+            let chunk = vec![0u8; 1 << 16];
+            let header = MessageHeader {
+                channel: 3,
+                source: 0,
+                target_lower: 1,
+                target_upper: 2,
+                length: 0,
+                seqno: 0,
+            };
+            while sender.send(header, &chunk).is_ok() {}
+        });
+        let failure = wait_for_failure(&transport, timeout.timeout() * 10);
+        let NetworkError::PeerLost { process: 1, reason } = &failure else { panic!("unexpected {failure}") };
+        assert!(reason.contains("read nothing for") && reason.contains("peer timeout of 1 s"), "{reason}");
+        flood.join().expect("the blocked send ends with the failure");
+        stop.store(true, Ordering::SeqCst);
+        drop(heart.join().expect("the heartbeat thread"));
     });
 }

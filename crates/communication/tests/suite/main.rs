@@ -14,6 +14,7 @@ mod clock_sync;
 mod cluster;
 mod config;
 mod frames;
+mod inboxes;
 mod initialize;
 mod join;
 mod leave;

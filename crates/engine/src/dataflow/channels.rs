@@ -135,6 +135,14 @@ impl<T: Timestamp, D: ExchangeData> Exchangeable for Message<T, D> {
         target.data.clear();
         D::decode_batch_into(records, &mut target.data)
     }
+
+    /// Every channel's pusher stamps the message with the pushing worker ([`LogPusher`]).
+    fn check_sender(&self, worker: usize) -> Result<(), String> {
+        match self.from == worker {
+            true => Ok(()),
+            false => Err(format!("a message that claims to come from worker {}", self.from)),
+        }
+    }
 }
 
 /// Boxed pusher of messages.

@@ -9,20 +9,29 @@
 //! state a joining worker is bootstrapped from. Workers that join are added to the broadcast
 //! at the next send.
 //!
+//! Batches from the wire are checked before anything of them is applied: the sender a batch
+//! names must be the worker whose message carried it (checked as it is decoded), every
+//! location must be a port of the scope ([`ScopePorts`]), and sequence numbers must follow on
+//! ([`super::ledger::OutOfSequence`]). A violation, or a batch the channel dropped as
+//! undecodable, ends the run with a [`crate::ClusterFailure`] naming the sending process
+//! before the scope propagates anything.
+//!
 //! This module owns the wire shape of progress batches and their bookkeeping; it does not
 //! interpret the updates (that is the tracker's job).
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use super::batch_check::ScopePorts;
 use super::change_batch::ChangeBatch;
 use super::ledger::{Ledger, Released};
 use super::location::Location;
 use super::timestamp::Timestamp;
+use crate::cluster_failure::{stop_for_violation, stop_if_failed};
 use crate::logging::{self, Event, Logger};
 use timely_communication::exchangeable::{bincode_decode, bincode_decode_extend, bincode_encode};
-use timely_communication::Exchangeable;
 use timely_communication::{Allocator, FanOut, JoinedPushers, Pull, Push};
+use timely_communication::{Exchangeable, ProtocolViolations};
 
 /// One atomic batch of progress updates from one worker.
 #[derive(Debug, PartialEq, Eq)]
@@ -73,6 +82,13 @@ impl<T: Timestamp> Exchangeable for ProgressBatch<T> {
         target.updates.clear();
         bincode_decode_extend(&bytes[HEADER..], &mut target.updates)
     }
+
+    fn check_sender(&self, worker: usize) -> Result<(), String> {
+        match self.source == worker {
+            true => Ok(()),
+            false => Err(format!("a progress batch that claims to come from worker {}", self.source)),
+        }
+    }
 }
 
 impl<T: Clone> Clone for ProgressBatch<T> {
@@ -114,6 +130,10 @@ pub struct Progcaster<T: Timestamp> {
     /// to release. Until then (on a worker that never joined, in a cluster where no batch
     /// had to wait) it holds nothing, and `recv` skips the asking.
     held_back: bool,
+    /// The ports of the scope, which every received location must be one of.
+    ports: ScopePorts,
+    /// Where batches that break the protocol are reported.
+    violations: ProtocolViolations,
 }
 
 impl<T: Timestamp> Progcaster<T> {
@@ -137,7 +157,14 @@ impl<T: Timestamp> Progcaster<T> {
             spare: Vec::new(),
             released: Vec::new(),
             held_back: false,
+            ports: ScopePorts::default(),
+            violations: allocator.violations(),
         }
+    }
+
+    /// Sets the ports of the scope, once it is built: received batches may name only those.
+    pub fn set_ports(&mut self, ports: ScopePorts) {
+        self.ports = ports;
     }
 
     /// The progress channel's identifier.
@@ -189,22 +216,35 @@ impl<T: Timestamp> Progcaster<T> {
     /// Moves the updates of every received batch into `changes` (on a joining worker, only
     /// once its bootstrap is complete: until then batches are held back).
     ///
-    /// Panics with a protocol error if a sender's batches arrive out of sequence.
+    /// Unwinds with [`crate::ClusterFailure`] naming the sender of a batch that breaks the
+    /// protocol (a location outside the scope, a sequence number out of order), or when the
+    /// network failed (a batch that did not decode was dropped): nothing is applied then.
     pub fn recv(&mut self, changes: &mut ChangeBatch<(Location, T)>) {
         let mut ledger = self.ledger.borrow_mut();
         while let Some(mut batch) = self.puller.recv() {
-            if ledger.admit(batch.source, batch.sequence, batch.after, &batch.updates) {
-                self.log_received(batch.source, batch.sequence, batch.updates.len());
-                changes.extend(batch.updates.drain(..));
-            } else {
-                self.held_back = true;
+            if let Err(reason) = self.ports.check_all(&batch.updates) {
+                let reason = format!("a progress batch of channel {} names {reason}", self.channel);
+                stop_for_violation(&self.violations, batch.source, &reason);
+            }
+            match ledger.admit(batch.source, batch.sequence, batch.after, &batch.updates) {
+                Ok(true) => {
+                    self.log_received(batch.source, batch.sequence, batch.updates.len());
+                    changes.extend(batch.updates.drain(..));
+                }
+                Ok(false) => self.held_back = true,
+                Err(error) => stop_for_violation(&self.violations, error.source, &error.to_string()),
             }
             self.puller.recycle(batch);
         }
+        stop_if_failed(&self.violations);
         // A ledger that never held a batch back and is not joining has nothing to release.
         if self.held_back || !ledger.ready() {
-            ledger.try_finish_joining(&mut self.released);
-            ledger.release_held(&mut self.released);
+            let released = ledger
+                .try_finish_joining(&mut self.released)
+                .and_then(|()| ledger.release_held(&mut self.released));
+            if let Err(error) = released {
+                stop_for_violation(&self.violations, error.source, &error.to_string());
+            }
         }
         drop(ledger);
         for (origin, updates) in std::mem::take(&mut self.released) {

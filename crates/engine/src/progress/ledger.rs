@@ -69,6 +69,25 @@ pub struct Ledger<T: Timestamp> {
     detached: bool,
 }
 
+/// A batch whose sequence number is not the next of its sender: one was lost, repeated or
+/// forged, and progress can no longer be tracked exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutOfSequence {
+    /// The worker that sent the batch.
+    pub source: usize,
+    /// The sequence number its next batch must carry.
+    pub expected: u64,
+    /// The sequence number the batch carried.
+    pub received: u64,
+}
+
+impl std::fmt::Display for OutOfSequence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let OutOfSequence { source, expected, received } = self;
+        write!(f, "progress protocol error: expected batch {expected} from worker {source} but received batch {received}")
+    }
+}
+
 /// A batch held back: its sequence number, the batch it must follow, its updates.
 type Held<T> = (u64, Option<(usize, u64)>, Updates<T>);
 
@@ -149,46 +168,51 @@ impl<T: Timestamp> Ledger<T> {
     /// and behind a batch it must follow (`after`) that is not applied yet. Batches already
     /// in a joined worker's state are dropped.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// With a protocol error when a sender's batches arrive out of sequence.
+    /// When a sender's batches arrive out of sequence.
     pub fn admit(
         &mut self,
         source: usize,
         sequence: u64,
         after: Option<(usize, u64)>,
         updates: &Updates<T>,
-    ) -> bool {
+    ) -> Result<bool, OutOfSequence> {
         self.grow(source + 1);
         if self.detached {
-            return false;
+            return Ok(false);
         }
         if let Some(joining) = self.joining.as_mut() {
             joining.held[source].push_back((sequence, after, updates.clone()));
-            return false;
+            return Ok(false);
         }
         if self.is_duplicate(source, sequence) {
-            return false;
+            return Ok(false);
         }
         if self.must_wait(source, after) {
             self.blocked[source].push_back((sequence, after, updates.clone()));
-            return false;
+            return Ok(false);
         }
-        self.account(source, sequence, updates);
-        true
+        self.account(source, sequence, updates)?;
+        Ok(true)
     }
 
     /// Like [`Ledger::admit`] for a batch the ledger owns; applied updates go to `ready`.
-    fn offer(&mut self, source: usize, held: Held<T>, ready: &mut Vec<Released<T>>) {
+    fn offer(
+        &mut self,
+        source: usize,
+        held: Held<T>,
+        ready: &mut Vec<Released<T>>,
+    ) -> Result<(), OutOfSequence> {
         let (sequence, after, updates) = held;
         if self.is_duplicate(source, sequence) {
-            return;
+            return Ok(());
         }
         if self.must_wait(source, after) {
             self.blocked[source].push_back((sequence, after, updates));
-            return;
+            return Ok(());
         }
-        self.accept(source, sequence, updates, ready);
+        self.accept(source, sequence, updates, ready)
     }
 
     /// True for a batch a joined worker's state already holds.
@@ -205,7 +229,11 @@ impl<T: Timestamp> Ledger<T> {
     }
 
     /// Applies held-back batches whose predecessor has been applied, into `ready`.
-    pub fn release_held(&mut self, ready: &mut Vec<Released<T>>) {
+    ///
+    /// # Errors
+    ///
+    /// When a sender's batches are out of sequence.
+    pub fn release_held(&mut self, ready: &mut Vec<Released<T>>) -> Result<(), OutOfSequence> {
         let mut progress = true;
         while progress {
             progress = false;
@@ -218,41 +246,53 @@ impl<T: Timestamp> Ledger<T> {
                         break;
                     }
                     let (_, _, updates) = self.blocked[source].pop_front().expect("a held batch");
-                    self.accept(source, sequence, updates, ready);
+                    self.accept(source, sequence, updates, ready)?;
                     progress = true;
                 }
             }
         }
+        Ok(())
     }
 
     /// Checks the sequence number and adds `updates` to the state (and to the recording).
-    fn account(&mut self, source: usize, sequence: u64, updates: &Updates<T>) {
+    fn account(&mut self, source: usize, sequence: u64, updates: &Updates<T>) -> Result<(), OutOfSequence> {
         let expected = self.next_receive[source];
-        assert_eq!(
-            sequence, expected,
-            "progress protocol error: expected batch {expected} from worker {source} but received batch {sequence}"
-        );
+        if sequence != expected {
+            return Err(OutOfSequence { source, expected, received: sequence });
+        }
         self.next_receive[source] += 1;
         self.absorb(updates);
         if let Some((_, batches)) = self.recording.as_mut().and_then(|recording| recording.get_mut(source)) {
             batches.push(updates.clone());
         }
+        Ok(())
     }
 
-    fn accept(&mut self, source: usize, sequence: u64, updates: Updates<T>, ready: &mut Vec<Released<T>>) {
-        self.account(source, sequence, &updates);
+    fn accept(
+        &mut self,
+        source: usize,
+        sequence: u64,
+        updates: Updates<T>,
+        ready: &mut Vec<Released<T>>,
+    ) -> Result<(), OutOfSequence> {
+        self.account(source, sequence, &updates)?;
         ready.push((Some((source, sequence)), updates));
+        Ok(())
     }
 
     /// On a joining worker whose state, direct starts and ranges are all in: applies the state,
     /// then each sender's ranges and held batches in sequence, dropping batches the state or a
     /// range already contains, and leaves the joining mode.
-    pub fn try_finish_joining(&mut self, ready: &mut Vec<Released<T>>) {
+    ///
+    /// # Errors
+    ///
+    /// When a sender's batches are out of sequence.
+    pub fn try_finish_joining(&mut self, ready: &mut Vec<Released<T>>) -> Result<(), OutOfSequence> {
         if !self.joining.as_ref().is_some_and(Joining::is_complete) {
-            return;
+            return Ok(());
         }
-        let Some(joining) = self.joining.take() else { return };
-        let Some((accumulated, next)) = joining.state else { return };
+        let Some(joining) = self.joining.take() else { return Ok(()) };
+        let Some((accumulated, next)) = joining.state else { return Ok(()) };
         self.overlap = (joining.direct_from.iter().zip(&next))
             .map(|(first, &end)| first.filter(|&first| first < end).map(|first| (first, end)))
             .collect();
@@ -264,16 +304,17 @@ impl<T: Timestamp> Ledger<T> {
         ranges.sort_by_key(|(sender, start, _)| (*sender, *start));
         for (sender, start, batches) in ranges {
             for (offset, updates) in batches.into_iter().enumerate() {
-                self.accept(sender, start + offset as u64, updates, ready);
+                self.accept(sender, start + offset as u64, updates, ready)?;
             }
         }
         for (sender, held) in joining.held.into_iter().enumerate() {
             for batch in held {
                 if batch.0 >= self.next_receive[sender] {
-                    self.offer(sender, batch, ready);
+                    self.offer(sender, batch, ready)?;
                 }
             }
         }
+        Ok(())
     }
 
     /// Adds `updates` to the accumulation, except those at node 0 (they belong to the parent
@@ -430,6 +471,10 @@ impl<T: Timestamp> ScopeLedger for std::cell::RefCell<Ledger<T>> {
     fn install_state(&self, state: &[u8], server: usize, announced: Option<u64>) -> Result<(), String> {
         let state: State<T> = bincode_decode(state)?;
         let mut ledger = self.borrow_mut();
+        let (senders, peers) = (state.next_receive.len(), ledger.next_receive.len());
+        if senders > peers {
+            return Err(format!("a progress state with sequence numbers of {senders} workers, of {peers}"));
+        }
         ledger.grow(state.next_receive.len());
         ledger.awaited = announced.map(|seq| (server, seq));
         ledger.first_after = ledger.awaited;
@@ -453,6 +498,9 @@ impl<T: Timestamp> ScopeLedger for std::cell::RefCell<Ledger<T>> {
     fn install_range(&self, sender: usize, start: u64, batches: &[u8]) -> Result<(), String> {
         let batches: Vec<Updates<T>> = bincode_decode(batches)?;
         let mut ledger = self.borrow_mut();
+        if sender >= ledger.next_receive.len() {
+            return Err(format!("a progress range of worker {sender}, of {}", ledger.next_receive.len()));
+        }
         let joining = ledger.joining.as_mut().ok_or("a progress range for a worker that is not joining")?;
         joining.ranges.push((sender, start, batches));
         Ok(())
@@ -478,16 +526,32 @@ mod tests {
     fn a_joined_workers_release_waits_for_the_announcement() {
         let mut ledger: Ledger<u64> = Ledger::new(3);
         let mut ready = Vec::new();
-        assert!(ledger.admit(0, 0, None, &update(0, 1)));
-        assert!(!ledger.admit(2, 0, Some((0, 1)), &update(0, -1)), "the release is held back");
-        assert!(!ledger.admit(2, 1, None, &update(1, 1)), "and what follows it");
-        ledger.release_held(&mut ready);
+        assert!(ledger.admit(0, 0, None, &update(0, 1)).unwrap());
+        assert!(!ledger.admit(2, 0, Some((0, 1)), &update(0, -1)).unwrap(), "the release is held back");
+        assert!(!ledger.admit(2, 1, None, &update(1, 1)).unwrap(), "and what follows it");
+        ledger.release_held(&mut ready).unwrap();
         assert!(ready.is_empty());
-        assert!(ledger.admit(0, 1, None, &update(0, 1)), "the announcement");
-        ledger.release_held(&mut ready);
+        assert!(ledger.admit(0, 1, None, &update(0, 1)).unwrap(), "the announcement");
+        ledger.release_held(&mut ready).unwrap();
         let released: Vec<_> = ready.iter().map(|(origin, _)| *origin).collect();
         assert_eq!(released, vec![Some((2, 0)), Some((2, 1))]);
-        assert!(ledger.admit(2, 2, None, &update(1, -1)), "later batches flow again");
+        assert!(ledger.admit(2, 2, None, &update(1, -1)).unwrap(), "later batches flow again");
+    }
+
+    /// A batch out of sequence, applied at once or released later, is an error naming its
+    /// sender, not a panic.
+    #[test]
+    fn batches_out_of_sequence_are_errors() {
+        let mut ledger: Ledger<u64> = Ledger::new(3);
+        let error = OutOfSequence { source: 1, expected: 0, received: 5 };
+        assert_eq!(ledger.admit(1, 5, None, &update(0, 1)), Err(error));
+        assert!(error.to_string().contains("expected batch 0 from worker 1 but received batch 5"));
+        assert_eq!(ledger.admit(2, 0, Some((0, 0)), &update(0, 1)), Ok(false), "held back");
+        assert_eq!(ledger.admit(2, 3, None, &update(0, 1)), Ok(false), "behind it");
+        assert_eq!(ledger.admit(0, 0, None, &update(0, 1)), Ok(true));
+        let mut ready = Vec::new();
+        let late = OutOfSequence { source: 2, expected: 1, received: 3 };
+        assert_eq!(ledger.release_held(&mut ready), Err(late));
     }
 
     /// Statements about node 0 (records entering or leaving the scope) stay out of the state,
@@ -497,9 +561,9 @@ mod tests {
     fn the_state_leaves_node_zero_to_the_parent() {
         let mut ledger: Ledger<u64> = Ledger::new(1);
         let entered = vec![((Location::target(1, 0), 5), 3), ((Location::source(0, 0), 5), -3)];
-        assert!(ledger.admit(0, 0, None, &entered));
+        assert!(ledger.admit(0, 0, None, &entered).unwrap());
         let consumed = vec![((Location::target(1, 0), 5), -3), ((Location::target(0, 0), 5), 3)];
-        assert!(ledger.admit(0, 1, None, &consumed));
+        assert!(ledger.admit(0, 1, None, &consumed).unwrap());
         assert_eq!(ledger.accumulated.iter().count(), 0, "{:?}", ledger.accumulated);
         ledger.absorb(&[((Location::target(2, 0), 5), -3)]);
         assert_eq!(
@@ -514,7 +578,7 @@ mod tests {
     fn a_joined_worker_drops_what_its_state_holds() {
         let server: Ledger<u64> = Ledger::new(2);
         let cell = std::cell::RefCell::new(server);
-        assert!(cell.borrow_mut().admit(1, 0, None, &update(0, 1)));
+        assert!(cell.borrow_mut().admit(1, 0, None, &update(0, 1)).unwrap());
         let state = ScopeLedger::snapshot(&cell);
         let joiner = std::cell::RefCell::new(Ledger::<u64>::new(3));
         joiner.start_joining(2);
@@ -524,10 +588,10 @@ mod tests {
         assert_eq!(joiner.missing_ranges(), Some(vec![]));
         let mut ready = Vec::new();
         let mut ledger = joiner.borrow_mut();
-        assert!(!ledger.admit(1, 0, None, &update(0, 1)), "held while joining");
-        ledger.try_finish_joining(&mut ready);
+        assert!(!ledger.admit(1, 0, None, &update(0, 1)).unwrap(), "held while joining");
+        ledger.try_finish_joining(&mut ready).unwrap();
         assert_eq!(ready.len(), 1, "only the state: batch 0 of worker 1 is in it");
-        assert!(!ledger.admit(1, 0, None, &update(0, 1)), "a late copy is dropped");
-        assert!(ledger.admit(1, 1, None, &update(0, -1)));
+        assert!(!ledger.admit(1, 0, None, &update(0, 1)).unwrap(), "a late copy is dropped");
+        assert!(ledger.admit(1, 1, None, &update(0, -1)).unwrap());
     }
 }

@@ -3,9 +3,9 @@
 //! This module owns everything needed to decide which times may still arrive at which
 //! operator input: the timestamp traits, antichains and change batches, the per-scope
 //! reachability `Tracker`, the `Operate` interface through which operators describe their
-//! shape and report progress, the `Subgraph` that schedules a scope, and the `Progcaster`
-//! that exchanges progress batches between workers. It does not know about streams, data
-//! channels or the Python layer.
+//! shape and report progress, the `Subgraph` that schedules a scope, the `Progcaster`
+//! that exchanges progress batches between workers, and the checks of received batches
+//! (`batch_check`). It does not know about streams, data channels or the Python layer.
 
 pub mod antichain;
 pub mod change_batch;
@@ -17,6 +17,7 @@ pub use antichain::{Antichain, MutableAntichain};
 pub use change_batch::ChangeBatch;
 pub use location::{Location, Port, Source, Target};
 pub use timestamp::{PathSummary, Refines, Timestamp};
+pub mod batch_check;
 pub mod broadcast;
 pub mod ledger;
 pub mod operate;

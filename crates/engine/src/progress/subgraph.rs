@@ -17,6 +17,7 @@
 //! the scope's views change in the same atomic step on every worker.
 
 use super::antichain::MutableAntichain;
+use super::batch_check::ScopePorts;
 use super::broadcast::Progcaster;
 use super::change_batch::ChangeBatch;
 use super::location::{Location, Port, Source, Target};
@@ -188,7 +189,7 @@ impl<T: Timestamp> SubgraphBuilder<T> {
     ///
     /// Panics with a description if the graph is malformed (a missing child, an edge to a
     /// missing port, or a cycle that does not advance timestamps).
-    pub fn build<TOuter: Timestamp>(self, progcaster: Progcaster<T>) -> Subgraph<TOuter, T>
+    pub fn build<TOuter: Timestamp>(self, mut progcaster: Progcaster<T>) -> Subgraph<TOuter, T>
     where
         T: Refines<TOuter>,
     {
@@ -241,6 +242,8 @@ impl<T: Timestamp> SubgraphBuilder<T> {
             Ok(built) => built,
             Err(error) => panic!("scope {:?} ({}): {}", self.address, self.name, error),
         };
+        progcaster
+            .set_ports(ScopePorts::new(children.iter().map(|child| (child.inputs, child.outputs)).collect()));
         let count = children.len();
         Subgraph {
             name: self.name,

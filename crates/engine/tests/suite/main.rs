@@ -37,3 +37,4 @@ mod reachability_scopes;
 mod reachability_tracker;
 mod rescaling;
 mod trace;
+mod wire_input;

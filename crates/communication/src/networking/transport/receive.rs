@@ -13,6 +13,11 @@
 //! read that completed it (see [`crate::networking::observe`]). It must not write to the socket
 //! nor interpret payloads.
 //!
+//! Memory follows the bytes that arrived, not what a header claims: the receive buffer grows
+//! (doubling) as a message's bytes come in ([`read_room`]), so a peer that announces a large
+//! message and sends little of it costs about twice what it sent, and a length over
+//! [`crate::networking::MAX_MESSAGE_BYTES`] ends the connection at once.
+//!
 //! A message is checked before delivery: a valid header ([`MessageHeader::try_read`]), a
 //! source worker of the sending process, and at least one target worker in this process (only
 //! those are delivered to). Anything else, or an end of stream without a goodbye frame, ends
@@ -233,7 +238,7 @@ impl Inbound {
                 }
                 None => {}
             }
-            slab.ensure_capacity(missing_bytes(slab.valid()));
+            slab.ensure_capacity(read_room(slab.valid()));
             let read = read_some(stream, slab.empty(), &silence)?;
             if read == 0 {
                 return Err("the connection closed without a goodbye".into());
@@ -379,14 +384,18 @@ impl Inbound {
     }
 }
 
-/// How many more bytes the message at the front of `valid` needs (a header's worth when its
-/// header is incomplete); at least one, so that a read has room.
-fn missing_bytes(valid: &[u8]) -> usize {
+/// How much free space the next read gets: what the message at the front of `valid` still
+/// lacks (a header's worth when its header is incomplete), but never more than what makes the
+/// message's received part fill half of the room, or a default buffer: a header's claimed
+/// length is not reserved before its bytes arrive, so buffers grow with what the peer sent
+/// (they double), never with what it announced. At least one byte, so that a read has room.
+fn read_room(valid: &[u8]) -> usize {
     let needed = match MessageHeader::try_read(valid) {
         Ok(Some(header)) => header.required_bytes(),
         _ => HEADER_BYTES,
     };
-    needed.saturating_sub(valid.len()).max(1)
+    let allowed = valid.len().saturating_mul(2).max(1 << SLAB_LOG2);
+    needed.min(allowed).saturating_sub(valid.len()).max(1)
 }
 
 /// The clock of one peer in the process's [`Silences`].

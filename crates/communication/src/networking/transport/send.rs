@@ -18,12 +18,15 @@
 //! message are freed instead of pooled. The queue is bounded ([`QUEUE_BUFFERS`]) so a worker
 //! that outruns the network waits instead of buffering without limit.
 //!
+//! Writes have a deadline ([`deadline`]): a peer that reads nothing for longer than the peer
+//! timeout is lost, even while its heartbeats arrive.
+//!
 //! A shipped buffer holds whole frames only: [`ProcessSender`] ships between two messages and
 //! truncates a message whose writer unwound, so the send thread can walk the frames of what it
 //! writes ([`crate::networking::framing::headers_in`]).
 
 use std::io::{ErrorKind, IoSlice, Write};
-use std::net::{Shutdown, TcpStream};
+use std::net::TcpStream;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -40,6 +43,7 @@ use crate::networking::{
     FrameDirection, FrameObserver, Liveness, MessageHeader, NetworkError, NetworkHealth, HEADER_BYTES,
     MAX_MESSAGE_BYTES,
 };
+use deadline::DeadlineWriter;
 
 /// A writer ships its buffer once it holds this many bytes (or on [`ProcessSender::flush`]).
 pub const SEND_BUFFER_BYTES: usize = 1 << 16;
@@ -100,6 +104,9 @@ pub(super) fn spawn(
     let (recycle, spare) = crossbeam_channel::bounded(QUEUE_BUFFERS + MAX_BATCH);
     let departed = Arc::new(AtomicBool::new(false));
     let left = Arc::clone(&departed);
+    let stream = DeadlineWriter::new(stream, liveness).map_err(|error| {
+        NetworkError::io(format!("cannot set a write timeout on the socket to process {remote}"), &error)
+    })?;
     let thread = std::thread::Builder::new()
         .name(format!("timely:send-{remote}"))
         .spawn(move || {
@@ -169,7 +176,7 @@ fn send_loop(
 /// `heartbeat` without a write, and the probes of its schedule), and whom it tells of the data
 /// frames it writes.
 struct FrameWriter {
-    stream: TcpStream,
+    stream: DeadlineWriter,
     heartbeat: Duration,
     last_write: Instant,
     probes: Option<ProbeSchedule>,
@@ -178,7 +185,7 @@ struct FrameWriter {
 
 impl FrameWriter {
     fn new(
-        stream: TcpStream,
+        stream: DeadlineWriter,
         heartbeat: Duration,
         probes: Option<ProbeSchedule>,
         frames: Option<Arc<dyn FrameObserver>>,
@@ -232,7 +239,7 @@ impl FrameWriter {
     /// Writes a last frame (goodbye or abort) and closes the sending direction of the connection.
     fn close_with(&mut self, last: MessageHeader) -> std::io::Result<()> {
         self.write_frame(last)?;
-        self.stream.shutdown(Shutdown::Write)
+        self.stream.shutdown_write()
     }
 }
 
@@ -485,5 +492,6 @@ impl Drop for PartialMessage<'_> {
     }
 }
 
+mod deadline;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,204 @@
+//! What a cluster worker received from other processes, per channel, until the channel's
+//! puller takes it.
+//!
+//! This module owns [`Inboxes`]: a queue per allocated channel ([`Inbox`], shared with the
+//! channel's puller); the messages for channels this worker has not allocated yet, kept for
+//! them (a slower worker allocates a channel after a faster one has sent on it) up to
+//! [`EARLY_BYTES_LIMIT`] bytes in all; and the channels whose puller is gone (its dataflow
+//! completed on this worker), whose later messages are dropped on arrival. It must not decode
+//! messages nor decide what a failure means for the computation.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::rc::Rc;
+
+use crate::networking::{Payload, HEADER_BYTES};
+
+/// The most bytes (payloads plus a header's size per message) one worker keeps for channels it
+/// has not allocated (128 MiB). A worker allocates the channels of a dataflow when it builds
+/// the dataflow, and every worker builds the same dataflows in the same order, so what waits
+/// is what faster workers sent while this one was still building; more than this is taken for
+/// a peer sending on channels that no dataflow allocates.
+pub const EARLY_BYTES_LIMIT: usize = 128 << 20;
+
+/// A received message: the global index of the worker that sent it, and its payload.
+pub(crate) type Message = (usize, Payload);
+
+/// The messages of one allocated channel, shared by the allocator and the channel's puller.
+pub(crate) type Inbox = Rc<RefCell<InboxQueue>>;
+
+/// The queue of an [`Inbox`], and whether its puller is gone.
+#[derive(Default)]
+pub(crate) struct InboxQueue {
+    messages: VecDeque<Message>,
+    closed: bool,
+}
+
+impl InboxQueue {
+    /// The oldest message not yet taken.
+    pub(crate) fn pop(&mut self) -> Option<Message> {
+        self.messages.pop_front()
+    }
+
+    /// Called when the channel's puller is dropped: what waits is dropped, and so is what
+    /// arrives later.
+    pub(crate) fn close(&mut self) {
+        self.closed = true;
+        self.messages = VecDeque::new();
+    }
+}
+
+/// What [`Inboxes`] holds and has dropped, from [`crate::allocator::cluster::ClusterAllocator::inbox_stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InboxStats {
+    /// Messages waiting for channels this worker has not allocated.
+    pub early_messages: usize,
+    /// Their bytes (payloads plus a header's size per message), at most [`EARLY_BYTES_LIMIT`].
+    pub early_bytes: usize,
+    /// Messages dropped on arrival because their channel's puller was gone.
+    pub dropped_after_close: u64,
+}
+
+/// What became of a message given to [`Inboxes::deliver`].
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Delivered {
+    /// It waits in its channel's queue (allocated or not): the channel has an event.
+    Queued,
+    /// Its channel's puller is gone; the message was dropped.
+    Dropped,
+    /// Keeping it would exceed [`EARLY_BYTES_LIMIT`]; it was dropped. `process` holds the most
+    /// early bytes (`bytes` of them).
+    OverLimit {
+        /// The process whose messages take up most of the early bytes.
+        process: usize,
+        /// How many early bytes its messages take up.
+        bytes: usize,
+    },
+}
+
+/// The inboxes of one worker (see the module docs).
+#[derive(Default)]
+pub(crate) struct Inboxes {
+    /// Per allocated channel, its queue.
+    allocated: HashMap<usize, Inbox>,
+    /// Per channel not allocated yet, what arrived for it, oldest first.
+    early: HashMap<usize, VecDeque<Message>>,
+    /// Per sending process, the bytes of its early messages.
+    early_by_process: Vec<usize>,
+    /// Channels whose puller is gone.
+    closed: HashSet<usize>,
+    stats: InboxStats,
+}
+
+/// What a message counts against [`EARLY_BYTES_LIMIT`].
+fn cost(payload: &Payload) -> usize {
+    payload.len().saturating_add(HEADER_BYTES)
+}
+
+impl Inboxes {
+    /// The inbox of channel `channel`, which this worker allocates now, holding what arrived
+    /// for it before.
+    pub(crate) fn allocate(&mut self, channel: usize, threads: usize) -> Inbox {
+        let mut queue = InboxQueue::default();
+        if let Some(messages) = self.early.remove(&channel) {
+            for (source, payload) in &messages {
+                let bytes = cost(payload);
+                self.early_by_process[source / threads] -= bytes;
+                self.stats.early_bytes -= bytes;
+            }
+            self.stats.early_messages -= messages.len();
+            queue.messages = messages;
+        }
+        let inbox = Rc::new(RefCell::new(queue));
+        self.allocated.insert(channel, Rc::clone(&inbox));
+        inbox
+    }
+
+    /// Takes in a message of worker `source` (of process `source / threads`) for `channel`.
+    pub(crate) fn deliver(
+        &mut self,
+        channel: usize,
+        source: usize,
+        threads: usize,
+        payload: Payload,
+    ) -> Delivered {
+        if let Some(inbox) = self.allocated.get(&channel) {
+            let mut queue = inbox.borrow_mut();
+            if !queue.closed {
+                queue.messages.push_back((source, payload));
+                return Delivered::Queued;
+            }
+            drop(queue);
+            self.allocated.remove(&channel);
+            self.closed.insert(channel);
+        }
+        if self.closed.contains(&channel) {
+            self.stats.dropped_after_close += 1;
+            return Delivered::Dropped;
+        }
+        let bytes = cost(&payload);
+        let process = source / threads;
+        if self.early_by_process.len() <= process {
+            self.early_by_process.resize(process + 1, 0);
+        }
+        if self.stats.early_bytes.saturating_add(bytes) > EARLY_BYTES_LIMIT {
+            let (process, bytes) = (self.early_by_process.iter().copied().enumerate())
+                .max_by_key(|&(process, bytes)| (bytes, usize::MAX - process))
+                .filter(|&(_, bytes)| bytes > 0)
+                .unwrap_or((process, bytes));
+            return Delivered::OverLimit { process, bytes };
+        }
+        self.early_by_process[process] += bytes;
+        self.stats.early_bytes += bytes;
+        self.stats.early_messages += 1;
+        self.early.entry(channel).or_default().push_back((source, payload));
+        Delivered::Queued
+    }
+
+    /// What is held and what was dropped so far.
+    pub(crate) fn stats(&self) -> InboxStats {
+        self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use timely_bytes::Bytes;
+
+    fn payload(bytes: usize) -> Payload {
+        Payload::Owned(Bytes::from(vec![0u8; bytes]))
+    }
+
+    #[test]
+    fn early_messages_wait_for_their_channel_and_count_against_the_limit() {
+        let mut inboxes = Inboxes::default();
+        assert_eq!(inboxes.deliver(7, 3, 2, payload(100)), Delivered::Queued);
+        assert_eq!(inboxes.deliver(7, 2, 2, payload(20)), Delivered::Queued);
+        let held = inboxes.stats();
+        assert_eq!((held.early_messages, held.early_bytes), (2, 120 + 2 * HEADER_BYTES));
+        let inbox = inboxes.allocate(7, 2);
+        assert_eq!(inboxes.stats(), InboxStats::default());
+        let sources: Vec<usize> = std::iter::from_fn(|| inbox.borrow_mut().pop()).map(|(s, _)| s).collect();
+        assert_eq!(sources, vec![3, 2], "in arrival order, with their senders");
+        // Process 2 fills the allowance; the next message over it names process 2 even when
+        // it comes from process 1.
+        assert_eq!(inboxes.deliver(9, 4, 2, payload(EARLY_BYTES_LIMIT - HEADER_BYTES)), Delivered::Queued);
+        let over = inboxes.deliver(10, 2, 2, payload(1));
+        assert_eq!(over, Delivered::OverLimit { process: 2, bytes: EARLY_BYTES_LIMIT });
+        assert_eq!(inboxes.stats().early_messages, 1, "the message over the limit is not kept");
+    }
+
+    #[test]
+    fn messages_for_a_closed_channel_are_dropped() {
+        let mut inboxes = Inboxes::default();
+        let inbox = inboxes.allocate(5, 1);
+        assert_eq!(inboxes.deliver(5, 0, 1, payload(8)), Delivered::Queued);
+        inbox.borrow_mut().close();
+        assert!(inbox.borrow_mut().pop().is_none(), "closing drops what waits");
+        for _ in 0..3 {
+            assert_eq!(inboxes.deliver(5, 0, 1, payload(1 << 10)), Delivered::Dropped);
+        }
+        assert_eq!(inboxes.stats(), InboxStats { dropped_after_close: 3, ..InboxStats::default() });
+    }
+}
