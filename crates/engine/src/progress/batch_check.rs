@@ -1,7 +1,9 @@
 //! Checks of progress batches against the scope they are for.
 //!
 //! This module owns [`ScopePorts`], the number of input and output ports of every node of a
-//! scope, and the check that every location a batch names is one of them. Batches arrive from
+//! scope, and the check that every location a batch names is one of them; and
+//! [`OutOfSequence`], what the ledger ([`super::ledger`]) reports for a batch whose sequence
+//! number does not follow on. Batches arrive from
 //! other processes: an index past the scope's nodes or a node's ports would otherwise make the
 //! tracker index out of bounds, allocate without limit, or (a port of the wrong node) change
 //! another operator's frontier silently. It must not apply batches nor decide what a
@@ -51,6 +53,25 @@ impl ScopePorts {
         updates: impl IntoIterator<Item = &'a ((Location, T), i64)>,
     ) -> Result<(), String> {
         updates.into_iter().try_for_each(|((location, _), _)| self.check(location))
+    }
+}
+
+/// A batch whose sequence number is not the next of its sender: one was lost, repeated or
+/// forged, and progress can no longer be tracked exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutOfSequence {
+    /// The worker that sent the batch.
+    pub source: usize,
+    /// The sequence number its next batch must carry.
+    pub expected: u64,
+    /// The sequence number the batch carried.
+    pub received: u64,
+}
+
+impl std::fmt::Display for OutOfSequence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let OutOfSequence { source, expected, received } = self;
+        write!(f, "progress protocol error: expected batch {expected} from worker {source} but received batch {received}")
     }
 }
 

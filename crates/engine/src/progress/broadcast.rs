@@ -12,7 +12,7 @@
 //! Batches from the wire are checked before anything of them is applied: the sender a batch
 //! names must be the worker whose message carried it (checked as it is decoded), every
 //! location must be a port of the scope ([`ScopePorts`]), and sequence numbers must follow on
-//! ([`super::ledger::OutOfSequence`]). A violation, or a batch the channel dropped as
+//! ([`super::batch_check::OutOfSequence`]). A violation, or a batch the channel dropped as
 //! undecodable, ends the run with a [`crate::ClusterFailure`] naming the sending process
 //! before the scope propagates anything.
 //!

@@ -24,6 +24,7 @@
 
 use std::collections::VecDeque;
 
+use super::batch_check::OutOfSequence;
 use super::change_batch::ChangeBatch;
 use super::location::Location;
 use super::timestamp::Timestamp;
@@ -67,25 +68,6 @@ pub struct Ledger<T: Timestamp> {
     /// On a joined worker, for a scope the server completed before the join: every batch is
     /// dropped (together they net to nothing, and the parent's state has their effect).
     detached: bool,
-}
-
-/// A batch whose sequence number is not the next of its sender: one was lost, repeated or
-/// forged, and progress can no longer be tracked exactly.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct OutOfSequence {
-    /// The worker that sent the batch.
-    pub source: usize,
-    /// The sequence number its next batch must carry.
-    pub expected: u64,
-    /// The sequence number the batch carried.
-    pub received: u64,
-}
-
-impl std::fmt::Display for OutOfSequence {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let OutOfSequence { source, expected, received } = self;
-        write!(f, "progress protocol error: expected batch {expected} from worker {source} but received batch {received}")
-    }
 }
 
 /// A batch held back: its sequence number, the batch it must follow, its updates.
