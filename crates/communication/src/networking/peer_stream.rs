@@ -41,6 +41,17 @@ impl PeerStream {
     pub fn is_sealed(&self) -> bool {
         self.keys.is_some()
     }
+
+    /// The socket (to shut it down), the writing end and the reading end of the connection.
+    ///
+    /// # Errors
+    ///
+    /// The socket cannot be shared (cloned).
+    pub fn split(self) -> std::io::Result<(TcpStream, Outflow, Inflow)> {
+        let (socket, writer) = (self.stream.try_clone()?, self.stream.try_clone()?);
+        let keys = self.keys.as_ref();
+        Ok((socket, Outflow::new(writer, keys), Inflow::new(self.stream, keys)))
+    }
 }
 
 impl From<TcpStream> for PeerStream {

@@ -23,7 +23,7 @@
 //! writes ([`crate::networking::framing::headers_in`]).
 
 use std::io::{ErrorKind, IoSlice, Write};
-use std::net::{Shutdown, TcpStream};
+use std::net::Shutdown;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -36,6 +36,7 @@ use super::Alarm;
 use crate::clock;
 use crate::networking::clock_sync::ProbeSchedule;
 use crate::networking::framing::headers_in;
+use crate::networking::peer_stream::Outflow;
 use crate::networking::{
     FrameDirection, FrameObserver, Liveness, MessageHeader, NetworkError, NetworkHealth, HEADER_BYTES,
     MAX_MESSAGE_BYTES,
@@ -89,7 +90,7 @@ impl Queue {
 /// thread posts `remote` to `done` when it ends.
 pub(super) fn spawn(
     remote: usize,
-    stream: TcpStream,
+    stream: Outflow,
     liveness: Liveness,
     probes: Option<ProbeSchedule>,
     frames: Option<Arc<dyn FrameObserver>>,
@@ -169,7 +170,7 @@ fn send_loop(
 /// `heartbeat` without a write, and the probes of its schedule), and whom it tells of the data
 /// frames it writes.
 struct FrameWriter {
-    stream: TcpStream,
+    stream: Outflow,
     heartbeat: Duration,
     last_write: Instant,
     probes: Option<ProbeSchedule>,
@@ -178,7 +179,7 @@ struct FrameWriter {
 
 impl FrameWriter {
     fn new(
-        stream: TcpStream,
+        stream: Outflow,
         heartbeat: Duration,
         probes: Option<ProbeSchedule>,
         frames: Option<Arc<dyn FrameObserver>>,
