@@ -5,7 +5,7 @@
 //! listener until its owner stops it, the limit of [`MAX_PENDING_HANDSHAKES`] handshakes at once
 //! (a connection beyond it is dropped, so a flood of silent clients delays nobody for longer
 //! than one handshake timeout), the socket options of every connection, naming threads, and the
-//! log of refused connections ([`RefusalLog`]: at most one line a second, with the count of
+//! log of refused connections ([`RefusalLog`]: at most three lines a second, with the count of
 //! those not shown, so a flood of strangers cannot flood the log). It must not run or judge
 //! handshakes: a [`Door`] does that with each accepted stream.
 
@@ -25,8 +25,12 @@ pub const MAX_PENDING_HANDSHAKES: usize = 16;
 /// stop takes effect within this time); a connection that arrives is accepted at once.
 const ACCEPT_WAIT: Duration = Duration::from_millis(20);
 
-/// The shortest time between two logged refusals.
+/// Refused connections are logged at most [`REFUSALS_SHOWN_PER_INTERVAL`] times in this interval.
 pub const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How many refusals are shown per [`REFUSAL_LOG_INTERVAL`] (so that a port probe does not hide
+/// the wrong secret that follows it); the others are counted.
+pub const REFUSALS_SHOWN_PER_INTERVAL: u64 = 3;
 
 /// What an accept loop serves: it decides when to stop and what to do with a connection.
 pub(crate) trait Door: Send + Sync + 'static {
@@ -118,11 +122,13 @@ pub(crate) fn configure(stream: &TcpStream) -> Result<(), NetworkError> {
     })
 }
 
-/// Logs refused connections at most once per [`REFUSAL_LOG_INTERVAL`], counting the others.
+/// Logs refused connections at most [`REFUSALS_SHOWN_PER_INTERVAL`] times per
+/// [`REFUSAL_LOG_INTERVAL`], counting the others.
 #[derive(Default)]
 pub(crate) struct RefusalLog {
-    /// When a refusal was last shown, and how many were not shown since.
-    state: Mutex<(Option<Instant>, u64)>,
+    /// When the current interval began, how many refusals it showed, and how many were not
+    /// shown since the last one that was.
+    state: Mutex<(Option<Instant>, u64, u64)>,
 }
 
 impl RefusalLog {
@@ -138,12 +144,16 @@ impl RefusalLog {
     /// [`RefusalLog::admit`]'s decision, with the count of refusals not shown.
     fn count(&self, now: Instant) -> Option<u64> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let (last, unshown) = &mut *state;
-        if last.is_some_and(|at| now.saturating_duration_since(at) < REFUSAL_LOG_INTERVAL) {
+        let (began, shown, unshown) = &mut *state;
+        if !began.is_some_and(|at| now.saturating_duration_since(at) < REFUSAL_LOG_INTERVAL) {
+            *began = Some(now);
+            *shown = 0;
+        }
+        if *shown == REFUSALS_SHOWN_PER_INTERVAL {
             *unshown += 1;
             return None;
         }
-        *last = Some(now);
+        *shown += 1;
         Some(std::mem::take(unshown))
     }
 }
@@ -153,7 +163,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn refusals_are_shown_at_most_once_an_interval_with_the_count_of_the_others() {
+    fn refusals_are_shown_a_few_times_an_interval_with_the_count_of_the_others() {
         let log = RefusalLog::default();
         let start = Instant::now();
         // A flood: 10,000 refusals over 3.5 intervals.
@@ -163,8 +173,9 @@ mod tests {
                 log.count(at).map(|unshown| (i, unshown))
             })
             .collect();
-        assert_eq!(shown.len(), 4, "{shown:?}");
-        assert_eq!(shown[0], (0, 0));
+        let per = REFUSALS_SHOWN_PER_INTERVAL as usize;
+        assert_eq!(shown.len(), 4 * per, "{shown:?}");
+        assert_eq!(shown[..per], (0..per as u32).map(|i| (i, 0)).collect::<Vec<_>>()[..]);
         assert_eq!(log.admit(start), None, "within the interval of the last one shown");
         let later = log.admit(start + REFUSAL_LOG_INTERVAL * 5).expect("shown");
         assert!(later.contains("more refused since the last one shown"), "{later}");

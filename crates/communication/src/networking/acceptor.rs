@@ -12,7 +12,7 @@
 //!
 //! Anything else that connects (junk, a wrong cluster id or secret, a setup hello, a joiner that
 //! is not next, a silence) is refused and dropped; the cluster runs on. Refusals are logged at
-//! most once a second, with the count of those not shown, so a flood of junk cannot flood the
+//! most three times a second, with the count of those not shown, so a flood of junk cannot flood the
 //! log. The thread ends within one poll of [`JoinAcceptor::stop`], closing the listener;
 //! handshakes still in progress then end on their own, and a joiner that passed one is refused
 //! with [`Verdict::Closing`].

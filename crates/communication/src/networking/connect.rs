@@ -5,7 +5,7 @@
 //! and, during setup, accepts every higher one, running the [`super::handshake`] on each
 //! connection. It must not move messages (that is [`super::transport`]'s job) and must not let
 //! a stranger on the port stop setup: connections that fail the handshake with garbage, another
-//! protocol version, a wrong proof, a silence or a join hello are logged (at most once a second,
+//! protocol version, a wrong proof, a silence or a join hello are logged (at most three lines a second,
 //! [`super::accept::RefusalLog`]) and dropped, while a peer that proved it knows the secret but
 //! is configured differently (cluster id, process or thread count) ends setup with that error on
 //! both sides. The dialler fails on any answer that is not a valid peer: it called the address
