@@ -394,7 +394,11 @@ fn configs(options: &Options) -> Vec<Config> {
     let addresses = free_addresses(options.processes);
     (0..options.processes)
         .map(|process| {
-            let identity = ClusterIdentity { cluster_id: 12, secret: b"megaphone latency".to_vec() };
+            let identity = ClusterIdentity {
+                cluster_id: 12,
+                secret: b"megaphone latency".to_vec(),
+                ..ClusterIdentity::default()
+            };
             let (workers, processes) = (options.workers, options.processes);
             Config::Cluster(ClusterConfig::started_together(
                 addresses.clone(),

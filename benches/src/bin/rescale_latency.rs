@@ -391,7 +391,8 @@ fn free_addresses(count: usize) -> Vec<String> {
 
 /// The configuration of process `process` (joining, served by worker `join`, if given).
 fn config(options: &Options, addresses: &[String], process: usize, join: Option<usize>) -> Config {
-    let identity = ClusterIdentity { cluster_id: 7, secret: b"rescale latency".to_vec() };
+    let identity =
+        ClusterIdentity { cluster_id: 7, secret: b"rescale latency".to_vec(), ..ClusterIdentity::default() };
     let mut config = ClusterConfig::started_together(
         addresses.to_vec(),
         process,

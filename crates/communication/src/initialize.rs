@@ -16,7 +16,7 @@ use crate::allocator::process::ProcessBuilder;
 use crate::allocator::thread::ThreadBuilder;
 use crate::networking::{
     default_addresses, establish_as, protection, read_hostfile, ClockSync, ClusterIdentity, Connections,
-    Entry, FrameObserver, Liveness, NetworkError, Protection, Transport,
+    Entry, FrameObserver, Liveness, NetworkError, Protection, Sealing, Transport,
 };
 use crate::workers::{initialize_from, WorkerGuards};
 use crate::{Allocator, AllocatorBuilder};
@@ -109,6 +109,10 @@ pub const PEER_TIMEOUT_VARIABLE: &str = "TIMELY_PEER_TIMEOUT";
 pub const CLOCK_INTERVAL_VARIABLE: &str = "TIMELY_CLOCK_INTERVAL";
 /// The environment variable that, set to `1`, has the effect of `--insecure`.
 pub const INSECURE_VARIABLE: &str = "TIMELY_INSECURE";
+/// The environment variable that decides whether frames are sealed (authenticated and
+/// encrypted) after the handshake: `1` always, `0` never asked by this process, unset when the
+/// hostfile has an address that is not loopback.
+pub const SEAL_VARIABLE: &str = "TIMELY_SEAL";
 /// How long a process waits for the others at start-up (all must be started within it).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -384,7 +388,13 @@ fn identity_from_environment() -> Result<ClusterIdentity, String> {
         Err(_) => 0,
     };
     let secret = std::env::var(CLUSTER_SECRET_VARIABLE).unwrap_or_default().into_bytes();
-    Ok(ClusterIdentity { cluster_id, secret })
+    let sealing = match std::env::var(SEAL_VARIABLE).as_deref().map(str::trim) {
+        Err(_) | Ok("") => Sealing::Auto,
+        Ok("1") => Sealing::Always,
+        Ok("0") => Sealing::Never,
+        Ok(other) => return Err(format!("{SEAL_VARIABLE} must be 1 or 0, found {other:?}")),
+    };
+    Ok(ClusterIdentity { cluster_id, secret, sealing })
 }
 
 impl Config {
@@ -464,6 +474,8 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
             addresses.len()
         )));
     }
+    // Sealed unless every address of the hostfile, joiners' included, is loopback.
+    let identity = identity.for_addresses(&addresses);
     let addresses = &addresses[..processes];
     warn_if_unprotected(&protection(!identity.secret.is_empty(), insecure, addresses)?);
     let entry = if join.is_some() { Entry::Join } else { Entry::Setup };

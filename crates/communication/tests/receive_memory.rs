@@ -49,8 +49,14 @@ static ALLOCATOR: LargestRequest = LargestRequest;
 fn receiver_and_raw_peer() -> (Transport, Vec<WorkerEndpoints>, TcpStream) {
     let mut streams = common::connect_processes(2, 1, Duration::from_secs(20)).into_iter();
     let first = streams.next().expect("process 0's streams");
-    let raw =
-        streams.next().expect("process 1's streams").into_iter().next().flatten().expect("a stream to 0");
+    let raw = streams
+        .next()
+        .expect("process 1's streams")
+        .into_iter()
+        .next()
+        .flatten()
+        .expect("a stream to 0")
+        .stream;
     let wake = Arc::new(|_worker: usize| {});
     let (transport, workers) =
         Transport::start(0, 1, first, Liveness::default(), ClockSync::default(), None, wake)

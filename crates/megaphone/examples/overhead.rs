@@ -67,7 +67,8 @@ fn configs(processes: usize, workers: usize) -> Vec<Config> {
             listener.local_addr().expect("an address").to_string()
         })
         .collect();
-    let identity = ClusterIdentity { cluster_id: 1, secret: b"overhead".to_vec() };
+    let identity =
+        ClusterIdentity { cluster_id: 1, secret: b"overhead".to_vec(), ..ClusterIdentity::default() };
     (0..processes)
         .map(|process| {
             let config = ClusterConfig::started_together(

@@ -12,26 +12,25 @@
 //!
 //! Anything else that connects (junk, a wrong cluster id or secret, a setup hello, a joiner that
 //! is not next, a silence) is refused and dropped; the cluster runs on. Refusals are logged at
-//! most once a second, with the count of those not shown, so a flood of junk cannot flood the
+//! most three times a second, with the count of those not shown, so a flood of junk cannot flood the
 //! log. The thread ends within one poll of [`JoinAcceptor::stop`], closing the listener;
 //! handshakes still in progress then end on their own, and a joiner that passed one is refused
 //! with [`Verdict::Closing`].
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use super::accept::{accept_loop, configure, spawn_named, Door};
+use super::accept::{accept_loop, configure, spawn_named, Door, RefusalLog};
 use super::handshake::{
     handshake, write_verdict, ClusterIdentity, LocalProcess, Role, Verdict, HANDSHAKE_TIMEOUT,
 };
+use super::peer_stream::PeerStream;
+use super::proof::Side;
 use super::transport::Core;
 use super::NetworkError;
-
-/// The shortest time between two logged refusals.
-const LOG_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The running join acceptor of a transport.
 pub(crate) struct JoinAcceptor {
@@ -45,7 +44,7 @@ struct JoinDoor {
     identity: ClusterIdentity,
     stop: AtomicBool,
     pending: AtomicUsize,
-    quiet: QuietLog,
+    quiet: RefusalLog,
 }
 
 impl JoinAcceptor {
@@ -63,7 +62,7 @@ impl JoinAcceptor {
             identity,
             stop: AtomicBool::new(false),
             pending: AtomicUsize::new(0),
-            quiet: QuietLog::default(),
+            quiet: RefusalLog::default(),
         });
         let thread = spawn_named("timely:join-acceptor".into(), {
             let door = Arc::clone(&door);
@@ -91,7 +90,10 @@ impl Door for JoinDoor {
     }
 
     fn reject(&self, error: NetworkError) {
-        self.quiet.warn(self.core.local().0, &error);
+        if let Some(more) = self.quiet.admit(Instant::now()) {
+            let process = self.core.local().0;
+            crate::warning!("process {process}: join acceptor refused a connection: {error}{more}");
+        }
     }
 
     fn greet(&self, stream: TcpStream, peer: SocketAddr) {
@@ -108,34 +110,9 @@ impl JoinDoor {
         let (members, _) = self.core.admitting();
         let local = LocalProcess { process, processes: members, threads, role: Role::Admitting };
         configure(&stream)?;
-        let joiner = handshake(&mut stream, &local, &self.identity, HANDSHAKE_TIMEOUT)?;
+        let greeting = handshake(&mut stream, &local, &self.identity, Side::Acceptor, HANDSHAKE_TIMEOUT)?;
         let answer =
             |stream: &mut TcpStream, verdict: Verdict| write_verdict(stream, verdict, HANDSHAKE_TIMEOUT);
-        self.core.admit(joiner, stream, answer)
-    }
-}
-
-/// Logs refusals at most once per [`LOG_INTERVAL`], counting the others.
-#[derive(Default)]
-struct QuietLog {
-    last: Mutex<Option<Instant>>,
-    unshown: AtomicU64,
-}
-
-impl QuietLog {
-    fn warn(&self, process: usize, error: &NetworkError) {
-        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
-        if last.is_some_and(|at| at.elapsed() < LOG_INTERVAL) {
-            self.unshown.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        *last = Some(Instant::now());
-        let unshown = self.unshown.swap(0, Ordering::Relaxed);
-        let more = if unshown > 0 {
-            format!(" ({unshown} more refused since the last one shown)")
-        } else {
-            String::new()
-        };
-        crate::warning!("process {process}: join acceptor refused a connection: {error}{more}");
+        self.core.admit(greeting.process, PeerStream { stream, keys: greeting.keys }, answer)
     }
 }

@@ -4,10 +4,12 @@
 //! dials every lower process (retrying until the deadline, since processes start in any order)
 //! and, during setup, accepts every higher one, running the [`super::handshake`] on each
 //! connection. It must not move messages (that is [`super::transport`]'s job) and must not let
-//! a stranger on the port stop setup: connections that fail the handshake with garbage, a wrong
-//! secret, a silence or a join hello are logged and dropped, while a timely_py peer that is
-//! configured differently (version, cluster id, process or thread count) ends setup with that
-//! error on both sides.
+//! a stranger on the port stop setup: connections that fail the handshake with garbage, another
+//! protocol version, a wrong proof, a silence or a join hello are logged (at most three lines a second,
+//! [`super::accept::RefusalLog`]) and dropped, while a peer that proved it knows the secret but
+//! is configured differently (cluster id, process or thread count) ends setup with that error on
+//! both sides. The dialler fails on any answer that is not a valid peer: it called the address
+//! of the process it expects, and retrying cannot help.
 //!
 //! A process joining a running cluster ([`Entry::Join`]) is the highest process: it listens
 //! (so that its own join acceptor can admit the next joiner once it runs) but accepts nobody
@@ -29,8 +31,10 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender};
 
 pub use super::accept::MAX_PENDING_HANDSHAKES;
-use super::accept::{accept_loop, configure, listen, spawn_named, Door};
+use super::accept::{accept_loop, configure, listen, spawn_named, Door, RefusalLog};
 use super::handshake::{handshake, read_verdict, ClusterIdentity, LocalProcess, Role, HANDSHAKE_TIMEOUT};
+use super::peer_stream::PeerStream;
+use super::proof::Side;
 use super::NetworkError;
 
 /// The first and the longest pause between two attempts to dial a peer.
@@ -51,7 +55,7 @@ pub enum Entry {
 /// A process's connections after setup, and the listener its join acceptor goes on with.
 pub struct Connections {
     /// Index `q` holds the stream to process `q`; `None` at this process.
-    pub streams: Vec<Option<TcpStream>>,
+    pub streams: Vec<Option<PeerStream>>,
     /// Still bound to this process's address (`None` for a cluster of one process).
     pub listener: Option<TcpListener>,
 }
@@ -61,7 +65,8 @@ pub struct Connections {
 ///
 /// Every process runs `threads` worker threads and uses the same `identity`. Returns one entry
 /// per process: index `q` holds the stream to process `q` (with `TCP_NODELAY` set, blocking,
-/// without timeouts, positioned after the handshake), and `None` at `process`. The listener is
+/// without timeouts, positioned after the handshake, with the keys of its sealed records when it
+/// is sealed: see [`ClusterIdentity::sealing`]), and `None` at `process`. The listener is
 /// closed before this returns; [`establish_as`] keeps it.
 ///
 /// # Errors
@@ -75,7 +80,7 @@ pub fn establish(
     threads: usize,
     identity: &ClusterIdentity,
     deadline: Duration,
-) -> Result<Vec<Option<TcpStream>>, NetworkError> {
+) -> Result<Vec<Option<PeerStream>>, NetworkError> {
     establish_as(Entry::Setup, process, addresses, &[], threads, identity, deadline).map(|done| done.streams)
 }
 
@@ -108,7 +113,8 @@ pub fn establish_as(
     let role = if entry == Entry::Join { Role::Joining } else { Role::Setup };
     let setup = Arc::new(Setup {
         local: LocalProcess { process, processes: addresses.len(), threads, role },
-        identity: identity.clone(),
+        identity: identity.for_addresses(addresses),
+        refusals: RefusalLog::default(),
         end: Instant::now() + deadline,
         stop: AtomicBool::new(false),
         pending: AtomicUsize::new(0),
@@ -187,7 +193,7 @@ fn check_arguments(
 /// What the helper threads report to [`establish`].
 enum Event {
     /// A handshake with `process` succeeded.
-    Connected { process: usize, address: String, stream: TcpStream },
+    Connected { process: usize, address: String, stream: PeerStream },
     /// Setup cannot succeed.
     Failed(NetworkError),
 }
@@ -196,6 +202,8 @@ enum Event {
 struct Setup {
     local: LocalProcess,
     identity: ClusterIdentity,
+    /// Refusals of accepted connections, logged at a bounded rate.
+    refusals: RefusalLog,
     /// When setup gives up.
     end: Instant,
     /// Set when setup is over, successfully or not; helpers then stop.
@@ -218,10 +226,12 @@ impl Setup {
         *self.last_problem.lock().unwrap_or_else(PoisonError::into_inner) = Some(problem);
     }
 
-    /// Warns of a dropped connection and records it.
+    /// Warns of a dropped connection (at a bounded rate) and records it.
     fn reject(&self, error: NetworkError) {
         let problem = format!("rejected connection: {error}");
-        crate::warning!("process {}: {problem}", self.local.process);
+        if let Some(more) = self.refusals.admit(Instant::now()) {
+            crate::warning!("process {}: {problem}{more}", self.local.process);
+        }
         self.note(problem);
     }
 
@@ -238,8 +248,8 @@ fn collect(
     addresses: &[String],
     gone: &[usize],
     deadline: Duration,
-) -> Result<Vec<Option<TcpStream>>, NetworkError> {
-    let mut streams: Vec<Option<TcpStream>> = addresses.iter().map(|_| None).collect();
+) -> Result<Vec<Option<PeerStream>>, NetworkError> {
+    let mut streams: Vec<Option<PeerStream>> = addresses.iter().map(|_| None).collect();
     let mut missing = addresses.len() - 1 - gone.len();
     while missing > 0 {
         match arrivals.recv_deadline(setup.end) {
@@ -266,7 +276,7 @@ fn collect(
 /// The error naming every process without a stream.
 fn missing_peers(
     setup: &Setup,
-    streams: &[Option<TcpStream>],
+    streams: &[Option<PeerStream>],
     addresses: &[String],
     gone: &[usize],
     deadline: Duration,
@@ -320,7 +330,7 @@ fn dial(q: usize, address: &str, setup: &Setup) {
 }
 
 /// One attempt: connect to some address `address` resolves to, and run the handshake.
-fn attempt(q: usize, address: &str, setup: &Setup) -> Result<TcpStream, Attempt> {
+fn attempt(q: usize, address: &str, setup: &Setup) -> Result<PeerStream, Attempt> {
     let retry = |what: &str, error: &dyn std::fmt::Display| {
         Attempt::Retry(format!("process {q} ({address}): {what}: {error}"))
     };
@@ -340,22 +350,25 @@ fn attempt(q: usize, address: &str, setup: &Setup) -> Result<TcpStream, Attempt>
 }
 
 /// Runs the handshake on a dialed connection and checks that the peer is process `q`.
-fn greet(q: usize, address: &str, mut stream: TcpStream, setup: &Setup) -> Result<TcpStream, Attempt> {
-    let peer = configure(&stream)
-        .and_then(|()| handshake(&mut stream, &setup.local, &setup.identity, HANDSHAKE_TIMEOUT))
+fn greet(q: usize, address: &str, mut stream: TcpStream, setup: &Setup) -> Result<PeerStream, Attempt> {
+    let greeting = configure(&stream)
+        .and_then(|()| {
+            handshake(&mut stream, &setup.local, &setup.identity, Side::Dialler, HANDSHAKE_TIMEOUT)
+        })
         .map_err(|error| match error {
             NetworkError::HandshakeIo { .. } => Attempt::Retry(format!("process {q} ({address}): {error}")),
             other => Attempt::Fatal(other.at(address)),
         })?;
-    if peer != q {
-        let error = NetworkError::UnexpectedProcess { found: peer as u64, expected: format!("process {q}") };
+    if greeting.process != q {
+        let found = greeting.process as u64;
+        let error = NetworkError::UnexpectedProcess { found, expected: format!("process {q}") };
         return Err(Attempt::Fatal(error.at(address)));
     }
     if setup.local.role == Role::Joining {
         // Past the hellos the member may have admitted this joiner: trying again cannot help.
         read_verdict(&mut stream, HANDSHAKE_TIMEOUT).map_err(|error| Attempt::Fatal(error.at(address)))?;
     }
-    Ok(stream)
+    Ok(PeerStream { stream, keys: greeting.keys })
 }
 
 impl Door for Setup {
@@ -376,23 +389,21 @@ impl Door for Setup {
     }
 }
 
-/// Runs the handshake of an accepted connection and reports a peer above this process.
+/// Runs the handshake of an accepted connection (which checks that the peer is above this
+/// process) and reports the peer.
 fn welcome(mut stream: TcpStream, peer: SocketAddr, setup: &Setup) {
-    let local = &setup.local;
-    let outcome = configure(&stream)
-        .and_then(|()| handshake(&mut stream, local, &setup.identity, HANDSHAKE_TIMEOUT))
-        .and_then(|q| {
-            if q > local.process {
-                Ok(q)
-            } else {
-                Err(NetworkError::UnexpectedProcess {
-                    found: q as u64,
-                    expected: format!("a process above {}", local.process),
-                })
-            }
-        });
+    let outcome = configure(&stream).and_then(|()| {
+        handshake(&mut stream, &setup.local, &setup.identity, Side::Acceptor, HANDSHAKE_TIMEOUT)
+    });
     match outcome {
-        Ok(process) => setup.report(Event::Connected { process, address: peer.to_string(), stream }),
+        Ok(greeting) => {
+            let (process, address) = (greeting.process, peer.to_string());
+            setup.report(Event::Connected {
+                process,
+                address,
+                stream: PeerStream { stream, keys: greeting.keys },
+            });
+        }
         Err(error) if error.is_misconfiguration() => setup.report(Event::Failed(error.at(peer))),
         Err(error) => setup.reject(error.at(peer)),
     }

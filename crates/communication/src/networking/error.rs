@@ -189,12 +189,13 @@ impl NetworkError {
     }
 
     /// Whether the peer is a timely_py process configured differently from this one: such an
-    /// error must end setup, where garbage from a stranger is only logged.
+    /// error must end setup, where garbage from a stranger is only logged. Only a peer that
+    /// proved it knows the secret gets these errors from the handshake; a hello of another
+    /// version cannot be authenticated, so an accepting process only logs it.
     pub(crate) fn is_misconfiguration(&self) -> bool {
         matches!(
             self.root(),
-            NetworkError::VersionMismatch { .. }
-                | NetworkError::ClusterMismatch { .. }
+            NetworkError::ClusterMismatch { .. }
                 | NetworkError::ProcessesMismatch { .. }
                 | NetworkError::ThreadsMismatch { .. }
                 | NetworkError::ProcessOutOfRange { .. }

@@ -8,55 +8,64 @@
 //! # Wire format (all integers little-endian)
 //!
 //! 1. Both sides send a hello at once, without waiting for the other: the magic `TIMELYPY`
-//!    (8 bytes), the protocol version (`u32`), the length of the rest of the hello (`u32`, 64 in
-//!    versions 1 to 3, 72 in version 4), then the cluster id, the sender's process index, the
-//!    number of processes, the worker threads per process, the mode (five `u64`s: 0 to set a
-//!    cluster up, 1 to join a running one) and a random 32-byte nonce. The magic and the
-//!    version stay at offsets 0 and 8 in every future version, so a mismatch can be reported.
-//! 2. Each side checks the other's hello (magic, version, cluster id, mode, process count,
-//!    process index, threads). Because the hellos are symmetric, a mismatch is seen by both sides.
-//! 3. Both sides send a proof, HMAC-SHA256 keyed by the cluster secret over a fixed label, the
-//!    cluster id, the sender's nonce, the receiver's nonce, the sender's index and the receiver's
-//!    index, and check the other's proof in constant time. The sender's values come first, so a
-//!    proof cannot be reflected back to its author, and a peer echoing our own nonce or index is
-//!    refused.
-//! 4. In join mode only, the member then sends one byte, its [`Verdict`] ([`super::verdict`]): whether it admitted
-//!    the joiner. The hellos already refuse what either side can see (a member still setting
-//!    up, a joiner that is not next); the verdict covers what only the member knows at the moment
-//!    of admission (another joiner came first, it is shutting down), so that every refusal
-//!    reaches the joiner as an error rather than as a connection that later closes.
+//!    (8 bytes), the protocol version (`u32`), the length of the rest of the hello (`u32`, 80 in
+//!    version 5), then the cluster id, the sender's process index, the number of processes, the
+//!    worker threads per process, the mode (0 to set a cluster up, 1 to join a running one) and
+//!    whether the sender asks for sealed records (0 or 1) (six `u64`s), and a random 32-byte
+//!    nonce. The magic and the version stay at offsets 0 and 8 in every future version, so a
+//!    mismatch can be reported.
+//! 2. Each side checks only the prefix of the other's hello (magic, version, length): a hello of
+//!    another version cannot be authenticated, so the dialler reports it (it called that
+//!    address) and the acceptor refuses the connection without ending anything.
+//! 3. Both sides send a proof ([`super::proof`]): HMAC-SHA256 keyed by the cluster secret over
+//!    a label naming the sender's side (dialler or acceptor) and the hash of both hellos as sent,
+//!    the dialler's first. Each checks the other's proof, made by the other side, in constant
+//!    time. So a proof is bound to this connection's nonces, to both process indices and to its
+//!    direction: an acceptor's proof, which is all a relay between two acceptors can obtain, is
+//!    refused by an acceptor.
+//! 4. Only then is the peer's hello judged (cluster id, mode, process count and index, direction,
+//!    threads): a mismatch is a proven misconfiguration of a process that knows the secret, so
+//!    it may end setup; a stranger never gets that far.
+//! 5. When either hello asks for sealed records, everything after the proofs is sealed
+//!    ([`super::seal`]) with two keys derived from the secret and the hellos, one per direction.
+//! 6. In join mode only, the member then sends one byte, its [`Verdict`] ([`super::verdict`]):
+//!    whether it admitted the joiner (not sealed: changing it on the way can only make the join
+//!    fail, which cutting the connection does too). The hellos already refuse what
+//!    either side can see (a member still setting up, a joiner that is not next); the verdict
+//!    covers what only the member knows at the moment of admission (another joiner came first,
+//!    it is shutting down), so that every refusal reaches the joiner as an error rather than as a
+//!    connection that later closes.
 //!
 //! # Modes and roles
 //!
 //! During setup ([`Role::Setup`]) both sides announce the same process count, and each checks
-//! that the other's index is a different one below it. In join mode a joiner `p`
-//! ([`Role::Joining`]) announces `p + 1` processes and each member it dials
-//! ([`Role::Admitting`]) announces its current count `C`; both check that `p == C`. A hello of
-//! the other mode is refused on both sides with an error naming the situation
+//! that the other's index is a different one below it, the dialler's above the acceptor's. In
+//! join mode a joiner `p` ([`Role::Joining`]) announces `p + 1` processes and each member it
+//! dials ([`Role::Admitting`]) announces its current count `C`; both check that `p == C`. A
+//! hello of the other mode is refused on both sides with an error naming the situation
 //! ([`NetworkError::ClusterStillSettingUp`] for the joiner of a cluster not yet running,
 //! [`NetworkError::JoinDuringSetup`] for the process setting up,
 //! [`NetworkError::ClusterAlreadyRunning`] for a member).
 //!
-//! The secret keeps out processes that do not know it; it does not encrypt or authenticate the
-//! bytes that follow the handshake, so it is no defence against an attacker who can rewrite
-//! traffic on the network.
+//! Without a secret (loopback clusters, `--insecure`) anyone can make a proof and derive the
+//! keys from the hellos it saw: sealing then guards against nothing but accidents.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-
 use super::framing::read_words;
+use super::proof::{proof, session_keys, verify, Side, Transcript, PROOF_BYTES};
+use super::seal::SessionKeys;
 pub use super::verdict::{read_verdict, write_verdict, Verdict};
 use super::NetworkError;
 
 /// The version of the wire protocol (handshake and framing) this build speaks. Version 2 added
 /// the heartbeat frame, which a version 1 receiver would take for data; version 3 added the
 /// clock probe and reply frames, which a version 2 receiver rejects as unknown control frames;
-/// version 4 added the mode to the hello and the join verdict.
-pub const PROTOCOL_VERSION: u32 = 4;
+/// version 4 added the mode to the hello and the join verdict; version 5 binds each proof to
+/// both hellos and to the side that sends it, and added the request for sealed records.
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// The first bytes every timely_py process sends on a new connection.
 pub const MAGIC: [u8; 8] = *b"TIMELYPY";
@@ -66,15 +75,14 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Magic, version and body length.
 const PREFIX_BYTES: usize = 16;
-/// Cluster id, process, processes, threads, mode and nonce.
-const BODY_BYTES: usize = 5 * 8 + NONCE_BYTES;
+/// Cluster id, process, processes, threads, mode, sealing and nonce.
+const BODY_BYTES: usize = 6 * 8 + NONCE_BYTES;
+/// A whole hello.
+const HELLO_BYTES: usize = PREFIX_BYTES + BODY_BYTES;
 /// The mode word of a hello that sets a cluster up, and of one that joins a running cluster.
 const SETUP_MODE: u64 = 0;
 const JOIN_MODE: u64 = 1;
 const NONCE_BYTES: usize = 32;
-const PROOF_BYTES: usize = 32;
-/// Separates handshake proofs from any other use of the same secret.
-const PROOF_LABEL: &[u8] = b"timely_py handshake proof v1";
 
 /// Which cluster a process belongs to, and the secret its members share.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -83,6 +91,37 @@ pub struct ClusterIdentity {
     pub cluster_id: u64,
     /// The shared secret each process proves it knows (empty by default).
     pub secret: Vec<u8>,
+    /// Whether this process asks for sealed records after the handshake.
+    pub sealing: Sealing,
+}
+
+/// Whether a process asks for the frames after the handshake to be sealed (authenticated and
+/// encrypted, [`super::seal`]). A connection is sealed when either of its ends asks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Sealing {
+    /// Ask unless the cluster is all loopback ([`ClusterIdentity::for_addresses`] decides;
+    /// left undecided, a connection asks unless its peer's address is loopback).
+    #[default]
+    Auto,
+    /// Always ask (`TIMELY_SEAL=1`).
+    Always,
+    /// Never ask (`TIMELY_SEAL=0`); the peer may still ask.
+    Never,
+}
+
+impl ClusterIdentity {
+    /// This identity with [`Sealing::Auto`] decided for the cluster at `addresses`: sealed
+    /// unless every address is loopback ([`super::exposure::is_loopback`]).
+    pub fn for_addresses(&self, addresses: &[String]) -> ClusterIdentity {
+        let sealing = match self.sealing {
+            Sealing::Auto if addresses.iter().all(|address| super::exposure::is_loopback(address)) => {
+                Sealing::Never
+            }
+            Sealing::Auto => Sealing::Always,
+            decided => decided,
+        };
+        ClusterIdentity { sealing, ..self.clone() }
+    }
 }
 
 impl std::fmt::Debug for ClusterIdentity {
@@ -91,6 +130,7 @@ impl std::fmt::Debug for ClusterIdentity {
         f.debug_struct("ClusterIdentity")
             .field("cluster_id", &self.cluster_id)
             .field("secret", &format_args!("<{} bytes>", self.secret.len()))
+            .field("sealing", &self.sealing)
             .finish()
     }
 }
@@ -129,48 +169,82 @@ struct Hello {
     processes: u64,
     threads: u64,
     mode: u64,
+    /// 1 when the sender asks for sealed records.
+    sealed: u64,
     nonce: [u8; NONCE_BYTES],
 }
 
-/// Runs the handshake on a fresh `stream` and returns the peer's process index.
+/// What a successful handshake established.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Greeting {
+    /// The peer's process index.
+    pub process: usize,
+    /// The keys of the session's sealed records, when either side asked for them.
+    pub keys: Option<SessionKeys>,
+}
+
+/// Runs the handshake on a fresh `stream`, of which this process is the `side` end, and returns
+/// the peer's process index and, for a sealed session, its keys.
 ///
 /// The whole handshake must finish within `timeout`. On success the stream's timeouts are
 /// cleared, and the next byte on it is the first byte after the peer's proof.
 ///
 /// # Errors
 ///
-/// [`NetworkError::NotAPeer`] for bytes that are not a hello, a mismatch variant naming both
-/// values, [`NetworkError::AuthenticationFailed`] for a wrong secret, and
-/// [`NetworkError::HandshakeIo`] when the peer is silent, closes, or the socket fails.
+/// Before the proofs (unauthenticated): [`NetworkError::NotAPeer`] for bytes that are not a
+/// hello, [`NetworkError::VersionMismatch`], [`NetworkError::AuthenticationFailed`] for a wrong
+/// proof, and [`NetworkError::HandshakeIo`] when the peer is silent, closes, or the socket
+/// fails. After them (the peer knows the secret): a mismatch variant naming both values.
 pub fn handshake(
     stream: &mut TcpStream,
     local: &LocalProcess,
     identity: &ClusterIdentity,
+    side: Side,
     timeout: Duration,
-) -> Result<usize, NetworkError> {
+) -> Result<Greeting, NetworkError> {
     let deadline = Instant::now() + timeout;
-    let ours = Hello::new(local, identity.cluster_id)?;
+    let ours = Hello::new(local, identity.cluster_id, asks_to_seal(stream, identity.sealing))?;
+    let our_bytes = ours.encode();
     stream
         .set_write_timeout(Some(timeout.max(Duration::from_millis(1))))
         .map_err(|error| io_failure(&error))?;
-    write_record(stream, &ours.encode())?;
-    let theirs = read_hello(stream, deadline)?;
-    theirs.check_against(&ours, local.role)?;
-    write_record(stream, &proof(identity, &ours, &theirs)?)?;
+    write_record(stream, &our_bytes)?;
+    let (theirs, their_bytes) = read_hello(stream, deadline)?;
+    let transcript = match side {
+        Side::Dialler => Transcript::new(&our_bytes, &their_bytes),
+        Side::Acceptor => Transcript::new(&their_bytes, &our_bytes),
+    };
+    write_record(stream, &proof(&identity.secret, side, &transcript)?)?;
     let mut received = [0u8; PROOF_BYTES];
     read_before(stream, &mut received, deadline)?;
-    verify(identity, &theirs, &ours, &received)?;
+    verify(&identity.secret, side.other(), &transcript, &received)?;
+    theirs.check_against(&ours, local.role, side)?;
     stream
         .set_read_timeout(None)
         .and_then(|()| stream.set_write_timeout(None))
         .map_err(|error| io_failure(&error))?;
-    usize::try_from(theirs.process)
-        .map_err(|_| NetworkError::ProcessOutOfRange { index: theirs.process, processes: theirs.processes })
+    let process = usize::try_from(theirs.process).map_err(|_| NetworkError::ProcessOutOfRange {
+        index: theirs.process,
+        processes: theirs.processes,
+    })?;
+    let sealed = ours.sealed == 1 || theirs.sealed == 1;
+    let keys = sealed.then(|| session_keys(&identity.secret, side, &transcript));
+    Ok(Greeting { process, keys })
+}
+
+/// Whether this end asks for sealed records: as `sealing` says, or, left to [`Sealing::Auto`],
+/// unless the peer's address is loopback (or unknown).
+fn asks_to_seal(stream: &TcpStream, sealing: Sealing) -> bool {
+    match sealing {
+        Sealing::Always => true,
+        Sealing::Never => false,
+        Sealing::Auto => stream.peer_addr().is_ok_and(|peer| !peer.ip().is_loopback()),
+    }
 }
 
 impl Hello {
     /// This process's hello, with a fresh random nonce.
-    fn new(local: &LocalProcess, cluster_id: u64) -> Result<Hello, NetworkError> {
+    fn new(local: &LocalProcess, cluster_id: u64, seal: bool) -> Result<Hello, NetworkError> {
         let mut nonce = [0u8; NONCE_BYTES];
         getrandom::fill(&mut nonce).map_err(|error| NetworkError::Io {
             context: "cannot draw a random handshake nonce".into(),
@@ -182,46 +256,51 @@ impl Hello {
             processes: local.processes as u64,
             threads: local.threads as u64,
             mode: if local.role == Role::Setup { SETUP_MODE } else { JOIN_MODE },
+            sealed: u64::from(seal),
             nonce,
         })
     }
 
     /// The hello as sent: prefix, then body.
-    fn encode(&self) -> [u8; PREFIX_BYTES + BODY_BYTES] {
-        let mut bytes = [0u8; PREFIX_BYTES + BODY_BYTES];
+    fn encode(&self) -> [u8; HELLO_BYTES] {
+        let mut bytes = [0u8; HELLO_BYTES];
         bytes[..8].copy_from_slice(&MAGIC);
         bytes[8..12].copy_from_slice(&PROTOCOL_VERSION.to_le_bytes());
         bytes[12..16].copy_from_slice(&(BODY_BYTES as u32).to_le_bytes());
-        let words = [self.cluster_id, self.process, self.processes, self.threads, self.mode];
-        for (chunk, word) in bytes[16..56].chunks_exact_mut(8).zip(words) {
+        let words = [self.cluster_id, self.process, self.processes, self.threads, self.mode, self.sealed];
+        for (chunk, word) in bytes[16..64].chunks_exact_mut(8).zip(words) {
             chunk.copy_from_slice(&word.to_le_bytes());
         }
-        bytes[56..].copy_from_slice(&self.nonce);
+        bytes[64..].copy_from_slice(&self.nonce);
         bytes
     }
 
     /// Reads the body that follows a valid prefix.
     fn decode_body(body: &[u8; BODY_BYTES]) -> Hello {
         let mut nonce = [0u8; NONCE_BYTES];
-        nonce.copy_from_slice(&body[40..]);
-        let [cluster_id, process, processes, threads, mode] = read_words(body);
-        Hello { cluster_id, process, processes, threads, mode, nonce }
+        nonce.copy_from_slice(&body[48..]);
+        let [cluster_id, process, processes, threads, mode, sealed] = read_words(body);
+        Hello { cluster_id, process, processes, threads, mode, sealed, nonce }
     }
 
-    /// Checks the peer's hello (`self`) against ours, sent in `role`, in the order a user
-    /// fixes them.
-    fn check_against(&self, ours: &Hello, role: Role) -> Result<(), NetworkError> {
+    /// Checks the peer's hello (`self`) against ours, sent in `role` from `side`, in the order a
+    /// user fixes them.
+    fn check_against(&self, ours: &Hello, role: Role, side: Side) -> Result<(), NetworkError> {
         if self.cluster_id != ours.cluster_id {
             return Err(NetworkError::ClusterMismatch { ours: ours.cluster_id, theirs: self.cluster_id });
         }
         self.check_mode(role)?;
         match role {
-            Role::Setup => self.check_setup(ours)?,
+            Role::Setup => self.check_setup(ours, side)?,
             Role::Joining => self.check_member(ours)?,
             Role::Admitting => self.check_joiner(ours)?,
         }
         if self.threads != ours.threads {
             return Err(NetworkError::ThreadsMismatch { ours: ours.threads, theirs: self.threads });
+        }
+        if self.sealed > 1 {
+            let detail = format!("its hello asks for sealing with the unknown value {}", self.sealed);
+            return Err(NetworkError::NotAPeer { detail });
         }
         if self.nonce == ours.nonce {
             return Err(NetworkError::AuthenticationFailed);
@@ -242,19 +321,21 @@ impl Hello {
         }
     }
 
-    /// During setup: the same count, and another index within it.
-    fn check_setup(&self, ours: &Hello) -> Result<(), NetworkError> {
+    /// During setup: the same count, and another index within it, above ours when we accepted
+    /// (every process dials the processes below it) and below ours when we dialled.
+    fn check_setup(&self, ours: &Hello, side: Side) -> Result<(), NetworkError> {
         if self.processes != ours.processes {
             return Err(NetworkError::ProcessesMismatch { ours: ours.processes, theirs: self.processes });
         }
         if self.process >= ours.processes {
             return Err(NetworkError::ProcessOutOfRange { index: self.process, processes: ours.processes });
         }
-        if self.process == ours.process {
-            return Err(NetworkError::UnexpectedProcess {
-                found: self.process,
-                expected: format!("a process other than {}", ours.process),
-            });
+        let (expected, fits) = match side {
+            Side::Acceptor => (format!("a process above {}", ours.process), self.process > ours.process),
+            Side::Dialler => (format!("a process below {}", ours.process), self.process < ours.process),
+        };
+        if !fits {
+            return Err(NetworkError::UnexpectedProcess { found: self.process, expected });
         }
         Ok(())
     }
@@ -291,13 +372,14 @@ impl Hello {
 ///
 /// No random nonce can be drawn.
 pub(crate) fn hello_bytes(local: &LocalProcess, cluster_id: u64) -> Result<Vec<u8>, NetworkError> {
-    Ok(Hello::new(local, cluster_id)?.encode().to_vec())
+    Ok(Hello::new(local, cluster_id, false)?.encode().to_vec())
 }
 
-/// Reads and checks the peer's prefix, then reads its body.
-fn read_hello(stream: &mut TcpStream, deadline: Instant) -> Result<Hello, NetworkError> {
-    let mut prefix = [0u8; PREFIX_BYTES];
-    read_before(stream, &mut prefix, deadline)?;
+/// Reads and checks the peer's prefix, then reads its body; returns the hello and its bytes.
+fn read_hello(stream: &mut TcpStream, deadline: Instant) -> Result<(Hello, [u8; HELLO_BYTES]), NetworkError> {
+    let mut bytes = [0u8; HELLO_BYTES];
+    let (prefix, body) = bytes.split_at_mut(PREFIX_BYTES);
+    read_before(stream, prefix, deadline)?;
     if prefix[..8] != MAGIC {
         return Err(NetworkError::NotAPeer {
             detail: format!("it sent \"{}\" where the timely_py greeting belongs", prefix.escape_ascii()),
@@ -316,42 +398,10 @@ fn read_hello(stream: &mut TcpStream, deadline: Instant) -> Result<Hello, Networ
             ),
         });
     }
-    let mut body = [0u8; BODY_BYTES];
-    read_before(stream, &mut body, deadline)?;
-    Ok(Hello::decode_body(&body))
-}
-
-/// The proof `sender` sends `receiver`.
-fn proof(
-    identity: &ClusterIdentity,
-    sender: &Hello,
-    receiver: &Hello,
-) -> Result<[u8; PROOF_BYTES], NetworkError> {
-    Ok(keyed(identity, sender, receiver)?.finalize().into_bytes().into())
-}
-
-/// Checks the proof the peer (`sender`) sent us (`receiver`), in constant time.
-fn verify(
-    identity: &ClusterIdentity,
-    sender: &Hello,
-    receiver: &Hello,
-    received: &[u8; PROOF_BYTES],
-) -> Result<(), NetworkError> {
-    keyed(identity, sender, receiver)?.verify_slice(received).map_err(|_| NetworkError::AuthenticationFailed)
-}
-
-/// The MAC over everything a proof from `sender` to `receiver` covers, not yet finalized.
-fn keyed(identity: &ClusterIdentity, sender: &Hello, receiver: &Hello) -> Result<Hmac<Sha256>, NetworkError> {
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&identity.secret).map_err(|error| {
-        NetworkError::InvalidArguments(format!("the cluster secret is not a valid key: {error}"))
-    })?;
-    mac.update(PROOF_LABEL);
-    mac.update(&identity.cluster_id.to_le_bytes());
-    mac.update(&sender.nonce);
-    mac.update(&receiver.nonce);
-    mac.update(&sender.process.to_le_bytes());
-    mac.update(&receiver.process.to_le_bytes());
-    Ok(mac)
+    read_before(stream, body, deadline)?;
+    let mut fixed = [0u8; BODY_BYTES];
+    fixed.copy_from_slice(body);
+    Ok((Hello::decode_body(&fixed), bytes))
 }
 
 /// Writes a whole handshake record.
@@ -401,158 +451,4 @@ pub(super) fn io_failure(error: &std::io::Error) -> NetworkError {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::net::TcpListener;
-
-    const SHORT: Duration = Duration::from_millis(500);
-
-    /// A connected pair of loopback sockets.
-    fn pair() -> (TcpStream, TcpStream) {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
-        let address = listener.local_addr().expect("listener address");
-        let client = TcpStream::connect(address).expect("connect loopback");
-        let (server, _) = listener.accept().expect("accept loopback");
-        (client, server)
-    }
-
-    fn local(process: usize) -> LocalProcess {
-        LocalProcess { process, processes: 3, threads: 2, role: Role::Setup }
-    }
-
-    /// Runs both sides of a handshake; the second side's settings are `(local, identity)`.
-    fn both(
-        first: (LocalProcess, ClusterIdentity),
-        second: (LocalProcess, ClusterIdentity),
-    ) -> (Result<usize, NetworkError>, Result<usize, NetworkError>) {
-        let (mut a, mut b) = pair();
-        let other = std::thread::spawn(move || handshake(&mut b, &second.0, &second.1, SHORT));
-        let mine = handshake(&mut a, &first.0, &first.1, SHORT);
-        (mine, other.join().expect("handshake thread"))
-    }
-
-    fn identity(cluster_id: u64, secret: &[u8]) -> ClusterIdentity {
-        ClusterIdentity { cluster_id, secret: secret.to_vec() }
-    }
-
-    #[test]
-    fn matching_processes_learn_each_others_index() {
-        let id = identity(7, b"s3cret");
-        assert_eq!(both((local(0), id.clone()), (local(2), id)), (Ok(2), Ok(0)));
-    }
-
-    #[test]
-    fn mismatches_are_seen_by_both_sides() {
-        let (a, b) = both((local(0), identity(1, b"")), (local(1), identity(2, b"")));
-        assert_eq!(a, Err(NetworkError::ClusterMismatch { ours: 1, theirs: 2 }));
-        assert_eq!(b, Err(NetworkError::ClusterMismatch { ours: 2, theirs: 1 }));
-        let more_threads = LocalProcess { threads: 4, ..local(1) };
-        let (a, b) = both((local(0), identity(0, b"")), (more_threads, identity(0, b"")));
-        assert_eq!(a, Err(NetworkError::ThreadsMismatch { ours: 2, theirs: 4 }));
-        assert_eq!(b, Err(NetworkError::ThreadsMismatch { ours: 4, theirs: 2 }));
-    }
-
-    #[test]
-    fn a_wrong_secret_fails_on_both_sides() {
-        let (a, b) = both((local(0), identity(0, b"one")), (local(1), identity(0, b"two")));
-        assert_eq!(a, Err(NetworkError::AuthenticationFailed));
-        assert_eq!(b, Err(NetworkError::AuthenticationFailed));
-    }
-
-    #[test]
-    fn a_peer_claiming_our_index_is_refused() {
-        let id = identity(0, b"");
-        let (a, _) = both((local(1), id.clone()), (local(1), id));
-        assert!(matches!(a, Err(NetworkError::UnexpectedProcess { found: 1, .. })));
-    }
-
-    #[test]
-    fn a_silent_peer_times_out() {
-        let (mut a, _b) = pair();
-        let started = Instant::now();
-        let error = handshake(&mut a, &local(0), &ClusterIdentity::default(), SHORT);
-        assert!(matches!(error, Err(NetworkError::HandshakeIo { .. })), "{error:?}");
-        assert!(started.elapsed() < SHORT * 4);
-    }
-
-    #[test]
-    fn garbage_and_huge_lengths_are_not_peers() {
-        let mut huge = MAGIC.to_vec();
-        huge.extend_from_slice(&PROTOCOL_VERSION.to_le_bytes());
-        huge.extend_from_slice(&u32::MAX.to_le_bytes());
-        for bytes in [b"GET / HTTP/1.1\r\n\r\n".to_vec(), huge] {
-            let (mut a, mut b) = pair();
-            b.write_all(&bytes).expect("write garbage");
-            let error = handshake(&mut a, &local(0), &ClusterIdentity::default(), SHORT);
-            assert!(matches!(error, Err(NetworkError::NotAPeer { .. })), "{error:?}");
-        }
-    }
-
-    fn joining(process: usize) -> LocalProcess {
-        LocalProcess { process, processes: process + 1, threads: 2, role: Role::Joining }
-    }
-
-    fn admitting(process: usize, members: usize) -> LocalProcess {
-        LocalProcess { process, processes: members, threads: 2, role: Role::Admitting }
-    }
-
-    #[test]
-    fn a_joiner_and_a_member_of_the_right_size_learn_each_others_index() {
-        let id = identity(7, b"s3cret");
-        assert_eq!(both((joining(3), id.clone()), (admitting(1, 3), id)), (Ok(1), Ok(3)));
-    }
-
-    #[test]
-    fn a_joiner_that_is_not_next_is_refused_on_both_sides() {
-        let id = identity(7, b"");
-        let (a, b) = both((joining(4), id.clone()), (admitting(0, 3), id));
-        let expected = NetworkError::JoinCountMismatch { members: 3, joiner: 4, after: 5 };
-        assert_eq!((a, b), (Err(expected.clone()), Err(expected)));
-        let text = NetworkError::JoinCountMismatch { members: 3, joiner: 4, after: 5 }.to_string();
-        assert!(text.contains("must be -p 3 --nn 4"), "{text}");
-    }
-
-    #[test]
-    fn the_modes_refuse_each_other_with_the_situation_named() {
-        let id = identity(0, b"");
-        let (joiner, setup) = both((joining(2), id.clone()), (local(0), id.clone()));
-        assert_eq!(
-            (joiner, setup),
-            (Err(NetworkError::ClusterStillSettingUp), Err(NetworkError::JoinDuringSetup))
-        );
-        let (late, member) = both((local(1), id.clone()), (admitting(0, 2), id));
-        assert_eq!(
-            (late, member),
-            (Err(NetworkError::JoinDuringSetup), Err(NetworkError::ClusterAlreadyRunning))
-        );
-        assert!(NetworkError::ClusterStillSettingUp.to_string().contains("still being set up"));
-    }
-
-    #[test]
-    fn a_join_with_a_wrong_secret_fails_on_both_sides() {
-        let (a, b) = both((joining(2), identity(0, b"one")), (admitting(0, 2), identity(0, b"two")));
-        assert_eq!(
-            (a, b),
-            (Err(NetworkError::AuthenticationFailed), Err(NetworkError::AuthenticationFailed))
-        );
-    }
-
-    #[test]
-    fn an_unknown_mode_is_not_a_peer() {
-        let (mut a, mut b) = pair();
-        let mut hello = hello_bytes(&local(1), 0).expect("a hello");
-        hello[48] = 7;
-        b.write_all(&hello).expect("write the hello");
-        let error = handshake(&mut a, &local(0), &ClusterIdentity::default(), SHORT);
-        assert!(
-            matches!(error, Err(NetworkError::NotAPeer { ref detail }) if detail.contains("mode 7")),
-            "{error:?}"
-        );
-    }
-
-    #[test]
-    fn the_secret_stays_out_of_debug_output() {
-        let shown = format!("{:?}", identity(3, b"hunter2"));
-        assert!(!shown.contains("hunter2") && shown.contains("<7 bytes>"), "{shown}");
-    }
-}
+mod tests;

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use super::handshake::{handshake, hello_bytes, LocalProcess, Role};
 use super::harness::{exchange, shutdown_all, start_cluster, Member};
+use super::proof::Side;
 use super::{ClusterIdentity, Entry, Liveness};
 
 /// How long the acceptor may take to close a junk connection whose client closed its side.
@@ -97,7 +98,8 @@ pub fn fuzz_join_acceptor(options: &FuzzOptions) -> Result<FuzzReport, String> {
     if options.addresses.len() != 3 || options.clients == 0 {
         return Err("the fuzzer needs three addresses and at least one client".into());
     }
-    let identity = ClusterIdentity { cluster_id: 42, secret: b"fuzz secret".to_vec() };
+    let identity =
+        ClusterIdentity { cluster_id: 42, secret: b"fuzz secret".to_vec(), ..ClusterIdentity::default() };
     let mut members = start_cluster(&options.addresses[..2], THREADS, &identity, SETUP)?;
     exchange(&mut members, 0, SETUP)?;
     let started = Instant::now();
@@ -246,7 +248,7 @@ impl Inputs {
             }
             _ => {
                 let wrong = ClusterIdentity { secret: self.bytes(8), ..self.identity.clone() };
-                let refused = handshake(&mut stream, &joiner, &wrong, ANSWER_LIMIT);
+                let refused = handshake(&mut stream, &joiner, &wrong, Side::Dialler, ANSWER_LIMIT);
                 if refused.is_ok() {
                     return Err("a handshake with a wrong secret succeeded".into());
                 }

@@ -5,7 +5,9 @@
 //! [`accept`], [`handshake`]), how processes join a running cluster ([`acceptor`], [`verdict`]), how bytes are cut into messages ([`framing`]), the threads that move them
 //! ([`transport`]), when a silent peer counts as lost ([`liveness`]), how clocks are measured
 //! against process 0's ([`clock_sync`]), whom the network threads tell of the data frames they
-//! move ([`observe`]), whether a cluster may run
+//! move ([`observe`]), what the handshake proves and the keys it derives ([`proof`]), the
+//! sealed records that authenticate and encrypt frames after it ([`seal`], applied to a
+//! connection by [`peer_stream`]), whether a cluster may run
 //! without a secret ([`exposure`]), and how failures are reported ([`health`], [`NetworkError`]);
 //! [`harness`] and [`join_fuzz`] check joins through this public API for the tests and the
 //! fuzzer. It must not
@@ -59,6 +61,9 @@ pub mod hostfile;
 pub mod join_fuzz;
 pub mod liveness;
 pub mod observe;
+pub mod peer_stream;
+pub mod proof;
+pub mod seal;
 pub mod transport;
 pub mod verdict;
 
@@ -70,11 +75,14 @@ pub use framing::{
     MessageHeader, CLOCK_PROBE_CHANNEL, CLOCK_REPLY_CHANNEL, FIRST_CONTROL_CHANNEL, GOODBYE_CHANNEL,
     HEADER_BYTES, HEARTBEAT_CHANNEL, MAX_MESSAGE_BYTES,
 };
-pub use handshake::{ClusterIdentity, Verdict, PROTOCOL_VERSION};
+pub use handshake::{ClusterIdentity, Sealing, Verdict, PROTOCOL_VERSION};
 pub use health::NetworkHealth;
 pub use hostfile::{default_addresses, parse_hostfile, read_hostfile};
 pub use liveness::{Liveness, DEFAULT_PEER_TIMEOUT};
 pub use observe::{FrameDirection, FrameObserver};
+pub use peer_stream::PeerStream;
+pub use proof::Side;
+pub use seal::{SessionKeys, Violation};
 pub use transport::{
     Delivery, JoinedProcess, Payload, ProcessSender, ReceiveStats, Transport, WakeFn, WorkerEndpoints,
 };

@@ -55,6 +55,7 @@ use super::acceptor::JoinAcceptor;
 use super::clock_sync::{ClockSync, OffsetLog, ProbeSchedule};
 use super::handshake::Verdict;
 use super::liveness::Silences;
+use super::peer_stream::PeerStream;
 use super::{ClusterIdentity, FrameObserver, Liveness, MessageHeader, NetworkError, NetworkHealth};
 pub use receive::ReceiveStats;
 pub use send::ProcessSender;
@@ -239,7 +240,7 @@ impl Transport {
     pub fn start(
         process: usize,
         threads: usize,
-        streams: Vec<Option<TcpStream>>,
+        streams: Vec<Option<PeerStream>>,
         liveness: Liveness,
         clock: ClockSync,
         frames: Option<Arc<dyn FrameObserver>>,
@@ -303,7 +304,7 @@ impl Transport {
     ///
     /// [`NetworkError::JoinRefused`] when `process` is not the next index or the transport is
     /// closing; a socket that cannot be shared or a thread that cannot be spawned.
-    pub fn add_process(&self, process: usize, stream: TcpStream) -> Result<(), NetworkError> {
+    pub fn add_process(&self, process: usize, stream: PeerStream) -> Result<(), NetworkError> {
         self.core.admit(process, stream, |_, _| Ok(()))
     }
 
@@ -429,14 +430,12 @@ impl Core {
         self.links.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Starts the two threads of the connection to `remote`.
-    fn link(&self, remote: usize, stream: TcpStream) -> Result<Link, NetworkError> {
-        let clone = |stream: &TcpStream| {
-            stream.try_clone().map_err(|error| {
-                NetworkError::io(format!("cannot share the socket to process {remote}"), &error)
-            })
-        };
-        let (socket, writer) = (clone(&stream)?, clone(&stream)?);
+    /// Starts the two threads of the connection to `remote` (on a sealed session they write and
+    /// read sealed records, [`super::peer_stream`]).
+    fn link(&self, remote: usize, stream: PeerStream) -> Result<Link, NetworkError> {
+        let (socket, writer, reader) = stream.split().map_err(|error| {
+            NetworkError::io(format!("cannot share the socket to process {remote}"), &error)
+        })?;
         let stats = Arc::new(receive::SharedStats::default());
         // Every process answers probes; only the others probe process 0, the reference clock.
         let probes = (remote == 0).then(|| ProbeSchedule::new(self.clock));
@@ -454,7 +453,7 @@ impl Core {
             Arc::clone(&stats),
             receive::Duties { liveness: self.liveness, clock, frames, departure: queue.departure() },
         );
-        let receive_thread = receive::spawn(inbound, stream, self.done.clone());
+        let receive_thread = receive::spawn(inbound, reader, self.done.clone());
         let mut link = Link { socket, queue, send_thread: Some(send_thread), receive_thread: None, stats };
         match receive_thread {
             Ok(thread) => link.receive_thread = Some(thread),
@@ -521,7 +520,7 @@ impl Core {
     pub(crate) fn admit(
         &self,
         process: usize,
-        mut stream: TcpStream,
+        mut stream: PeerStream,
         answer: impl FnOnce(&mut TcpStream, Verdict) -> Result<(), NetworkError>,
     ) -> Result<(), NetworkError> {
         let mut links = self.links();
@@ -537,10 +536,10 @@ impl Core {
         };
         if let Some((verdict, reason)) = refusal {
             drop(links);
-            answer(&mut stream, verdict)?;
+            answer(&mut stream.stream, verdict)?;
             return Err(NetworkError::JoinRefused { reason });
         }
-        answer(&mut stream, Verdict::Admitted)?;
+        answer(&mut stream.stream, Verdict::Admitted)?;
         self.alarm.silences.add();
         let link = self.link(process, stream).inspect_err(|error| {
             self.alarm.raise(process, format!("its connection could not start: {error}"));
@@ -588,7 +587,7 @@ impl Drop for Transport {
 }
 
 /// Checks that `streams` connect `process` to every other process.
-fn check_streams(process: usize, threads: usize, streams: &[Option<TcpStream>]) -> Result<(), NetworkError> {
+fn check_streams(process: usize, threads: usize, streams: &[Option<PeerStream>]) -> Result<(), NetworkError> {
     // (No stream to another process: it left the cluster before this one joined.)
     let problem = match streams.get(process) {
         _ if threads == 0 => "a process needs at least one worker thread".to_string(),

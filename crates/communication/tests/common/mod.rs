@@ -66,13 +66,14 @@ pub fn connect_processes(
     processes: usize,
     threads: usize,
     setup: Duration,
-) -> Vec<Vec<Option<std::net::TcpStream>>> {
+) -> Vec<Vec<Option<timely_communication::networking::PeerStream>>> {
     use timely_communication::networking::{establish, ClusterIdentity};
     let addresses = free_addresses(processes);
     let handles: Vec<_> = (0..processes)
         .map(|process| {
             let addresses = addresses.clone();
-            let identity = ClusterIdentity { cluster_id: 3, secret: b"tests".to_vec() };
+            let identity =
+                ClusterIdentity { cluster_id: 3, secret: b"tests".to_vec(), ..ClusterIdentity::default() };
             std::thread::spawn(move || establish(process, &addresses, threads, &identity, setup))
         })
         .collect();
@@ -108,7 +109,8 @@ pub fn loopback_cluster(
 ) -> timely_communication::Config {
     use timely_communication::initialize::ClusterConfig;
     use timely_communication::networking::ClusterIdentity;
-    let identity = ClusterIdentity { cluster_id: 7, secret: b"test secret".to_vec() };
+    let identity =
+        ClusterIdentity { cluster_id: 7, secret: b"test secret".to_vec(), ..ClusterIdentity::default() };
     let mut config = ClusterConfig::started_together(addresses.to_vec(), process, initial, threads, identity);
     if join.is_some() {
         config.processes = process + 1;

@@ -5,12 +5,11 @@
 
 use crate::common;
 
-use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use timely_communication::clock::ClockOffset;
-use timely_communication::networking::{ClockSync, Liveness, Transport};
+use timely_communication::networking::{ClockSync, Liveness, PeerStream, Transport};
 
 const LIMIT: Duration = Duration::from_secs(120);
 const SETUP: Duration = Duration::from_secs(20);
@@ -20,7 +19,7 @@ const INTERVAL: Duration = Duration::from_millis(300);
 const MAX_ERROR_NS: i64 = 50_000_000;
 
 /// Connects `processes` simulated processes; returns each one's streams.
-fn connect(processes: usize) -> Vec<Vec<Option<TcpStream>>> {
+fn connect(processes: usize) -> Vec<Vec<Option<PeerStream>>> {
     common::connect_processes(processes, 1, SETUP)
 }
 

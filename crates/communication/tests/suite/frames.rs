@@ -249,7 +249,11 @@ fn the_cluster_config_carries_the_observer_and_seqnos_count_per_channel_source_a
                     join: None,
                     gone: Vec::new(),
                     addresses: addresses.clone(),
-                    identity: ClusterIdentity { cluster_id: 12, secret: b"frames".to_vec() },
+                    identity: ClusterIdentity {
+                        cluster_id: 12,
+                        secret: b"frames".to_vec(),
+                        ..ClusterIdentity::default()
+                    },
                     connect_timeout: SETUP,
                     liveness: Liveness::default(),
                     clock: ClockSync::default(),

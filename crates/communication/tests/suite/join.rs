@@ -21,7 +21,7 @@ const SETUP: Duration = Duration::from_secs(20);
 const LIMIT: Duration = Duration::from_secs(90);
 
 fn identity() -> ClusterIdentity {
-    ClusterIdentity { cluster_id: 11, secret: b"join tests".to_vec() }
+    ClusterIdentity { cluster_id: 11, secret: b"join tests".to_vec(), ..ClusterIdentity::default() }
 }
 
 fn join(process: usize, addresses: &[String], identity: &ClusterIdentity) -> Result<Member, NetworkError> {
@@ -178,7 +178,8 @@ fn add_process_admits_only_the_next_index() {
         let stream =
             std::net::TcpStream::connect(listener.local_addr().expect("an address")).expect("connect");
         for process in [0, 1, 3] {
-            let error = members[0].transport.add_process(process, stream.try_clone().expect("a clone"));
+            let error =
+                members[0].transport.add_process(process, stream.try_clone().expect("a clone").into());
             let Err(NetworkError::JoinRefused { reason }) = error else {
                 panic!("process {process}: {error:?}")
             };

@@ -17,7 +17,7 @@ const SETUP: Duration = Duration::from_secs(20);
 const LIMIT: Duration = Duration::from_secs(90);
 
 fn identity() -> ClusterIdentity {
-    ClusterIdentity { cluster_id: 12, secret: b"leave tests".to_vec() }
+    ClusterIdentity { cluster_id: 12, secret: b"leave tests".to_vec(), ..ClusterIdentity::default() }
 }
 
 /// Three processes of `THREADS` workers whose peers are lost after `liveness`.

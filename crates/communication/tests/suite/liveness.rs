@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use timely_communication::networking::{
-    ClockSync, Liveness, MessageHeader, NetworkError, Transport, WorkerEndpoints, HEADER_BYTES,
+    ClockSync, Liveness, MessageHeader, NetworkError, PeerStream, Transport, WorkerEndpoints, HEADER_BYTES,
     HEARTBEAT_CHANNEL,
 };
 
@@ -31,7 +31,7 @@ fn liveness(millis: u64) -> Liveness {
 }
 
 /// Connects `processes` simulated processes; returns each one's streams.
-fn connect(processes: usize) -> Vec<Vec<Option<TcpStream>>> {
+fn connect(processes: usize) -> Vec<Vec<Option<PeerStream>>> {
     common::connect_processes(processes, 1, SETUP)
 }
 
@@ -42,7 +42,7 @@ struct Node {
     wakes: Arc<AtomicUsize>,
 }
 
-fn start(process: usize, streams: Vec<Option<TcpStream>>, liveness: Liveness) -> Node {
+fn start(process: usize, streams: Vec<Option<PeerStream>>, liveness: Liveness) -> Node {
     let wakes = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&wakes);
     let wake = Arc::new(move |_local: usize| {
@@ -84,7 +84,7 @@ fn write_frame(stream: &mut TcpStream, header: MessageHeader) {
 fn frozen_peer_trial(processes: usize, timeout: Liveness) {
     let mut streams = connect(processes);
     let mut frozen: Vec<TcpStream> =
-        streams.pop().expect("the frozen process").into_iter().flatten().collect();
+        streams.pop().expect("the frozen process").into_iter().flatten().map(|peer| peer.stream).collect();
     let mut nodes: Vec<Node> =
         streams.into_iter().enumerate().map(|(process, streams)| start(process, streams, timeout)).collect();
     let alive_until = Instant::now() + 2 * timeout.timeout();
@@ -206,7 +206,7 @@ fn an_unknown_control_frame_is_rejected_as_malformed() {
         let mut raw = streams.pop().expect("process 1").into_iter().flatten().next().expect("a stream");
         let node = start(0, streams.pop().expect("process 0"), Liveness::default());
         let unknown = MessageHeader { channel: u64::MAX - 5, target_upper: 1, ..MessageHeader::default() };
-        write_frame(&mut raw, unknown);
+        write_frame(&mut raw.stream, unknown);
         let failure = wait_for_failure(&node.transport, Duration::from_secs(5));
         let NetworkError::PeerLost { process: 1, reason } = &failure else { panic!("unexpected {failure}") };
         assert!(reason.contains("unknown control channel"), "{reason}");
@@ -218,7 +218,8 @@ fn a_peer_that_writes_heartbeats_but_reads_nothing_is_reported_lost() {
     common::within(LIMIT, || {
         let timeout = liveness(1000);
         let mut streams = connect(2);
-        let mut deaf = streams.pop().expect("process 1").into_iter().flatten().next().expect("a stream to 0");
+        let mut deaf =
+            streams.pop().expect("process 1").into_iter().flatten().next().expect("a stream to 0").stream;
         let Node { transport, mut worker, .. } = start(0, streams.pop().expect("process 0"), timeout);
         let stop = Arc::new(AtomicBool::new(false));
         let beating = Arc::clone(&stop);

@@ -21,4 +21,5 @@ mod leave;
 mod liveness;
 mod networking;
 mod process;
+mod sealing;
 mod thread;

@@ -37,7 +37,11 @@ where
                 join: None,
                 gone: Vec::new(),
                 addresses: addresses.clone(),
-                identity: ClusterIdentity { cluster_id: 11, secret: b"engine test".to_vec() },
+                identity: ClusterIdentity {
+                    cluster_id: 11,
+                    secret: b"engine test".to_vec(),
+                    ..ClusterIdentity::default()
+                },
                 connect_timeout: Duration::from_secs(20),
                 liveness: Liveness::default(),
                 clock: ClockSync::default(),

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use timely_communication::initialize::ClusterConfig;
-use timely_communication::networking::{establish, ClusterIdentity, MessageHeader};
+use timely_communication::networking::{establish, ClusterIdentity, MessageHeader, Sealing};
 use timely_communication::Exchangeable;
 use timely_engine::dataflow::{InputHandle, Message, ProbeHandle};
 use timely_engine::progress::{Location, ProgressBatch};
@@ -31,8 +31,10 @@ struct Channels {
 /// The bytes to write, given process 0's channels.
 type FrameOn = Box<dyn FnOnce(Channels) -> Vec<u8>>;
 
+/// Unsealed, so that the raw peer writes frames as they are (it holds the secret, so it could
+/// seal them too: what it sends is what a member that went wrong would send).
 fn identity() -> ClusterIdentity {
-    ClusterIdentity { cluster_id: 12, secret: b"wire input test".to_vec() }
+    ClusterIdentity { cluster_id: 12, secret: b"wire input test".to_vec(), sealing: Sealing::Never }
 }
 
 /// Starts process 0 of a 2-process cluster (one worker) that builds an input, an exchange and
@@ -69,7 +71,7 @@ fn engine_and_raw_peer() -> (std::thread::JoinHandle<Result<Vec<()>, ExecuteErro
     });
     let mut streams =
         establish(1, &addresses, 1, &identity(), Duration::from_secs(20)).expect("process 1 connects");
-    let raw = streams.remove(0).expect("a stream to process 0");
+    let raw = streams.remove(0).expect("a stream to process 0").stream;
     let channels = channel_rx.recv_timeout(Duration::from_secs(20)).expect("the channels");
     (run, channels, raw)
 }

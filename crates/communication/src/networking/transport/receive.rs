@@ -24,7 +24,6 @@
 //! the connection and is reported as a lost peer.
 
 use std::io::{ErrorKind, Read};
-use std::net::TcpStream;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -38,6 +37,7 @@ use super::{Alarm, Delivery, Payload};
 use crate::clock;
 use crate::networking::clock_sync::{BurstCollector, OffsetLog};
 use crate::networking::liveness::Silences;
+use crate::networking::peer_stream::Inflow;
 use crate::networking::{FrameDirection, FrameObserver, Liveness, MessageHeader, NetworkError, HEADER_BYTES};
 use crate::queue::QueueSender;
 
@@ -171,11 +171,11 @@ enum Last {
 /// when it ends.
 pub(super) fn spawn(
     mut inbound: Inbound,
-    mut stream: TcpStream,
+    mut stream: Inflow,
     done: Sender<usize>,
 ) -> Result<JoinHandle<()>, NetworkError> {
     let remote = inbound.remote;
-    stream.set_read_timeout(Some(inbound.liveness.check_interval())).map_err(|error| {
+    stream.socket().set_read_timeout(Some(inbound.liveness.check_interval())).map_err(|error| {
         NetworkError::io(format!("cannot set a read timeout on the socket to process {remote}"), &error)
     })?;
     std::thread::Builder::new()
@@ -218,7 +218,7 @@ impl Inbound {
 
     /// Receives until the peer's goodbye and end of stream (`Ok`), or fails with the reason.
     /// After the peer's abort frame, its cause is reported lost and the thread ends.
-    fn run(&mut self, stream: &mut TcpStream) -> Result<(), String> {
+    fn run(&mut self, stream: &mut Inflow) -> Result<(), String> {
         let mut slab = BytesSlab::new(SLAB_LOG2);
         let alarm = Arc::clone(&self.alarm);
         let silence = Watch { silences: &alarm.silences, remote: self.remote };
@@ -416,7 +416,7 @@ impl Watch<'_> {
 
 /// Reads once, retrying interrupted reads and reads that timed out while the peer is within its
 /// timeout; the error is the reason the connection failed.
-fn read_some(stream: &mut TcpStream, into: &mut [u8], silence: &Watch<'_>) -> Result<usize, String> {
+fn read_some(stream: &mut impl Read, into: &mut [u8], silence: &Watch<'_>) -> Result<usize, String> {
     loop {
         match stream.read(into) {
             Ok(read) => {
@@ -433,7 +433,7 @@ fn read_some(stream: &mut TcpStream, into: &mut [u8], silence: &Watch<'_>) -> Re
 }
 
 /// After the peer's goodbye, only the end of the stream may follow.
-fn expect_end(stream: &mut TcpStream, slab: &BytesSlab, silence: &Watch<'_>) -> Result<(), String> {
+fn expect_end(stream: &mut impl Read, slab: &BytesSlab, silence: &Watch<'_>) -> Result<(), String> {
     let mut probe = [0u8; 1];
     if slab.valid().is_empty() && read_some(stream, &mut probe, silence)? == 0 {
         Ok(())

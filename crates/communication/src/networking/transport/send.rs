@@ -26,7 +26,6 @@
 //! writes ([`crate::networking::framing::headers_in`]).
 
 use std::io::{ErrorKind, IoSlice, Write};
-use std::net::TcpStream;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -39,6 +38,7 @@ use super::Alarm;
 use crate::clock;
 use crate::networking::clock_sync::ProbeSchedule;
 use crate::networking::framing::headers_in;
+use crate::networking::peer_stream::Outflow;
 use crate::networking::{
     FrameDirection, FrameObserver, Liveness, MessageHeader, NetworkError, NetworkHealth, HEADER_BYTES,
     MAX_MESSAGE_BYTES,
@@ -93,7 +93,7 @@ impl Queue {
 /// thread posts `remote` to `done` when it ends.
 pub(super) fn spawn(
     remote: usize,
-    stream: TcpStream,
+    stream: Outflow,
     liveness: Liveness,
     probes: Option<ProbeSchedule>,
     frames: Option<Arc<dyn FrameObserver>>,
@@ -104,7 +104,7 @@ pub(super) fn spawn(
     let (recycle, spare) = crossbeam_channel::bounded(QUEUE_BUFFERS + MAX_BATCH);
     let departed = Arc::new(AtomicBool::new(false));
     let left = Arc::clone(&departed);
-    let stream = DeadlineWriter::new(stream, liveness).map_err(|error| {
+    let stream = stream.try_map(|socket| DeadlineWriter::new(socket, liveness)).map_err(|error| {
         NetworkError::io(format!("cannot set a write timeout on the socket to process {remote}"), &error)
     })?;
     let thread = std::thread::Builder::new()
@@ -176,7 +176,7 @@ fn send_loop(
 /// `heartbeat` without a write, and the probes of its schedule), and whom it tells of the data
 /// frames it writes.
 struct FrameWriter {
-    stream: DeadlineWriter,
+    stream: Outflow<DeadlineWriter>,
     heartbeat: Duration,
     last_write: Instant,
     probes: Option<ProbeSchedule>,
@@ -185,7 +185,7 @@ struct FrameWriter {
 
 impl FrameWriter {
     fn new(
-        stream: DeadlineWriter,
+        stream: Outflow<DeadlineWriter>,
         heartbeat: Duration,
         probes: Option<ProbeSchedule>,
         frames: Option<Arc<dyn FrameObserver>>,
@@ -239,7 +239,7 @@ impl FrameWriter {
     /// Writes a last frame (goodbye or abort) and closes the sending direction of the connection.
     fn close_with(&mut self, last: MessageHeader) -> std::io::Result<()> {
         self.write_frame(last)?;
-        self.stream.shutdown_write()
+        self.stream.get_ref().shutdown_write()
     }
 }
 
