@@ -16,12 +16,15 @@ use crate::allocator::process::ProcessBuilder;
 use crate::allocator::thread::ThreadBuilder;
 use crate::networking::{
     default_addresses, establish_as, protection, read_hostfile, ClockSync, ClusterIdentity, Connections,
-    Entry, FrameObserver, Liveness, NetworkError, Protection, Sealing, Transport,
+    Entry, FrameObserver, Liveness, NetworkError, Protection, ReceiveBudget, Sealing, Transport,
+    TransportOptions,
 };
 use crate::workers::{initialize_from, WorkerGuards};
 use crate::{Allocator, AllocatorBuilder};
 
 /// How many workers to run, and how they communicate.
+// Built once per run and matched by value everywhere: a box would cost every caller for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub enum Config {
     /// One worker.
@@ -66,6 +69,9 @@ pub struct ClusterConfig {
     /// Told of every data frame this process's network threads write and read (the engine's
     /// trace sets it; `None` from [`Config::from_args`]); see [`crate::networking::observe`].
     pub frames: Option<Arc<dyn FrameObserver>>,
+    /// What received messages may hold in memory before they spill to disk
+    /// (`TIMELY_RECEIVE_BUDGET`, `TIMELY_SPILL_DIR`); see [`crate::networking::receive_budget`].
+    pub receive_budget: ReceiveBudget,
 }
 
 impl ClusterConfig {
@@ -94,6 +100,7 @@ impl ClusterConfig {
             clock: ClockSync::default(),
             insecure: false,
             frames: None,
+            receive_budget: ReceiveBudget::default(),
         }
     }
 }
@@ -226,6 +233,7 @@ impl Options {
             insecure: self.insecure || insecure_from_environment()?,
             clock: clock_from_environment()?,
             frames: None,
+            receive_budget: ReceiveBudget::from_environment()?,
         }))
     }
 
@@ -467,6 +475,7 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
         insecure,
         clock,
         frames,
+        receive_budget,
     } = config;
     if addresses.len() < processes {
         return Err(NetworkError::InvalidArguments(format!(
@@ -485,8 +494,13 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
     let connection = (connecting, crate::clock::stamp());
     let locals = ProcessBuilder::new_vector(threads);
     let wake = locals[0].waker();
-    let (mut transport, endpoints) =
-        Transport::start(process, threads, streams, liveness, clock, frames, wake)?;
+    let (mut transport, endpoints) = Transport::start(
+        process,
+        threads,
+        streams,
+        TransportOptions { liveness, clock, frames, receive_budget },
+        wake,
+    )?;
     if let Some(listener) = listener {
         transport.accept_joins(listener, identity)?;
     }

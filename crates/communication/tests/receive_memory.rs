@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use timely_communication::networking::{
-    ClockSync, Liveness, MessageHeader, NetworkError, Transport, WorkerEndpoints, MAX_MESSAGE_BYTES,
+    MessageHeader, NetworkError, Transport, TransportOptions, WorkerEndpoints, MAX_MESSAGE_BYTES,
 };
 
 /// The system allocator, remembering the largest single request.
@@ -59,8 +59,7 @@ fn receiver_and_raw_peer() -> (Transport, Vec<WorkerEndpoints>, TcpStream) {
         .stream;
     let wake = Arc::new(|_worker: usize| {});
     let (transport, workers) =
-        Transport::start(0, 1, first, Liveness::default(), ClockSync::default(), None, wake)
-            .expect("process 0's transport");
+        Transport::start(0, 1, first, TransportOptions::default(), wake).expect("process 0's transport");
     (transport, workers, raw)
 }
 
@@ -94,7 +93,7 @@ fn a_claimed_length_is_not_reserved_before_its_bytes_arrive() {
         raw.write_all(&body).expect("write a body");
         let (header, payload) = common::next_delivery(&mut workers[0].receiver);
         assert_eq!((header.seqno, header.length), (0, body.len() as u64));
-        assert!(payload[..] == body[..], "the payload arrived intact");
+        assert!(payload.in_memory() == Some(&body[..]), "the payload arrived intact");
         drop(payload);
         let before = LARGEST.load(Ordering::Relaxed);
         assert!(before < 64 << 20, "{before} bytes requested at once for a 3 MiB message");

@@ -323,7 +323,15 @@ impl ClusterAllocator {
     fn puller<T: Exchangeable>(&mut self, identifier: usize, local: Box<dyn Pull<T>>) -> Box<dyn Pull<T>> {
         let remote = self.inboxes.allocate(identifier, self.threads);
         let violations = self.violations();
-        Box::new(ClusterPuller { local, remote, identifier, current: None, spares: Vec::new(), violations })
+        Box::new(ClusterPuller {
+            local,
+            remote,
+            identifier,
+            current: None,
+            spares: Vec::new(),
+            violations,
+            scratch: Vec::new(),
+        })
     }
 
     /// Where this worker reports messages of other processes that break the protocol.
@@ -455,7 +463,12 @@ struct ClusterPuller<T> {
     spares: Vec<T>,
     /// Where undecodable messages and false senders are reported.
     violations: ProtocolViolations,
+    /// What spilled messages are read back into.
+    scratch: Vec<u8>,
 }
+
+/// A puller keeps the buffer it read a spilled message into unless it grew beyond this.
+const MAX_KEPT_SCRATCH_BYTES: usize = 4 << 20;
 
 /// How many given-back elements a cluster puller keeps to decode into.
 const SPARE_ELEMENTS: usize = 4;
@@ -472,7 +485,18 @@ impl<T: Exchangeable> Pull<T> for ClusterPuller<T> {
             true => self.remote.borrow_mut().pop(),
             false => None,
         };
-        self.current = message.and_then(|(source, payload)| self.decode(source, &payload));
+        self.current = message.and_then(|(source, payload)| {
+            let mut scratch = std::mem::take(&mut self.scratch);
+            let bytes = payload.read(&mut scratch).unwrap_or_else(|error| {
+                // This process's own disk failed, not the sender: the worker fails, naming it.
+                panic!("cannot read a received message back from its spill file: {error}")
+            });
+            let element = self.decode(source, bytes);
+            if scratch.capacity() <= MAX_KEPT_SCRATCH_BYTES {
+                self.scratch = scratch;
+            }
+            element
+        });
         &mut self.current
     }
 

@@ -167,7 +167,7 @@ mod tests {
     use timely_bytes::Bytes;
 
     fn payload(bytes: usize) -> Payload {
-        Payload::Owned(Bytes::from(vec![0u8; bytes]))
+        Payload::from(Bytes::from(vec![0u8; bytes]))
     }
 
     #[test]

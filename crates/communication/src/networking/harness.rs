@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{
-    establish_as, ClockSync, ClusterIdentity, Connections, Entry, JoinedProcess, Liveness, MessageHeader,
-    NetworkError, Transport, WorkerEndpoints,
+    establish_as, ClusterIdentity, Connections, Entry, JoinedProcess, Liveness, MessageHeader, NetworkError,
+    Transport, TransportOptions, WorkerEndpoints,
 };
 
 /// The channel [`exchange`] sends on.
@@ -45,8 +45,13 @@ impl Member {
         let Connections { streams, listener } =
             establish_as(entry, process, addresses, &[], threads, identity, deadline)?;
         let wake = Arc::new(|_worker: usize| {});
-        let (mut transport, workers) =
-            Transport::start(process, threads, streams, liveness, ClockSync::default(), None, wake)?;
+        let (mut transport, workers) = Transport::start(
+            process,
+            threads,
+            streams,
+            TransportOptions { liveness, ..Default::default() },
+            wake,
+        )?;
         if let Some(listener) = listener {
             transport.accept_joins(listener, identity.clone())?;
         }
@@ -212,7 +217,7 @@ fn receive_round(
         let right = header.channel == EXCHANGE_CHANNEL
             && header.seqno == round
             && (header.target_lower, header.target_upper) == (target, target + 1)
-            && bytes[..] == payload(header.source, target, round);
+            && bytes.in_memory() == Some(&payload(header.source, target, round)[..]);
         if !right || !sources.insert(header.source) {
             return Err(format!("worker {} received a wrong or repeated frame: {header:?}", worker.index));
         }

@@ -37,11 +37,11 @@
 //! ```no_run
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use timely_communication::networking::{establish, default_addresses, ClockSync, ClusterIdentity, Liveness, Transport};
+//! use timely_communication::networking::{establish, default_addresses, ClusterIdentity, Transport, TransportOptions};
 //!
 //! let addresses = default_addresses(2);
 //! let streams = establish(0, &addresses, 1, &ClusterIdentity::default(), Duration::from_secs(30))?;
-//! let (transport, mut workers) = Transport::start(0, 1, streams, Liveness::default(), ClockSync::default(), None, Arc::new(|_worker| {}))?;
+//! let (transport, mut workers) = Transport::start(0, 1, streams, TransportOptions::default(), Arc::new(|_worker| {}))?;
 //! // worker 0 sends to worker 1 (on process 1) ...
 //! transport.shutdown(Duration::from_secs(5))?;
 //! # Ok::<(), timely_communication::networking::NetworkError>(())
@@ -61,8 +61,10 @@ pub mod hostfile;
 pub mod join_fuzz;
 pub mod liveness;
 pub mod observe;
+pub mod payload;
 pub mod peer_stream;
 pub mod proof;
+pub mod receive_budget;
 pub mod seal;
 pub mod transport;
 pub mod verdict;
@@ -80,9 +82,12 @@ pub use health::NetworkHealth;
 pub use hostfile::{default_addresses, parse_hostfile, read_hostfile};
 pub use liveness::{Liveness, DEFAULT_PEER_TIMEOUT};
 pub use observe::{FrameDirection, FrameObserver};
+pub use payload::Payload;
 pub use peer_stream::PeerStream;
 pub use proof::Side;
+pub use receive_budget::{BudgetStats, ReceiveBudget, DEFAULT_RECEIVE_BUDGET_BYTES};
 pub use seal::{SessionKeys, Violation};
 pub use transport::{
-    Delivery, JoinedProcess, Payload, ProcessSender, ReceiveStats, Transport, WakeFn, WorkerEndpoints,
+    Delivery, JoinedProcess, ProcessSender, ReceiveStats, Transport, TransportOptions, WakeFn,
+    WorkerEndpoints,
 };

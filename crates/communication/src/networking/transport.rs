@@ -37,16 +37,14 @@
 pub mod receive;
 pub mod send;
 
-use std::fmt;
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::ops::{Deref, Range};
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
-use timely_bytes::Bytes;
 
 use crate::clock::ClockOffset;
 use crate::queue::{thread_queue, QueueSender, ThreadQueue};
@@ -55,7 +53,9 @@ use super::acceptor::JoinAcceptor;
 use super::clock_sync::{ClockSync, OffsetLog, ProbeSchedule};
 use super::handshake::Verdict;
 use super::liveness::Silences;
+use super::payload::Payload;
 use super::peer_stream::PeerStream;
+use super::receive_budget::{BudgetState, BudgetStats, ReceiveBudget, Spiller};
 use super::{ClusterIdentity, FrameObserver, Liveness, MessageHeader, NetworkError, NetworkHealth};
 pub use receive::ReceiveStats;
 pub use send::ProcessSender;
@@ -67,52 +67,18 @@ pub type WakeFn = Arc<dyn Fn(usize) + Send + Sync>;
 /// A received message: its header and its payload.
 pub type Delivery = (MessageHeader, Payload);
 
-/// The payload of a received message, a slice of the receive buffer (never copied).
-///
-/// A message for one local worker owns its [`Bytes`]. A message for several local workers
-/// (a broadcast) is shared through an [`Arc`]: a `Bytes` cannot be cloned (its region is
-/// mutable), copying the payload per worker would cost as much as the payload, and one small
-/// `Arc` allocation per broadcast is cheap next to that.
-pub enum Payload {
-    /// The only copy, for a message to one worker.
-    Owned(Bytes),
-    /// Shared by the workers a message was broadcast to.
-    Shared(Arc<Bytes>),
-}
-
-impl Payload {
-    /// The payload as an owned [`Bytes`], if no other worker shares it.
-    ///
-    /// # Errors
-    ///
-    /// The payload itself, while other workers still hold the same broadcast.
-    pub fn into_bytes(self) -> Result<Bytes, Payload> {
-        match self {
-            Payload::Owned(bytes) => Ok(bytes),
-            Payload::Shared(shared) => Arc::try_unwrap(shared).map_err(Payload::Shared),
-        }
-    }
-}
-
-impl Deref for Payload {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        match self {
-            Payload::Owned(bytes) => bytes,
-            Payload::Shared(shared) => shared,
-        }
-    }
-}
-
-impl fmt::Debug for Payload {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = match self {
-            Payload::Owned(_) => "Owned",
-            Payload::Shared(_) => "Shared",
-        };
-        write!(f, "Payload::{kind}({} bytes)", self.len())
-    }
+/// How a transport's threads behave: everything [`Transport::start`] needs besides the streams
+/// and the wake-up.
+#[derive(Clone, Default)]
+pub struct TransportOptions {
+    /// Peers silent for longer than this allows are reported lost.
+    pub liveness: Liveness,
+    /// How a process other than 0 measures its clock against process 0's.
+    pub clock: ClockSync,
+    /// Told of every data frame the network threads write and read ([`super::observe`]).
+    pub frames: Option<Arc<dyn FrameObserver>>,
+    /// What received messages may hold in memory before they spill ([`super::receive_budget`]).
+    pub receive_budget: ReceiveBudget,
 }
 
 /// What one local worker uses to talk to other processes.
@@ -155,6 +121,8 @@ pub(crate) struct Core {
     clock: ClockSync,
     offsets: Arc<OffsetLog>,
     frames: Option<Arc<dyn FrameObserver>>,
+    /// What received messages hold in memory, shared by every receive thread.
+    budget: Arc<BudgetState>,
     /// Where every receive thread delivers, one queue per local worker.
     deliver: Vec<QueueSender<Delivery>>,
     /// Where every send and receive thread reports its end.
@@ -228,9 +196,8 @@ fn workers_of(process: usize, threads: usize) -> Range<u64> {
 impl Transport {
     /// Starts the network threads of process `process` (with `threads` workers) over the
     /// `streams` from [`super::establish`], and returns the endpoints of each local worker.
-    /// Peers silent for longer than `liveness` allows are reported lost. A process other than
-    /// 0 measures its clock against process 0's as `clock` says. `frames`, if given, is told of
-    /// every data frame the network threads write and read ([`super::observe`]).
+    /// `options` say how the threads behave; `wake` is called with a local worker's index when
+    /// something arrived for it.
     ///
     /// # Errors
     ///
@@ -241,12 +208,12 @@ impl Transport {
         process: usize,
         threads: usize,
         streams: Vec<Option<PeerStream>>,
-        liveness: Liveness,
-        clock: ClockSync,
-        frames: Option<Arc<dyn FrameObserver>>,
+        options: TransportOptions,
         wake: WakeFn,
     ) -> Result<(Transport, Vec<WorkerEndpoints>), NetworkError> {
         check_streams(process, threads, &streams)?;
+        let TransportOptions { liveness, clock, frames, receive_budget } = options;
+        let budget = BudgetState::new(receive_budget);
         let (deliver, receivers): (Vec<QueueSender<Delivery>>, Vec<_>) =
             (0..threads).map(|_| thread_queue()).unzip();
         let (joins, joined): (Vec<_>, Vec<_>) = (0..threads).map(|_| crossbeam_channel::unbounded()).unzip();
@@ -260,8 +227,20 @@ impl Transport {
         });
         let links = Mutex::new(Links { links: Vec::with_capacity(streams.len()), open: true });
         let offsets = Arc::new(OffsetLog::default());
-        let core =
-            Core { process, threads, links, alarm, liveness, clock, offsets, frames, deliver, done, joins };
+        let core = Core {
+            process,
+            threads,
+            links,
+            alarm,
+            liveness,
+            clock,
+            offsets,
+            frames,
+            budget,
+            deliver,
+            done,
+            joins,
+        };
         let transport = Transport { core: Arc::new(core), finished, acceptor: None };
         for (remote, stream) in streams.into_iter().enumerate() {
             if stream.is_none() && remote != process {
@@ -343,6 +322,11 @@ impl Transport {
     /// What the receive thread of each process has done so far (`None` for this process).
     pub fn receive_stats(&self) -> Vec<Option<ReceiveStats>> {
         self.core.links().links.iter().map(|link| link.as_ref().map(|link| link.stats.snapshot())).collect()
+    }
+
+    /// What received messages hold in memory against the receive budget, and what spilled.
+    pub fn budget_stats(&self) -> BudgetStats {
+        self.core.budget.stats()
     }
 
     /// Closes every connection in order: sends a goodbye after everything already flushed by
@@ -451,7 +435,13 @@ impl Core {
             self.deliver.clone(),
             Arc::clone(&self.alarm),
             Arc::clone(&stats),
-            receive::Duties { liveness: self.liveness, clock, frames, departure: queue.departure() },
+            receive::Duties {
+                liveness: self.liveness,
+                clock,
+                frames,
+                departure: queue.departure(),
+                spiller: Spiller::new(Arc::clone(&self.budget)),
+            },
         );
         let receive_thread = receive::spawn(inbound, reader, self.done.clone());
         let mut link = Link { socket, queue, send_thread: Some(send_thread), receive_thread: None, stats };

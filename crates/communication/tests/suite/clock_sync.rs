@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use timely_communication::clock::ClockOffset;
-use timely_communication::networking::{ClockSync, Liveness, PeerStream, Transport};
+use timely_communication::networking::{ClockSync, PeerStream, Transport, TransportOptions};
 
 const LIMIT: Duration = Duration::from_secs(120);
 const SETUP: Duration = Duration::from_secs(20);
@@ -30,9 +30,14 @@ fn start_all(processes: usize, interval: Duration) -> Vec<Transport> {
         .into_iter()
         .enumerate()
         .map(|(process, streams)| {
-            let (transport, _workers) =
-                Transport::start(process, 1, streams, Liveness::default(), sync, None, Arc::new(|_| {}))
-                    .expect("the transport starts");
+            let (transport, _workers) = Transport::start(
+                process,
+                1,
+                streams,
+                TransportOptions { clock: sync, ..Default::default() },
+                Arc::new(|_| {}),
+            )
+            .expect("the transport starts");
             transport
         })
         .collect()

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use timely_communication::initialize::ClusterConfig;
 use timely_communication::networking::{
-    ClockSync, ClusterIdentity, Liveness, MessageHeader, Transport, WorkerEndpoints,
+    ClockSync, ClusterIdentity, Liveness, MessageHeader, ReceiveBudget, Transport, TransportOptions,
+    WorkerEndpoints,
 };
 use timely_communication::{initialize, Allocator, Config, FrameDirection, FrameObserver, Push};
 
@@ -110,9 +111,14 @@ fn observed_pair() -> Vec<Observed> {
         .map(|(process, streams)| {
             let recorder = Arc::new(Recorder::default());
             let frames: Arc<dyn FrameObserver> = recorder.clone();
-            let (transport, workers) =
-                Transport::start(process, THREADS, streams, liveness, clock, Some(frames), Arc::new(|_| {}))
-                    .expect("the transport starts");
+            let (transport, workers) = Transport::start(
+                process,
+                THREADS,
+                streams,
+                TransportOptions { liveness, clock, frames: Some(frames), ..Default::default() },
+                Arc::new(|_| {}),
+            )
+            .expect("the transport starts");
             Observed { transport, workers, recorder }
         })
         .collect()
@@ -259,6 +265,7 @@ fn the_cluster_config_carries_the_observer_and_seqnos_count_per_channel_source_a
                     clock: ClockSync::default(),
                     insecure: false,
                     frames,
+                    receive_budget: ReceiveBudget::default(),
                 });
                 std::thread::spawn(move || initialize(config, exchange).expect("start").join())
             })

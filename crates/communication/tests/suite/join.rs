@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use timely_communication::initialize::ClusterConfig;
 use timely_communication::networking::harness::{exchange, shutdown_all, start_cluster, Member};
 use timely_communication::networking::{
-    establish, establish_as, ClockSync, ClusterIdentity, Entry, Liveness, NetworkError,
+    establish, establish_as, ClockSync, ClusterIdentity, Entry, Liveness, NetworkError, ReceiveBudget,
 };
 use timely_communication::{initialize, Allocator, Config};
 
@@ -218,6 +218,7 @@ fn cluster_config(process: usize, processes: usize, join: Option<usize>, address
         clock: ClockSync::default(),
         insecure: false,
         frames: None,
+        receive_budget: ReceiveBudget::default(),
     })
 }
 

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use timely_communication::networking::{
-    ClockSync, Liveness, MessageHeader, NetworkError, PeerStream, Transport, WorkerEndpoints, HEADER_BYTES,
-    HEARTBEAT_CHANNEL,
+    Liveness, MessageHeader, NetworkError, PeerStream, Transport, TransportOptions, WorkerEndpoints,
+    HEADER_BYTES, HEARTBEAT_CHANNEL,
 };
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -49,7 +49,7 @@ fn start(process: usize, streams: Vec<Option<PeerStream>>, liveness: Liveness) -
         counter.fetch_add(1, Ordering::SeqCst);
     });
     let (transport, mut workers) =
-        Transport::start(process, 1, streams, liveness, ClockSync::default(), None, wake)
+        Transport::start(process, 1, streams, TransportOptions { liveness, ..Default::default() }, wake)
             .expect("the transport starts");
     Node { transport, worker: workers.pop().expect("one worker"), wakes }
 }

@@ -11,8 +11,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use timely_communication::networking::{
-    establish, ClockSync, ClusterIdentity, Liveness, MessageHeader, NetworkError, NetworkHealth, Payload,
-    PeerStream, Transport, WorkerEndpoints, HEADER_BYTES, PROTOCOL_VERSION,
+    establish, ClusterIdentity, MessageHeader, NetworkError, NetworkHealth, Payload, PeerStream,
+    ReceiveBudget, Transport, TransportOptions, WorkerEndpoints, HEADER_BYTES, PROTOCOL_VERSION,
 };
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -67,6 +67,11 @@ struct Node {
 
 /// Connects a cluster (same identity everywhere) and starts every process's transport.
 fn cluster(processes: usize, threads: usize, order: &[usize]) -> Vec<Node> {
+    cluster_with(processes, threads, order, &TransportOptions::default())
+}
+
+/// [`cluster`], with `options` for every transport.
+fn cluster_with(processes: usize, threads: usize, order: &[usize], options: &TransportOptions) -> Vec<Node> {
     let addresses = common::free_addresses(processes);
     let identities = vec![identity(9, b"test secret"); processes];
     establish_all(&addresses, threads, order, &identities, SETUP)
@@ -74,20 +79,24 @@ fn cluster(processes: usize, threads: usize, order: &[usize]) -> Vec<Node> {
         .enumerate()
         .map(|(process, streams)| {
             let streams = streams.unwrap_or_else(|error| panic!("process {process}: {error}"));
-            start(process, threads, streams)
+            start(process, threads, streams, options.clone())
         })
         .collect()
 }
 
-fn start(process: usize, threads: usize, streams: Vec<Option<PeerStream>>) -> Node {
+fn start(
+    process: usize,
+    threads: usize,
+    streams: Vec<Option<PeerStream>>,
+    options: TransportOptions,
+) -> Node {
     let wakes: Arc<Vec<AtomicUsize>> = Arc::new((0..threads).map(|_| AtomicUsize::new(0)).collect());
     let counter = Arc::clone(&wakes);
     let wake = Arc::new(move |local: usize| {
         counter[local].fetch_add(1, Ordering::SeqCst);
     });
-    let (transport, workers) =
-        Transport::start(process, threads, streams, Liveness::default(), ClockSync::default(), None, wake)
-            .unwrap_or_else(|error| panic!("process {process}: {error}"));
+    let (transport, workers) = Transport::start(process, threads, streams, options, wake)
+        .unwrap_or_else(|error| panic!("process {process}: {error}"));
     Node { process, transport, workers, wakes }
 }
 
@@ -137,12 +146,15 @@ fn receive_all(me: &mut WorkerEndpoints, remote_workers: usize, threads: usize) 
     let target = me.index as u64;
     let mut next_seqno = std::collections::HashMap::new();
     let mut broadcasts = 0;
+    let mut scratch = Vec::new();
     for _ in 0..remote_workers * (SIZES.len() + 1) {
         let (header, payload) = common::next_delivery(&mut me.receiver);
         assert_eq!(header.length as usize, payload.len());
+        let bytes = payload.read(&mut scratch).expect("a spilled payload reads back");
         if header.channel == BROADCAST {
-            assert_eq!(&payload[..], b"to all of you");
-            assert_eq!(matches!(payload, Payload::Shared(_)), threads > 1);
+            assert_eq!(bytes, b"to all of you");
+            let shared = matches!(payload, Payload::Shared(_) | Payload::Spilled(_));
+            assert!(shared || threads == 1, "a broadcast to {threads} workers is shared: {payload:?}");
             broadcasts += 1;
             continue;
         }
@@ -151,7 +163,7 @@ fn receive_all(me: &mut WorkerEndpoints, remote_workers: usize, threads: usize) 
         *expected += 1;
         assert_eq!(payload.len(), SIZES[header.seqno as usize]);
         let intact =
-            (0..payload.len()).all(|i| payload[i] == pattern(header.source, target, header.seqno, i));
+            bytes.iter().enumerate().all(|(i, &b)| b == pattern(header.source, target, header.seqno, i));
         assert!(intact, "message {} from {} intact", header.seqno, header.source);
     }
     assert_eq!(broadcasts, remote_workers);
@@ -190,6 +202,25 @@ fn shutdown_all(nodes: Vec<Node>) {
     for handle in handles {
         assert_eq!(handle.join().expect("shutdown thread"), (Ok(()), None));
     }
+}
+
+#[test]
+fn messages_beyond_the_receive_budget_spill_and_arrive_intact_and_in_order() {
+    common::within(LIMIT, || {
+        let spill_dir = tempfile::tempdir().expect("a spill directory");
+        let limit = 400_000;
+        let receive_budget = ReceiveBudget { bytes: limit, spill_dir: spill_dir.path().to_path_buf() };
+        let options = TransportOptions { receive_budget, ..TransportOptions::default() };
+        let mut nodes = cluster_with(2, 2, &[0, 1], &options);
+        exchange(&mut nodes, 2);
+        for node in &nodes {
+            let stats = node.transport.budget_stats();
+            assert!(stats.spilled_messages > 0 && stats.spilled_bytes > 0, "nothing spilled: {stats:?}");
+            assert!(stats.peak_held_bytes <= limit, "memory beyond the budget: {stats:?}");
+            assert_eq!((stats.held_bytes, stats.spill_failures), (0, 0), "{stats:?}");
+        }
+        shutdown_all(nodes);
+    });
 }
 
 #[test]
@@ -461,7 +492,7 @@ fn a_malformed_header_is_reported_as_a_lost_peer() {
         let mut results = establish_all(&addresses, 1, &[0, 1], &ids, SETUP).into_iter();
         let first = results.next().expect("process 0").expect("process 0 connects");
         let second = results.next().expect("process 1").expect("process 1 connects");
-        let node = start(0, 1, first);
+        let node = start(0, 1, first, TransportOptions::default());
         let mut raw = second.into_iter().next().flatten().expect("a stream to process 0");
         let mut bad = [0u8; HEADER_BYTES];
         header(POINT, 1, 3..3, 0).encode_into(&mut bad);
@@ -490,7 +521,7 @@ fn a_writer_that_panics_leaves_no_partial_message_behind() {
         sender.send(header(POINT, 0, 1..2, 0), b"whole").expect("send after the failure");
         sender.flush().expect("flush");
         let (header, payload) = common::next_delivery(&mut second[0].workers[0].receiver);
-        assert_eq!((header.seqno, &payload[..]), (0, &b"whole"[..]));
+        assert_eq!((header.seqno, payload.in_memory().expect("in memory")), (0, &b"whole"[..]));
         assert_eq!(second[0].transport.health().failure(), None);
         shutdown_all(nodes);
     });

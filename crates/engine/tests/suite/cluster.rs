@@ -8,17 +8,26 @@ use crate::common;
 use std::fmt::Debug;
 use std::time::Duration;
 use timely_communication::initialize::ClusterConfig;
-use timely_communication::networking::{ClockSync, ClusterIdentity, Liveness};
+use timely_communication::networking::{ClockSync, ClusterIdentity, Liveness, ReceiveBudget};
 use timely_engine::dataflow::operators::{hash_of, Captured};
 use timely_engine::dataflow::plain::Plain;
 use timely_engine::dataflow::{Abomonated, InputHandle, Scope, Stream};
-use timely_engine::{Config, Worker};
+use timely_engine::{Config, Product, Worker};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
 /// Runs `func` on every worker of `processes` processes of `threads` workers each (one
 /// process: `Config::Process`); returns the results of all workers of all processes.
 fn run<R, F>(processes: usize, threads: usize, func: F) -> Vec<R>
+where
+    R: Send + 'static,
+    F: Fn(&mut Worker) -> R + Send + Sync + Clone + 'static,
+{
+    run_with_budget(processes, threads, ReceiveBudget::default(), func)
+}
+
+/// [`run`], with `receive_budget` for every process of a cluster.
+fn run_with_budget<R, F>(processes: usize, threads: usize, receive_budget: ReceiveBudget, func: F) -> Vec<R>
 where
     R: Send + 'static,
     F: Fn(&mut Worker) -> R + Send + Sync + Clone + 'static,
@@ -47,6 +56,7 @@ where
                 clock: ClockSync::default(),
                 insecure: false,
                 frames: None,
+                receive_budget: receive_budget.clone(),
             });
             let func = func.clone();
             std::thread::spawn(move || timely_engine::execute(config, func))
@@ -190,4 +200,59 @@ fn broadcast_reaches_every_worker_of_every_process_once() {
         .collect();
     expected.sort();
     assert_eq!(received, expected);
+}
+
+/// The number of Collatz steps from `x` to 1.
+fn collatz_steps(mut x: u64) -> u64 {
+    let mut steps = 0;
+    while x != 1 {
+        x = if x.is_multiple_of(2) { x / 2 } else { 3 * x + 1 };
+        steps += 1;
+    }
+    steps
+}
+
+/// Every worker feeds its share of `1..=RANGE`; each record goes round a loop, exchanged by
+/// its current value at every step (all-to-all between the processes), until it reaches 1.
+fn collatz_in_a_loop(receive_budget: ReceiveBudget) -> Vec<(u64, u64)> {
+    const RANGE: u64 = 3000;
+    let results = run_with_budget(2, 2, receive_budget, |worker| {
+        let captured: Captured<u64, (u64, u64)> = Captured::new();
+        let shared = captured.clone();
+        let mut input = InputHandle::new();
+        worker.dataflow::<u64, _>(|scope| {
+            let start = scope.input_from(&mut input).map(|x: u64| (x, x, 0u64));
+            let done = scope.iterative::<u64, _>(|inner| {
+                let (handle, cycle) = inner.feedback(Product::new(0, 1));
+                let (more, finished) = start.enter(inner).concat(&cycle).branch(|_t, &(_, x, _)| x == 1);
+                more.map(|(s, x, n)| (s, if x.is_multiple_of(2) { x / 2 } else { 3 * x + 1 }, n + 1))
+                    .exchange(|&(_, x, _)| x)
+                    .connect_loop(handle);
+                finished.leave(scope)
+            });
+            done.map(|(s, _, n)| (s, n)).capture_into(&shared);
+        });
+        let (index, peers) = (worker.index() as u64, worker.peers() as u64);
+        for x in (1..=RANGE).filter(|x| x % peers == index) {
+            input.send(x);
+        }
+        input.close();
+        while worker.step() {}
+        captured.extract().into_iter().map(|(_, record)| record).collect::<Vec<_>>()
+    });
+    let mut all: Vec<(u64, u64)> = results.into_iter().flatten().collect();
+    all.sort_unstable();
+    all
+}
+
+#[test]
+fn a_loop_exchanging_across_processes_is_exact_when_every_message_spills() {
+    common::within(LIMIT, || {
+        let expected: Vec<(u64, u64)> = (1..=3000).map(|x| (x, collatz_steps(x))).collect();
+        let spill_dir = tempfile::tempdir().expect("a spill directory");
+        for bytes in [0, 4 << 10] {
+            let budget = ReceiveBudget { bytes, spill_dir: spill_dir.path().to_path_buf() };
+            assert_eq!(collatz_in_a_loop(budget), expected, "receive budget of {bytes} bytes");
+        }
+    });
 }

@@ -33,11 +33,13 @@ use crossbeam_channel::Sender;
 use timely_bytes::{Bytes, BytesSlab};
 
 use super::send::Command;
-use super::{Alarm, Delivery, Payload};
+use super::{Alarm, Delivery};
 use crate::clock;
 use crate::networking::clock_sync::{BurstCollector, OffsetLog};
 use crate::networking::liveness::Silences;
+use crate::networking::payload::Payload;
 use crate::networking::peer_stream::Inflow;
+use crate::networking::receive_budget::Spiller;
 use crate::networking::{FrameDirection, FrameObserver, Liveness, MessageHeader, NetworkError, HEADER_BYTES};
 use crate::queue::QueueSender;
 
@@ -109,6 +111,7 @@ pub(super) struct Inbound {
     clock: ClockEnd,
     frames: Option<Arc<dyn FrameObserver>>,
     departure: Departure,
+    spiller: Spiller,
     /// When the last read returned, a trace clock stamp (kept only for `frames`).
     read_stamp: i64,
 }
@@ -132,6 +135,8 @@ pub(super) struct Duties {
     pub(super) frames: Option<Arc<dyn FrameObserver>>,
     /// What to do when the peer leaves.
     pub(super) departure: Departure,
+    /// Places each message in memory or in a spill file.
+    pub(super) spiller: Spiller,
 }
 
 /// What a receive thread needs for clock exchanges.
@@ -197,7 +202,7 @@ impl Inbound {
         deliver: Vec<QueueSender<Delivery>>,
         alarm: Arc<Alarm>,
         stats: Arc<SharedStats>,
-        Duties { liveness, clock, frames, departure }: Duties,
+        Duties { liveness, clock, frames, departure, spiller }: Duties,
     ) -> Inbound {
         Inbound {
             remote,
@@ -212,6 +217,7 @@ impl Inbound {
             clock,
             frames,
             departure,
+            spiller,
             read_stamp: 0,
         }
     }
@@ -316,12 +322,13 @@ impl Inbound {
         }
         self.totals.messages += 1;
         self.totals.payload_bytes += header.length;
+        let payload = self.spiller.place(payload);
         if targets.len() == 1 {
-            self.post(targets.start, header, Payload::Owned(payload));
+            self.post(targets.start, header, payload);
         } else {
-            let shared = Arc::new(payload);
+            let shared = payload.into_broadcast();
             for local in targets {
-                self.post(local, header, Payload::Shared(Arc::clone(&shared)));
+                self.post(local, header, shared.payload());
             }
         }
         Ok(())
@@ -368,9 +375,9 @@ impl Inbound {
         // A send thread that already ended (this process said goodbye first) needs nothing.
         let _ = self.departure.goodbye.send(Command::Goodbye);
         let notice = MessageHeader { source: self.remote_workers.start, ..MessageHeader::goodbye() };
-        let shared = Arc::new(payload);
+        let shared = Payload::from(payload).into_broadcast();
         for local in 0..self.deliver.len() {
-            self.post(local, notice, Payload::Shared(Arc::clone(&shared)));
+            self.post(local, notice, shared.payload());
         }
         self.wake();
     }

@@ -1,0 +1,347 @@
+//! How much memory the messages a process received, and its workers have not taken yet, may
+//! hold, and the spill files that take the rest.
+//!
+//! This module owns [`ReceiveBudget`] (the limit and the spill directory, from
+//! [`crate::initialize`]'s `TIMELY_RECEIVE_BUDGET` and `TIMELY_SPILL_DIR`), the process-wide
+//! count of bytes held against it ([`BudgetState`], with a [`Charge`] per message in memory
+//! that gives its bytes back when dropped), and each receive thread's [`Spiller`], which
+//! places a message: in memory while the budget allows, else appended to a spill file of the
+//! connection. It must not read sockets nor decide what a message means.
+//!
+//! Why spilling, and not stopping the reads: a receive thread that stops reading makes TCP
+//! stop the sender, whose send queue fills, whose workers then block on a send; two processes
+//! that send to each other (an exchange in a loop) would then wait for each other forever, and
+//! progress messages, which share the connection, would wait behind data. A receive thread
+//! that spills keeps reading, so progress and liveness traffic are never held back, and a
+//! cycle cannot deadlock on memory; what it costs is disk, and a copy out and back of what is
+//! spilled.
+//!
+//! Spill files are created unlinked in the spill directory (nothing is left behind after a
+//! crash) and filled up to [`SEGMENT_BYTES`]; the next message opens a new one. A file's space
+//! is freed when the receive thread has moved on from it and the last message in it was taken.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use timely_bytes::Bytes;
+
+use super::payload::{InMemory, Payload};
+
+/// The default limit of a process's received bytes in memory (256 MiB).
+pub const DEFAULT_RECEIVE_BUDGET_BYTES: usize = 256 << 20;
+
+/// A spill file takes messages until it holds this many bytes (64 MiB).
+pub const SEGMENT_BYTES: u64 = 64 << 20;
+
+/// The limit on what a process's received, not yet taken messages hold in memory, and where
+/// the messages beyond it wait.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReceiveBudget {
+    /// The most payload bytes held in memory by messages not yet taken by a worker (0 spills
+    /// every message).
+    pub bytes: usize,
+    /// The directory of the spill files.
+    pub spill_dir: PathBuf,
+}
+
+/// The environment variable holding the receive budget: a byte count, optionally with a
+/// suffix `K`, `M` or `G` (powers of 1024), e.g. `512M`; `0` spills every message.
+pub const RECEIVE_BUDGET_VARIABLE: &str = "TIMELY_RECEIVE_BUDGET";
+/// The environment variable holding the spill directory (default: the system's temporary
+/// directory).
+pub const SPILL_DIR_VARIABLE: &str = "TIMELY_SPILL_DIR";
+
+impl ReceiveBudget {
+    /// The budget `TIMELY_RECEIVE_BUDGET` and `TIMELY_SPILL_DIR` say, the default where unset.
+    ///
+    /// # Errors
+    ///
+    /// A budget that is not a byte count, or a spill directory that is not a directory.
+    pub fn from_environment() -> Result<ReceiveBudget, String> {
+        let mut budget = ReceiveBudget::default();
+        if let Ok(value) = std::env::var(RECEIVE_BUDGET_VARIABLE) {
+            budget.bytes =
+                parse_bytes(&value).map_err(|error| format!("{RECEIVE_BUDGET_VARIABLE}: {error}"))?;
+        }
+        if let Some(dir) = std::env::var_os(SPILL_DIR_VARIABLE).filter(|dir| !dir.is_empty()) {
+            budget.spill_dir = PathBuf::from(dir);
+            if !budget.spill_dir.is_dir() {
+                return Err(format!(
+                    "{SPILL_DIR_VARIABLE}: {} is not a directory",
+                    budget.spill_dir.display()
+                ));
+            }
+        }
+        Ok(budget)
+    }
+}
+
+/// A byte count such as `1048576`, `64K`, `512M` or `2G` (powers of 1024).
+///
+/// # Errors
+///
+/// Anything else, or a count beyond `usize`.
+pub fn parse_bytes(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let (digits, shift) = match text.char_indices().last() {
+        Some((at, 'k' | 'K')) => (&text[..at], 10),
+        Some((at, 'm' | 'M')) => (&text[..at], 20),
+        Some((at, 'g' | 'G')) => (&text[..at], 30),
+        _ => (text, 0),
+    };
+    let count: usize = digits
+        .parse()
+        .map_err(|_| format!("expected a byte count such as 1048576, 64K, 512M or 2G, found {text:?}"))?;
+    count.checked_mul(1 << shift).ok_or_else(|| format!("{text:?} is more bytes than this machine can count"))
+}
+
+impl Default for ReceiveBudget {
+    /// [`DEFAULT_RECEIVE_BUDGET_BYTES`], spilling to the system's temporary directory.
+    fn default() -> ReceiveBudget {
+        ReceiveBudget { bytes: DEFAULT_RECEIVE_BUDGET_BYTES, spill_dir: std::env::temp_dir() }
+    }
+}
+
+/// What a process's receive budget holds and has spilled, from
+/// [`super::Transport::budget_stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BudgetStats {
+    /// The budget's limit in bytes.
+    pub limit: usize,
+    /// Payload bytes in memory now, waiting for a worker to take them.
+    pub held_bytes: usize,
+    /// The most payload bytes ever held at once.
+    pub peak_held_bytes: usize,
+    /// Messages written to spill files.
+    pub spilled_messages: u64,
+    /// Their payload bytes.
+    pub spilled_bytes: u64,
+    /// Messages kept in memory beyond the limit because a spill file could not be written
+    /// (a full or missing spill directory; reported once per connection in the log).
+    pub spill_failures: u64,
+}
+
+/// The budget of one process, shared by its receive threads and the [`Charge`]s they hand out.
+#[derive(Debug)]
+pub struct BudgetState {
+    budget: ReceiveBudget,
+    held: AtomicUsize,
+    peak: AtomicUsize,
+    spilled_messages: AtomicU64,
+    spilled_bytes: AtomicU64,
+    spill_failures: AtomicU64,
+}
+
+impl BudgetState {
+    /// A budget that holds nothing yet.
+    pub fn new(budget: ReceiveBudget) -> Arc<BudgetState> {
+        Arc::new(BudgetState {
+            budget,
+            held: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+            spilled_messages: AtomicU64::new(0),
+            spilled_bytes: AtomicU64::new(0),
+            spill_failures: AtomicU64::new(0),
+        })
+    }
+
+    /// What the budget holds and has spilled.
+    pub fn stats(&self) -> BudgetStats {
+        BudgetStats {
+            limit: self.budget.bytes,
+            held_bytes: self.held.load(Ordering::Relaxed),
+            peak_held_bytes: self.peak.load(Ordering::Relaxed),
+            spilled_messages: self.spilled_messages.load(Ordering::Relaxed),
+            spilled_bytes: self.spilled_bytes.load(Ordering::Relaxed),
+            spill_failures: self.spill_failures.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Charges `bytes` if the limit allows it, or always when `force`d.
+    fn charge(self: &Arc<Self>, bytes: usize, force: bool) -> Option<Charge> {
+        let mut held = self.held.load(Ordering::Relaxed);
+        loop {
+            let after = held.saturating_add(bytes);
+            if after > self.budget.bytes && !force {
+                return None;
+            }
+            match self.held.compare_exchange_weak(held, after, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => {
+                    self.peak.fetch_max(after, Ordering::Relaxed);
+                    return Some(Charge { state: Arc::clone(self), bytes });
+                }
+                Err(now) => held = now,
+            }
+        }
+    }
+}
+
+/// Bytes of a message in memory, counted against the budget until dropped.
+#[derive(Debug)]
+pub struct Charge {
+    state: Arc<BudgetState>,
+    bytes: usize,
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.state.held.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
+/// A spill file, freed when its last region and its writer are gone.
+#[derive(Debug)]
+struct SpillFile {
+    file: File,
+}
+
+/// A message's payload in a spill file.
+#[derive(Debug)]
+pub struct SpilledRegion {
+    file: Arc<SpillFile>,
+    offset: u64,
+    len: usize,
+}
+
+impl SpilledRegion {
+    /// The payload's length.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the payload is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Reads the payload into `scratch` (which it replaces).
+    pub(crate) fn read_into(&self, scratch: &mut Vec<u8>) -> std::io::Result<()> {
+        scratch.clear();
+        scratch.resize(self.len, 0);
+        self.file.file.read_exact_at(scratch, self.offset)
+    }
+}
+
+/// Places the messages of one connection: in memory while the budget allows, else in the
+/// connection's current spill file.
+pub struct Spiller {
+    state: Arc<BudgetState>,
+    /// The file being filled, and how much it holds.
+    current: Option<(Arc<SpillFile>, u64)>,
+    /// Whether a failed spill was already logged.
+    warned: bool,
+}
+
+impl Spiller {
+    /// A spiller against `state`, with no file yet.
+    pub fn new(state: Arc<BudgetState>) -> Spiller {
+        Spiller { state, current: None, warned: false }
+    }
+
+    /// `bytes` as a payload: in memory if the budget has room, else in a spill file; in
+    /// memory beyond the limit if the spill file cannot be written (never lost).
+    pub fn place(&mut self, bytes: Bytes) -> Payload {
+        let len = bytes.len();
+        if let Some(charge) = self.state.charge(len, false) {
+            return Payload::Owned(InMemory::new(bytes, Some(charge)));
+        }
+        match self.spill(&bytes) {
+            Ok(region) => {
+                self.state.spilled_messages.fetch_add(1, Ordering::Relaxed);
+                self.state.spilled_bytes.fetch_add(len as u64, Ordering::Relaxed);
+                Payload::Spilled(Arc::new(region))
+            }
+            Err(error) => {
+                self.state.spill_failures.fetch_add(1, Ordering::Relaxed);
+                if !std::mem::replace(&mut self.warned, true) {
+                    log::warn!(
+                        "cannot spill received messages to {}: {error}; keeping them in memory beyond \
+                         the receive budget of {} bytes",
+                        self.state.budget.spill_dir.display(),
+                        self.state.budget.bytes
+                    );
+                }
+                Payload::Owned(InMemory::new(bytes, self.state.charge(len, true)))
+            }
+        }
+    }
+
+    /// Appends `bytes` to the current spill file, opening a new one when there is none or it
+    /// is full.
+    fn spill(&mut self, bytes: &[u8]) -> std::io::Result<SpilledRegion> {
+        let (file, offset) = match self.current.take() {
+            Some((file, used)) if used < SEGMENT_BYTES => (file, used),
+            _ => (Arc::new(SpillFile { file: tempfile::tempfile_in(&self.state.budget.spill_dir)? }), 0),
+        };
+        file.file.write_all_at(bytes, offset)?;
+        let region = SpilledRegion { file: Arc::clone(&file), offset, len: bytes.len() };
+        self.current = Some((file, offset + bytes.len() as u64));
+        Ok(region)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(bytes: usize) -> Arc<BudgetState> {
+        BudgetState::new(ReceiveBudget { bytes, spill_dir: std::env::temp_dir() })
+    }
+
+    #[test]
+    fn byte_counts_take_binary_suffixes_and_refuse_the_rest() {
+        assert_eq!(parse_bytes("0"), Ok(0));
+        assert_eq!(parse_bytes(" 64K "), Ok(64 << 10));
+        assert_eq!(parse_bytes("512m"), Ok(512 << 20));
+        assert_eq!(parse_bytes("2G"), Ok(2 << 30));
+        for bad in ["", "M", "1.5G", "-1", "12T", "99999999999999999999G"] {
+            assert!(parse_bytes(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn messages_stay_in_memory_up_to_the_budget_and_spill_beyond_it() {
+        let state = state(100);
+        let mut spiller = Spiller::new(Arc::clone(&state));
+        let first = spiller.place(Bytes::from(vec![1u8; 60]));
+        let second = spiller.place(Bytes::from(vec![2u8; 60]));
+        assert!(matches!(first, Payload::Owned(_)), "{first:?}");
+        assert!(matches!(second, Payload::Spilled(_)), "{second:?}");
+        let stats = state.stats();
+        assert_eq!((stats.held_bytes, stats.spilled_messages, stats.spilled_bytes), (60, 1, 60));
+        let mut scratch = Vec::new();
+        assert_eq!(second.read(&mut scratch).expect("read back"), &[2u8; 60][..]);
+        drop(first);
+        assert_eq!(state.stats().held_bytes, 0, "a dropped message gives its bytes back");
+        let third = spiller.place(Bytes::from(vec![3u8; 60]));
+        assert!(matches!(third, Payload::Owned(_)), "room again: {third:?}");
+        assert_eq!(state.stats().peak_held_bytes, 60);
+    }
+
+    #[test]
+    fn spilled_messages_read_back_in_any_order_across_files() {
+        let mut spiller = Spiller::new(state(0));
+        let big = (SEGMENT_BYTES as usize) / 2 + 1;
+        let payloads: Vec<Payload> = (0..5u8).map(|i| spiller.place(Bytes::from(vec![i; big]))).collect();
+        let mut scratch = Vec::new();
+        for (i, payload) in payloads.iter().enumerate().rev() {
+            let bytes = payload.read(&mut scratch).expect("read back");
+            assert_eq!(bytes.len(), big);
+            assert!(bytes.iter().all(|&b| usize::from(b) == i), "payload {i} came back changed");
+        }
+    }
+
+    #[test]
+    fn a_spill_directory_that_cannot_be_written_keeps_messages_in_memory() {
+        let state =
+            BudgetState::new(ReceiveBudget { bytes: 0, spill_dir: PathBuf::from("/nonexistent/spill") });
+        let mut spiller = Spiller::new(Arc::clone(&state));
+        let payload = spiller.place(Bytes::from(vec![7u8; 10]));
+        assert_eq!(payload.in_memory(), Some(&[7u8; 10][..]));
+        let stats = state.stats();
+        assert_eq!((stats.spill_failures, stats.held_bytes), (1, 10));
+    }
+}
