@@ -107,6 +107,8 @@ pub struct SlabStats {
     pub buffers_allocated: usize,
     /// Total size in bytes of the buffers allocated.
     pub bytes_allocated: usize,
+    /// Total size in bytes of the buffers freed by [`BytesSlab::release_spare_buffers`].
+    pub bytes_released: usize,
     /// Times the slab moved to a buffer it already had instead of allocating one.
     pub buffers_reused: usize,
     /// Bytes copied when moving valid bytes to another buffer or to the start of one.
@@ -254,7 +256,15 @@ impl BytesSlab {
     /// with handed-out [`Bytes`] still alive are kept.
     pub fn release_spare_buffers(&mut self) {
         self.collect_pending();
+        self.stats.bytes_released += self.spare.iter().map(|buffer| buffer.len()).sum::<usize>();
         self.spare = Vec::new();
+    }
+
+    /// Bytes of the buffers the slab holds: the current one, those left behind with handed-out
+    /// [`Bytes`] alive, and the spare ones.
+    #[must_use]
+    pub fn held_bytes(&self) -> usize {
+        self.stats.bytes_allocated - self.stats.bytes_released
     }
 
     /// Moves the valid bytes to the front of a buffer of at least `needed` bytes.

@@ -331,6 +331,8 @@ impl ClusterAllocator {
             spares: Vec::new(),
             violations,
             scratch: Vec::new(),
+            pulled_bytes: 0,
+            events: Rc::clone(self.local.events()),
         })
     }
 
@@ -465,7 +467,17 @@ struct ClusterPuller<T> {
     violations: ProtocolViolations,
     /// What spilled messages are read back into.
     scratch: Vec<u8>,
+    /// Payload bytes handed out since the operator last found the channel empty.
+    pulled_bytes: usize,
+    /// Where the channel is marked as having data, to schedule its operator again.
+    events: Events,
 }
+
+/// The most payload bytes from other processes a puller hands out in one activation of its
+/// operator (4 MiB); the operator is scheduled again for the rest. Operators drain their
+/// inputs, so without this an operator behind a slow one would move a whole backlog, spilled or
+/// not, into memory in one step.
+pub const PULL_BYTES_PER_ACTIVATION: usize = 4 << 20;
 
 /// A puller keeps the buffer it read a spilled message into unless it grew beyond this.
 const MAX_KEPT_SCRATCH_BYTES: usize = 4 << 20;
@@ -479,24 +491,37 @@ impl<T: Exchangeable> Pull<T> for ClusterPuller<T> {
             self.current = Some(element);
             return &mut self.current;
         }
+        if self.pulled_bytes >= PULL_BYTES_PER_ACTIVATION {
+            // Enough for one activation: what else waits stays in the inbox (or its spill
+            // file), and the channel's event schedules its operator again.
+            self.pulled_bytes = 0;
+            if !self.remote.borrow().is_empty() {
+                self.events.borrow_mut().push(self.identifier);
+            }
+            self.current = None;
+            return &mut self.current;
+        }
         // After a failure the worker stops at its next step: nothing more from the network
         // is handed out, so that nothing is computed from a stream missing a dropped message.
         let message = match self.violations.is_healthy() {
             true => self.remote.borrow_mut().pop(),
             false => None,
         };
-        self.current = message.and_then(|(source, payload)| {
-            let mut scratch = std::mem::take(&mut self.scratch);
-            let bytes = payload.read(&mut scratch).unwrap_or_else(|error| {
-                // This process's own disk failed, not the sender: the worker fails, naming it.
-                panic!("cannot read a received message back from its spill file: {error}")
-            });
-            let element = self.decode(source, bytes);
-            if scratch.capacity() <= MAX_KEPT_SCRATCH_BYTES {
-                self.scratch = scratch;
-            }
-            element
+        let Some((source, payload)) = message else {
+            self.pulled_bytes = 0;
+            self.current = None;
+            return &mut self.current;
+        };
+        self.pulled_bytes += payload.len();
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let bytes = payload.read(&mut scratch).unwrap_or_else(|error| {
+            // This process's own disk failed, not the sender: the worker fails, naming it.
+            panic!("cannot read a received message back from its spill file: {error}")
         });
+        self.current = self.decode(source, bytes);
+        if scratch.capacity() <= MAX_KEPT_SCRATCH_BYTES {
+            self.scratch = scratch;
+        }
         &mut self.current
     }
 

@@ -40,6 +40,11 @@ impl InboxQueue {
         self.messages.pop_front()
     }
 
+    /// Whether no message waits.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
+
     /// Called when the channel's puller is dropped: what waits is dropped, and so is what
     /// arrives later.
     pub(crate) fn close(&mut self) {

@@ -1,8 +1,8 @@
 //! The payload of a received message, wherever it waits until its worker takes it.
 //!
-//! This module owns [`Payload`]: a slice of a receive buffer (never copied) charged to the
-//! process's receive budget until it is dropped, or, once the budget is spent, a region of a
-//! spill file ([`super::receive_budget`]) read back when the worker decodes it. It must not
+//! This module owns [`Payload`]: a slice of a receive buffer (never copied), or, once the
+//! process's receive buffers hold more than its budget, a region of a spill file
+//! ([`super::receive_budget`]) read back when the worker decodes it. It must not
 //! decide where a payload goes (the receive thread does) nor interpret its bytes.
 
 use std::fmt;
@@ -10,20 +10,7 @@ use std::sync::Arc;
 
 use timely_bytes::Bytes;
 
-use super::receive_budget::{Charge, SpilledRegion};
-
-/// A received message's bytes, held in memory.
-pub struct InMemory {
-    bytes: Bytes,
-    /// What these bytes count against the receive budget, given back on drop.
-    _charge: Option<Charge>,
-}
-
-impl InMemory {
-    pub(crate) fn new(bytes: Bytes, charge: Option<Charge>) -> InMemory {
-        InMemory { bytes, _charge: charge }
-    }
-}
+use super::receive_budget::SpilledRegion;
 
 /// The payload of a received message.
 ///
@@ -33,18 +20,18 @@ impl InMemory {
 /// `Arc` allocation per broadcast is cheap next to that.
 pub enum Payload {
     /// The only copy, for a message to one worker.
-    Owned(InMemory),
+    Owned(Bytes),
     /// Shared by the workers a message was broadcast to.
-    Shared(Arc<InMemory>),
+    Shared(Arc<Bytes>),
     /// Written to a spill file because the receive budget was spent; shared by the workers a
     /// broadcast went to.
     Spilled(Arc<SpilledRegion>),
 }
 
 impl From<Bytes> for Payload {
-    /// A payload in memory that nobody charged to a budget.
+    /// A payload in memory, for one worker.
     fn from(bytes: Bytes) -> Payload {
-        Payload::Owned(InMemory::new(bytes, None))
+        Payload::Owned(bytes)
     }
 }
 
@@ -52,8 +39,8 @@ impl Payload {
     /// The payload's length in bytes.
     pub fn len(&self) -> usize {
         match self {
-            Payload::Owned(held) => held.bytes.len(),
-            Payload::Shared(held) => held.bytes.len(),
+            Payload::Owned(held) => held.len(),
+            Payload::Shared(held) => held.len(),
             Payload::Spilled(region) => region.len(),
         }
     }
@@ -66,8 +53,8 @@ impl Payload {
     /// The bytes, if they are in memory.
     pub fn in_memory(&self) -> Option<&[u8]> {
         match self {
-            Payload::Owned(held) => Some(&held.bytes),
-            Payload::Shared(held) => Some(&held.bytes),
+            Payload::Owned(held) => Some(held),
+            Payload::Shared(held) => Some(held),
             Payload::Spilled(_) => None,
         }
     }
@@ -79,8 +66,8 @@ impl Payload {
     /// The spill file could not be read (a local disk failure).
     pub fn read<'a>(&'a self, scratch: &'a mut Vec<u8>) -> std::io::Result<&'a [u8]> {
         match self {
-            Payload::Owned(held) => Ok(&held.bytes),
-            Payload::Shared(held) => Ok(&held.bytes),
+            Payload::Owned(held) => Ok(held),
+            Payload::Shared(held) => Ok(held),
             Payload::Spilled(region) => {
                 region.read_into(scratch)?;
                 Ok(scratch.as_slice())
@@ -103,7 +90,7 @@ impl fmt::Debug for Payload {
 /// A payload handed to several local workers (a broadcast): each gets a [`Payload`] sharing it.
 pub(crate) enum Broadcast {
     /// In memory.
-    InMemory(Arc<InMemory>),
+    InMemory(Arc<Bytes>),
     /// In a spill file.
     Spilled(Arc<SpilledRegion>),
 }

@@ -3,10 +3,18 @@
 //!
 //! This module owns [`ReceiveBudget`] (the limit and the spill directory, from
 //! [`crate::initialize`]'s `TIMELY_RECEIVE_BUDGET` and `TIMELY_SPILL_DIR`), the process-wide
-//! count of bytes held against it ([`BudgetState`], with a [`Charge`] per message in memory
-//! that gives its bytes back when dropped), and each receive thread's [`Spiller`], which
-//! places a message: in memory while the budget allows, else appended to a spill file of the
-//! connection. It must not read sockets nor decide what a message means.
+//! count of the bytes its receive buffers hold ([`BudgetState`]: every receive thread
+//! publishes what its buffers hold, messages not yet taken keep their buffer alive), and each
+//! receive thread's [`Spiller`], which places a message: in its receive buffer while the
+//! process's buffers hold no more than the budget, else appended to a spill file of the
+//! connection (the buffer can then be reused). It must not read sockets nor decide what a
+//! message means.
+//!
+//! What is counted is whole buffers, not payloads: a message kept in memory keeps its buffer
+//! (1 MiB, or the message's size rounded up to a power of two) alive until its worker takes
+//! it, and a thread's buffers are what the process really holds. Memory for received data
+//! thus stays under the budget plus, per connection, the buffer being filled (at least the
+//! message arriving) and what a worker is decoding.
 //!
 //! Why spilling, and not stopping the reads: a receive thread that stops reading makes TCP
 //! stop the sender, whose send queue fills, whose workers then block on a send; two processes
@@ -28,7 +36,7 @@ use std::sync::Arc;
 
 use timely_bytes::Bytes;
 
-use super::payload::{InMemory, Payload};
+use super::payload::Payload;
 
 /// The default limit of a process's received bytes in memory (256 MiB).
 pub const DEFAULT_RECEIVE_BUDGET_BYTES: usize = 256 << 20;
@@ -111,9 +119,9 @@ impl Default for ReceiveBudget {
 pub struct BudgetStats {
     /// The budget's limit in bytes.
     pub limit: usize,
-    /// Payload bytes in memory now, waiting for a worker to take them.
+    /// Bytes of the receive buffers now.
     pub held_bytes: usize,
-    /// The most payload bytes ever held at once.
+    /// The most bytes the receive buffers held at once.
     pub peak_held_bytes: usize,
     /// Messages written to spill files.
     pub spilled_messages: u64,
@@ -124,7 +132,7 @@ pub struct BudgetStats {
     pub spill_failures: u64,
 }
 
-/// The budget of one process, shared by its receive threads and the [`Charge`]s they hand out.
+/// The budget of one process, shared by its receive threads.
 #[derive(Debug)]
 pub struct BudgetState {
     budget: ReceiveBudget,
@@ -160,35 +168,9 @@ impl BudgetState {
         }
     }
 
-    /// Charges `bytes` if the limit allows it, or always when `force`d.
-    fn charge(self: &Arc<Self>, bytes: usize, force: bool) -> Option<Charge> {
-        let mut held = self.held.load(Ordering::Relaxed);
-        loop {
-            let after = held.saturating_add(bytes);
-            if after > self.budget.bytes && !force {
-                return None;
-            }
-            match self.held.compare_exchange_weak(held, after, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => {
-                    self.peak.fetch_max(after, Ordering::Relaxed);
-                    return Some(Charge { state: Arc::clone(self), bytes });
-                }
-                Err(now) => held = now,
-            }
-        }
-    }
-}
-
-/// Bytes of a message in memory, counted against the budget until dropped.
-#[derive(Debug)]
-pub struct Charge {
-    state: Arc<BudgetState>,
-    bytes: usize,
-}
-
-impl Drop for Charge {
-    fn drop(&mut self) {
-        self.state.held.fetch_sub(self.bytes, Ordering::AcqRel);
+    /// Whether the receive buffers hold more than the budget.
+    fn over(&self) -> bool {
+        self.held.load(Ordering::Relaxed) > self.budget.bytes
     }
 }
 
@@ -225,10 +207,12 @@ impl SpilledRegion {
     }
 }
 
-/// Places the messages of one connection: in memory while the budget allows, else in the
-/// connection's current spill file.
+/// Places the messages of one connection: in its receive buffer while the process's buffers
+/// hold no more than the budget, else in the connection's current spill file.
 pub struct Spiller {
     state: Arc<BudgetState>,
+    /// What this connection's buffers hold, as last published.
+    published: usize,
     /// The file being filled, and how much it holds.
     current: Option<(Arc<SpillFile>, u64)>,
     /// Whether a failed spill was already logged.
@@ -238,20 +222,35 @@ pub struct Spiller {
 impl Spiller {
     /// A spiller against `state`, with no file yet.
     pub fn new(state: Arc<BudgetState>) -> Spiller {
-        Spiller { state, current: None, warned: false }
+        Spiller { state, published: 0, current: None, warned: false }
     }
 
-    /// `bytes` as a payload: in memory if the budget has room, else in a spill file; in
-    /// memory beyond the limit if the spill file cannot be written (never lost).
+    /// Publishes that this connection's receive buffers hold `bytes`; returns whether the
+    /// process's buffers hold more than the budget (the caller should then free the buffers
+    /// it keeps for reuse, and publish again).
+    pub fn buffers_hold(&mut self, bytes: usize) -> bool {
+        if bytes >= self.published {
+            let after =
+                self.state.held.fetch_add(bytes - self.published, Ordering::AcqRel) + bytes - self.published;
+            self.state.peak.fetch_max(after, Ordering::Relaxed);
+        } else {
+            self.state.held.fetch_sub(self.published - bytes, Ordering::AcqRel);
+        }
+        self.published = bytes;
+        self.state.over()
+    }
+
+    /// `bytes` as a payload: as it is while the process's buffers hold no more than the
+    /// budget, else in a spill file; as it is, beyond the budget, if the spill file cannot be
+    /// written (never lost).
     pub fn place(&mut self, bytes: Bytes) -> Payload {
-        let len = bytes.len();
-        if let Some(charge) = self.state.charge(len, false) {
-            return Payload::Owned(InMemory::new(bytes, Some(charge)));
+        if !self.state.over() {
+            return Payload::Owned(bytes);
         }
         match self.spill(&bytes) {
             Ok(region) => {
                 self.state.spilled_messages.fetch_add(1, Ordering::Relaxed);
-                self.state.spilled_bytes.fetch_add(len as u64, Ordering::Relaxed);
+                self.state.spilled_bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
                 Payload::Spilled(Arc::new(region))
             }
             Err(error) => {
@@ -264,7 +263,7 @@ impl Spiller {
                         self.state.budget.bytes
                     );
                 }
-                Payload::Owned(InMemory::new(bytes, self.state.charge(len, true)))
+                Payload::Owned(bytes)
             }
         }
     }
@@ -280,6 +279,13 @@ impl Spiller {
         let region = SpilledRegion { file: Arc::clone(&file), offset, len: bytes.len() };
         self.current = Some((file, offset + bytes.len() as u64));
         Ok(region)
+    }
+}
+
+impl Drop for Spiller {
+    /// The connection's buffers are gone with its receive thread.
+    fn drop(&mut self) {
+        self.buffers_hold(0);
     }
 }
 
@@ -303,27 +309,34 @@ mod tests {
     }
 
     #[test]
-    fn messages_stay_in_memory_up_to_the_budget_and_spill_beyond_it() {
+    fn messages_spill_while_the_buffers_hold_more_than_the_budget() {
         let state = state(100);
         let mut spiller = Spiller::new(Arc::clone(&state));
+        assert!(!spiller.buffers_hold(100), "at the budget is not over it");
         let first = spiller.place(Bytes::from(vec![1u8; 60]));
-        let second = spiller.place(Bytes::from(vec![2u8; 60]));
         assert!(matches!(first, Payload::Owned(_)), "{first:?}");
+        let mut other = Spiller::new(Arc::clone(&state));
+        assert!(other.buffers_hold(1), "two connections' buffers add up");
+        let second = spiller.place(Bytes::from(vec![2u8; 60]));
         assert!(matches!(second, Payload::Spilled(_)), "{second:?}");
         let stats = state.stats();
-        assert_eq!((stats.held_bytes, stats.spilled_messages, stats.spilled_bytes), (60, 1, 60));
+        assert_eq!(
+            (stats.held_bytes, stats.peak_held_bytes, stats.spilled_messages, stats.spilled_bytes),
+            (101, 101, 1, 60)
+        );
         let mut scratch = Vec::new();
         assert_eq!(second.read(&mut scratch).expect("read back"), &[2u8; 60][..]);
-        drop(first);
-        assert_eq!(state.stats().held_bytes, 0, "a dropped message gives its bytes back");
-        let third = spiller.place(Bytes::from(vec![3u8; 60]));
-        assert!(matches!(third, Payload::Owned(_)), "room again: {third:?}");
-        assert_eq!(state.stats().peak_held_bytes, 60);
+        drop(other);
+        assert_eq!(state.stats().held_bytes, 100, "a connection's buffers go with it");
+        assert!(matches!(spiller.place(Bytes::from(vec![3u8; 60])), Payload::Owned(_)), "room again");
+        assert!(!spiller.buffers_hold(10));
+        assert_eq!(state.stats().held_bytes, 10, "freed buffers are published");
     }
 
     #[test]
     fn spilled_messages_read_back_in_any_order_across_files() {
         let mut spiller = Spiller::new(state(0));
+        spiller.buffers_hold(1);
         let big = (SEGMENT_BYTES as usize) / 2 + 1;
         let payloads: Vec<Payload> = (0..5u8).map(|i| spiller.place(Bytes::from(vec![i; big]))).collect();
         let mut scratch = Vec::new();
@@ -339,9 +352,9 @@ mod tests {
         let state =
             BudgetState::new(ReceiveBudget { bytes: 0, spill_dir: PathBuf::from("/nonexistent/spill") });
         let mut spiller = Spiller::new(Arc::clone(&state));
+        spiller.buffers_hold(1);
         let payload = spiller.place(Bytes::from(vec![7u8; 10]));
         assert_eq!(payload.in_memory(), Some(&[7u8; 10][..]));
-        let stats = state.stats();
-        assert_eq!((stats.spill_failures, stats.held_bytes), (1, 10));
+        assert_eq!(state.stats().spill_failures, 1);
     }
 }

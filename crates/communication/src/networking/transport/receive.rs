@@ -229,6 +229,11 @@ impl Inbound {
         let alarm = Arc::clone(&self.alarm);
         let silence = Watch { silences: &alarm.silences, remote: self.remote };
         loop {
+            if self.spiller.buffers_hold(slab.held_bytes()) {
+                // Over budget: what follows spills, and buffers kept for reuse are freed.
+                slab.release_spare_buffers();
+                self.spiller.buffers_hold(slab.held_bytes());
+            }
             let last = self.deliver_complete(&mut slab);
             self.wake();
             self.publish(&slab);

@@ -1,0 +1,60 @@
+"""A consumer slower than its producer holds at most its receive budget (plus a constant) in
+memory, and loses nothing: what is beyond the budget waits in spill files.
+
+The producer (worker 0) sends 400 MB of 1 KB records to worker 1 on the other process without
+waiting; worker 1 takes 20 us per record, so it finishes seconds after the producer. With a
+16 MiB budget its resident memory stays within the budget plus `CONSTANT` of where it started;
+with a budget too large to matter (as before budgets existed) it holds most of what was sent.
+"""
+
+import re
+
+import pytest
+from support.cluster import Cluster
+from support.paths import CLUSTER_SCRIPTS as SCRIPTS
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
+
+MIB = 1 << 20
+EPOCHS, RECORDS = 200, 2000
+#: The budget of the bounded run.
+BUDGET = 16 * MIB
+#: What the consumer may hold beyond the budget: its buffers in use, what a worker decodes, the
+#: interpreter's own growth (about 20 MB measured; docs/networking.md, "Receive budget").
+CONSTANT = 40 * MIB
+
+
+def run_slow_consumer(tmp_path, budget):
+    """The consumer's records, resident-memory growth in bytes, and how many seconds after the
+    producer's last send it took its last record."""
+    tmp_path.mkdir()
+    with Cluster(tmp_path, processes=2) as cluster:
+        for index in range(2):
+            cluster.start(
+                index,
+                [SCRIPTS / "slow_consumer.py", EPOCHS, RECORDS],
+                TIMELY_RECEIVE_BUDGET=str(budget),
+                TIMELY_SPILL_DIR=str(tmp_path),
+            )
+        assert cluster.wait_all(timeout=240) == [0, 0], cluster.report(1)
+        sent = re.search(r"^producer: sent (\d+) at (\S+)$", cluster.stdout(0), re.MULTILINE)
+        taken = re.search(
+            r"^consumer: records (\d+) baseline (\d+) peak (\d+) last (\S+)$", cluster.stdout(1), re.MULTILINE
+        )
+        assert sent and taken, cluster.report(0) + cluster.report(1)
+        records, baseline, peak, last = int(taken[1]), int(taken[2]), int(taken[3]), float(taken[4])
+        assert int(sent[1]) == EPOCHS * RECORDS
+        return records, peak - baseline, last - float(sent[2])
+
+
+def test_a_slow_consumer_holds_its_budget_and_loses_nothing(tmp_path):
+    records, growth, lag = run_slow_consumer(tmp_path / "bounded", BUDGET)
+    assert records == EPOCHS * RECORDS, "records were lost"
+    assert lag > 2, f"the consumer kept up (finished {lag:.1f} s after the producer): no overload was tested"
+    assert growth < BUDGET + CONSTANT, f"the consumer grew by {growth / MIB:.0f} MiB with a 16 MiB budget"
+
+
+def test_without_a_budget_that_binds_the_consumer_holds_the_backlog(tmp_path):
+    records, growth, _ = run_slow_consumer(tmp_path / "unbounded", "64G")
+    assert records == EPOCHS * RECORDS
+    assert growth > BUDGET + CONSTANT, f"grew by only {growth / MIB:.0f} MiB: the bounded test proves nothing"
