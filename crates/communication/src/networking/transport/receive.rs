@@ -2,7 +2,8 @@
 //!
 //! This module owns the loop that reads a connection into a [`BytesSlab`], cuts it into
 //! messages, and hands each payload, without copying it, to the local workers its header
-//! targets, waking them once per read; and the watch for a silent peer: reads
+//! targets, waking them once per read (or, while the process's receive buffers hold more than
+//! its budget, a region of a spill file: [`crate::networking::receive_budget`]); and the watch for a silent peer: reads
 //! time out every [`Liveness::check_interval`], and a peer from which no byte (data or
 //! heartbeat) arrived for longer than the peer timeout is lost. Heartbeats are consumed here
 //! and never reach a worker, and so are clock frames: a probe is stamped with its arrival time
