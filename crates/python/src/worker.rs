@@ -82,6 +82,8 @@ impl<T> Drop for ThreadBound<T> {
 /// What a worker owns on its thread.
 struct WorkerParts {
     peers: Cell<usize>,
+    /// The workers of one process: the same in every process, for the whole run.
+    threads: usize,
     /// The workers present, as of the last step.
     members: RefCell<Members>,
     /// True once this worker's process is leaving (as of the last step).
@@ -135,8 +137,10 @@ impl PyWorker {
         let mut worker = Worker::new(allocator);
         let logger = tracing::install(trace, &mut worker);
         let context = Rc::new(WorkerContext::new(worker.index(), abort));
+        let threads = worker.state().workers_of(0).len();
         let parts = WorkerParts {
             peers: Cell::new(worker.peers()),
+            threads,
             members: RefCell::default(),
             leaving: Cell::new(false),
             leave_signal,
@@ -226,7 +230,8 @@ impl PyWorker {
     /// in process order; indices stay when others leave): what a `Controller` evacuates
     /// before that process leaves.
     fn workers_of(&self, process: usize) -> PyResult<Vec<usize>> {
-        Ok(self.worker()?.state().workers_of(process).collect())
+        let threads = self.parts()?.threads;
+        Ok((process * threads..(process + 1) * threads).collect())
     }
 
     /// True once this worker's process is leaving the cluster: `leave()` was called on one of
