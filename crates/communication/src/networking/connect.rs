@@ -9,7 +9,9 @@
 //! [`super::accept::RefusalLog`]) and dropped, while a peer that proved it knows the secret but
 //! is configured differently (cluster id, process or thread count) ends setup with that error on
 //! both sides. The dialler fails on any answer that is not a valid peer: it called the address
-//! of the process it expects, and retrying cannot help.
+//! of the process it expects, and retrying cannot help. A peer that connected and then closed
+//! its connection (it exited or crashed while this process waited for others) ends setup
+//! within [`CLOSED_PEER_CHECK`], naming it.
 //!
 //! A process joining a running cluster ([`Entry::Join`]) is the highest process: it listens
 //! (so that its own join acceptor can admit the next joiner once it runs) but accepts nobody
@@ -252,7 +254,10 @@ fn collect(
     let mut streams: Vec<Option<PeerStream>> = addresses.iter().map(|_| None).collect();
     let mut missing = addresses.len() - 1 - gone.len();
     while missing > 0 {
-        match arrivals.recv_deadline(setup.end) {
+        if let Some((process, reason)) = closed_peer(&streams) {
+            return Err(NetworkError::PeerLost { process, reason });
+        }
+        match arrivals.recv_deadline(setup.end.min(Instant::now() + CLOSED_PEER_CHECK)) {
             Ok(Event::Connected { process, address, stream }) => match &streams[process] {
                 Some(_) => setup.reject(
                     NetworkError::UnexpectedProcess {
@@ -267,10 +272,34 @@ fn collect(
                 }
             },
             Ok(Event::Failed(error)) => return Err(error),
+            Err(_) if Instant::now() < setup.end => {}
             Err(_) => return Err(missing_peers(setup, &streams, addresses, gone, deadline)),
         }
     }
     Ok(streams)
+}
+
+/// How often setup looks for connected peers that closed their connection again.
+const CLOSED_PEER_CHECK: Duration = Duration::from_millis(100);
+
+/// The first connected peer whose connection has ended (it exited or crashed while this
+/// process waited for others), and why; `None` while every connection is open. A peer that
+/// finished setup may already send, so bytes waiting mean it is alive; nothing is consumed.
+fn closed_peer(streams: &[Option<PeerStream>]) -> Option<(usize, String)> {
+    streams.iter().enumerate().find_map(|(process, peer)| {
+        let stream = &peer.as_ref()?.stream;
+        stream.set_nonblocking(true).ok()?;
+        let mut byte = [0u8; 1];
+        let state = stream.peek(&mut byte);
+        let _ = stream.set_nonblocking(false);
+        match state {
+            Ok(0) => Some((process, "it closed its connection during set-up".to_string())),
+            Err(error) if error.kind() != std::io::ErrorKind::WouldBlock => {
+                Some((process, format!("its connection failed during set-up: {error}")))
+            }
+            _ => None,
+        }
+    })
 }
 
 /// The error naming every process without a stream.

@@ -367,6 +367,27 @@ fn a_wrong_cluster_id_fails_setup_on_both_sides() {
 }
 
 #[test]
+fn a_peer_that_exits_during_setup_is_named_at_once() {
+    common::within(LIMIT, || {
+        let addresses = common::free_addresses(3);
+        let id = identity(9, b"test secret");
+        let (wanted, secret) = (addresses.clone(), id.clone());
+        let waiting = std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            (establish(0, &wanted, 1, &secret, Duration::from_secs(60)), started.elapsed())
+        });
+        // Process 1 connects to 0, waits 2 s for process 2 (never started), gives up and exits.
+        let quitter = establish(1, &addresses, 1, &id, Duration::from_secs(2));
+        assert!(matches!(quitter, Err(NetworkError::MissingPeers { .. })), "{quitter:?}");
+        let (result, waited) = waiting.join().expect("process 0's setup");
+        let error = result.expect_err("process 1 is gone");
+        assert!(matches!(error, NetworkError::PeerLost { process: 1, .. }), "{error}");
+        assert!(error.to_string().contains("during set-up"), "{error}");
+        assert!(waited < Duration::from_secs(10), "process 0 waited {waited:?}, as for its 60 s deadline");
+    });
+}
+
+#[test]
 fn a_wrong_secret_is_rejected() {
     common::within(LIMIT, || {
         let results = mismatched(identity(1, b"other"), Duration::from_secs(2));
