@@ -1,7 +1,7 @@
 //! Runs on loopback "processes": threads of this test, each running `timely_engine::execute`
 //! with its own `Config::Cluster` of one worker, connected over loopback TCP. A process joins
 //! once worker 0 says it reached the plan's join epoch; leaves are the workers' own doing
-//! (`worker.rs`).
+//! (`worker.rs`). Odd seeds run with a receive budget of 0: every message spills.
 
 use super::common;
 use super::run::Plan;
@@ -16,7 +16,14 @@ pub(super) fn execute(plan: Plan, run: Run) -> Result<(), String> {
     let processes = plan.processes;
     let addresses = common::free_addresses(processes + usize::from(plan.join.is_some()));
     let start = |process: usize, join: Option<usize>| {
-        let config = common::loopback_cluster(&addresses, process, processes, 1, join);
+        let mut config = common::loopback_cluster(&addresses, process, processes, 1, join);
+        if run.seed % 2 == 1 {
+            // Odd seeds spill every message from another process (a receive budget of 0), so
+            // that spilling and the pullers' per-activation limit meet joins and leaves too.
+            if let timely_communication::Config::Cluster(cluster) = &mut config {
+                cluster.receive_budget.bytes = 0;
+            }
+        }
         let (run, status) = (run.clone(), run.clone());
         std::thread::Builder::new()
             .name(format!("randomized-{}-process-{}", run.seed, process))
