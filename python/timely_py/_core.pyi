@@ -2,7 +2,7 @@
 
 import os
 from types import TracebackType
-from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Tuple, TypeVar, Union, final
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Tuple, TypedDict, TypeVar, Union, final
 
 Time = Union[int, Tuple[int, ...]]
 """A timestamp: an int epoch at a dataflow's root, a flat tuple (epoch, i1, ...) in loops."""
@@ -90,6 +90,30 @@ def slice_critical_path(table: Any) -> Any:
     Arguments, result and errors as `worker_activities`; activities of one worker that
     overlap raise `ValueError`."""
 
+class NetworkStats(TypedDict):
+    """What ``Worker.network_stats()`` returns: the process's receive budget and spilling
+    (``docs/networking.md``, "Receive budget and spilling"), then this worker's messages for
+    channels it has not built yet."""
+
+    receive_budget: int
+    """The process's ``TIMELY_RECEIVE_BUDGET`` in bytes."""
+    held_bytes: int
+    """Bytes the process's receive buffers hold now."""
+    peak_held_bytes: int
+    """The most bytes they held at once."""
+    spilled_messages: int
+    """Messages received past the budget and written to spill files."""
+    spilled_bytes: int
+    """Their bytes."""
+    spill_failures: int
+    """Messages kept in memory past the budget because a spill file could not be written."""
+    early_messages: int
+    """Messages waiting on this worker for channels it has not built yet."""
+    early_bytes: int
+    """Their bytes."""
+    dropped_after_close: int
+    """Messages dropped on arrival because their channel was already closed on this worker."""
+
 @final
 class Worker:
     @property
@@ -103,6 +127,10 @@ class Worker:
     def workers_of(self, process: int) -> list[int]:
         """The workers of process `process` (numbered in process order; indices stay when
         others leave): what ``Controller.evacuate`` takes bins off before it leaves."""
+    def network_stats(self) -> Optional[NetworkStats]:
+        """What the process holds of the messages it received and what spilled to disk past
+        its receive budget, with this worker's messages for channels not built yet; None in a
+        single process. Callable from inside an operator."""
     @property
     def leaving(self) -> bool:
         """True once this worker's process leaves the cluster (``leave()`` or the launcher's

@@ -22,11 +22,15 @@ BUDGET = 16 * MIB
 #: What the consumer may hold beyond the budget: its buffers in use, what a worker decodes, the
 #: interpreter's own growth (about 20 MB measured; docs/networking.md, "Receive budget").
 CONSTANT = 40 * MIB
+#: What the receive buffers may hold beyond the budget: the buffers being filled when the
+#: budget is reached (1 MiB each, or the size of a larger message; measured 3 MiB over).
+BUFFER = 8 * MIB
 
 
 def run_slow_consumer(tmp_path, budget):
-    """The consumer's records, resident-memory growth in bytes, and how many seconds after the
-    producer's last send it took its last record."""
+    """The consumer's records, resident-memory growth in bytes, how many seconds after the
+    producer's last send it took its last record, and its `worker.network_stats()` as of its
+    last record."""
     tmp_path.mkdir()
     with Cluster(tmp_path, processes=2) as cluster:
         for index in range(2):
@@ -41,20 +45,30 @@ def run_slow_consumer(tmp_path, budget):
         taken = re.search(
             r"^consumer: records (\d+) baseline (\d+) peak (\d+) last (\S+)$", cluster.stdout(1), re.MULTILINE
         )
-        assert sent and taken, cluster.report(0) + cluster.report(1)
+        network = re.search(
+            r"^network: held (\d+) spilled (\d+) messages (\d+) budget (\d+)$", cluster.stdout(1), re.MULTILINE
+        )
+        assert sent and taken and network, cluster.report(0) + cluster.report(1)
         records, baseline, peak, last = int(taken[1]), int(taken[2]), int(taken[3]), float(taken[4])
         assert int(sent[1]) == EPOCHS * RECORDS
-        return records, peak - baseline, last - float(sent[2])
+        keys = ["peak_held_bytes", "spilled_bytes", "spilled_messages", "receive_budget"]
+        return records, peak - baseline, last - float(sent[2]), dict(zip(keys, map(int, network.groups())))
 
 
 def test_a_slow_consumer_holds_its_budget_and_loses_nothing(tmp_path):
-    records, growth, lag = run_slow_consumer(tmp_path / "bounded", BUDGET)
+    records, growth, lag, network = run_slow_consumer(tmp_path / "bounded", BUDGET)
     assert records == EPOCHS * RECORDS, "records were lost"
+    assert network["receive_budget"] == BUDGET
+    # What the receive buffers held stayed within the budget plus the buffers being filled,
+    # and the rest spilled.
+    assert network["peak_held_bytes"] <= BUDGET + BUFFER, network
+    assert network["spilled_bytes"] > 100 * MIB and network["spilled_messages"] > 0, network
     assert lag > 2, f"the consumer kept up (finished {lag:.1f} s after the producer): no overload was tested"
     assert growth < BUDGET + CONSTANT, f"the consumer grew by {growth / MIB:.0f} MiB with a 16 MiB budget"
 
 
 def test_without_a_budget_that_binds_the_consumer_holds_the_backlog(tmp_path):
-    records, growth, _ = run_slow_consumer(tmp_path / "unbounded", "64G")
+    records, growth, _, network = run_slow_consumer(tmp_path / "unbounded", "64G")
     assert records == EPOCHS * RECORDS
+    assert network["spilled_bytes"] == 0 and network["peak_held_bytes"] > BUDGET + BUFFER, network
     assert growth > BUDGET + CONSTANT, f"grew by only {growth / MIB:.0f} MiB: the bounded test proves nothing"

@@ -194,13 +194,17 @@ def test_the_worker_s_getters_work_from_inside_an_operator():
         seen = []
         with worker.dataflow() as scope:
             probe = scope.to_stream([1]).inspect(
-                lambda x: seen.append((worker.peers, worker.members, worker.workers_of(1), worker.leaving))
+                lambda x: seen.append(
+                    (worker.peers, worker.members, worker.workers_of(1), worker.leaving, worker.network_stats())
+                )
             ).probe()
         step_until(worker, lambda: not probe.done())
         return seen
 
     seen = [item for part in run(main, 2) for item in part]
-    assert seen and all(item == (2, [0, 1], [2, 3], False) for item in seen), seen
+    # One process: no network, so no network statistics (tests/cluster/test_receive_budget.py
+    # reads them in a cluster).
+    assert seen and all(item == (2, [0, 1], [2, 3], False, None) for item in seen), seen
 
 
 def test_failure_in_a_callback_holding_the_worker_leaves_stderr_clean():

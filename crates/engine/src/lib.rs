@@ -44,4 +44,4 @@ pub use order::{PartialOrder, Product, TotalOrder};
 pub use progress::{Antichain, ChangeBatch, MutableAntichain, PathSummary, Refines, Timestamp};
 pub use timely_communication::Config;
 pub use trace::{ProcessTrace, TraceSettings};
-pub use worker::{Activity, ClusterFailure, StopSignal, StoppedByPeer, Worker};
+pub use worker::{Activity, ClusterFailure, StopSignal, StoppedByPeer, Worker, WorkerState};

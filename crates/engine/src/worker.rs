@@ -21,6 +21,8 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use timely_communication::allocator::inboxes::InboxStats;
+use timely_communication::networking::BudgetStats;
 use timely_communication::Allocator;
 
 /// How long a joining worker parks at most between checks of its bootstrap.
@@ -129,6 +131,13 @@ impl WorkerState {
     pub fn workers_of(&self, process: usize) -> std::ops::Range<usize> {
         let threads = self.allocator.borrow().threads();
         process * threads..(process + 1) * threads
+    }
+
+    /// In a cluster, what this process's received messages hold against its receive budget
+    /// and what spilled, with what this worker keeps for channels it has not allocated.
+    pub fn network_stats(&self) -> Option<(BudgetStats, InboxStats)> {
+        let allocator = self.allocator.borrow();
+        Some((allocator.budget_stats()?, allocator.inbox_stats()?))
     }
 
     /// A fresh identifier, unique on this worker and the same on every worker that builds

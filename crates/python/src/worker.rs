@@ -16,6 +16,7 @@ use crate::scope::PyScope;
 use crate::tracing::{self, PyActivity, RunTrace};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use std::cell::{Cell, RefCell, RefMut};
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
@@ -25,7 +26,7 @@ use std::thread::ThreadId;
 use std::time::Duration;
 use timely_communication::{initialize_from, Allocator, Config};
 use timely_engine::logging::Logger;
-use timely_engine::{ClusterFailure, ProcessTrace, TraceSettings, Worker};
+use timely_engine::{ClusterFailure, ProcessTrace, TraceSettings, Worker, WorkerState};
 
 /// How long a parked worker sleeps before checking whether the run is being stopped.
 const PARK_SLICE: Duration = Duration::from_millis(50);
@@ -90,6 +91,8 @@ struct WorkerParts {
     leaving: Cell<bool>,
     /// Set when the process is asked to leave from outside (SIGUSR1).
     leave_signal: LeaveSignal,
+    /// The worker's shared state, for getters operators may call while the worker steps.
+    state: Rc<WorkerState>,
     worker: RefCell<Worker>,
     context: Rc<WorkerContext>,
     /// The worker's trace logger, for user activities (None when the run is not traced).
@@ -144,6 +147,7 @@ impl PyWorker {
             members: RefCell::default(),
             leaving: Cell::new(false),
             leave_signal,
+            state: Rc::clone(worker.state()),
             worker: RefCell::new(worker),
             context,
             logger,
@@ -232,6 +236,30 @@ impl PyWorker {
     fn workers_of(&self, process: usize) -> PyResult<Vec<usize>> {
         let threads = self.parts()?.threads;
         Ok((process * threads..(process + 1) * threads).collect())
+    }
+
+    /// In a cluster of several processes, what this worker's process holds of the messages
+    /// it received and what spilled to disk past its receive budget
+    /// (`TIMELY_RECEIVE_BUDGET`, `docs/networking.md`), with what this worker keeps for
+    /// channels it has not built yet; None in a single process. Keys: `receive_budget`,
+    /// `held_bytes`, `peak_held_bytes`, `spilled_messages`, `spilled_bytes`,
+    /// `spill_failures` (the process's), `early_messages`, `early_bytes`,
+    /// `dropped_after_close` (this worker's). Callable from inside an operator.
+    fn network_stats<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some((budget, inboxes)) = self.parts()?.state.network_stats() else {
+            return Ok(None);
+        };
+        let stats = PyDict::new(py);
+        stats.set_item("receive_budget", budget.limit)?;
+        stats.set_item("held_bytes", budget.held_bytes)?;
+        stats.set_item("peak_held_bytes", budget.peak_held_bytes)?;
+        stats.set_item("spilled_messages", budget.spilled_messages)?;
+        stats.set_item("spilled_bytes", budget.spilled_bytes)?;
+        stats.set_item("spill_failures", budget.spill_failures)?;
+        stats.set_item("early_messages", inboxes.early_messages)?;
+        stats.set_item("early_bytes", inboxes.early_bytes)?;
+        stats.set_item("dropped_after_close", inboxes.dropped_after_close)?;
+        Ok(Some(stats))
     }
 
     /// True once this worker's process is leaving the cluster: `leave()` was called on one of

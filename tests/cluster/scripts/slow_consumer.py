@@ -3,7 +3,9 @@ about 1 KB each to worker 1 (on the other process) without waiting for them, and
 takes SECONDS_PER_RECORD seconds per record it receives. Worker 1 samples its process's
 resident memory at every batch and prints `consumer: records N baseline B peak P last T`
 (bytes; T is when it took its last record, to compare with the producer's last send on one
-machine); worker 0 prints `producer: sent N at T`.
+machine), then `network: held H spilled S messages M budget L` from `worker.network_stats()`
+read inside its operator (the most its receive buffers held, and what spilled to disk);
+worker 0 prints `producer: sent N at T`.
 Usage: slow_consumer.py EPOCHS [RECORDS] [SECONDS_PER_RECORD] RUNTIME_FLAGS"""
 
 import sys
@@ -28,13 +30,14 @@ def resident_bytes():
 
 def main(worker):
     inp = timely.InputHandle()
-    seen = {"records": 0, "peak": 0, "last": 0.0}
+    seen = {"records": 0, "peak": 0, "last": 0.0, "network": None}
 
     def consume(_time, batch):
         time.sleep(per_record * len(batch))
         seen["records"] += len(batch)
         seen["last"] = time.time()
         seen["peak"] = max(seen["peak"], resident_bytes())
+        seen["network"] = worker.network_stats()
 
     with worker.dataflow() as scope:
         probe = scope.input_from(inp).exchange(lambda record: 1).inspect_batch(consume).probe()
@@ -51,6 +54,11 @@ def main(worker):
     if worker.index == 1:
         sys.stdout.write(
             f"consumer: records {seen['records']} baseline {baseline} peak {seen['peak']} last {seen['last']}\n"
+        )
+        stats = seen["network"]
+        sys.stdout.write(
+            f"network: held {stats['peak_held_bytes']} spilled {stats['spilled_bytes']} "
+            f"messages {stats['spilled_messages']} budget {stats['receive_budget']}\n"
         )
 
 

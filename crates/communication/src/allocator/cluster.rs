@@ -35,7 +35,8 @@ use super::joined::{Backfills, JoinedPushers};
 use super::process::{ProcessAllocator, ProcessBuilder};
 use super::{ChannelEndpoints, ChannelRecord, Events, FanOut};
 use crate::networking::{
-    Delivery, JoinedProcess, MessageHeader, NetworkHealth, ProcessSender, Transport, WorkerEndpoints,
+    BudgetStats, Delivery, JoinedProcess, MessageHeader, NetworkHealth, ProcessSender, Transport,
+    WorkerEndpoints,
 };
 use crate::{Exchangeable, ProtocolViolations, Pull, Push};
 
@@ -73,6 +74,13 @@ impl Network {
 
     fn health(&self) -> &NetworkHealth {
         &self.shared.health
+    }
+
+    /// What received messages hold against the receive budget, and what spilled (`None`
+    /// once the connections are closing).
+    fn budget_stats(&self) -> Option<BudgetStats> {
+        let transport = self.shared.transport.lock().unwrap_or_else(PoisonError::into_inner);
+        transport.as_ref().map(Transport::budget_stats)
     }
 
     /// Records that a worker of this process did not finish its run.
@@ -345,6 +353,12 @@ impl ClusterAllocator {
     /// dropped for channels whose puller is gone.
     pub fn inbox_stats(&self) -> InboxStats {
         self.inboxes.stats()
+    }
+
+    /// What this process's received messages hold against its receive budget, and what
+    /// spilled ([`crate::networking::receive_budget`]).
+    pub fn budget_stats(&self) -> Option<BudgetStats> {
+        self.network.budget_stats()
     }
 
     /// Moves notices of arrived data, from this process and from others, into the events.

@@ -280,6 +280,15 @@ impl Allocator {
         }
     }
 
+    /// In a cluster, what this process's received messages hold against its receive budget
+    /// and what spilled to disk ([`crate::networking::receive_budget`]).
+    pub fn budget_stats(&self) -> Option<crate::networking::BudgetStats> {
+        match self {
+            Allocator::Cluster(allocator) => allocator.budget_stats(),
+            _ => None,
+        }
+    }
+
     /// Moves notices of arrived data into [`Allocator::events`]; called at the start of each worker step.
     pub fn receive(&mut self) {
         match self {
