@@ -17,6 +17,7 @@ import json
 from collections import Counter
 
 import pytest
+from support.cluster import Cluster
 from support.launched import Launched
 from support.paths import CLUSTER_SCRIPTS
 from support.rescaling import AFTER, RUN_TIMEOUT, all_keyed_errors, exchange_errors, launch_run
@@ -141,3 +142,16 @@ def test_a_controller_evacuates_a_process_before_it_leaves(tmp_path):
     emitted = Counter((word, count) for line in lines for _, word, count in line["counts"])
     assert all(emitted[(word, n)] == 1 for word, total in fed.items() for n in range(1, total + 1))
     assert sum(emitted.values()) == sum(fed.values())
+
+
+@pytest.mark.timeout(120)
+def test_a_dataflow_built_during_a_leave_completes_exactly(tmp_path):
+    """The workers that stay build a dataflow once they see the leave, which the leaver never
+    builds: it completes, with one count per key equal to a sequential count."""
+    with Cluster(tmp_path, processes=3) as cluster:
+        cluster.start_all([CLUSTER_SCRIPTS / "build_during_leave.py"])
+        assert cluster.wait_all(timeout=90) == [0, 0, 0], cluster.report(0) + cluster.report(2)
+        results = [json.loads(cluster.stdout(index)) for index in (0, 2)]
+    fed = [x for result in results for x in result["fed"]]
+    counted = sorted(tuple(pair) for result in results for pair in result["counted"])
+    assert counted == sorted(Counter(x % 5 for x in fed).items())

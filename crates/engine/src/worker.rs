@@ -221,8 +221,12 @@ impl WorkerState {
         drop(dataflows);
         // A joining worker builds with what its server's welcome says.
         client::await_welcome(self);
-        // The workers that left hold no initial capability of a dataflow built after they went.
-        self.rescaling.dataflow_started(index, self.rescaling.leaves().not_gone(self.peers()).len());
+        assert!(
+            !self.rescaling.leaves().has_left(),
+            "this worker left the cluster: it cannot build a dataflow any more"
+        );
+        // The workers that left hold no initial capability of a dataflow they did not build.
+        self.rescaling.dataflow_started(index, self.rescaling.leaves().builders(index, self.peers()));
         (index, Activator::new(vec![(self.active_dataflows.clone(), index)]))
     }
 
@@ -364,7 +368,9 @@ impl Worker {
             None => timeout,
         };
         self.state.receive_events(false);
-        let idle = self.state.active_dataflows.borrow().is_empty();
+        // Not parked while a bootstrap or leave message, a join or a departure waits to be
+        // handled below: it may be all that was coming (a leaver's last message).
+        let idle = self.state.active_dataflows.borrow().is_empty() && !rescale::has_arrivals(&self.state);
         if idle && timeout != Some(Duration::ZERO) && self.has_dataflows() {
             let logger = self.state.logger();
             logging::log(&logger, || Event::Park { timeout });
@@ -405,6 +411,9 @@ impl Worker {
         };
         if leaving && idle() && rescale::leave::drained(&self.state) {
             // Everything it sent is flushed and nothing can reach it any more: it goes.
+            let built = self.state.dataflows.borrow().len();
+            rescale::leave::announce_left(&self.state, built);
+            self.state.allocator.borrow_mut().release();
             self.drop_dataflows();
         }
         if !self.worked && timeout == Some(Duration::ZERO) {
@@ -449,9 +458,14 @@ impl Worker {
         self.state.allocator.borrow().fail();
     }
 
-    /// True while some dataflow is incomplete, or a worker that joined still needs this one.
+    /// True while some dataflow is incomplete, a worker that joined still needs this one, or
+    /// this worker is leaving and has not gone yet (it still tells the others what it built,
+    /// even when its dataflows completed first).
     pub fn has_dataflows(&self) -> bool {
-        self.state.dataflows.borrow().iter().any(|d| d.is_some()) || self.state.rescaling.is_busy()
+        let leaves = self.state.rescaling.leaves();
+        self.state.dataflows.borrow().iter().any(|d| d.is_some())
+            || self.state.rescaling.is_busy()
+            || (leaves.is_leaving() && !leaves.has_left())
     }
 
     /// Drops every dataflow, complete or not (when a run is abandoned).

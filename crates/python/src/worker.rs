@@ -329,6 +329,11 @@ impl PyWorker {
     #[pyo3(signature = (name="Dataflow"))]
     fn dataflow(&self, name: &str) -> PyResult<PyScope> {
         let mut worker = self.worker()?;
+        if worker.state().rescaling().leaves().has_left() {
+            return Err(LeavingError::new_err(
+                "this worker's process left the cluster: it cannot build a dataflow any more",
+            ));
+        }
         let scope = catch_panic(|| worker.new_dataflow::<u64>(name))?;
         Ok(PyScope::root(scope, self.parts()?.context.clone()))
     }

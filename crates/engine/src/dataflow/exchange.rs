@@ -94,11 +94,23 @@ impl<T> Members<T> for AllWorkers {
 }
 
 /// Every worker that has not left, leaving ones included (what a leaver still needs, such as
-/// the announcements of membership changes, reaches it until it goes).
-#[derive(Clone, Copy, Debug, Default)]
+/// the announcements of membership changes, reaches it until it goes), except those
+/// [`NotGone::excluding`] names.
+#[derive(Clone, Debug, Default)]
 pub struct NotGone {
     /// The version of the workers present and the number of workers `members` was set for.
     seen: Option<(u64, usize)>,
+    /// Workers that never receive from this edge.
+    excluded: Vec<usize>,
+}
+
+impl NotGone {
+    /// Every worker that has not left but those of `excluded`: for an edge built while they
+    /// were leaving, in a dataflow they may never build (nothing sent to a worker that never
+    /// builds a dataflow is ever consumed, so its time would never complete).
+    pub fn excluding(excluded: Vec<usize>) -> Self {
+        NotGone { seen: None, excluded }
+    }
 }
 
 impl<T> Members<T> for NotGone {
@@ -107,6 +119,7 @@ impl<T> Members<T> for NotGone {
         let now = Some((worker.rescaling().leaves().version(), worker.peers()));
         if self.seen != now {
             *members = worker.rescaling().leaves().not_gone(worker.peers());
+            members.retain(|w| !self.excluded.contains(w));
             self.seen = now;
         }
     }

@@ -246,6 +246,7 @@ impl<T: Timestamp> Progcaster<T> {
                 stop_for_violation(&self.violations, error.source, &error.to_string());
             }
         }
+        ledger.take_local(&mut self.released);
         drop(ledger);
         for (origin, updates) in std::mem::take(&mut self.released) {
             if let Some((source, sequence)) = origin {

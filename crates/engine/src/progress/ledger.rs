@@ -53,6 +53,9 @@ pub struct Ledger<T: Timestamp> {
     recording: Option<Vec<(u64, Vec<Updates<T>>)>>,
     /// Updates to add to the next batch this worker sends.
     announce: Updates<T>,
+    /// Updates for this worker's tracker only, never sent: the implicit initial capabilities
+    /// of workers that left without building this scope's dataflow, retired.
+    local: Updates<T>,
     /// On a joining worker, until the bootstrap of this scope is complete.
     joining: Option<Joining<T>>,
     /// On a joining worker: the server and the sequence number of its batch that carries the
@@ -114,6 +117,7 @@ impl<T: Timestamp> Default for Ledger<T> {
             accumulated: ChangeBatch::new(),
             recording: None,
             announce: Vec::new(),
+            local: Vec::new(),
             joining: None,
             awaited: None,
             overlap: Vec::new(),
@@ -138,6 +142,13 @@ impl<T: Timestamp> Ledger<T> {
         updates.append(&mut self.announce);
         self.next_send += 1;
         (self.next_send - 1, self.first_after.take())
+    }
+
+    /// Moves the updates for this worker's tracker only into `changes`.
+    pub fn take_local(&mut self, changes: &mut Vec<Released<T>>) {
+        if !self.local.is_empty() {
+            changes.push((None, std::mem::take(&mut self.local)));
+        }
     }
 
     /// True when announcements wait to be sent.
@@ -346,6 +357,10 @@ pub trait ScopeLedger {
     /// Adds `+count` for each `(operator, outputs, times)` (times encoded as `Vec<T>`, only
     /// the first is announced) to the next batch sent; returns its sequence number.
     fn announce(&self, operators: &[(usize, usize, Vec<u8>)], count: i64) -> Result<u64, String>;
+    /// Retires `count` workers' implicit initial capabilities at every output of each
+    /// `(operator, outputs)`, in this worker's tracker only: those workers never build the
+    /// scope's dataflow (they left the cluster before).
+    fn retire_initial(&self, operators: &[(usize, usize)], count: i64);
     /// The recorded batches `[start, end)` of `sender`, encoded, or `None` while some are
     /// still to come.
     fn range(&self, sender: usize, start: u64, end: u64) -> Result<Option<Vec<u8>>, String>;
@@ -406,6 +421,15 @@ impl<T: Timestamp> ScopeLedger for std::cell::RefCell<Ledger<T>> {
             }
         }
         Ok(ledger.next_send)
+    }
+
+    fn retire_initial(&self, operators: &[(usize, usize)], count: i64) {
+        let mut ledger = self.borrow_mut();
+        for &(operator, outputs) in operators {
+            for output in 0..outputs {
+                ledger.local.push(((Location::source(operator, output), T::minimum()), -count));
+            }
+        }
     }
 
     fn range(&self, sender: usize, start: u64, end: u64) -> Result<Option<Vec<u8>>, String> {

@@ -10,7 +10,7 @@
 //! go of their capabilities, so that a program that goes on feeding does not hold the leave up.
 
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::{Rc, Weak};
 
 use super::messages::BootstrapMessage;
@@ -57,6 +57,10 @@ pub struct Leaves {
     sealed_from: RefCell<BTreeSet<usize>>,
     /// True once this worker is leaving.
     this_leaves: Cell<bool>,
+    /// True once this worker's leave is complete (it sent `Left`): it builds no more dataflows.
+    this_left: Cell<bool>,
+    /// Per worker whose leave is complete (its `Left` arrived): the number of dataflows it built.
+    built: RefCell<BTreeMap<usize, usize>>,
     /// Bumped whenever the workers present change (a join, a leave's notice, a departure).
     version: Cell<u64>,
     /// The keyed exchanges of this worker.
@@ -80,6 +84,26 @@ impl Leaves {
     pub fn not_gone(&self, peers: usize) -> Vec<usize> {
         let departed = self.departed.borrow();
         (0..peers).filter(|w| !departed.contains(w)).collect()
+    }
+
+    /// The workers among `0..peers` whose initial capabilities the operators of dataflow
+    /// `dataflow` count, the same number on every worker: those that build it or may still.
+    /// A worker whose leave is complete built the dataflows its `Left` counts and no other;
+    /// a worker that left before this one heard of it (a joiner's welcome lists such
+    /// workers) builds no dataflow from now on.
+    pub fn builders(&self, dataflow: usize, peers: usize) -> usize {
+        let (departed, built) = (self.departed.borrow(), self.built.borrow());
+        (0..peers)
+            .filter(|w| match built.get(w) {
+                Some(&dataflows) => dataflow < dataflows,
+                None => !departed.contains(w),
+            })
+            .count()
+    }
+
+    /// True once this worker's leave is complete: it builds no more dataflows.
+    pub fn has_left(&self) -> bool {
+        self.this_left.get()
     }
 
     /// Workers whose process is leaving (not yet gone).
@@ -235,6 +259,36 @@ pub(crate) fn seal(state: &WorkerState) {
         }
     }
     leaves.routes.borrow_mut().retain(|routes| routes.strong_count() > 0);
+}
+
+/// This leaving worker is drained and goes: tells every other worker not gone how many
+/// dataflows it built (before its process's goodbye, on the same connections), so that they
+/// stop counting its initial capabilities in any dataflow it never built. From now on it
+/// builds no dataflow.
+pub(crate) fn announce_left(state: &WorkerState, dataflows: usize) {
+    let rescaling = state.rescaling();
+    let leaves = &rescaling.leaves;
+    if leaves.this_left.replace(true) {
+        return;
+    }
+    let me = state.index();
+    let others: Vec<usize> = {
+        let departed = leaves.departed.borrow();
+        (0..state.peers()).filter(|w| *w != me && !departed.contains(w)).collect()
+    };
+    for worker in others {
+        rescaling.send(worker, BootstrapMessage::Left { from: me, dataflows });
+    }
+}
+
+/// Leaver `from` built `dataflows` dataflows and no more: the live dataflows from that index
+/// on, all built here while it was counted, stop counting its initial capabilities.
+pub(crate) fn left(state: &WorkerState, from: usize, dataflows: usize) {
+    let rescaling = state.rescaling();
+    if rescaling.leaves.built.borrow_mut().insert(from, dataflows).is_some() {
+        return;
+    }
+    rescaling.retire_initial(dataflows, &state.dataflow_slots());
 }
 
 /// Processes `processes` left: their workers are gone.

@@ -98,4 +98,13 @@ pub enum BootstrapMessage {
         /// The worker that sealed.
         from: usize,
     },
+    /// A leaving worker whose leave is complete tells every other worker not gone how many
+    /// dataflows it built: it builds no more, so it holds no initial capability in any later
+    /// one (`docs/rescaling.md`, "Dataflows built during a leave").
+    Left {
+        /// The worker that left.
+        from: usize,
+        /// The number of dataflows it built (their indices are `0..dataflows`).
+        dataflows: usize,
+    },
 }

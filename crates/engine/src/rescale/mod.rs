@@ -275,6 +275,35 @@ impl Rescaling {
         counted
     }
 
+    /// Retires one worker's implicit initial capabilities in every live dataflow from index
+    /// `first` on (a worker that left having built only the dataflows before, and was counted
+    /// in these: they were built before its `Left` arrived).
+    pub(crate) fn retire_initial(&self, first: usize, slots: &[bool]) {
+        let mut peers = self.dataflow_peers.borrow_mut();
+        let counted: Vec<usize> = (first..peers.len()).filter(|&d| slots.get(d) == Some(&true)).collect();
+        if counted.is_empty() {
+            return;
+        }
+        for &dataflow in &counted {
+            peers[dataflow] = peers[dataflow].saturating_sub(1);
+        }
+        drop(peers);
+        let operators = self.operators.borrow();
+        for scope in self.live_scopes().iter().filter(|scope| counted.contains(&scope.address[0])) {
+            let depth = scope.address.len();
+            let in_scope: Vec<(usize, usize)> = operators
+                .iter()
+                .filter(|entry| entry.held.strong_count() > 0)
+                .filter(|entry| {
+                    entry.address.len() == depth + 1 && entry.address[..depth] == scope.address[..]
+                })
+                .map(|entry| (entry.address[depth], entry.outputs))
+                .collect();
+            scope.ledger.retire_initial(&in_scope, 1);
+            scope.activator.activate();
+        }
+    }
+
     /// The number of workers whose initial capabilities the operators of dataflow `index`
     /// count (recorded by [`Rescaling::dataflow_started`]: the workers that had not left).
     pub(crate) fn dataflow_workers(&self, index: usize) -> usize {
@@ -335,6 +364,17 @@ impl Rescaling {
     }
 }
 
+/// True when [`handle`] has something to take in: a message on the bootstrap channel, a join
+/// or a departure (a parked worker would not wake for what already arrived).
+#[inline]
+pub(crate) fn has_arrivals(state: &WorkerState) -> bool {
+    if state.rescaling().arrived.get() {
+        return true;
+    }
+    let allocator = state.allocator();
+    allocator.has_joins() || allocator.has_departures()
+}
+
 /// Handles joins and bootstrap messages; called at the start of every step. Inlined: in
 /// steady state it only finds that there is nothing to do.
 #[inline]
@@ -360,6 +400,8 @@ pub(crate) fn handle_events(state: &WorkerState, has_joins: bool) {
         rescaling.wake_join_watchers();
         rescaling.leaves.changed();
     }
+    // A departure arrives after everything its process sent, its `Left` included: both are
+    // taken in by this call, before any dataflow is built again.
     let departed = state.allocator().take_departures();
     if !departed.is_empty() {
         leave::departed(state, departed);
@@ -375,6 +417,7 @@ pub(crate) fn handle_events(state: &WorkerState, has_joins: bool) {
             BootstrapMessage::Done { from } => server::done(rescaling, from),
             BootstrapMessage::Leaving { from } => leave::notice(state, from),
             BootstrapMessage::Sealed { from } => leave::sealed(rescaling, from),
+            BootstrapMessage::Left { from, dataflows } => leave::left(state, from, dataflows),
             other => client::receive(rescaling, other),
         }
     }

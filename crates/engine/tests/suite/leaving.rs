@@ -9,6 +9,7 @@
 
 use crate::common;
 use crate::common::loopback_cluster as config;
+use crate::leaving_support::run_processes;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -120,23 +121,6 @@ fn run(processes: usize, threads: usize, leaver: usize, leave_at: u64, epochs: u
     run_processes(&addresses, processes, threads, program);
     let seen = std::mem::take(&mut *seen.lock().unwrap());
     seen
-}
-
-/// Runs `program` on `processes` processes of `threads` workers (threads of this test, on
-/// `addresses`) and fails if one of them failed.
-fn run_processes<F>(addresses: &[String], processes: usize, threads: usize, program: F)
-where
-    F: Fn(&mut Worker) + Clone + Send + Sync + 'static,
-{
-    let runs: Vec<_> = (0..processes)
-        .map(|process| {
-            let (config, program) = (config(addresses, process, processes, threads, None), program.clone());
-            std::thread::spawn(move || timely_engine::execute(config, program))
-        })
-        .collect();
-    for (process, run) in runs.into_iter().enumerate() {
-        run.join().expect("process thread").unwrap_or_else(|error| panic!("process {process}: {error}"));
-    }
 }
 
 /// Checks that every (epoch, key) fed was counted once, on one worker, with the count of a

@@ -12,6 +12,7 @@
 /// configurations): one copy, so that every test takes its ports from one counter.
 #[path = "../../../communication/tests/common/mod.rs"]
 mod common;
+mod leaving_support;
 mod model_support;
 mod operators_support;
 mod randomized_support;
@@ -22,6 +23,7 @@ mod cluster;
 mod hashing;
 mod leave_model;
 mod leaving;
+mod leaving_dataflows;
 mod logging;
 mod loops_smoke;
 mod operators_builtin;

@@ -49,8 +49,10 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
         }
         let frontier = Rc::new(RefCell::new(Antichain::from_elem(T::minimum())));
         let (changes, announcer) = announce(&format!("{name}.Membership"), scope, frontier.clone());
-        // Leavers hear of every change until they go: they seal others by it.
-        let changes = changes.broadcast_to(NotGone::default());
+        // Leavers hear of every change until they go: they seal others by it. Those leaving
+        // already may never build this dataflow, and need none of it if they do (they route
+        // nothing through it): they hear nothing.
+        let changes = changes.broadcast_to(NotGone::excluding(leaves.leaving()));
         let mut builder = OperatorBuilder::new(&format!("{name}.Settle"), scope);
         let mut data_in = builder.new_input(self, Pipeline);
         let mut changes_in = builder.new_input_connection(&changes, Pipeline, Vec::new());
