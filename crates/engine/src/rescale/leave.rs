@@ -211,9 +211,32 @@ pub(crate) fn notice(state: &WorkerState, from: usize) {
     }
 }
 
-/// A sealed marker from `from` arrived (on a leaver).
-pub(crate) fn sealed(rescaling: &Rescaling, from: usize) {
-    rescaling.leaves.sealed_from.borrow_mut().insert(from);
+/// A leave's notice of worker `from` arrived: its process leaves.
+///
+/// # Errors
+///
+/// Why the notice breaks the protocol: `from`'s process has left already. (The envelope's
+/// check makes `from` a worker of the process that sent it: a process can announce its own
+/// leave only.)
+pub(crate) fn notice_from(state: &WorkerState, from: usize) -> Result<(), String> {
+    if state.rescaling().leaves.departed.borrow().contains(&from) {
+        return Err("announced the leave of its process, which has left already".into());
+    }
+    notice(state, from);
+    Ok(())
+}
+
+/// A sealed marker from `from` arrived (on a leaver; it can overtake the notice of a leave
+/// started by another worker of this process, so it is taken before this worker leaves).
+///
+/// # Errors
+///
+/// `from` sealed this worker before.
+pub(crate) fn sealed(rescaling: &Rescaling, from: usize) -> Result<(), String> {
+    match rescaling.leaves.sealed_from.borrow_mut().insert(from) {
+        true => Ok(()),
+        false => Err(format!("sealed worker {} twice", rescaling.index)),
+    }
 }
 
 /// Sends a sealed marker to every leaver that nothing on this worker routes to any more.

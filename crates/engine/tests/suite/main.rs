@@ -38,3 +38,4 @@ mod reachability_tracker;
 mod rescaling;
 mod trace;
 mod wire_input;
+mod wire_rescale;
