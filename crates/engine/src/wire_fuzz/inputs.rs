@@ -1,5 +1,5 @@
-//! The frame fuzzer's inputs: what a fake process 1 writes to process 0 after a valid
-//! handshake.
+//! The frame fuzzer's inputs: what a fake process (1, a member, or 2, a joiner) writes to
+//! process 0 after a valid handshake.
 //!
 //! This module owns the kinds of input and how each is made. *Accepted* kinds are frames a
 //! process that knows the secret may send (heartbeats, clock frames with arbitrary values,
@@ -20,8 +20,8 @@ use crate::dataflow::Message;
 use crate::progress::{Location, ProgressBatch};
 use crate::rescale::messages::{BootstrapMessage, Envelope, ScopeWelcome, Welcome, BOOTSTRAP_CHANNEL};
 
-/// The engine's process 0 runs this many workers (0 and 1); the fake process 1 claims as
-/// many (2 and 3).
+/// Every process runs this many workers: process 0 has workers 0 and 1; the fake process
+/// claims as many (2 and 3 as process 1, 4 and 5 as a joiner).
 pub const THREADS: usize = 2;
 
 /// The kinds of input the engine must accept, in the order of the report's counts.
@@ -84,16 +84,19 @@ pub enum Delivery {
 pub struct InputMaker {
     rng: FuzzRng,
     channels: Channels,
-    /// The next progress sequence number of each fake worker (2 and 3).
+    /// The fake process's first worker: `THREADS` for process 1, `2 * THREADS` for a joiner.
+    first: usize,
+    /// The next progress sequence number of each fake worker.
     sequence: [u64; THREADS],
     /// The last accepted frame, to mutate or replay.
     last: Vec<u8>,
 }
 
 impl InputMaker {
-    /// Inputs for a run against `channels`, from `rng`.
-    pub fn new(rng: FuzzRng, channels: Channels) -> InputMaker {
-        InputMaker { rng, channels, sequence: [0; THREADS], last: Vec::new() }
+    /// Inputs for a run against `channels`, from `rng`, by the fake process `process` (1, a
+    /// member, or 2, a joiner).
+    pub fn new(rng: FuzzRng, channels: Channels, process: usize) -> InputMaker {
+        InputMaker { rng, channels, first: process * THREADS, sequence: [0; THREADS], last: Vec::new() }
     }
 
     /// The generator, to go on with in the next run.
@@ -112,9 +115,9 @@ impl InputMaker {
         self.rng.bytes(length)
     }
 
-    /// A fake worker: 2 or 3.
+    /// A worker of the fake process.
     fn fake_worker(&mut self) -> usize {
-        THREADS + self.rng.below(THREADS)
+        self.first + self.rng.below(THREADS)
     }
 
     /// A target range within process 0: worker 0, worker 1, or both.
@@ -173,6 +176,25 @@ impl InputMaker {
         payload
     }
 
+    /// A joiner's hello to its server, worker 0.
+    pub fn hello(&mut self) -> Vec<u8> {
+        let from = self.first;
+        let mut payload = Vec::new();
+        Envelope { from, message: BootstrapMessage::Hello { from } }.encode(&mut payload);
+        let header = MessageHeader {
+            channel: BOOTSTRAP_CHANNEL as u64,
+            source: from as u64,
+            target_lower: 0,
+            target_upper: 1,
+            length: payload.len() as u64,
+            seqno: 0,
+        };
+        let mut bytes = Vec::new();
+        header.write_to(&mut bytes);
+        bytes.extend_from_slice(&payload);
+        bytes
+    }
+
     /// An accepted input; returns its kind (an index of [`ACCEPTED`]) and its frame.
     pub fn accepted(&mut self) -> (usize, Vec<u8>) {
         let kind = self.rng.below(ACCEPTED.len());
@@ -197,8 +219,8 @@ impl InputMaker {
             }
             3 => {
                 let source = self.fake_worker();
-                let sequence = self.sequence[source - THREADS];
-                self.sequence[source - THREADS] += 1;
+                let sequence = self.sequence[source - self.first];
+                self.sequence[source - self.first] += 1;
                 let payload = self.progress(source, sequence);
                 self.frame(self.channels.progress, source, &payload)
             }
@@ -255,19 +277,20 @@ impl InputMaker {
                     1 => Location::target(1, self.rng.below(1 << 20)),
                     _ => Location::source(1, 1 + self.rng.next() as usize % (1 << 40)),
                 };
-                let sequence = self.sequence[source - THREADS];
+                let sequence = self.sequence[source - self.first];
                 let mut payload = Vec::new();
                 let updates = vec![((location, self.time()), 1)];
                 ProgressBatch { source, sequence, after: None, updates }.encode(&mut payload);
                 Delivery::Frame(self.frame(self.channels.progress, source, &payload))
             }
             4 => {
-                let claimed = [0, 1, 5 - source, 4 + self.rng.below(100)][self.rng.below(4)];
-                let payload = self.progress(claimed, self.sequence[source - THREADS]);
+                let other = self.first + (source + 1 - self.first) % THREADS;
+                let claimed = [0, 1, other, 6 + self.rng.below(100)][self.rng.below(4)];
+                let payload = self.progress(claimed, self.sequence[source - self.first]);
                 Delivery::Frame(self.frame(self.channels.progress, source, &payload))
             }
             5 => {
-                let next = self.sequence[source - THREADS];
+                let next = self.sequence[source - self.first];
                 let wrong = match self.rng.below(2) {
                     0 if next > 0 => next - 1 - self.rng.below(next as usize) as u64,
                     _ => next + 1 + self.rng.below(1000) as u64,

@@ -1,16 +1,18 @@
 //! A fuzzer of everything a process reads from a peer after the handshake.
 //!
-//! This module owns [`fuzz_frames`]: run after run, it starts a real engine process (process 0
-//! of a 2-process cluster: [`inputs::THREADS`] workers in threads of this process, listening on
-//! loopback, running an input, an exchange and a probe), connects to it as process 1 with the
-//! real handshake (`timely_communication::networking::establish`: hellos, proofs, sealing on
-//! in even runs and off in odd ones), and writes `per_run` inputs ([`inputs`]): accepted frames,
-//! then one hostile input, then one more accepted frame (so that a gap or replay shows). Then it
-//! closes its side and checks that the engine's run ends within the deadline (or, when the
-//! engine may run on, as after a goodbye, ends when told to), with an error that names process
-//! 1 if it fails, that the abort frame the engine sent blames process 1, and that no thread
-//! panicked (panics are counted by `join_fuzz`'s hook). The largest single allocation is for
-//! the caller to measure ([`alloc::CountingAllocator`] as the global allocator of a binary).
+//! This module owns [`fuzz_frames`]: run after run, it starts real engine processes
+//! ([`inputs::THREADS`] workers each, in threads of this process, listening on loopback,
+//! running an input, an exchange and a probe) and connects to them with the real handshake
+//! (`timely_communication::networking::establish`: hellos, proofs; sealing on in even runs and
+//! off in odd ones) as a fake process: in runs 0 and 1 of every 4 it is process 1 of 2, in runs
+//! 2 and 3 it joins processes 0 and 1 as process 2 and says hello to worker 0, its bootstrap
+//! server. It writes `per_run` inputs to process 0 ([`inputs`]): accepted frames, then one
+//! hostile input, then one more accepted frame (so that a gap or replay shows). Then it closes
+//! its side and checks that every engine's run ends within the deadline (or, when an engine may
+//! run on, as after a goodbye, ends when told to), with an error that names the fake process if
+//! it fails, that every abort frame blames the fake process, and that no thread panicked
+//! (panics are counted by `join_fuzz`'s hook). The largest single allocation is for the caller
+//! to measure ([`alloc::CountingAllocator`] as the global allocator of a binary).
 //!
 //! The handshake fuzzing of the join acceptor is `timely_communication`'s `join_fuzz`; this
 //! module shares its random numbers and its panic counter. It must not be used by the engine
@@ -31,7 +33,9 @@ use std::time::{Duration, Instant};
 use timely_communication::initialize::ClusterConfig;
 use timely_communication::networking::join_fuzz::{count_panics, panics, FuzzRng};
 use timely_communication::networking::peer_stream::Outflow;
-use timely_communication::networking::{establish, ClusterIdentity, MessageHeader, Sealing, SessionKeys};
+use timely_communication::networking::{
+    establish, establish_as, ClusterIdentity, Entry, MessageHeader, PeerStream, Sealing, SessionKeys,
+};
 use timely_communication::Config;
 
 use crate::dataflow::{InputHandle, ProbeHandle};
@@ -65,6 +69,8 @@ pub struct FrameFuzzReport {
     pub runs: usize,
     /// Runs whose session was sealed.
     pub sealed_runs: usize,
+    /// Runs in which the fake process joined processes 0 and 1 (else it was process 1 of 2).
+    pub joiner_runs: usize,
     /// Runs the engine ended on its own with an error naming process 1 before the fake peer
     /// closed (a hostile input it detected), as opposed to at the close.
     pub detected: usize,
@@ -109,19 +115,20 @@ pub fn fuzz_frames(options: &FrameFuzzOptions) -> Result<FrameFuzzReport, String
     let mut rng = FuzzRng::new(options.seed);
     while report.inputs < options.inputs {
         let count = per_run.min(options.inputs - report.inputs).max(3);
-        let sealed = report.runs % 2 == 0;
-        rng = one_run(rng, count, sealed, options.deadline, &mut report)?;
+        let (sealed, joiner) = (report.runs % 2 == 0, report.runs % 4 >= 2);
+        rng = one_run(rng, count, sealed, joiner, options.deadline, &mut report)?;
         report.runs += 1;
         report.sealed_runs += usize::from(sealed);
+        report.joiner_runs += usize::from(joiner);
     }
     report.panics = panics() - panics_before;
     report.elapsed = started.elapsed();
     Ok(report)
 }
 
-/// Two loopback addresses free now.
-fn free_addresses() -> Result<Vec<String>, String> {
-    let listeners = (0..2)
+/// `count` loopback addresses free now.
+fn free_addresses(count: usize) -> Result<Vec<String>, String> {
+    let listeners = (0..count)
         .map(|_| TcpListener::bind("127.0.0.1:0").map_err(|error| error.to_string()))
         .collect::<Result<Vec<_>, _>>()?;
     listeners
@@ -132,16 +139,17 @@ fn free_addresses() -> Result<Vec<String>, String> {
 
 type EngineRun = JoinHandle<Result<Vec<()>, crate::ExecuteError>>;
 
-/// Starts process 0: it sends records through an exchange until `stop`, and worker 0 posts
-/// its channels.
+/// Starts process `process` of 2: it sends records through an exchange until `stop`, and its
+/// first worker posts the process and its channels to `channels`.
 fn start_engine(
     addresses: Vec<String>,
+    process: usize,
     identity: ClusterIdentity,
     deadline: Duration,
     stop: Arc<AtomicBool>,
-    channels: mpsc::Sender<Channels>,
+    channels: mpsc::Sender<(usize, Channels)>,
 ) -> EngineRun {
-    let mut config = ClusterConfig::started_together(addresses, 0, 2, THREADS, identity);
+    let mut config = ClusterConfig::started_together(addresses, process, 2, THREADS, identity);
     config.connect_timeout = deadline;
     let channels = Mutex::new(Some(channels));
     std::thread::spawn(move || {
@@ -160,7 +168,7 @@ fn start_engine(
                 };
                 if let (Some(progress), Some(data)) = (find("ProgressBatch<u64>"), find("Message<u64, u64>"))
                 {
-                    let _ = sender.send(Channels { progress: progress as u64, data: data as u64 });
+                    let _ = sender.send((process, Channels { progress: progress as u64, data: data as u64 }));
                 }
             }
             let mut round = 0u64;
@@ -288,42 +296,106 @@ fn read_until_closed(mut inflow: impl Read) -> Option<u64> {
     }
 }
 
+/// The engines of a run, by process index.
+type Engines = Vec<(usize, EngineRun)>;
+
+/// Starts the engine processes and connects the fake one to them: as process 1 of 2, or as
+/// process 2 joining processes 0 and 1 (then it says hello to worker 0). Returns the engines,
+/// the fake's streams (the first to process 0) and process 0's channels, or why not.
+fn connect(
+    joiner: bool,
+    identity: &ClusterIdentity,
+    deadline: Duration,
+    stop: &Arc<AtomicBool>,
+) -> Result<(Engines, Vec<PeerStream>, Channels), (Engines, String)> {
+    let addresses = free_addresses(if joiner { 3 } else { 2 }).map_err(|error| (Vec::new(), error))?;
+    let (sender, channels) = mpsc::channel();
+    let members = if joiner { 2 } else { 1 };
+    let engines: Engines = (0..members)
+        .map(|process| {
+            let engine = start_engine(
+                addresses.clone(),
+                process,
+                identity.clone(),
+                deadline,
+                stop.clone(),
+                sender.clone(),
+            );
+            (process, engine)
+        })
+        .collect();
+    // Each member reports once its dataflow is built (set up); a joiner is refused before.
+    let reported = |count: usize| {
+        let mut first = None;
+        for _ in 0..count {
+            let (process, channels) = channels.recv_timeout(deadline).ok()?;
+            first = first.or((process == 0).then_some(channels));
+        }
+        first
+    };
+    let (connected, channels) = match joiner {
+        true => {
+            let channels = reported(members);
+            let joined = establish_as(Entry::Join, 2, &addresses, &[], THREADS, identity, deadline);
+            (joined.map(|done| done.streams), channels)
+        }
+        false => {
+            let connected = establish(1, &addresses, THREADS, identity, deadline);
+            (connected, reported(members))
+        }
+    };
+    let streams: Vec<PeerStream> = match connected {
+        Ok(streams) => streams.into_iter().flatten().collect(),
+        Err(error) => return Err((engines, format!("the fake peer could not connect: {error}"))),
+    };
+    match channels {
+        Some(channels) => Ok((engines, streams, channels)),
+        None => Err((engines, "an engine did not report its channels".into())),
+    }
+}
+
 /// One engine run of `count` inputs; returns the generator to go on with.
 fn one_run(
     rng: FuzzRng,
     count: usize,
     sealed: bool,
+    joiner: bool,
     deadline: Duration,
     report: &mut FrameFuzzReport,
 ) -> Result<FuzzRng, String> {
     let run = report.runs;
-    let addresses = free_addresses()?;
+    let fake = if joiner { 2 } else { 1 };
     let sealing = if sealed { Sealing::Always } else { Sealing::Never };
     let identity = ClusterIdentity { cluster_id: 25, secret: b"frame fuzz secret".to_vec(), sealing };
     let stop = Arc::new(AtomicBool::new(false));
-    let (sender, channels) = mpsc::channel();
-    let engine = start_engine(addresses.clone(), identity.clone(), deadline, stop.clone(), sender);
-    let connected = establish(1, &addresses, THREADS, &identity, deadline);
-    let peer = match connected.map(|mut streams| streams.remove(0)) {
-        Ok(Some(peer)) => peer,
-        other => {
-            report.fail(format!("run {run}: the fake peer could not connect: {:?}", other.err()));
+    let (engines, streams, channels) = match connect(joiner, &identity, deadline, &stop) {
+        Ok(connected) => connected,
+        Err((engines, problem)) => {
+            report.fail(format!("run {run}: {problem}"));
             stop.store(true, Ordering::Relaxed);
-            let _ = engine.join();
+            engines.into_iter().for_each(|(_, engine)| drop(engine.join()));
             return Ok(rng);
         }
     };
-    let Ok(channels) = channels.recv_timeout(deadline) else {
-        report.fail(format!("run {run}: the engine did not report its channels"));
-        stop.store(true, Ordering::Relaxed);
-        return Ok(rng);
-    };
-    let keys = peer.keys.clone();
-    let (socket, _, inflow) = peer.split().map_err(|error| error.to_string())?;
-    let _ = socket.set_read_timeout(Some(deadline));
-    let reader = std::thread::spawn(move || read_until_closed(inflow));
-    let mut writer = Writer::new(socket.try_clone().map_err(|error| error.to_string())?, keys.as_ref());
-    let mut maker = InputMaker::new(rng, channels);
+    let mut sockets = Vec::new();
+    let mut readers = Vec::new();
+    let mut writer = None;
+    for peer in streams {
+        let keys = peer.keys.clone();
+        let (socket, _, inflow) = peer.split().map_err(|error| error.to_string())?;
+        let _ = socket.set_read_timeout(Some(deadline));
+        readers.push(std::thread::spawn(move || read_until_closed(inflow)));
+        if writer.is_none() {
+            writer = Some(Writer::new(socket.try_clone().map_err(|error| error.to_string())?, keys.as_ref()));
+        }
+        sockets.push(socket);
+    }
+    let mut writer = writer.ok_or("no stream to process 0")?;
+    let mut maker = InputMaker::new(rng, channels, fake);
+    if joiner {
+        let hello = maker.hello();
+        writer.deliver(Delivery::Frame(hello), maker.rng());
+    }
     let mut written = 0;
     for _ in 0..count - 2 {
         let (kind, frame) = maker.accepted();
@@ -347,57 +419,67 @@ fn one_run(
     let rng = maker.into_rng();
     // Did the engine end on its own (the hostile input detected)?
     let settle = Instant::now() + Duration::from_millis(100);
-    while !engine.is_finished() && Instant::now() < settle && writer.open {
+    while !engines[0].1.is_finished() && Instant::now() < settle && writer.open {
         std::thread::sleep(Duration::from_millis(1));
     }
-    let detected = engine.is_finished();
-    let _ = socket.shutdown(Shutdown::Write);
-    finish(run, engine, reader, &stop, deadline, detected, report);
+    let detected = engines[0].1.is_finished();
+    sockets.iter().for_each(|socket| drop(socket.shutdown(Shutdown::Write)));
+    finish(run, fake, engines, readers, &stop, deadline, detected, report);
     Ok(rng)
 }
 
-/// Waits for the engine's run to end (telling it to stop after a second: it may run on alone)
-/// and checks how it ended.
+/// Waits for the engines' runs to end (telling them to stop after a second: they may run on
+/// without the fake process) and checks how they ended: any error names process `fake`, and
+/// so does any abort frame.
+#[allow(clippy::too_many_arguments)]
 fn finish(
     run: usize,
-    engine: EngineRun,
-    reader: JoinHandle<Option<u64>>,
+    fake: usize,
+    engines: Engines,
+    readers: Vec<JoinHandle<Option<u64>>>,
     stop: &AtomicBool,
     deadline: Duration,
     detected: bool,
     report: &mut FrameFuzzReport,
 ) {
     let closed = Instant::now();
-    while !engine.is_finished() && closed.elapsed() < deadline {
+    while !engines.iter().all(|(_, engine)| engine.is_finished()) && closed.elapsed() < deadline {
         if closed.elapsed() > Duration::from_secs(1) {
             stop.store(true, Ordering::Relaxed);
         }
         std::thread::sleep(Duration::from_millis(1));
     }
-    if !engine.is_finished() {
+    if !engines.iter().all(|(_, engine)| engine.is_finished()) {
         stop.store(true, Ordering::Relaxed);
         report.hangs += 1;
-        report.fail(format!("run {run}: the engine did not end within {deadline:?} of the peer's close"));
+        report.fail(format!("run {run}: an engine did not end within {deadline:?} of the peer's close"));
         return;
     }
-    match engine.join() {
-        Ok(Ok(_)) => {}
-        Ok(Err(error)) => {
-            let error = error.to_string();
-            if std::env::var_os("TIMELY_WIRE_FUZZ_VERBOSE").is_some() {
-                eprintln!("run {run}: detected {detected}: {error}");
+    let verbose = std::env::var_os("TIMELY_WIRE_FUZZ_VERBOSE").is_some();
+    let named = format!("process {fake}");
+    for (process, engine) in engines {
+        match engine.join() {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => {
+                let error = error.to_string();
+                if verbose {
+                    eprintln!("run {run}, process {process}: detected {detected}: {error}");
+                }
+                if !error.contains(&named) || error.contains("panicked") {
+                    report
+                        .fail(format!("run {run}: process {process}'s error does not name {named}: {error}"));
+                } else if detected && process == 0 {
+                    report.detected += 1;
+                }
             }
-            if !error.contains("process 1") || error.contains("panicked") {
-                report.fail(format!("run {run}: the engine's error does not name process 1: {error}"));
-            } else if detected {
-                report.detected += 1;
-            }
+            Err(_) => report.fail(format!("run {run}: process {process}'s thread panicked")),
         }
-        Err(_) => report.fail(format!("run {run}: the engine's thread panicked")),
     }
-    if let Ok(Some(blamed)) = reader.join() {
-        if blamed != 1 {
-            report.fail(format!("run {run}: the engine's abort frame blames process {blamed}, not 1"));
+    for reader in readers {
+        if let Ok(Some(blamed)) = reader.join() {
+            if blamed != fake as u64 {
+                report.fail(format!("run {run}: an abort frame blames process {blamed}, not {fake}"));
+            }
         }
     }
 }
