@@ -47,14 +47,17 @@ fn main() {
         let report = fuzz_frames(&options)?;
         let largest = largest_allocation();
         println!(
-            "{} inputs in {} engine runs ({} sealed) in {:.1} s ({:.0} inputs/s); {} runs ended by the \
-             engine on a hostile input; panics: {}; hangs: {}; largest allocation: {} bytes ({:.2} MiB, cap {} MiB)",
+            "{} inputs in {} engine runs ({} sealed, {} as a joiner) in {:.1} s ({:.0} inputs/s); {} runs ended \
+             by the engine on a hostile input; {} aborts naming another member; panics: {}; hangs: {}; \
+             largest allocation: {} bytes ({:.2} MiB, cap {} MiB)",
             report.inputs,
             report.runs,
             report.sealed_runs,
+            report.joiner_runs,
             report.elapsed.as_secs_f64(),
             report.inputs as f64 / report.elapsed.as_secs_f64().max(1e-9),
             report.detected,
+            report.framed,
             report.panics,
             report.hangs,
             largest,

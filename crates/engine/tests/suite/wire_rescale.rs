@@ -281,3 +281,132 @@ fn a_joiner_that_welcomes_its_server() {
         "worker 2 sent a Welcome message to worker 0, which is not joining",
     );
 }
+
+/// The identity of `common::loopback_cluster`, which the joining engine uses.
+fn cluster_identity() -> timely_communication::networking::ClusterIdentity {
+    timely_communication::networking::ClusterIdentity {
+        cluster_id: 7,
+        secret: b"test secret".to_vec(),
+        ..Default::default()
+    }
+}
+
+/// A welcome that fits a joiner after two workers, with nothing running.
+fn fitting_welcome() -> BootstrapMessage {
+    BootstrapMessage::Welcome(Welcome { existing: 2, ..Welcome::default() })
+}
+
+/// Processes 0 and 1 are simulated members (the communication crate's harness: a transport and
+/// no engine, one worker each); the engine joins as process 2, served by worker 0. Once both
+/// members know of the join, each `(worker, message)` goes from that worker to worker 2. The
+/// joiner's run must fail naming process `blamed` for `reason`.
+fn members_send(messages: Vec<(usize, BootstrapMessage)>, blamed: usize, reason: &str) {
+    use timely_communication::networking::harness::start_cluster;
+    let reason = reason.to_owned();
+    common::within(LIMIT, move || {
+        let addresses = common::free_addresses(3);
+        let limit = Duration::from_secs(20);
+        let mut members = start_cluster(&addresses[..2], 1, &cluster_identity(), limit).expect("the members");
+        let config = common::loopback_cluster(&addresses, 2, 2, 1, Some(0));
+        let joiner = std::thread::spawn(move || {
+            timely_engine::execute(config, |worker| {
+                let mut input: InputHandle<u64, u64> = InputHandle::new();
+                let probe = ProbeHandle::new();
+                worker.dataflow::<u64, _>(|scope| {
+                    scope.input_from(&mut input).exchange(|x| *x).probe_with(&probe);
+                });
+                let deadline = Instant::now() + Duration::from_secs(20);
+                while Instant::now() < deadline {
+                    worker.step_or_park(Some(Duration::from_millis(20)));
+                }
+            })
+        });
+        let deadline = Instant::now() + limit;
+        let mut learned = [false; 2];
+        while !learned.iter().all(|known| *known) {
+            for (member, known) in members.iter_mut().zip(&mut learned) {
+                *known |= member.take_joins().iter().flatten().any(|process| *process == 2);
+            }
+            assert!(Instant::now() < deadline, "the members learn of the join");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        for (from, message) in messages {
+            let payload = wire(from, message);
+            let header = timely_communication::networking::MessageHeader {
+                channel: BOOTSTRAP,
+                source: from as u64,
+                target_lower: 2,
+                target_upper: 3,
+                length: payload.len() as u64,
+                seqno: 0,
+            };
+            let sender = members[from].workers[0].senders[2].as_mut().expect("a sender to the joiner");
+            sender.send(header, &payload).expect("send");
+            sender.flush().expect("flush");
+        }
+        let error =
+            joiner.join().expect("the joiner's thread").expect_err("the joiner's run fails").to_string();
+        let expected = format!("lost the connection to process {blamed}: it broke the protocol: ");
+        assert!(error.contains(&expected) && error.contains(&reason), "expected {reason:?} in: {error}");
+        drop(members);
+    });
+}
+
+#[test]
+fn a_welcome_not_from_the_joiners_server() {
+    members_send(
+        vec![(1, fitting_welcome())],
+        1,
+        "worker 1 sent a welcome, but the server of this worker is worker 0",
+    );
+}
+
+#[test]
+fn a_second_welcome() {
+    members_send(vec![(0, fitting_welcome()), (0, fitting_welcome())], 0, "worker 0 sent a second welcome");
+}
+
+#[test]
+fn a_welcome_for_another_number_of_workers() {
+    members_send(
+        vec![(0, BootstrapMessage::Welcome(Welcome { existing: 7, ..Welcome::default() }))],
+        0,
+        "worker 0 sent a welcome for a cluster of 7 workers before the join, but the joining workers start at 2",
+    );
+}
+
+#[test]
+fn a_welcome_with_a_dataflow_of_more_workers_than_the_cluster() {
+    let welcome = Welcome { existing: 2, dataflows: vec![Some(9)], ..Welcome::default() };
+    members_send(
+        vec![(0, BootstrapMessage::Welcome(welcome))],
+        0,
+        "worker 0 sent a welcome with a dataflow built for 9 workers of 2",
+    );
+}
+
+#[test]
+fn a_second_next_message() {
+    let next = BootstrapMessage::Next { from: 1, scopes: Vec::new() };
+    members_send(vec![(1, next.clone()), (1, next)], 1, "worker 1 sent a second Next message");
+}
+
+#[test]
+fn batches_not_from_the_joiners_server() {
+    let batches = BootstrapMessage::Batches { channel: 5, sender: 0, start: 0, batches: Vec::new() };
+    members_send(
+        vec![(1, batches)],
+        1,
+        "worker 1 sent progress batches, but the server of this worker is worker 0",
+    );
+}
+
+#[test]
+fn batches_nobody_asked_for() {
+    let batches = BootstrapMessage::Batches { channel: 5, sender: 1, start: 0, batches: Vec::new() };
+    members_send(
+        vec![(0, fitting_welcome()), (0, batches)],
+        0,
+        "worker 0 sent progress batches of worker 1 on channel 5 that were not asked for",
+    );
+}
