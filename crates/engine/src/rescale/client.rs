@@ -17,6 +17,9 @@ use crate::logging::Event;
 use crate::progress::ScopeLedger;
 use crate::worker::WorkerState;
 
+/// More workers than any cluster has: a welcome naming a dataflow of more is a violation.
+const MAX_WORKERS: u64 = 1 << 31;
+
 /// How long a joining worker parks at most between checks while it waits.
 const WAIT: Duration = Duration::from_millis(50);
 
@@ -155,8 +158,10 @@ fn check_welcome(welcome: &Welcome, first: usize) -> Result<(), String> {
             welcome.existing
         ));
     }
-    if let Some(peers) = welcome.dataflows.iter().flatten().find(|&&peers| peers as usize > first) {
-        return Err(format!("sent a welcome with a dataflow built for {peers} workers of {first}"));
+    // Not bounded by `first`: with back-to-back joins the server may count joiners admitted
+    // after this one (the ledger grows to them too); bounded so that counts cannot overflow.
+    if let Some(peers) = welcome.dataflows.iter().flatten().find(|&&peers| peers > MAX_WORKERS) {
+        return Err(format!("sent a welcome with a dataflow built for {peers} workers"));
     }
     if let Some(worker) = welcome.departed.iter().find(|&&worker| worker >= first) {
         return Err(format!("sent a welcome naming worker {worker} of {first} as departed"));

@@ -377,11 +377,11 @@ fn a_welcome_for_another_number_of_workers() {
 
 #[test]
 fn a_welcome_with_a_dataflow_of_more_workers_than_the_cluster() {
-    let welcome = Welcome { existing: 2, dataflows: vec![Some(9)], ..Welcome::default() };
+    let welcome = Welcome { existing: 2, dataflows: vec![Some(1 << 40)], ..Welcome::default() };
     members_send(
         vec![(0, BootstrapMessage::Welcome(welcome))],
         0,
-        "worker 0 sent a welcome with a dataflow built for 9 workers of 2",
+        &format!("worker 0 sent a welcome with a dataflow built for {} workers", 1u64 << 40),
     );
 }
 
