@@ -11,6 +11,11 @@
 //! still bootstrapping, and runs the server side only while a join is pending or a welcome or
 //! range request waits.
 //!
+//! Messages travel in an [`messages::Envelope`] naming the sending worker, which the cluster
+//! allocator checks against the connection; [`handle_events`] hands each handler that sender,
+//! and a message the protocol state does not allow ends the run naming the sender's process
+//! (`stop_for_violation`), as an invalid progress batch does.
+//!
 //! It must not schedule operators or touch records: joined pushers of data channels are taken
 //! by the channels themselves, and a joining worker's scopes hold their operators back until
 //! their ledger is ready.
