@@ -240,13 +240,18 @@ pub(crate) fn sealed(rescaling: &Rescaling, from: usize) -> Result<(), String> {
 }
 
 /// Sends a sealed marker to every leaver that nothing on this worker routes to any more.
+///
+/// A leaver this worker does not know yet (its process joined, and the notice of its leave
+/// overtook the join's: the two travel separately) is sealed once the join is admitted.
 pub(crate) fn seal(state: &WorkerState) {
     let rescaling = state.rescaling();
     let leaves = &rescaling.leaves;
     let me = state.index();
+    let peers = state.peers();
     let unsealed: Vec<usize> = {
         let sealed = leaves.sealed_to.borrow();
-        leaves.leaving.borrow().iter().copied().filter(|w| *w != me && !sealed.contains(w)).collect()
+        let leaving = leaves.leaving.borrow();
+        leaving.iter().copied().filter(|w| *w != me && *w < peers && !sealed.contains(w)).collect()
     };
     for leaver in unsealed {
         let routes = leaves.routes.borrow();

@@ -410,3 +410,35 @@ fn batches_nobody_asked_for() {
         "worker 0 sent progress batches of worker 1 on channel 5 that were not asked for",
     );
 }
+
+/// A joiner's leave notice can reach a member before the member admitted the join (the two
+/// travel separately): the member must seal the leaver once it knows it, not fail looking for
+/// a connection to it (the frame fuzzer found a panic here). Repeated: the order is a race.
+#[test]
+fn a_leave_notice_that_overtakes_its_join_is_no_panic() {
+    common::within(LIMIT, || {
+        for _ in 0..8 {
+            let addresses = common::free_addresses(3);
+            let (sender, channel) = mpsc::channel();
+            let runs = [member(addresses.clone(), 0, Some(sender)), member(addresses.clone(), 1, None)];
+            channel.recv_timeout(Duration::from_secs(20)).expect("process 0's channels");
+            let joined =
+                establish_as(Entry::Join, 2, &addresses, &[], 1, &identity(), Duration::from_secs(20));
+            let mut connections = joined.expect("process 2 joins");
+            let mut raw: TcpStream = connections.streams[0].take().expect("a stream to process 0").stream;
+            let leaving = frame(BOOTSTRAP, 2, &wire(2, BootstrapMessage::Leaving { from: 2 }));
+            raw.write_all(&leaving).expect("write the notice");
+            std::thread::sleep(Duration::from_millis(100));
+            drop(raw);
+            drop(connections);
+            for run in runs {
+                let error =
+                    run.join().expect("a member's thread").expect_err("the joiner was lost").to_string();
+                assert!(
+                    error.contains("lost the connection to process 2") && !error.contains("panicked"),
+                    "{error}"
+                );
+            }
+        }
+    });
+}
