@@ -37,6 +37,7 @@ pub mod progress;
 pub mod rescale;
 pub mod scheduling;
 pub mod trace;
+pub mod wire_fuzz;
 pub mod worker;
 
 pub use execute::{example, execute, execute_from_args, execute_traced, runtime_from_args, ExecuteError};

@@ -74,8 +74,15 @@ const SETUP: Duration = Duration::from_secs(30);
 /// Panics anywhere in the process since [`count_panics`] was first called.
 static PANICS: AtomicUsize = AtomicUsize::new(0);
 
+/// The panics counted since [`count_panics`] was first called (a worker that stops with a
+/// cluster failure unwinds without the panic hook, so it is not counted). The engine's frame
+/// fuzzer (`timely_engine::wire_fuzz`) shares it.
+pub fn panics() -> usize {
+    PANICS.load(Ordering::SeqCst)
+}
+
 /// Installs, once, a panic hook that counts panics and then does what the previous hook did.
-fn count_panics() {
+pub fn count_panics() {
     static INSTALL: Once = Once::new();
     INSTALL.call_once(|| {
         let previous = std::panic::take_hook();
@@ -173,18 +180,22 @@ fn check_members(
     Ok(())
 }
 
-/// A source of inputs: a small random generator (xorshift64*) and what a valid hello is.
-struct Inputs {
+/// The fuzzers' random numbers: a small, seeded generator (xorshift64*), so that a seed
+/// gives the same inputs on every machine.
+#[derive(Clone, Debug)]
+pub struct FuzzRng {
     state: u64,
-    identity: ClusterIdentity,
 }
 
-impl Inputs {
-    fn new(seed: u64, identity: ClusterIdentity) -> Inputs {
-        Inputs { state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1, identity }
+impl FuzzRng {
+    /// The generator of `seed`.
+    pub fn new(seed: u64) -> FuzzRng {
+        FuzzRng { state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1 }
     }
 
-    fn next(&mut self) -> u64 {
+    /// The next number.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> u64 {
         self.state ^= self.state >> 12;
         self.state ^= self.state << 25;
         self.state ^= self.state >> 27;
@@ -192,12 +203,37 @@ impl Inputs {
     }
 
     /// A number below `bound` (at least 1).
-    fn below(&mut self, bound: usize) -> usize {
+    pub fn below(&mut self, bound: usize) -> usize {
         (self.next() % bound.max(1) as u64) as usize
     }
 
-    fn bytes(&mut self, length: usize) -> Vec<u8> {
+    /// `length` random bytes.
+    pub fn bytes(&mut self, length: usize) -> Vec<u8> {
         (0..length).map(|_| self.next() as u8).collect()
+    }
+}
+
+/// A source of inputs: random numbers and what a valid hello is.
+struct Inputs {
+    rng: FuzzRng,
+    identity: ClusterIdentity,
+}
+
+impl Inputs {
+    fn new(seed: u64, identity: ClusterIdentity) -> Inputs {
+        Inputs { rng: FuzzRng::new(seed), identity }
+    }
+
+    fn next(&mut self) -> u64 {
+        self.rng.next()
+    }
+
+    fn below(&mut self, bound: usize) -> usize {
+        self.rng.below(bound)
+    }
+
+    fn bytes(&mut self, length: usize) -> Vec<u8> {
+        self.rng.bytes(length)
     }
 
     /// The hello of the valid next joiner (process 2 of 3, two threads), as `role` would send it.

@@ -177,6 +177,14 @@ impl Alarm {
         self.wake_all();
     }
 
+    /// Waits until a failure is recorded (by another network thread), at most `limit`.
+    fn await_failure(&self, limit: Duration) {
+        let end = Instant::now() + limit;
+        while self.health.is_healthy() && !self.closing.load(Ordering::SeqCst) && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// The number of processes of the cluster.
     fn processes(&self) -> usize {
         self.silences.processes()

@@ -17,6 +17,9 @@ use crate::logging::Event;
 use crate::progress::ScopeLedger;
 use crate::worker::WorkerState;
 
+/// More workers than any cluster has: a welcome naming a dataflow of more is a violation.
+const MAX_WORKERS: u64 = 1 << 31;
+
 /// How long a joining worker parks at most between checks while it waits.
 const WAIT: Duration = Duration::from_millis(50);
 
@@ -30,6 +33,8 @@ pub(crate) struct Joiner {
     joining: Vec<(usize, Weak<dyn ScopeLedger>)>,
     /// Range requests sent: `(channel, sender)`.
     requested: HashSet<(usize, usize)>,
+    /// Range requests answered: `(channel, sender)`.
+    answered: HashSet<(usize, usize)>,
     /// Set once `bootstrap` finished.
     finished: bool,
 }
@@ -42,6 +47,7 @@ impl Joiner {
             next: Vec::new(),
             joining: Vec::new(),
             requested: HashSet::new(),
+            answered: HashSet::new(),
             finished: false,
         }
     }
@@ -88,16 +94,31 @@ impl Joiner {
             && !self.welcome().scopes.iter().any(|welcome| welcome.address == scope)
     }
 
+    /// The server.
+    pub(crate) fn server(&self) -> usize {
+        self.server
+    }
+
     /// A scope was built: if the server built it before the join, its ledger starts joining
     /// (unless the server completed it: then it starts empty, like its operators, and drops
     /// the batches the others still send for it).
-    pub(crate) fn scope_built(&mut self, channel: usize, address: &[usize], ledger: &Rc<dyn ScopeLedger>) {
+    ///
+    /// # Errors
+    ///
+    /// The server's state of the scope does not decode or does not fit the scope: a violation
+    /// of the server.
+    pub(crate) fn scope_built(
+        &mut self,
+        channel: usize,
+        address: &[usize],
+        ledger: &Rc<dyn ScopeLedger>,
+    ) -> Result<(), String> {
         if !self.built_before_join(address[0]) {
-            return;
+            return Ok(());
         }
         if self.completed_scope(address) {
             ledger.detach();
-            return;
+            return Ok(());
         }
         let welcome = self.welcome();
         let Some(scope) = welcome.scopes.iter().find(|scope| scope.channel == channel) else {
@@ -107,9 +128,9 @@ impl Joiner {
             );
         };
         ledger.start_joining(welcome.existing);
-        ledger
-            .install_state(&scope.state, self.server, scope.announced)
-            .unwrap_or_else(|error| panic!("bootstrap: the server's state of scope {address:?}: {error}"));
+        ledger.install_state(&scope.state, self.server, scope.announced).map_err(|error| {
+            format!("sent a progress state of scope {address:?} that does not fit: {error}")
+        })?;
         // Workers that left sent everything before the join: the state holds all of it.
         for &worker in &welcome.departed {
             ledger.direct_from(worker, 0);
@@ -120,6 +141,7 @@ impl Joiner {
             }
         }
         self.joining.push((channel, Rc::downgrade(ledger)));
+        Ok(())
     }
 
     fn ledger(&self, channel: usize) -> Option<Rc<dyn ScopeLedger>> {
@@ -127,14 +149,65 @@ impl Joiner {
     }
 }
 
-/// Takes a message for the joining side.
-pub(crate) fn receive(rescaling: &Rescaling, message: BootstrapMessage) {
+/// Checks a welcome of the server against what this joining worker knows: the workers
+/// before its process, and counts and indices that fit them.
+fn check_welcome(welcome: &Welcome, first: usize) -> Result<(), String> {
+    if welcome.existing != first {
+        return Err(format!(
+            "sent a welcome for a cluster of {} workers before the join, but the joining workers start at {first}",
+            welcome.existing
+        ));
+    }
+    // Not bounded by `first`: with back-to-back joins the server may count joiners admitted
+    // after this one (the ledger grows to them too); bounded so that counts cannot overflow.
+    if let Some(peers) = welcome.dataflows.iter().flatten().find(|&&peers| peers > MAX_WORKERS) {
+        return Err(format!("sent a welcome with a dataflow built for {peers} workers"));
+    }
+    if let Some(worker) = welcome.departed.iter().find(|&&worker| worker >= first) {
+        return Err(format!("sent a welcome naming worker {worker} of {first} as departed"));
+    }
+    let mut channels = HashSet::new();
+    if let Some(scope) = welcome.scopes.iter().find(|scope| !channels.insert(scope.channel)) {
+        return Err(format!("sent a welcome naming progress channel {} twice", scope.channel));
+    }
+    Ok(())
+}
+
+/// Takes a message of worker `from` for the joining side.
+///
+/// # Errors
+///
+/// Why the message breaks the protocol: this worker is not joining, the message is not one a
+/// joining worker takes from `from` (a welcome or batches not from its server, a second
+/// welcome or `Next`, batches it did not ask for), or its contents do not fit.
+pub(crate) fn receive(state: &WorkerState, from: usize, message: BootstrapMessage) -> Result<(), String> {
+    let rescaling = state.rescaling();
     let mut client = rescaling.client.borrow_mut();
     let Some(joiner) = client.as_mut() else {
-        panic!("bootstrap: a worker that is not joining received {message:?}");
+        return Err(format!(
+            "sent a {} message to worker {}, which is not joining",
+            message.kind(),
+            state.index()
+        ));
     };
     match message {
         BootstrapMessage::Welcome(welcome) => {
+            if from != joiner.server {
+                return Err(format!(
+                    "sent a welcome, but the server of this worker is worker {}",
+                    joiner.server
+                ));
+            }
+            if joiner.welcome.is_some() {
+                return Err("sent a second welcome".into());
+            }
+            let threads = state.allocator().threads().max(1);
+            check_welcome(&welcome, state.index() / threads * threads)?;
+            if let Some((next, _)) = joiner.next.iter().find(|(next, _)| *next >= welcome.existing) {
+                return Err(format!(
+                    "sent a welcome, but worker {next}, which joined too, sent a Next message"
+                ));
+            }
             let known = rescaling.leaves.departed();
             if welcome.departed != known {
                 panic!(
@@ -146,6 +219,14 @@ pub(crate) fn receive(rescaling: &Rescaling, message: BootstrapMessage) {
             joiner.welcome = Some(welcome)
         }
         BootstrapMessage::Next { from, scopes } => {
+            if joiner.next.iter().any(|(next, _)| *next == from) {
+                return Err("sent a second Next message".into());
+            }
+            if let Some(existing) = joiner.existing().filter(|existing| from >= *existing) {
+                return Err(format!(
+                    "sent a Next message, but only the {existing} workers before the join do"
+                ));
+            }
             for &(channel, first) in &scopes {
                 if let Some(ledger) = joiner.ledger(channel) {
                     ledger.direct_from(from, first);
@@ -154,15 +235,29 @@ pub(crate) fn receive(rescaling: &Rescaling, message: BootstrapMessage) {
             joiner.next.push((from, scopes));
         }
         BootstrapMessage::Batches { channel, sender, start, batches } => {
+            if from != joiner.server {
+                return Err(format!(
+                    "sent progress batches, but the server of this worker is worker {}",
+                    joiner.server
+                ));
+            }
+            if !joiner.requested.contains(&(channel, sender)) || !joiner.answered.insert((channel, sender)) {
+                return Err(format!(
+                    "sent progress batches of worker {sender} on channel {channel} that were not asked for"
+                ));
+            }
             let Some(ledger) = joiner.ledger(channel) else {
-                panic!("bootstrap: batches for progress channel {channel}, which is not being bootstrapped");
+                return Err(format!(
+                    "sent batches for progress channel {channel}, which is not being bootstrapped"
+                ));
             };
-            ledger
-                .install_range(sender, start, &batches)
-                .unwrap_or_else(|error| panic!("bootstrap: batches of channel {channel}: {error}"));
+            ledger.install_range(sender, start, &batches).map_err(|error| {
+                format!("sent progress batches of channel {channel} that do not fit: {error}")
+            })?;
         }
-        other => panic!("bootstrap: a joining worker received {other:?}"),
+        other => return Err(format!("sent a {} message to a joining worker", other.kind())),
     }
+    Ok(())
 }
 
 /// Moves the network on and waits a little (parked until something arrives); unwinds if the

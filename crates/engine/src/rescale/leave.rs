@@ -235,19 +235,47 @@ pub(crate) fn notice(state: &WorkerState, from: usize) {
     }
 }
 
-/// A sealed marker from `from` arrived (on a leaver).
-pub(crate) fn sealed(rescaling: &Rescaling, from: usize) {
-    rescaling.leaves.sealed_from.borrow_mut().insert(from);
+/// A leave's notice of worker `from` arrived: its process leaves.
+///
+/// # Errors
+///
+/// Why the notice breaks the protocol: `from`'s process has left already. (The envelope's
+/// check makes `from` a worker of the process that sent it: a process can announce its own
+/// leave only.)
+pub(crate) fn notice_from(state: &WorkerState, from: usize) -> Result<(), String> {
+    if state.rescaling().leaves.departed.borrow().contains(&from) {
+        return Err("announced the leave of its process, which has left already".into());
+    }
+    notice(state, from);
+    Ok(())
+}
+
+/// A sealed marker from `from` arrived (on a leaver; it can overtake the notice of a leave
+/// started by another worker of this process, so it is taken before this worker leaves).
+///
+/// # Errors
+///
+/// `from` sealed this worker before.
+pub(crate) fn sealed(rescaling: &Rescaling, from: usize) -> Result<(), String> {
+    match rescaling.leaves.sealed_from.borrow_mut().insert(from) {
+        true => Ok(()),
+        false => Err(format!("sealed worker {} twice", rescaling.index)),
+    }
 }
 
 /// Sends a sealed marker to every leaver that nothing on this worker routes to any more.
+///
+/// A leaver this worker does not know yet (its process joined, and the notice of its leave
+/// overtook the join's: the two travel separately) is sealed once the join is admitted.
 pub(crate) fn seal(state: &WorkerState) {
     let rescaling = state.rescaling();
     let leaves = &rescaling.leaves;
     let me = state.index();
+    let peers = state.peers();
     let unsealed: Vec<usize> = {
         let sealed = leaves.sealed_to.borrow();
-        leaves.leaving.borrow().iter().copied().filter(|w| *w != me && !sealed.contains(w)).collect()
+        let leaving = leaves.leaving.borrow();
+        leaving.iter().copied().filter(|w| *w != me && *w < peers && !sealed.contains(w)).collect()
     };
     for leaver in unsealed {
         let routes = leaves.routes.borrow();
@@ -283,12 +311,25 @@ pub(crate) fn announce_left(state: &WorkerState, dataflows: usize) {
 
 /// Leaver `from` built `dataflows` dataflows and no more: the live dataflows from that index
 /// on, all built here while it was counted, stop counting its initial capabilities.
-pub(crate) fn left(state: &WorkerState, from: usize, dataflows: usize) {
+///
+/// A `Left` is also a notice of the leave (the worker that started it may have sent its
+/// notice on another worker's path): the envelope's check makes `from` a worker of the
+/// process that sent it, so a process can only say this of itself.
+///
+/// # Errors
+///
+/// Why the message breaks the protocol: `from`'s process has left already, or `from` said
+/// so before.
+pub(crate) fn left(state: &WorkerState, from: usize, dataflows: usize) -> Result<(), String> {
     let rescaling = state.rescaling();
+    if !rescaling.leaves.leaving.borrow().contains(&from) {
+        notice_from(state, from)?;
+    }
     if rescaling.leaves.built.borrow_mut().insert(from, dataflows).is_some() {
-        return;
+        return Err("said twice that its leave is complete".into());
     }
     rescaling.retire_initial(dataflows, &state.dataflow_slots());
+    Ok(())
 }
 
 /// Processes `processes` left: their workers are gone.

@@ -1,10 +1,15 @@
 //! The messages of the bootstrap protocol, on the worker's bootstrap channel.
 //!
-//! This module owns their shape (serde, so they travel with the cluster's bincode codec);
-//! what workers do with them is in [`super::server`] and [`super::client`]. Timestamps and
+//! This module owns their shape (serde, so they travel with the cluster's bincode codec) and
+//! their [`Envelope`], which names the sending worker: the cluster allocator checks it against
+//! the connection the message came on, and the message's own `from` against it, so that every
+//! handler knows who sent what it handles and can name that process in a violation. What
+//! workers do with them is in [`super::server`] and [`super::client`]. Timestamps and
 //! progress states travel as bytes encoded by the scope that owns their type.
 
 use serde::{Deserialize, Serialize};
+use timely_communication::exchangeable::{bincode_decode, bincode_encode};
+use timely_communication::Exchangeable;
 
 /// The channel identifier of the bootstrap channel: below the transport's control channels,
 /// far above the identifiers dataflows use.
@@ -107,4 +112,73 @@ pub enum BootstrapMessage {
         /// The number of dataflows it built (their indices are `0..dataflows`).
         dataflows: usize,
     },
+}
+
+impl BootstrapMessage {
+    /// The worker the message says it comes from, for the variants that name one.
+    pub fn claimed_sender(&self) -> Option<usize> {
+        match self {
+            BootstrapMessage::Hello { from }
+            | BootstrapMessage::Next { from, .. }
+            | BootstrapMessage::Range { from, .. }
+            | BootstrapMessage::Done { from }
+            | BootstrapMessage::Leaving { from }
+            | BootstrapMessage::Sealed { from }
+            | BootstrapMessage::Left { from, .. } => Some(*from),
+            BootstrapMessage::Welcome(_) | BootstrapMessage::Batches { .. } => None,
+        }
+    }
+
+    /// The variant's name, for error messages (never the contents: they may be large).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            BootstrapMessage::Hello { .. } => "Hello",
+            BootstrapMessage::Welcome(_) => "Welcome",
+            BootstrapMessage::Next { .. } => "Next",
+            BootstrapMessage::Range { .. } => "Range",
+            BootstrapMessage::Batches { .. } => "Batches",
+            BootstrapMessage::Done { .. } => "Done",
+            BootstrapMessage::Leaving { .. } => "Leaving",
+            BootstrapMessage::Sealed { .. } => "Sealed",
+            BootstrapMessage::Left { .. } => "Left",
+        }
+    }
+}
+
+/// What travels on the bootstrap channel: a message and the worker that sent it.
+///
+/// Not a serde type, so that it can check its sender ([`Exchangeable::check_sender`]): a
+/// message from another process whose envelope names a worker of another process, or whose
+/// `from` differs from its envelope's, is a protocol violation of the sending process.
+#[derive(Clone, Debug)]
+pub struct Envelope {
+    /// The sending worker.
+    pub from: usize,
+    /// The message.
+    pub message: BootstrapMessage,
+}
+
+impl Exchangeable for Envelope {
+    fn encode(&self, out: &mut Vec<u8>) {
+        bincode_encode(&(self.from as u64, &self.message), out);
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, String> {
+        let (from, message): (u64, BootstrapMessage) = bincode_decode(bytes)?;
+        let from = usize::try_from(from).map_err(|_| format!("a bootstrap message from worker {from}"))?;
+        Ok(Envelope { from, message })
+    }
+
+    fn check_sender(&self, worker: usize) -> Result<(), String> {
+        if self.from != worker {
+            return Err(format!("a bootstrap message that claims to come from worker {}", self.from));
+        }
+        match self.message.claimed_sender() {
+            Some(claimed) if claimed != worker => Err(format!(
+                "a bootstrap {} message of worker {worker} that names worker {claimed} as its sender",
+                self.message.kind()
+            )),
+            _ => Ok(()),
+        }
+    }
 }

@@ -11,6 +11,11 @@
 //! still bootstrapping, and runs the server side only while a join is pending or a welcome or
 //! range request waits.
 //!
+//! Messages travel in an [`messages::Envelope`] naming the sending worker, which the cluster
+//! allocator checks against the connection; [`handle_events`] hands each handler that sender,
+//! and a message the protocol state does not allow ends the run naming the sender's process
+//! (`stop_for_violation`), as an invalid progress batch does.
+//!
 //! It must not schedule operators or touch records: joined pushers of data channels are taken
 //! by the channels themselves, and a joining worker's scopes hold their operators back until
 //! their ledger is ready.
@@ -23,11 +28,12 @@ pub mod server;
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
+use crate::cluster_failure::stop_for_violation;
 use crate::progress::ScopeLedger;
 use crate::scheduling::Activator;
 use crate::worker::WorkerState;
-use messages::{BootstrapMessage, BOOTSTRAP_CHANNEL};
-use timely_communication::{Allocator, JoinedPushers, Pull, Push};
+use messages::{BootstrapMessage, Envelope, BOOTSTRAP_CHANNEL};
+use timely_communication::{Allocator, JoinedPushers, ProtocolViolations, Pull, Push};
 
 /// The names of the trace activities (`docs/trace-format.md`) that mark each phase of a join
 /// on the workers' timelines.
@@ -93,9 +99,13 @@ pub enum Initial {
 
 /// A worker's rescaling state; lives in the worker's shared state.
 pub struct Rescaling {
-    pushers: RefCell<Vec<Box<dyn Push<BootstrapMessage>>>>,
-    joined: JoinedPushers<BootstrapMessage>,
-    puller: RefCell<Box<dyn Pull<BootstrapMessage>>>,
+    /// This worker's index: the sender named on the envelope of every message it sends.
+    index: usize,
+    pushers: RefCell<Vec<Box<dyn Push<Envelope>>>>,
+    joined: JoinedPushers<Envelope>,
+    puller: RefCell<Box<dyn Pull<Envelope>>>,
+    /// Where messages that break the bootstrap or leave protocol are reported.
+    violations: ProtocolViolations,
     scopes: RefCell<Vec<LiveScope>>,
     /// Per scope completed and dropped here: its progress channel and the sequence number
     /// after its last batch (what a joiner expects from this worker for it: nothing more).
@@ -122,13 +132,15 @@ pub struct Rescaling {
 impl Rescaling {
     /// Allocates the bootstrap channel.
     pub(crate) fn new(allocator: &mut Allocator) -> Self {
-        let ((pushers, puller), joined) = allocator.allocate_joinable::<BootstrapMessage>(BOOTSTRAP_CHANNEL);
+        let ((pushers, puller), joined) = allocator.allocate_joinable::<Envelope>(BOOTSTRAP_CHANNEL);
         let client = allocator.join_server().map(client::Joiner::new);
         let bootstrapping = Cell::new(client.is_some());
         Rescaling {
+            index: allocator.index(),
             pushers: RefCell::new(pushers),
             joined,
             puller: RefCell::new(puller),
+            violations: allocator.violations(),
             scopes: RefCell::default(),
             finished_scopes: RefCell::default(),
             retired: RefCell::default(),
@@ -193,7 +205,7 @@ impl Rescaling {
         }
         match pushers.get_mut(target) {
             Some(pusher) => {
-                pusher.send(message);
+                pusher.send(Envelope { from: self.index, message });
                 pusher.done();
             }
             None => panic!(
@@ -251,7 +263,10 @@ impl Rescaling {
         activator: Activator,
     ) {
         if let Some(joiner) = self.client.borrow_mut().as_mut() {
-            joiner.scope_built(channel, address, &ledger);
+            if let Err(reason) = joiner.scope_built(channel, address, &ledger) {
+                let server = joiner.server();
+                stop_for_violation(&self.violations, server, &format!("worker {server} {reason}"));
+            }
         }
         self.forget_finished_scopes();
         self.scopes.borrow_mut().push(LiveScope { channel, address: address.to_vec(), ledger, activator });
@@ -407,18 +422,24 @@ pub(crate) fn handle_events(state: &WorkerState, has_joins: bool) {
         leave::departed(state, departed);
     }
     loop {
-        let message = rescaling.puller.borrow_mut().recv();
-        let Some(message) = message else { break };
-        match message {
-            BootstrapMessage::Hello { from } => rescaling.server.borrow_mut().hellos.push(from),
-            BootstrapMessage::Range { from, channel, sender, start, end } => {
-                rescaling.server.borrow_mut().ranges.push((from, channel, sender, start, end))
+        let envelope = rescaling.puller.borrow_mut().recv();
+        let Some(Envelope { from, message }) = envelope else { break };
+        // The allocator checked, for a message of another process, that `from` is a worker of
+        // the process at the other end of the connection, and that the message names no
+        // other sender: every check below can blame `from`'s process.
+        let checked = match message {
+            BootstrapMessage::Hello { .. } => server::hello(state, from),
+            BootstrapMessage::Range { channel, sender, start, end, .. } => {
+                server::range(state, from, channel, sender, start, end)
             }
-            BootstrapMessage::Done { from } => server::done(rescaling, from),
-            BootstrapMessage::Leaving { from } => leave::notice(state, from),
-            BootstrapMessage::Sealed { from } => leave::sealed(rescaling, from),
-            BootstrapMessage::Left { from, dataflows } => leave::left(state, from, dataflows),
-            other => client::receive(rescaling, other),
+            BootstrapMessage::Done { .. } => server::done(state, from),
+            BootstrapMessage::Leaving { .. } => leave::notice_from(state, from),
+            BootstrapMessage::Sealed { .. } => leave::sealed(rescaling, from),
+            BootstrapMessage::Left { dataflows, .. } => leave::left(state, from, dataflows),
+            other => client::receive(state, from, other),
+        };
+        if let Err(reason) = checked {
+            stop_for_violation(&rescaling.violations, from, &format!("worker {from} {reason}"));
         }
     }
     server::serve(state);

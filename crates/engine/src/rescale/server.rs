@@ -11,6 +11,7 @@ use std::ops::Range;
 
 use super::messages::{BootstrapMessage, ScopeWelcome, Welcome};
 use super::Rescaling;
+use crate::cluster_failure::stop_for_violation;
 use crate::worker::WorkerState;
 
 /// What the server side keeps between steps.
@@ -29,6 +30,72 @@ pub(crate) struct ServerState {
     /// Joined workers that said they are done (a `Done` can arrive before this worker learns
     /// of the join from its network: the two travel separately).
     finished: HashSet<usize>,
+    /// Every range request taken, `(from, channel, sender)`: a joiner asks once for each.
+    requested: HashSet<(usize, usize, usize)>,
+}
+
+impl ServerState {
+    /// True if worker `worker` of a cluster of `peers` workers is one this worker admitted,
+    /// or may be one whose join it has not yet learned of (`worker >= peers`): a worker below
+    /// `peers` outside every admitted process was there from the start, or is this worker's
+    /// own, and never joined.
+    fn may_have_joined(&self, worker: usize, peers: usize) -> bool {
+        worker >= peers || self.joined.iter().any(|workers| workers.contains(&worker))
+    }
+}
+
+/// A `Hello` of worker `from` arrived: it waits for this worker's welcome.
+///
+/// # Errors
+///
+/// Why the request breaks the protocol: `from` did not join, or asked before.
+pub(crate) fn hello(state: &WorkerState, from: usize) -> Result<(), String> {
+    let mut server = state.rescaling().server.borrow_mut();
+    if !server.may_have_joined(from, state.peers()) {
+        return Err("asked for a welcome but did not join the cluster".into());
+    }
+    if server.hellos.contains(&from) || server.active.contains(&from) || server.finished.contains(&from) {
+        return Err("asked for a welcome twice".into());
+    }
+    server.hellos.push(from);
+    Ok(())
+}
+
+/// A `Range` request of worker `from` arrived: it is answered once the batches are here.
+///
+/// # Errors
+///
+/// Why the request breaks the protocol: this worker did not welcome `from` (or `from` said it
+/// was done), it names a worker or progress channel that does not exist, an empty-or-reversed
+/// range, or repeats an earlier request.
+pub(crate) fn range(
+    state: &WorkerState,
+    from: usize,
+    channel: usize,
+    sender: usize,
+    start: u64,
+    end: u64,
+) -> Result<(), String> {
+    let rescaling = state.rescaling();
+    let peers = state.peers();
+    let mut server = rescaling.server.borrow_mut();
+    if !server.active.contains(&from) {
+        return Err("asked for progress batches, but this worker is not its bootstrap server now".into());
+    }
+    if sender >= peers {
+        return Err(format!("asked for the progress batches of worker {sender} of {peers}"));
+    }
+    if end < start {
+        return Err(format!("asked for the reversed range [{start}, {end}) of worker {sender}"));
+    }
+    if !rescaling.recording_scopes().iter().any(|scope| scope.channel == channel) {
+        return Err(format!("asked for progress channel {channel}, which this worker does not have"));
+    }
+    if !server.requested.insert((from, channel, sender)) {
+        return Err(format!("asked twice for the batches of worker {sender} on progress channel {channel}"));
+    }
+    server.ranges.push((from, channel, sender, start, end));
+    Ok(())
 }
 
 /// Admits the new `workers`: their progress batches are expected, and each gets this
@@ -151,23 +218,39 @@ fn answer_ranges(state: &WorkerState) {
     let scopes = rescaling.recording_scopes();
     let mut later = Vec::new();
     for request @ (from, channel, sender, start, end) in requests {
-        let Some(scope) = scopes.iter().find(|scope| scope.channel == channel) else {
-            panic!("bootstrap: worker {from} asked for progress channel {channel}, which this worker does not have");
+        // Checked on arrival; a scope whose recording stopped since has nothing to give.
+        let range = match scopes.iter().find(|scope| scope.channel == channel) {
+            Some(scope) => scope.ledger.range(sender, start, end),
+            None => Err(format!("progress channel {channel} is no longer recorded")),
         };
-        match scope.ledger.range(sender, start, end) {
+        match range {
             Ok(Some(batches)) => {
                 rescaling.send(from, BootstrapMessage::Batches { channel, sender, start, batches });
             }
             Ok(None) => later.push(request),
-            Err(error) => panic!("bootstrap: worker {from} asked for channel {channel}: {error}"),
+            Err(error) => {
+                let reason = format!("worker {from} asked for progress channel {channel}: {error}");
+                stop_for_violation(&rescaling.violations, from, &reason);
+            }
         }
     }
     rescaling.server.borrow_mut().ranges.extend(later);
 }
 
 /// Joining worker `from` has every range; recording stops when no joiner needs it.
-pub(crate) fn done(rescaling: &Rescaling, from: usize) {
+///
+/// # Errors
+///
+/// Why the message breaks the protocol: `from` did not join, or said so before.
+pub(crate) fn done(state: &WorkerState, from: usize) -> Result<(), String> {
+    let rescaling = state.rescaling();
     let mut server = rescaling.server.borrow_mut();
+    if !server.may_have_joined(from, state.peers()) {
+        return Err("said it finished its bootstrap but did not join the cluster".into());
+    }
+    if server.finished.contains(&from) {
+        return Err("said twice that it finished its bootstrap".into());
+    }
     server.admitted.remove(&from);
     server.finished.insert(from);
     if server.active.remove(&from) && server.active.is_empty() {
@@ -177,4 +260,5 @@ pub(crate) fn done(rescaling: &Rescaling, from: usize) {
         }
         rescaling.retired.borrow_mut().clear();
     }
+    Ok(())
 }

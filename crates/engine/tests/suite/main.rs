@@ -39,4 +39,6 @@ mod reachability_scopes;
 mod reachability_tracker;
 mod rescaling;
 mod trace;
+mod wire_fuzz;
 mod wire_input;
+mod wire_rescale;

@@ -19,13 +19,13 @@ use timely_engine::dataflow::{InputHandle, Message, ProbeHandle};
 use timely_engine::progress::{Location, ProgressBatch};
 use timely_engine::{Config, ExecuteError};
 
-const LIMIT: Duration = Duration::from_secs(60);
+pub(crate) const LIMIT: Duration = Duration::from_secs(60);
 
 /// Process 0's progress channel and the data channel of its exchange.
 #[derive(Clone, Copy)]
-struct Channels {
-    progress: u64,
-    data: u64,
+pub(crate) struct Channels {
+    pub(crate) progress: u64,
+    pub(crate) data: u64,
 }
 
 /// The bytes to write, given process 0's channels.
@@ -33,14 +33,15 @@ type FrameOn = Box<dyn FnOnce(Channels) -> Vec<u8>>;
 
 /// Unsealed, so that the raw peer writes frames as they are (it holds the secret, so it could
 /// seal them too: what it sends is what a member that went wrong would send).
-fn identity() -> ClusterIdentity {
+pub(crate) fn identity() -> ClusterIdentity {
     ClusterIdentity { cluster_id: 12, secret: b"wire input test".to_vec(), sealing: Sealing::Never }
 }
 
 /// Starts process 0 of a 2-process cluster (one worker) that builds an input, an exchange and
 /// a probe and steps for at most 20 s; returns its run, its channels, and process 1's stream
 /// to it.
-fn engine_and_raw_peer() -> (std::thread::JoinHandle<Result<Vec<()>, ExecuteError>>, Channels, TcpStream) {
+pub(crate) fn engine_and_raw_peer(
+) -> (std::thread::JoinHandle<Result<Vec<()>, ExecuteError>>, Channels, TcpStream) {
     let addresses = common::free_addresses(2);
     let mut config = ClusterConfig::started_together(addresses.clone(), 0, 2, 1, identity());
     config.connect_timeout = Duration::from_secs(20);
@@ -77,7 +78,7 @@ fn engine_and_raw_peer() -> (std::thread::JoinHandle<Result<Vec<()>, ExecuteErro
 }
 
 /// A frame of worker `source` on `channel` for worker 0.
-fn frame(channel: u64, source: u64, payload: &[u8]) -> Vec<u8> {
+pub(crate) fn frame(channel: u64, source: u64, payload: &[u8]) -> Vec<u8> {
     let header = MessageHeader {
         channel,
         source,
@@ -99,7 +100,7 @@ fn batch(source: usize, sequence: u64, updates: Vec<((Location, u64), i64)>) -> 
 }
 
 /// Reads frames from process 0 until its abort frame; returns the process it blames.
-fn blamed_by_abort(raw: &mut TcpStream) -> u64 {
+pub(crate) fn blamed_by_abort(raw: &mut TcpStream) -> u64 {
     raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut buffer = Vec::new();
     let mut chunk = [0u8; 1 << 16];
@@ -122,7 +123,7 @@ fn blamed_by_abort(raw: &mut TcpStream) -> u64 {
 
 /// Writes the frame `payload` makes for process 0's channels; returns the error of process 0's
 /// run and the process its abort frame blames.
-fn run_with(payload: impl FnOnce(Channels) -> Vec<u8>) -> (String, u64) {
+pub(crate) fn run_with(payload: impl FnOnce(Channels) -> Vec<u8>) -> (String, u64) {
     let (run, channel, mut raw) = engine_and_raw_peer();
     raw.write_all(&payload(channel)).expect("write the frame");
     let blamed = blamed_by_abort(&mut raw);

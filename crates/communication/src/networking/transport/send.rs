@@ -114,6 +114,12 @@ pub(super) fn spawn(
             if let Err(error) = send_loop(&mut writer, &pending, &recycle) {
                 // A peer that left may close its socket before our goodbye is out.
                 if !left.load(Ordering::SeqCst) {
+                    if closed_by_peer(&error) {
+                        // A peer whose run failed closes after its abort frame, which names the
+                        // process to blame; our receive thread reads it: let it speak first
+                        // (the first failure recorded is the one reported).
+                        alarm.await_failure(CLOSE_GRACE);
+                    }
                     alarm.raise(remote, format!("sending failed: {error}"));
                 }
             }
@@ -121,6 +127,16 @@ pub(super) fn spawn(
         })
         .map_err(|error| NetworkError::io(format!("cannot spawn thread timely:send-{remote}"), &error))?;
     Ok((Queue { commands, spare, departed }, thread))
+}
+
+/// How long a send thread whose peer closed the connection waits for the receive thread's
+/// account of why (an abort frame, or the end of the stream) before it reports the failed
+/// write itself.
+const CLOSE_GRACE: Duration = Duration::from_millis(200);
+
+/// True for a write that failed because the peer closed or reset the connection.
+fn closed_by_peer(error: &std::io::Error) -> bool {
+    matches!(error.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted)
 }
 
 /// Writes queued buffers until a goodbye, a stop, or the last writer is gone, with the
