@@ -119,7 +119,11 @@ impl JoinDoor {
                             write_verdict(stream, verdict, HANDSHAKE_TIMEOUT)
                         };
                         // Blocks the runtime for one verdict byte and the start of a link's threads.
-                        self.core.admit(greeting.process, PeerStream { stream, keys: greeting.keys }, answer)
+                        self.core.admit(
+                            greeting.process,
+                            PeerStream { stream, keys: greeting.keys, records_sent: 0 },
+                            answer,
+                        )
                     }),
                 Err(error) => Err(error),
             };

@@ -11,7 +11,12 @@
 //! both sides. The dialler fails on any answer that is not a valid peer: it called the address
 //! of the process it expects, and retrying cannot help. A peer that connected and then closed
 //! its connection (it exited or crashed while this process waited for others) ends setup
-//! as soon as the end of its connection arrives, naming it.
+//! as soon as the end of its connection arrives, naming it; one that stays connected but sends
+//! nothing for the peer timeout (it froze, or the network cut it off) ends setup then, since
+//! every process sends a heartbeat frame to each connected peer every quarter of the peer
+//! timeout while it waits for the others (set-up keepalives, at most [`KEEPALIVE_BYTES`] a
+//! connection; on a sealed session they are its first records, and the send thread's numbering
+//! goes on after them).
 //!
 //! A process joining a running cluster ([`Entry::Join`]) is the highest process: it listens
 //! (so that its own join acceptor can admit the next joiner once it runs) but accepts nobody
@@ -30,14 +35,18 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use tokio::io::Interest;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 pub use super::accept::MAX_PENDING_HANDSHAKES;
 use super::accept::{accept_loop, configure, handshake_slots, listen, RefusalLog};
+use super::framing::MessageHeader;
 use super::handshake::{greet, read_verdict, ClusterIdentity, LocalProcess, Role, HANDSHAKE_TIMEOUT};
+use super::liveness::Liveness;
 use super::peer_stream::PeerStream;
 use super::proof::Side;
 use super::runtime::{adopt, current_thread, release};
+use super::seal::Sealer;
 use super::NetworkError;
 
 /// The first and the longest pause between two attempts to dial a peer.
@@ -45,6 +54,19 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(10);
 const MAX_BACKOFF: Duration = Duration::from_millis(250);
 /// The longest a single TCP connect may take before the dialer tries again.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A process stops sending set-up keepalives on a connection after this many bytes, and a
+/// peer that sent this many is running (a watch cannot tell more bytes from these).
+pub const KEEPALIVE_BYTES: usize = 32 << 10;
+
+/// How long setup may take, and how long a connected peer may stay silent during it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SetupTimes {
+    /// When setup gives up on the processes that have not connected.
+    pub deadline: Duration,
+    /// A connected peer silent for longer is lost (its heartbeats every quarter of it).
+    pub liveness: Liveness,
+}
 
 /// How a process enters its cluster.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,6 +129,25 @@ pub fn establish_as(
     identity: &ClusterIdentity,
     deadline: Duration,
 ) -> Result<Connections, NetworkError> {
+    let times = SetupTimes { deadline, liveness: Liveness::default() };
+    establish_with(entry, process, addresses, gone, threads, identity, times)
+}
+
+/// [`establish_as`] with connected peers lost after `times.liveness` of silence during setup
+/// (the peer timeout the transport will use), rather than the default.
+///
+/// # Errors
+///
+/// Those of [`establish_as`], and [`NetworkError::PeerLost`] for a peer silent that long.
+pub fn establish_with(
+    entry: Entry,
+    process: usize,
+    addresses: &[String],
+    gone: &[usize],
+    threads: usize,
+    identity: &ClusterIdentity,
+    times: SetupTimes,
+) -> Result<Connections, NetworkError> {
     check_arguments(entry, process, addresses, gone, threads)?;
     if addresses.len() == 1 {
         return Ok(Connections { streams: vec![None], listener: None });
@@ -119,10 +160,11 @@ pub fn establish_as(
         identity: identity.for_addresses(addresses),
         refusals: RefusalLog::default(),
         last_problem: Mutex::new(None),
+        peer_timeout: times.liveness.timeout(),
         events,
     });
     let runtime = current_thread()?;
-    let outcome = runtime.block_on(run(&setup, entry, listener, arrivals, addresses, gone, deadline));
+    let outcome = runtime.block_on(run(&setup, entry, listener, arrivals, addresses, gone, times.deadline));
     // Cancels the dials, handshakes and watches still in progress, without waiting for an
     // address lookup that may still run on the runtime's blocking pool.
     runtime.shutdown_background();
@@ -228,6 +270,8 @@ struct Setup {
     refusals: RefusalLog,
     /// The last problem seen, reported if some peer is missing at the end.
     last_problem: Mutex<Option<String>>,
+    /// A connected peer silent for longer is lost.
+    peer_timeout: Duration,
     events: UnboundedSender<Event>,
 }
 
@@ -253,16 +297,28 @@ impl Setup {
 }
 
 /// Takes events until `missing` peers have connected (each then watched for the end of its
-/// connection), or a task reports that setup cannot succeed.
+/// connection and for silence), or a task reports that setup cannot succeed; sends every
+/// connected peer a keepalive every quarter of the peer timeout meanwhile.
 async fn collect(
     setup: &Setup,
     arrivals: &mut UnboundedReceiver<Event>,
     streams: &mut [Option<PeerStream>],
     mut missing: usize,
 ) -> Result<(), NetworkError> {
+    let period = setup.peer_timeout / 4;
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut sent = vec![0usize; streams.len()];
     while missing > 0 {
+        let event = tokio::select! {
+            event = arrivals.recv() => event,
+            _ = ticks.tick() => {
+                keep_alive(streams, &mut sent)?;
+                continue;
+            }
+        };
         // `setup` holds a sender, so the channel never closes while this runs.
-        let Some(event) = arrivals.recv().await else { continue };
+        let Some(event) = event else { continue };
         match event {
             Event::Connected { process, address, stream } => match &streams[process] {
                 Some(_) => setup.reject(
@@ -273,7 +329,7 @@ async fn collect(
                     .at(address),
                 ),
                 None => {
-                    watch(process, &stream.stream, setup.events.clone())?;
+                    watch(process, &stream.stream, setup.events.clone(), setup.peer_timeout)?;
                     streams[process] = Some(stream);
                     missing -= 1;
                 }
@@ -285,23 +341,88 @@ async fn collect(
     Ok(())
 }
 
+/// Writes a heartbeat frame (sealed on a sealed session) to every connected peer that has had
+/// fewer than [`KEEPALIVE_BYTES`] of them. The sockets are non-blocking here (their watches
+/// made them so): a write either takes the whole frame, or nothing and the keepalive waits for
+/// the next tick; a frame cut short would leave the stream unusable and ends setup.
+fn keep_alive(streams: &mut [Option<PeerStream>], sent: &mut [usize]) -> Result<(), NetworkError> {
+    let mut frame = Vec::new();
+    MessageHeader::heartbeat().write_to(&mut frame);
+    for (process, peer) in streams.iter_mut().enumerate() {
+        let Some(peer) = peer.as_mut().filter(|_| sent[process] < KEEPALIVE_BYTES) else { continue };
+        let mut sealer = peer.keys.as_ref().map(|keys| Sealer::resume(keys.sending(), peer.records_sent));
+        let mut bytes = Vec::new();
+        match &mut sealer {
+            Some(sealer) => sealer
+                .seal_into(&frame, &mut bytes)
+                .map_err(|error| NetworkError::io("a keepalive", &error))?,
+            None => bytes.extend_from_slice(&frame),
+        }
+        let lost = |reason: String| NetworkError::PeerLost { process, reason };
+        match std::io::Write::write(&mut peer.stream, &bytes) {
+            Ok(written) if written == bytes.len() => {
+                sent[process] += written;
+                peer.records_sent = sealer.map_or(0, |sealer| sealer.next_record());
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
+            Ok(_) => {
+                return Err(lost("a set-up keepalive to it was cut short: its connection is full".into()))
+            }
+            Err(error) => return Err(lost(format!("its connection failed during set-up: {error}"))),
+        }
+    }
+    Ok(())
+}
+
 /// Starts a task that reports [`Event::Lost`] as soon as the connection of `process` ends (it
-/// exited or crashed while this process waited for others). A peer that finished setup may
-/// already send: bytes waiting mean it is alive, and the watch ends. Nothing is consumed.
-fn watch(process: usize, stream: &TcpStream, events: UnboundedSender<Event>) -> Result<(), NetworkError> {
+/// exited or crashed while this process waited for others), or when nothing new arrived on it
+/// for `timeout`. Nothing is consumed: the watch peeks, and ends once [`KEEPALIVE_BYTES`] are
+/// waiting (the peer runs; its transport may be sending already). Leaves `stream` non-blocking.
+fn watch(
+    process: usize,
+    stream: &TcpStream,
+    events: UnboundedSender<Event>,
+    timeout: Duration,
+) -> Result<(), NetworkError> {
     let clone = stream
         .try_clone()
         .and_then(adopt)
         .map_err(|error| NetworkError::io("watching a set-up connection", &error))?;
     tokio::spawn(async move {
-        let reason = match clone.peek(&mut [0u8; 1]).await {
-            Ok(0) => "it closed its connection during set-up".to_string(),
-            Ok(_) => return,
-            Err(error) => format!("its connection failed during set-up: {error}"),
-        };
-        let _ = events.send(Event::Lost { process, reason });
+        if let Some(reason) = silence_or_end(&clone, timeout).await {
+            let _ = events.send(Event::Lost { process, reason });
+        }
     });
     Ok(())
+}
+
+/// Why the peer on `stream` is lost, or `None` once it has shown that it runs.
+async fn silence_or_end(stream: &tokio::net::TcpStream, timeout: Duration) -> Option<String> {
+    let mut waiting = vec![0u8; KEEPALIVE_BYTES];
+    let (mut seen, mut heard) = (0, tokio::time::Instant::now());
+    loop {
+        let peeked = tokio::select! {
+            peeked = stream.peek(&mut waiting) => peeked,
+            () = tokio::time::sleep_until(heard + timeout) => {
+                let silence = timeout.as_secs_f64();
+                return Some(format!("it sent nothing for {silence} s during set-up (the peer timeout): it froze or was cut off"));
+            }
+        };
+        match peeked {
+            Ok(0) => return Some("it closed its connection during set-up".to_string()),
+            Ok(count) if count >= KEEPALIVE_BYTES => return None,
+            Ok(count) if count > seen => (seen, heard) = (count, tokio::time::Instant::now()),
+            Ok(_) => {}
+            Err(error) => return Some(format!("its connection failed during set-up: {error}")),
+        }
+        // With bytes waiting, a peek shows them rather than the end of the stream; readiness
+        // (EPOLLRDHUP) shows the end. Then forget this readiness, so the next peek waits for
+        // news rather than returning the same bytes at once.
+        if stream.ready(Interest::READABLE).await.is_ok_and(|ready| ready.is_read_closed()) {
+            return Some("it closed its connection during set-up".to_string());
+        }
+        let _ = stream.try_io(Interest::READABLE, || Err::<(), _>(std::io::ErrorKind::WouldBlock.into()));
+    }
 }
 
 /// The error naming every process without a stream.
@@ -391,7 +512,7 @@ async fn introduce(
     }
     let stream =
         release(stream).map_err(|error| Attempt::Retry(format!("process {q} ({address}): {error}")))?;
-    Ok(PeerStream { stream, keys: greeting.keys })
+    Ok(PeerStream { stream, keys: greeting.keys, records_sent: 0 })
 }
 
 /// Runs the handshake of an accepted connection (which checks that the peer is above this
@@ -405,7 +526,7 @@ async fn welcome(mut stream: tokio::net::TcpStream, peer: SocketAddr, setup: Arc
     match outcome {
         Ok((greeting, stream)) => {
             let (process, address) = (greeting.process, peer.to_string());
-            let stream = PeerStream { stream, keys: greeting.keys };
+            let stream = PeerStream { stream, keys: greeting.keys, records_sent: 0 };
             setup.report(Event::Connected { process, address, stream });
         }
         Err(error) if error.is_misconfiguration() => setup.report(Event::Failed(error.at(peer))),

@@ -75,7 +75,7 @@ pub mod transport;
 pub mod verdict;
 
 pub use clock_sync::{ClockSync, DEFAULT_CLOCK_INTERVAL};
-pub use connect::{establish, establish_as, Connections, Entry};
+pub use connect::{establish, establish_as, establish_with, Connections, Entry, SetupTimes};
 pub use error::NetworkError;
 pub use exposure::{protection, Protection};
 pub use framing::{
