@@ -15,8 +15,8 @@ use crate::allocator::cluster::{ClusterBuilder, Network};
 use crate::allocator::process::ProcessBuilder;
 use crate::allocator::thread::ThreadBuilder;
 use crate::networking::{
-    default_addresses, establish_as, protection, read_hostfile, ClockSync, ClusterIdentity, Connections,
-    Entry, FrameObserver, Liveness, NetworkError, Protection, ReceiveBudget, Sealing, Transport,
+    default_addresses, establish_with, protection, read_hostfile, ClockSync, ClusterIdentity, Connections,
+    Entry, FrameObserver, Liveness, NetworkError, Protection, ReceiveBudget, Sealing, SetupTimes, Transport,
     TransportOptions,
 };
 use crate::workers::{initialize_from, WorkerGuards};
@@ -488,9 +488,10 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
     let addresses = &addresses[..processes];
     warn_if_unprotected(&protection(!identity.secret.is_empty(), insecure, addresses)?);
     let entry = if join.is_some() { Entry::Join } else { Entry::Setup };
+    let setup_times = SetupTimes { deadline: connect_timeout, liveness };
     let connecting = crate::clock::stamp();
     let Connections { streams, listener } =
-        establish_as(entry, process, addresses, &gone, threads, &identity, connect_timeout)?;
+        establish_with(entry, process, addresses, &gone, threads, &identity, setup_times)?;
     let connection = (connecting, crate::clock::stamp());
     let locals = ProcessBuilder::new_vector(threads);
     let wake = locals[0].waker();

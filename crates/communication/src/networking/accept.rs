@@ -1,19 +1,23 @@
-//! Accepting connections on a listener, one handshake thread per connection.
+//! Accepting connections on a listener, one handshake task per connection.
 //!
 //! This module owns what setup ([`super::connect`]) and the join acceptor
-//! ([`super::acceptor`]) share: listening on an address, the loop that polls a non-blocking
-//! listener until its owner stops it, the limit of [`MAX_PENDING_HANDSHAKES`] handshakes at once
-//! (a connection beyond it is dropped, so a flood of silent clients delays nobody for longer
-//! than one handshake timeout), the socket options of every connection, naming threads, and the
-//! log of refused connections ([`RefusalLog`]: at most three lines a second, with the count of
-//! those not shown, so a flood of strangers cannot flood the log). It must not run or judge
-//! handshakes: a [`Door`] does that with each accepted stream.
+//! ([`super::acceptor`]) share: listening on an address, the asynchronous loop that accepts
+//! connections for as long as its owner polls it ([`accept_loop`]; an owner stops it by dropping
+//! it, in a `select!`), the limit of [`MAX_PENDING_HANDSHAKES`] handshakes at once (a semaphore:
+//! a connection beyond it is dropped, so a flood of silent clients delays nobody for longer than
+//! one handshake timeout), the socket options of every connection, and the log of refused
+//! connections ([`RefusalLog`]: at most three lines a second, with the count of those not shown,
+//! so a flood of strangers cannot flood the log). It must not run or judge handshakes: the
+//! owner's `greet` does that with each accepted stream.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 
 use super::NetworkError;
 
@@ -21,9 +25,8 @@ use super::NetworkError;
 /// dropped until one finishes.
 pub const MAX_PENDING_HANDSHAKES: usize = 16;
 
-/// The longest an accept loop waits for a connection before it checks whether to stop (so a
-/// stop takes effect within this time); a connection that arrives is accepted at once.
-const ACCEPT_WAIT: Duration = Duration::from_millis(20);
+/// The pause after `accept` itself failed (out of file descriptors, say) before trying again.
+const ACCEPT_RETRY: Duration = Duration::from_millis(20);
 
 /// Refused connections are logged at most [`REFUSALS_SHOWN_PER_INTERVAL`] times in this interval.
 pub const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(1);
@@ -32,21 +35,10 @@ pub const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(1);
 /// the wrong secret that follows it); the others are counted.
 pub const REFUSALS_SHOWN_PER_INTERVAL: u64 = 3;
 
-/// What an accept loop serves: it decides when to stop and what to do with a connection.
-pub(crate) trait Door: Send + Sync + 'static {
-    /// Whether the loop should end (the listener is then dropped, which frees the port).
-    fn stopped(&self) -> bool;
-    /// The count of handshakes in progress, kept by the loop.
-    fn pending(&self) -> &AtomicUsize;
-    /// A connection was dropped or failed its handshake.
-    fn reject(&self, error: NetworkError);
-    /// Runs the handshake of an accepted connection (on its own thread).
-    fn greet(&self, stream: TcpStream, peer: SocketAddr);
-}
-
-/// Listens on `address`, non-blocking, naming the address in the error.
-pub(crate) fn listen(address: &str) -> Result<TcpListener, NetworkError> {
-    let listener = TcpListener::bind(address).map_err(|error| match error.kind() {
+/// Listens on `address` (a std listener, non-blocking, ready for [`TcpListener::from_std`]),
+/// naming the address in the error.
+pub(crate) fn listen(address: &str) -> Result<std::net::TcpListener, NetworkError> {
+    let listener = std::net::TcpListener::bind(address).map_err(|error| match error.kind() {
         std::io::ErrorKind::AddrInUse => NetworkError::AddressInUse { address: address.to_string() },
         _ => NetworkError::Bind { address: address.to_string(), reason: error.to_string() },
     })?;
@@ -56,69 +48,54 @@ pub(crate) fn listen(address: &str) -> Result<TcpListener, NetworkError> {
     Ok(listener)
 }
 
-/// Accepts connections until `door` stops, handing each to its own handshake thread.
-pub(crate) fn accept_loop<D: Door>(listener: &TcpListener, door: &Arc<D>) {
-    while !door.stopped() {
-        match listener.accept() {
-            Ok((stream, peer)) => admit(stream, peer, door),
-            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => await_connection(listener),
+/// The permits of [`accept_loop`]: one per handshake that may run at once. Its owner can wait
+/// for the handshakes in progress to end by acquiring them all.
+pub(crate) fn handshake_slots() -> Arc<Semaphore> {
+    Arc::new(Semaphore::new(MAX_PENDING_HANDSHAKES))
+}
+
+/// Accepts connections on `listener` for as long as it is polled, spawning `greet` of each
+/// (with its `TCP_NODELAY` set) as a task that holds one of `slots`; a connection without a free
+/// slot, or that cannot be configured, goes to `reject`.
+pub(crate) async fn accept_loop<F>(
+    listener: &TcpListener,
+    slots: &Arc<Semaphore>,
+    greet: impl Fn(TcpStream, SocketAddr) -> F,
+    reject: impl Fn(NetworkError),
+) -> Infallible
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
             Err(error) => {
-                door.reject(NetworkError::io("accepting a connection failed", &error));
-                std::thread::sleep(ACCEPT_WAIT);
+                reject(NetworkError::io("accepting a connection failed", &error));
+                tokio::time::sleep(ACCEPT_RETRY).await;
+                continue;
             }
+        };
+        let Ok(slot) = Arc::clone(slots).try_acquire_owned() else {
+            let reason = format!("more than {MAX_PENDING_HANDSHAKES} handshakes in progress");
+            reject(NetworkError::HandshakeIo { reason }.at(peer));
+            continue;
+        };
+        if let Err(error) = configure(&stream) {
+            reject(error.at(peer));
+            continue;
         }
+        let handshake = greet(stream, peer);
+        tokio::spawn(async move {
+            handshake.await;
+            drop(slot);
+        });
     }
-}
-
-/// Waits until `listener` has a connection to accept, or [`ACCEPT_WAIT`] passes.
-#[cfg(unix)]
-fn await_connection(listener: &TcpListener) {
-    use std::os::fd::AsRawFd;
-    let mut ready = libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-    // SAFETY: `ready` is one valid pollfd for the duration of the call, and the descriptor is
-    // the listener's, open while `listener` is borrowed. An error or a signal just ends the wait.
-    unsafe { libc::poll(&mut ready, 1, ACCEPT_WAIT.as_millis() as libc::c_int) };
-}
-
-/// Waits [`ACCEPT_WAIT`] / 10 (without `poll(2)`, a connection waits for the next look).
-#[cfg(not(unix))]
-fn await_connection(_listener: &TcpListener) {
-    std::thread::sleep(ACCEPT_WAIT / 10);
-}
-
-/// Starts the handshake of an accepted connection, unless too many are in progress.
-fn admit<D: Door>(stream: TcpStream, peer: SocketAddr, door: &Arc<D>) {
-    if door.pending().fetch_add(1, Ordering::SeqCst) >= MAX_PENDING_HANDSHAKES {
-        door.pending().fetch_sub(1, Ordering::SeqCst);
-        let reason = format!("more than {MAX_PENDING_HANDSHAKES} handshakes in progress");
-        return door.reject(NetworkError::HandshakeIo { reason }.at(peer));
-    }
-    let shared = Arc::clone(door);
-    let spawned = spawn_named("timely:handshake".into(), move || {
-        shared.greet(stream, peer);
-        shared.pending().fetch_sub(1, Ordering::SeqCst);
-    });
-    if let Err(error) = spawned {
-        door.pending().fetch_sub(1, Ordering::SeqCst);
-        door.reject(error.at(peer));
-    }
-}
-
-/// Spawns a thread named `name`.
-pub(crate) fn spawn_named<T: Send + 'static>(
-    name: String,
-    body: impl FnOnce() -> T + Send + 'static,
-) -> Result<JoinHandle<T>, NetworkError> {
-    std::thread::Builder::new()
-        .name(name.clone())
-        .spawn(body)
-        .map_err(|error| NetworkError::io(format!("cannot spawn thread {name}"), &error))
 }
 
 /// Sets the socket options every connection uses.
 pub(crate) fn configure(stream: &TcpStream) -> Result<(), NetworkError> {
-    stream.set_nonblocking(false).and_then(|()| stream.set_nodelay(true)).map_err(|error| {
-        NetworkError::HandshakeIo { reason: format!("cannot configure the socket: {error}") }
+    stream.set_nodelay(true).map_err(|error| NetworkError::HandshakeIo {
+        reason: format!("cannot configure the socket: {error}"),
     })
 }
 

@@ -2,48 +2,47 @@
 //!
 //! This module owns the thread `timely:join-acceptor`, which a process runs for its whole run
 //! on the listener that setup used ([`super::establish_as`], started by
-//! [`super::Transport::accept_joins`]): it accepts connections as setup does
-//! ([`super::accept`]: at most [`super::accept::MAX_PENDING_HANDSHAKES`] handshakes at once,
-//! each on its own thread and within the handshake timeout), runs the join handshake as the
-//! member ([`Role::Admitting`], announcing the cluster's current size), and hands a joiner that
-//! passes it to the transport, which writes the verdict and starts the link under the same lock
-//! that orders joins. It must not move messages or decide what a join means to the workers
-//! (the transport tells them).
+//! [`super::Transport::accept_joins`]): on a current-thread tokio runtime it accepts
+//! connections as setup does ([`super::accept`]: at most
+//! [`super::accept::MAX_PENDING_HANDSHAKES`] handshakes at once, each a task bounded by the
+//! handshake timeout), runs the join handshake as the member ([`Role::Admitting`], announcing
+//! the cluster's current size), and hands a joiner that passes it to the transport, which
+//! writes the verdict and starts the link under the same lock that orders joins. It must not
+//! move messages or decide what a join means to the workers (the transport tells them).
 //!
 //! Anything else that connects (junk, a wrong cluster id or secret, a setup hello, a joiner that
 //! is not next, a silence) is refused and dropped; the cluster runs on. Refusals are logged at
-//! most three times a second, with the count of those not shown, so a flood of junk cannot flood the
-//! log. The thread ends within one poll of [`JoinAcceptor::stop`], closing the listener;
-//! handshakes still in progress then end on their own, and a joiner that passed one is refused
-//! with [`Verdict::Closing`].
+//! most three times a second, with the count of those not shown, so a flood of junk cannot flood
+//! the log. [`JoinAcceptor::stop`] returns once the listener is closed (a `select!` between
+//! accepting and the stop signal, so at once); handshakes still in progress then end on the
+//! thread on their own, and a joiner that passed one is refused with [`Verdict::Closing`].
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Instant;
 
-use super::accept::{accept_loop, configure, spawn_named, Door, RefusalLog};
+use tokio::sync::oneshot;
+
+use super::accept::{accept_loop, handshake_slots, RefusalLog, MAX_PENDING_HANDSHAKES};
 use super::handshake::{
-    handshake, write_verdict, ClusterIdentity, LocalProcess, Role, Verdict, HANDSHAKE_TIMEOUT,
+    greet, write_verdict, ClusterIdentity, LocalProcess, Role, Verdict, HANDSHAKE_TIMEOUT,
 };
 use super::peer_stream::PeerStream;
 use super::proof::Side;
+use super::runtime::{current_thread, release, spawn_named};
 use super::transport::Core;
 use super::NetworkError;
 
 /// The running join acceptor of a transport.
 pub(crate) struct JoinAcceptor {
-    door: Arc<JoinDoor>,
-    thread: Option<JoinHandle<()>>,
+    /// Tells the thread to close the listener; it answers on the channel it is given.
+    stop: oneshot::Sender<std::sync::mpsc::SyncSender<()>>,
 }
 
-/// What the acceptor's threads share.
+/// What the acceptor's tasks share.
 struct JoinDoor {
     core: Arc<Core>,
     identity: ClusterIdentity,
-    stop: AtomicBool,
-    pending: AtomicUsize,
     quiet: RefusalLog,
 }
 
@@ -57,38 +56,48 @@ impl JoinAcceptor {
         listener
             .set_nonblocking(true)
             .map_err(|error| NetworkError::io("cannot poll the join listener", &error))?;
-        let door = Arc::new(JoinDoor {
-            core,
-            identity,
-            stop: AtomicBool::new(false),
-            pending: AtomicUsize::new(0),
-            quiet: RefusalLog::default(),
-        });
-        let thread = spawn_named("timely:join-acceptor".into(), {
-            let door = Arc::clone(&door);
-            move || accept_loop(&listener, &door)
-        })?;
-        Ok(JoinAcceptor { door, thread: Some(thread) })
+        let runtime = current_thread()?;
+        let door = Arc::new(JoinDoor { core, identity, quiet: RefusalLog::default() });
+        let (stop, stopped) = oneshot::channel();
+        spawn_named("timely:join-acceptor".into(), move || runtime.block_on(serve(listener, door, stopped)))?;
+        Ok(JoinAcceptor { stop })
     }
 
-    /// Stops accepting and waits for the thread, which closes the listener.
-    pub(crate) fn stop(mut self) {
-        self.door.stop.store(true, Ordering::SeqCst);
-        if let Some(thread) = self.thread.take() {
-            drop(thread.join());
+    /// Stops accepting; returns once the listener is closed (the port is free).
+    pub(crate) fn stop(self) {
+        let (closed, on_close) = std::sync::mpsc::sync_channel(1);
+        if self.stop.send(closed).is_ok() {
+            // An error means the thread ended (and dropped the listener) already.
+            let _ = on_close.recv();
         }
     }
 }
 
-impl Door for JoinDoor {
-    fn stopped(&self) -> bool {
-        self.stop.load(Ordering::SeqCst)
+/// The thread's work: accepts until told to stop, closes the listener, says so, and lets the
+/// handshakes in progress end (each within the handshake timeout).
+async fn serve(
+    listener: TcpListener,
+    door: Arc<JoinDoor>,
+    stopped: oneshot::Receiver<std::sync::mpsc::SyncSender<()>>,
+) {
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(listener) => listener,
+        Err(error) => return door.reject(NetworkError::io("cannot poll the join listener", &error)),
+    };
+    let slots = handshake_slots();
+    let greet = |stream, peer| Arc::clone(&door).welcome(stream, peer);
+    let closed = tokio::select! {
+        closed = stopped => closed.ok(),
+        _ = accept_loop(&listener, &slots, greet, |error| door.reject(error)) => None,
+    };
+    drop(listener);
+    if let Some(closed) = closed {
+        let _ = closed.send(());
     }
+    let _ = slots.acquire_many(MAX_PENDING_HANDSHAKES as u32).await;
+}
 
-    fn pending(&self) -> &AtomicUsize {
-        &self.pending
-    }
-
+impl JoinDoor {
     fn reject(&self, error: NetworkError) {
         if let Some(more) = self.quiet.admit(Instant::now()) {
             let process = self.core.local().0;
@@ -96,23 +105,30 @@ impl Door for JoinDoor {
         }
     }
 
-    fn greet(&self, stream: TcpStream, peer: SocketAddr) {
-        if let Err(error) = self.admit(stream) {
-            self.reject(error.at(peer));
-        }
-    }
-}
-
-impl JoinDoor {
     /// Runs the join handshake on `stream` and hands a joiner that passes it to the transport.
-    fn admit(&self, mut stream: TcpStream) -> Result<(), NetworkError> {
+    async fn welcome(self: Arc<Self>, mut stream: tokio::net::TcpStream, peer: SocketAddr) {
         let (process, threads) = self.core.local();
         let (members, _) = self.core.admitting();
         let local = LocalProcess { process, processes: members, threads, role: Role::Admitting };
-        configure(&stream)?;
-        let greeting = handshake(&mut stream, &local, &self.identity, Side::Acceptor, HANDSHAKE_TIMEOUT)?;
-        let answer =
-            |stream: &mut TcpStream, verdict: Verdict| write_verdict(stream, verdict, HANDSHAKE_TIMEOUT);
-        self.core.admit(greeting.process, PeerStream { stream, keys: greeting.keys }, answer)
+        let admitted =
+            match greet(&mut stream, &local, &self.identity, Side::Acceptor, HANDSHAKE_TIMEOUT).await {
+                Ok(greeting) => release(stream)
+                    .map_err(|error| NetworkError::io("an accepted socket", &error))
+                    .and_then(|stream| {
+                        let answer = |stream: &mut std::net::TcpStream, verdict: Verdict| {
+                            write_verdict(stream, verdict, HANDSHAKE_TIMEOUT)
+                        };
+                        // Blocks the runtime for one verdict byte and the start of a link's threads.
+                        self.core.admit(
+                            greeting.process,
+                            PeerStream { stream, keys: greeting.keys, records_sent: 0 },
+                            answer,
+                        )
+                    }),
+                Err(error) => Err(error),
+            };
+        if let Err(error) = admitted {
+            self.reject(error.at(peer));
+        }
     }
 }

@@ -11,32 +11,42 @@
 //! both sides. The dialler fails on any answer that is not a valid peer: it called the address
 //! of the process it expects, and retrying cannot help. A peer that connected and then closed
 //! its connection (it exited or crashed while this process waited for others) ends setup
-//! within [`CLOSED_PEER_CHECK`], naming it.
+//! as soon as the end of its connection arrives, naming it; one that stays connected but sends
+//! nothing for the peer timeout (it froze, or the network cut it off) ends setup then, since
+//! every process sends a heartbeat frame to each connected peer every quarter of the peer
+//! timeout while it waits for the others (set-up keepalives, at most [`KEEPALIVE_BYTES`] a
+//! connection; on a sealed session they are its first records, and the send thread's numbering
+//! goes on after them).
 //!
 //! A process joining a running cluster ([`Entry::Join`]) is the highest process: it listens
 //! (so that its own join acceptor can admit the next joiner once it runs) but accepts nobody
 //! during setup, and dials every member in join mode; a member's refusal (still setting up, a
 //! count that does not match, its verdict) ends the join at once, since retrying cannot help.
 //!
-//! Setup uses std threads and blocking sockets: one thread per dialed peer, one acceptor thread
-//! that polls a non-blocking listener, and one short-lived thread per accepted handshake (at
-//! most [`MAX_PENDING_HANDSHAKES`] at once; see [`super::accept`]), so a silent client delays
-//! nobody. This is a handful of threads for a few seconds; tokio would add a runtime dependency
-//! to the bottom crate without making setup simpler or faster.
+//! Setup runs on a current-thread tokio runtime ([`super::runtime`]) on the calling thread:
+//! one task per dialed peer, the accept loop ([`super::accept`], at most
+//! [`MAX_PENDING_HANDSHAKES`] handshakes at once, so a silent client delays nobody), and one
+//! task per connected peer that waits for its connection to end. Setup is one `select!` between
+//! collecting the peers, accepting, and the deadline (`sleep_until`, so it is exact); when it is
+//! decided, the runtime is shut down, which cancels every dial and handshake still in progress.
+//! The streams are then handed to the data path as blocking std sockets.
 
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender};
+use tokio::io::Interest;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 pub use super::accept::MAX_PENDING_HANDSHAKES;
-use super::accept::{accept_loop, configure, listen, spawn_named, Door, RefusalLog};
-use super::handshake::{handshake, read_verdict, ClusterIdentity, LocalProcess, Role, HANDSHAKE_TIMEOUT};
+use super::accept::{accept_loop, configure, handshake_slots, listen, RefusalLog};
+use super::framing::MessageHeader;
+use super::handshake::{greet, read_verdict, ClusterIdentity, LocalProcess, Role, HANDSHAKE_TIMEOUT};
+use super::liveness::Liveness;
 use super::peer_stream::PeerStream;
 use super::proof::Side;
+use super::runtime::{adopt, current_thread, release};
+use super::seal::Sealer;
 use super::NetworkError;
 
 /// The first and the longest pause between two attempts to dial a peer.
@@ -44,6 +54,19 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(10);
 const MAX_BACKOFF: Duration = Duration::from_millis(250);
 /// The longest a single TCP connect may take before the dialer tries again.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A process stops sending set-up keepalives on a connection after this many bytes, and a
+/// peer that sent this many is running (a watch cannot tell more bytes from these).
+pub const KEEPALIVE_BYTES: usize = 32 << 10;
+
+/// How long setup may take, and how long a connected peer may stay silent during it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SetupTimes {
+    /// When setup gives up on the processes that have not connected.
+    pub deadline: Duration,
+    /// A connected peer silent for longer is lost (its heartbeats every quarter of it).
+    pub liveness: Liveness,
+}
 
 /// How a process enters its cluster.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,57 +129,94 @@ pub fn establish_as(
     identity: &ClusterIdentity,
     deadline: Duration,
 ) -> Result<Connections, NetworkError> {
+    let times = SetupTimes { deadline, liveness: Liveness::default() };
+    establish_with(entry, process, addresses, gone, threads, identity, times)
+}
+
+/// [`establish_as`] with connected peers lost after `times.liveness` of silence during setup
+/// (the peer timeout the transport will use), rather than the default.
+///
+/// # Errors
+///
+/// Those of [`establish_as`], and [`NetworkError::PeerLost`] for a peer silent that long.
+pub fn establish_with(
+    entry: Entry,
+    process: usize,
+    addresses: &[String],
+    gone: &[usize],
+    threads: usize,
+    identity: &ClusterIdentity,
+    times: SetupTimes,
+) -> Result<Connections, NetworkError> {
     check_arguments(entry, process, addresses, gone, threads)?;
     if addresses.len() == 1 {
         return Ok(Connections { streams: vec![None], listener: None });
     }
     let listener = listen(&addresses[process])?;
-    let (events, arrivals) = crossbeam_channel::unbounded();
     let role = if entry == Entry::Join { Role::Joining } else { Role::Setup };
+    let (events, arrivals) = unbounded_channel();
     let setup = Arc::new(Setup {
         local: LocalProcess { process, processes: addresses.len(), threads, role },
         identity: identity.for_addresses(addresses),
         refusals: RefusalLog::default(),
-        end: Instant::now() + deadline,
-        stop: AtomicBool::new(false),
-        pending: AtomicUsize::new(0),
         last_problem: Mutex::new(None),
+        peer_timeout: times.liveness.timeout(),
         events,
     });
-    // A joiner is the highest process: nobody is to be accepted during its setup, and a next
-    // joiner waits in the listener's backlog for the join acceptor.
-    let (acceptor, mut listener) = match entry {
-        Entry::Setup => {
-            let setup = Arc::clone(&setup);
-            let accept = move || {
-                accept_loop(&listener, &setup);
-                listener
-            };
-            (Some(spawn_named("timely:accept".into(), accept)?), None)
-        }
-        Entry::Join => (None, Some(listener)),
-    };
-    let dialers = spawn_dialers(&setup, addresses, gone);
-    let result = dialers.and_then(|dialers| {
-        let result = collect(&setup, &arrivals, addresses, gone, deadline);
-        if result.is_ok() {
-            // Every dialer has connected, so each has ended or is about to.
-            dialers.into_iter().for_each(|dialer| drop(dialer.join()));
-        }
-        result
-    });
-    // The acceptor ends within one poll and hands the listener back; a dialer still in a
-    // handshake after a failure ends by itself.
-    setup.stop.store(true, Ordering::SeqCst);
-    if let Some(acceptor) = acceptor {
-        listener = acceptor.join().ok();
+    let runtime = current_thread()?;
+    let outcome = runtime.block_on(run(&setup, entry, listener, arrivals, addresses, gone, times.deadline));
+    // Cancels the dials, handshakes and watches still in progress, without waiting for an
+    // address lookup that may still run on the runtime's blocking pool.
+    runtime.shutdown_background();
+    let (streams, listener) = outcome?;
+    for stream in streams.iter().flatten() {
+        // The watches' clones shared the socket's non-blocking flag.
+        stream.stream.set_nonblocking(false).map_err(|error| NetworkError::io("a set-up socket", &error))?;
     }
-    let streams = result?;
-    let listener = listener.ok_or_else(|| NetworkError::Io {
-        context: format!("the listener on {}", addresses[process]),
-        reason: "its accept thread panicked".into(),
-    })?;
     Ok(Connections { streams, listener: Some(listener) })
+}
+
+/// The streams of every peer, and this process's listener.
+type Collected = (Vec<Option<PeerStream>>, TcpListener);
+
+/// Set-up on the runtime: dials the processes below, accepts those above (not for a joiner,
+/// the highest process: a next joiner waits in the listener's backlog for the join acceptor),
+/// and collects them until all are connected, one fails set-up, or the deadline passes.
+async fn run(
+    setup: &Arc<Setup>,
+    entry: Entry,
+    listener: TcpListener,
+    mut arrivals: UnboundedReceiver<Event>,
+    addresses: &[String],
+    gone: &[usize],
+    deadline: Duration,
+) -> Result<Collected, NetworkError> {
+    let end = tokio::time::Instant::now() + deadline;
+    let listener = tokio::net::TcpListener::from_std(listener).map_err(|error| {
+        NetworkError::io(format!("cannot poll the listener on {}", addresses[setup.local.process]), &error)
+    })?;
+    for q in (0..setup.local.process).filter(|q| !gone.contains(q)) {
+        tokio::spawn(dial(q, addresses[q].clone(), Arc::clone(setup)));
+    }
+    let slots = handshake_slots();
+    let accepting = async {
+        if entry == Entry::Setup {
+            let greet = |stream, peer| welcome(stream, peer, Arc::clone(setup));
+            let _: std::convert::Infallible =
+                accept_loop(&listener, &slots, greet, |error| setup.reject(error)).await;
+        }
+        std::future::pending::<()>().await;
+    };
+    let mut streams: Vec<Option<PeerStream>> = addresses.iter().map(|_| None).collect();
+    let missing = addresses.len() - 1 - gone.len();
+    let result = tokio::select! {
+        result = collect(setup, &mut arrivals, &mut streams, missing) => result,
+        () = accepting => unreachable!("the accept loop never ends"),
+        () = tokio::time::sleep_until(end) => Err(missing_peers(setup, &streams, addresses, gone, deadline)),
+    };
+    result?;
+    let listener = listener.into_std().map_err(|error| NetworkError::io("the set-up listener", &error))?;
+    Ok((streams, listener))
 }
 
 /// Rejects arguments no cluster can have.
@@ -192,37 +252,30 @@ fn check_arguments(
     Ok(())
 }
 
-/// What the helper threads report to [`establish`].
+/// What the tasks report to [`collect`].
 enum Event {
     /// A handshake with `process` succeeded.
     Connected { process: usize, address: String, stream: PeerStream },
+    /// A connected peer's connection ended during set-up.
+    Lost { process: usize, reason: String },
     /// Setup cannot succeed.
     Failed(NetworkError),
 }
 
-/// What the helper threads of one setup share.
+/// What the tasks of one setup share.
 struct Setup {
     local: LocalProcess,
     identity: ClusterIdentity,
     /// Refusals of accepted connections, logged at a bounded rate.
     refusals: RefusalLog,
-    /// When setup gives up.
-    end: Instant,
-    /// Set when setup is over, successfully or not; helpers then stop.
-    stop: AtomicBool,
-    /// Handshakes of accepted connections in progress.
-    pending: AtomicUsize,
     /// The last problem seen, reported if some peer is missing at the end.
     last_problem: Mutex<Option<String>>,
-    events: Sender<Event>,
+    /// A connected peer silent for longer is lost.
+    peer_timeout: Duration,
+    events: UnboundedSender<Event>,
 }
 
 impl Setup {
-    /// Whether helpers should give up: setup is over or its deadline has passed.
-    fn stopped(&self) -> bool {
-        self.stop.load(Ordering::SeqCst) || Instant::now() >= self.end
-    }
-
     /// Records `problem` for the missing-peers error.
     fn note(&self, problem: String) {
         *self.last_problem.lock().unwrap_or_else(PoisonError::into_inner) = Some(problem);
@@ -237,28 +290,37 @@ impl Setup {
         self.note(problem);
     }
 
-    /// Reports an event to [`establish`] (which may have returned already; then nobody listens).
+    /// Reports an event to [`collect`] (which may have ended already; then nobody listens).
     fn report(&self, event: Event) {
         let _ = self.events.send(event);
     }
 }
 
-/// Waits until every peer connected, a helper reports a failure, or the deadline passes.
-fn collect(
+/// Takes events until `missing` peers have connected (each then watched for the end of its
+/// connection and for silence), or a task reports that setup cannot succeed; sends every
+/// connected peer a keepalive every quarter of the peer timeout meanwhile.
+async fn collect(
     setup: &Setup,
-    arrivals: &Receiver<Event>,
-    addresses: &[String],
-    gone: &[usize],
-    deadline: Duration,
-) -> Result<Vec<Option<PeerStream>>, NetworkError> {
-    let mut streams: Vec<Option<PeerStream>> = addresses.iter().map(|_| None).collect();
-    let mut missing = addresses.len() - 1 - gone.len();
+    arrivals: &mut UnboundedReceiver<Event>,
+    streams: &mut [Option<PeerStream>],
+    mut missing: usize,
+) -> Result<(), NetworkError> {
+    let period = setup.peer_timeout / 4;
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut sent = vec![0usize; streams.len()];
     while missing > 0 {
-        if let Some((process, reason)) = closed_peer(&streams) {
-            return Err(NetworkError::PeerLost { process, reason });
-        }
-        match arrivals.recv_deadline(setup.end.min(Instant::now() + CLOSED_PEER_CHECK)) {
-            Ok(Event::Connected { process, address, stream }) => match &streams[process] {
+        let event = tokio::select! {
+            event = arrivals.recv() => event,
+            _ = ticks.tick() => {
+                keep_alive(streams, &mut sent)?;
+                continue;
+            }
+        };
+        // `setup` holds a sender, so the channel never closes while this runs.
+        let Some(event) = event else { continue };
+        match event {
+            Event::Connected { process, address, stream } => match &streams[process] {
                 Some(_) => setup.reject(
                     NetworkError::UnexpectedProcess {
                         found: process as u64,
@@ -267,39 +329,100 @@ fn collect(
                     .at(address),
                 ),
                 None => {
+                    watch(process, &stream.stream, setup.events.clone(), setup.peer_timeout)?;
                     streams[process] = Some(stream);
                     missing -= 1;
                 }
             },
-            Ok(Event::Failed(error)) => return Err(error),
-            Err(_) if Instant::now() < setup.end => {}
-            Err(_) => return Err(missing_peers(setup, &streams, addresses, gone, deadline)),
+            Event::Lost { process, reason } => return Err(NetworkError::PeerLost { process, reason }),
+            Event::Failed(error) => return Err(error),
         }
     }
-    Ok(streams)
+    Ok(())
 }
 
-/// How often setup looks for connected peers that closed their connection again.
-const CLOSED_PEER_CHECK: Duration = Duration::from_millis(100);
-
-/// The first connected peer whose connection has ended (it exited or crashed while this
-/// process waited for others), and why; `None` while every connection is open. A peer that
-/// finished setup may already send, so bytes waiting mean it is alive; nothing is consumed.
-fn closed_peer(streams: &[Option<PeerStream>]) -> Option<(usize, String)> {
-    streams.iter().enumerate().find_map(|(process, peer)| {
-        let stream = &peer.as_ref()?.stream;
-        stream.set_nonblocking(true).ok()?;
-        let mut byte = [0u8; 1];
-        let state = stream.peek(&mut byte);
-        let _ = stream.set_nonblocking(false);
-        match state {
-            Ok(0) => Some((process, "it closed its connection during set-up".to_string())),
-            Err(error) if error.kind() != std::io::ErrorKind::WouldBlock => {
-                Some((process, format!("its connection failed during set-up: {error}")))
-            }
-            _ => None,
+/// Writes a heartbeat frame (sealed on a sealed session) to every connected peer that has had
+/// fewer than [`KEEPALIVE_BYTES`] of them. The sockets are non-blocking here (their watches
+/// made them so): a write either takes the whole frame, or nothing and the keepalive waits for
+/// the next tick; a frame cut short would leave the stream unusable and ends setup.
+fn keep_alive(streams: &mut [Option<PeerStream>], sent: &mut [usize]) -> Result<(), NetworkError> {
+    let mut frame = Vec::new();
+    MessageHeader::heartbeat().write_to(&mut frame);
+    for (process, peer) in streams.iter_mut().enumerate() {
+        let Some(peer) = peer.as_mut().filter(|_| sent[process] < KEEPALIVE_BYTES) else { continue };
+        let mut sealer = peer.keys.as_ref().map(|keys| Sealer::resume(keys.sending(), peer.records_sent));
+        let mut bytes = Vec::new();
+        match &mut sealer {
+            Some(sealer) => sealer
+                .seal_into(&frame, &mut bytes)
+                .map_err(|error| NetworkError::io("a keepalive", &error))?,
+            None => bytes.extend_from_slice(&frame),
         }
-    })
+        let lost = |reason: String| NetworkError::PeerLost { process, reason };
+        match std::io::Write::write(&mut peer.stream, &bytes) {
+            Ok(written) if written == bytes.len() => {
+                sent[process] += written;
+                peer.records_sent = sealer.map_or(0, |sealer| sealer.next_record());
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
+            Ok(_) => {
+                return Err(lost("a set-up keepalive to it was cut short: its connection is full".into()))
+            }
+            Err(error) => return Err(lost(format!("its connection failed during set-up: {error}"))),
+        }
+    }
+    Ok(())
+}
+
+/// Starts a task that reports [`Event::Lost`] as soon as the connection of `process` ends (it
+/// exited or crashed while this process waited for others), or when nothing new arrived on it
+/// for `timeout`. Nothing is consumed: the watch peeks, and ends once [`KEEPALIVE_BYTES`] are
+/// waiting (the peer runs; its transport may be sending already). Leaves `stream` non-blocking.
+fn watch(
+    process: usize,
+    stream: &TcpStream,
+    events: UnboundedSender<Event>,
+    timeout: Duration,
+) -> Result<(), NetworkError> {
+    let clone = stream
+        .try_clone()
+        .and_then(adopt)
+        .map_err(|error| NetworkError::io("watching a set-up connection", &error))?;
+    tokio::spawn(async move {
+        if let Some(reason) = silence_or_end(&clone, timeout).await {
+            let _ = events.send(Event::Lost { process, reason });
+        }
+    });
+    Ok(())
+}
+
+/// Why the peer on `stream` is lost, or `None` once it has shown that it runs.
+async fn silence_or_end(stream: &tokio::net::TcpStream, timeout: Duration) -> Option<String> {
+    let mut waiting = vec![0u8; KEEPALIVE_BYTES];
+    let (mut seen, mut heard) = (0, tokio::time::Instant::now());
+    loop {
+        let peeked = tokio::select! {
+            peeked = stream.peek(&mut waiting) => peeked,
+            () = tokio::time::sleep_until(heard + timeout) => {
+                let silence = timeout.as_secs_f64();
+                return Some(format!("it sent nothing for {silence} s during set-up (the peer timeout): it froze or was cut off"));
+            }
+        };
+        match peeked {
+            Ok(0) => return Some("it closed its connection during set-up".to_string()),
+            Ok(count) if count >= KEEPALIVE_BYTES => return None,
+            Ok(count) if count > seen => (seen, heard) = (count, tokio::time::Instant::now()),
+            Ok(_) => {}
+            Err(error) => return Some(format!("its connection failed during set-up: {error}")),
+        }
+        // With bytes waiting, a peek shows them rather than the end of the stream; readiness
+        // (EPOLLRDHUP) shows the end. Then forget this readiness, so the next peek waits for
+        // news rather than returning the same bytes at once.
+        if stream.ready(Interest::READABLE).await.is_ok_and(|ready| ready.is_read_closed()) {
+            return Some("it closed its connection during set-up".to_string());
+        }
+        let _ = stream.try_io(Interest::READABLE, || Err::<(), _>(std::io::ErrorKind::WouldBlock.into()));
+    }
 }
 
 /// The error naming every process without a stream.
@@ -318,21 +441,6 @@ fn missing_peers(
     NetworkError::MissingPeers { missing, waited: deadline, last_problem }
 }
 
-/// Starts one dialing thread per lower process, except those `gone`.
-fn spawn_dialers(
-    setup: &Arc<Setup>,
-    addresses: &[String],
-    gone: &[usize],
-) -> Result<Vec<JoinHandle<()>>, NetworkError> {
-    (0..setup.local.process)
-        .filter(|q| !gone.contains(q))
-        .map(|q| {
-            let (setup, address) = (Arc::clone(setup), addresses[q].clone());
-            spawn_named(format!("timely:dial-{q}"), move || dial(q, &address, &setup))
-        })
-        .collect()
-}
-
 /// Why one attempt to dial a peer failed.
 enum Attempt {
     /// Worth trying again (the peer may not be up yet); the message is kept as the last problem.
@@ -341,53 +449,56 @@ enum Attempt {
     Fatal(NetworkError),
 }
 
-/// Dials process `q` at `address` until a handshake succeeds, fails for good, or setup stops.
-fn dial(q: usize, address: &str, setup: &Setup) {
+/// Dials process `q` at `address` until a handshake succeeds or fails for good (setup's
+/// deadline cancels it otherwise).
+async fn dial(q: usize, address: String, setup: Arc<Setup>) {
     let mut backoff = FIRST_BACKOFF;
-    while !setup.stopped() {
-        match attempt(q, address, setup) {
-            Ok(stream) => {
-                let address = address.to_string();
-                return setup.report(Event::Connected { process: q, address, stream });
-            }
+    loop {
+        match attempt(q, &address, &setup).await {
+            Ok(stream) => return setup.report(Event::Connected { process: q, address, stream }),
             Err(Attempt::Fatal(error)) => return setup.report(Event::Failed(error)),
             Err(Attempt::Retry(problem)) => setup.note(problem),
         }
-        std::thread::sleep(backoff.min(setup.end.saturating_duration_since(Instant::now())));
+        tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }
 }
 
 /// One attempt: connect to some address `address` resolves to, and run the handshake.
-fn attempt(q: usize, address: &str, setup: &Setup) -> Result<PeerStream, Attempt> {
+async fn attempt(q: usize, address: &str, setup: &Setup) -> Result<PeerStream, Attempt> {
     let retry = |what: &str, error: &dyn std::fmt::Display| {
         Attempt::Retry(format!("process {q} ({address}): {what}: {error}"))
     };
-    let candidates: Vec<SocketAddr> =
-        address.to_socket_addrs().map_err(|error| retry("cannot resolve the address", &error))?.collect();
+    let candidates: Vec<SocketAddr> = tokio::net::lookup_host(address)
+        .await
+        .map_err(|error| retry("cannot resolve the address", &error))?
+        .collect();
     let mut last = Attempt::Retry(format!("process {q} ({address}): resolves to no address"));
     for candidate in candidates {
-        let timeout = CONNECT_TIMEOUT
-            .min(setup.end.saturating_duration_since(Instant::now()))
-            .max(Duration::from_millis(1));
-        match TcpStream::connect_timeout(&candidate, timeout) {
-            Ok(stream) => return greet(q, address, stream, setup),
-            Err(error) => last = retry("cannot connect", &error),
+        match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(candidate)).await {
+            Ok(Ok(stream)) => return introduce(q, address, stream, setup).await,
+            Ok(Err(error)) => last = retry("cannot connect", &error),
+            Err(_) => last = retry("cannot connect", &"timed out"),
         }
     }
     Err(last)
 }
 
 /// Runs the handshake on a dialed connection and checks that the peer is process `q`.
-fn greet(q: usize, address: &str, mut stream: TcpStream, setup: &Setup) -> Result<PeerStream, Attempt> {
-    let greeting = configure(&stream)
-        .and_then(|()| {
-            handshake(&mut stream, &setup.local, &setup.identity, Side::Dialler, HANDSHAKE_TIMEOUT)
-        })
-        .map_err(|error| match error {
-            NetworkError::HandshakeIo { .. } => Attempt::Retry(format!("process {q} ({address}): {error}")),
-            other => Attempt::Fatal(other.at(address)),
-        })?;
+async fn introduce(
+    q: usize,
+    address: &str,
+    mut stream: tokio::net::TcpStream,
+    setup: &Setup,
+) -> Result<PeerStream, Attempt> {
+    let greeting = match configure(&stream) {
+        Ok(()) => greet(&mut stream, &setup.local, &setup.identity, Side::Dialler, HANDSHAKE_TIMEOUT).await,
+        Err(error) => Err(error),
+    }
+    .map_err(|error| match error {
+        NetworkError::HandshakeIo { .. } => Attempt::Retry(format!("process {q} ({address}): {error}")),
+        other => Attempt::Fatal(other.at(address)),
+    })?;
     if greeting.process != q {
         let found = greeting.process as u64;
         let error = NetworkError::UnexpectedProcess { found, expected: format!("process {q}") };
@@ -395,43 +506,28 @@ fn greet(q: usize, address: &str, mut stream: TcpStream, setup: &Setup) -> Resul
     }
     if setup.local.role == Role::Joining {
         // Past the hellos the member may have admitted this joiner: trying again cannot help.
-        read_verdict(&mut stream, HANDSHAKE_TIMEOUT).map_err(|error| Attempt::Fatal(error.at(address)))?;
+        read_verdict(&mut stream, HANDSHAKE_TIMEOUT)
+            .await
+            .map_err(|error| Attempt::Fatal(error.at(address)))?;
     }
-    Ok(PeerStream { stream, keys: greeting.keys })
-}
-
-impl Door for Setup {
-    fn stopped(&self) -> bool {
-        Setup::stopped(self)
-    }
-
-    fn pending(&self) -> &AtomicUsize {
-        &self.pending
-    }
-
-    fn reject(&self, error: NetworkError) {
-        Setup::reject(self, error);
-    }
-
-    fn greet(&self, stream: TcpStream, peer: SocketAddr) {
-        welcome(stream, peer, self);
-    }
+    let stream =
+        release(stream).map_err(|error| Attempt::Retry(format!("process {q} ({address}): {error}")))?;
+    Ok(PeerStream { stream, keys: greeting.keys, records_sent: 0 })
 }
 
 /// Runs the handshake of an accepted connection (which checks that the peer is above this
 /// process) and reports the peer.
-fn welcome(mut stream: TcpStream, peer: SocketAddr, setup: &Setup) {
-    let outcome = configure(&stream).and_then(|()| {
-        handshake(&mut stream, &setup.local, &setup.identity, Side::Acceptor, HANDSHAKE_TIMEOUT)
+async fn welcome(mut stream: tokio::net::TcpStream, peer: SocketAddr, setup: Arc<Setup>) {
+    let outcome = greet(&mut stream, &setup.local, &setup.identity, Side::Acceptor, HANDSHAKE_TIMEOUT).await;
+    let outcome = outcome.and_then(|greeting| {
+        let stream = release(stream).map_err(|error| NetworkError::io("an accepted socket", &error))?;
+        Ok((greeting, stream))
     });
     match outcome {
-        Ok(greeting) => {
+        Ok((greeting, stream)) => {
             let (process, address) = (greeting.process, peer.to_string());
-            setup.report(Event::Connected {
-                process,
-                address,
-                stream: PeerStream { stream, keys: greeting.keys },
-            });
+            let stream = PeerStream { stream, keys: greeting.keys, records_sent: 0 };
+            setup.report(Event::Connected { process, address, stream });
         }
         Err(error) if error.is_misconfiguration() => setup.report(Event::Failed(error.at(peer))),
         Err(error) => setup.reject(error.at(peer)),

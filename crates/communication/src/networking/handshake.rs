@@ -50,9 +50,12 @@
 //! Without a secret (loopback clusters, `--insecure`) anyone can make a proof and derive the
 //! keys from the hellos it saw: sealing then guards against nothing but accidents.
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::ErrorKind;
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream as AsyncStream;
 
 use super::framing::read_words;
 use super::proof::{proof, session_keys, verify, Side, Transcript, PROOF_BYTES};
@@ -183,18 +186,16 @@ pub struct Greeting {
     pub keys: Option<SessionKeys>,
 }
 
-/// Runs the handshake on a fresh `stream`, of which this process is the `side` end, and returns
-/// the peer's process index and, for a sealed session, its keys.
+/// Runs the handshake on a fresh blocking `stream`, of which this process is the `side` end, and
+/// returns the peer's process index and, for a sealed session, its keys: [`greet`] on a
+/// current-thread runtime of its own, for callers outside one (tests, the fuzzer).
 ///
-/// The whole handshake must finish within `timeout`. On success the stream's timeouts are
-/// cleared, and the next byte on it is the first byte after the peer's proof.
+/// The whole handshake must finish within `timeout`. On success the stream is blocking again,
+/// without timeouts, and the next byte on it is the first byte after the peer's proof.
 ///
 /// # Errors
 ///
-/// Before the proofs (unauthenticated): [`NetworkError::NotAPeer`] for bytes that are not a
-/// hello, [`NetworkError::VersionMismatch`], [`NetworkError::AuthenticationFailed`] for a wrong
-/// proof, and [`NetworkError::HandshakeIo`] when the peer is silent, closes, or the socket
-/// fails. After them (the peer knows the secret): a mismatch variant naming both values.
+/// Those of [`greet`].
 pub fn handshake(
     stream: &mut TcpStream,
     local: &LocalProcess,
@@ -202,27 +203,65 @@ pub fn handshake(
     side: Side,
     timeout: Duration,
 ) -> Result<Greeting, NetworkError> {
-    let deadline = Instant::now() + timeout;
+    let shared = stream.try_clone().map_err(|error| io_failure(&error))?;
+    let result = block_on(async move {
+        let mut stream = super::runtime::adopt(shared).map_err(|error| io_failure(&error))?;
+        greet(&mut stream, local, identity, side, timeout).await
+    });
+    // The clone shares the socket's flags: make the caller's end blocking again.
+    stream.set_nonblocking(false).map_err(|error| io_failure(&error))?;
+    result
+}
+
+/// Runs `future` to completion on a current-thread runtime made for it.
+fn block_on<T>(
+    future: impl std::future::Future<Output = Result<T, NetworkError>>,
+) -> Result<T, NetworkError> {
+    super::runtime::current_thread()?.block_on(future)
+}
+
+/// Runs the handshake on a fresh `stream`, of which this process is the `side` end, and returns
+/// the peer's process index and, for a sealed session, its keys. The whole handshake must
+/// finish within `timeout` (exactly: a `tokio::time::timeout` around it).
+///
+/// # Errors
+///
+/// Before the proofs (unauthenticated): [`NetworkError::NotAPeer`] for bytes that are not a
+/// hello, [`NetworkError::VersionMismatch`], [`NetworkError::AuthenticationFailed`] for a wrong
+/// proof, and [`NetworkError::HandshakeIo`] when the peer is silent, closes, or the socket
+/// fails. After them (the peer knows the secret): a mismatch variant naming both values.
+pub async fn greet(
+    stream: &mut AsyncStream,
+    local: &LocalProcess,
+    identity: &ClusterIdentity,
+    side: Side,
+    timeout: Duration,
+) -> Result<Greeting, NetworkError> {
+    tokio::time::timeout(timeout, exchange(stream, local, identity, side))
+        .await
+        .unwrap_or_else(|_| Err(silent()))
+}
+
+/// The handshake's exchanges, without a deadline.
+async fn exchange(
+    stream: &mut AsyncStream,
+    local: &LocalProcess,
+    identity: &ClusterIdentity,
+    side: Side,
+) -> Result<Greeting, NetworkError> {
     let ours = Hello::new(local, identity.cluster_id, asks_to_seal(stream, identity.sealing))?;
     let our_bytes = ours.encode();
-    stream
-        .set_write_timeout(Some(timeout.max(Duration::from_millis(1))))
-        .map_err(|error| io_failure(&error))?;
-    write_record(stream, &our_bytes)?;
-    let (theirs, their_bytes) = read_hello(stream, deadline)?;
+    write_record(stream, &our_bytes).await?;
+    let (theirs, their_bytes) = read_hello(stream).await?;
     let transcript = match side {
         Side::Dialler => Transcript::new(&our_bytes, &their_bytes),
         Side::Acceptor => Transcript::new(&their_bytes, &our_bytes),
     };
-    write_record(stream, &proof(&identity.secret, side, &transcript)?)?;
+    write_record(stream, &proof(&identity.secret, side, &transcript)?).await?;
     let mut received = [0u8; PROOF_BYTES];
-    read_before(stream, &mut received, deadline)?;
+    read_record(stream, &mut received).await?;
     verify(&identity.secret, side.other(), &transcript, &received)?;
     theirs.check_against(&ours, local.role, side)?;
-    stream
-        .set_read_timeout(None)
-        .and_then(|()| stream.set_write_timeout(None))
-        .map_err(|error| io_failure(&error))?;
     let process = usize::try_from(theirs.process).map_err(|_| NetworkError::ProcessOutOfRange {
         index: theirs.process,
         processes: theirs.processes,
@@ -234,7 +273,7 @@ pub fn handshake(
 
 /// Whether this end asks for sealed records: as `sealing` says, or, left to [`Sealing::Auto`],
 /// unless the peer's address is loopback (or unknown).
-fn asks_to_seal(stream: &TcpStream, sealing: Sealing) -> bool {
+fn asks_to_seal(stream: &AsyncStream, sealing: Sealing) -> bool {
     match sealing {
         Sealing::Always => true,
         Sealing::Never => false,
@@ -376,10 +415,10 @@ pub(crate) fn hello_bytes(local: &LocalProcess, cluster_id: u64) -> Result<Vec<u
 }
 
 /// Reads and checks the peer's prefix, then reads its body; returns the hello and its bytes.
-fn read_hello(stream: &mut TcpStream, deadline: Instant) -> Result<(Hello, [u8; HELLO_BYTES]), NetworkError> {
+async fn read_hello(stream: &mut AsyncStream) -> Result<(Hello, [u8; HELLO_BYTES]), NetworkError> {
     let mut bytes = [0u8; HELLO_BYTES];
     let (prefix, body) = bytes.split_at_mut(PREFIX_BYTES);
-    read_before(stream, prefix, deadline)?;
+    read_record(stream, prefix).await?;
     if prefix[..8] != MAGIC {
         return Err(NetworkError::NotAPeer {
             detail: format!("it sent \"{}\" where the timely_py greeting belongs", prefix.escape_ascii()),
@@ -398,51 +437,29 @@ fn read_hello(stream: &mut TcpStream, deadline: Instant) -> Result<(Hello, [u8; 
             ),
         });
     }
-    read_before(stream, body, deadline)?;
+    read_record(stream, body).await?;
     let mut fixed = [0u8; BODY_BYTES];
     fixed.copy_from_slice(body);
     Ok((Hello::decode_body(&fixed), bytes))
 }
 
 /// Writes a whole handshake record.
-pub(super) fn write_record(stream: &mut TcpStream, bytes: &[u8]) -> Result<(), NetworkError> {
-    stream.write_all(bytes).map_err(|error| io_failure(&error))
+pub(super) async fn write_record(stream: &mut AsyncStream, bytes: &[u8]) -> Result<(), NetworkError> {
+    stream.write_all(bytes).await.map_err(|error| io_failure(&error))
 }
 
-/// Fills `buffer` from `stream`, failing once `deadline` passes however slowly bytes trickle in.
-pub(super) fn read_before(
-    stream: &mut TcpStream,
-    buffer: &mut [u8],
-    deadline: Instant,
-) -> Result<(), NetworkError> {
-    let mut filled = 0;
-    while filled < buffer.len() {
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        if remaining.is_zero() {
-            return Err(silent());
-        }
-        stream.set_read_timeout(Some(remaining)).map_err(|error| io_failure(&error))?;
-        match stream.read(&mut buffer[filled..]) {
-            Ok(0) => {
-                return Err(NetworkError::HandshakeIo {
-                    reason: "the peer closed the connection during the handshake".into(),
-                })
-            }
-            Ok(read) => filled += read,
-            Err(error) if error.kind() == ErrorKind::Interrupted => {}
-            Err(error) if is_timeout(&error) => return Err(silent()),
-            Err(error) => return Err(io_failure(&error)),
-        }
+/// Fills `buffer` from `stream` (the caller bounds the time).
+pub(super) async fn read_record(stream: &mut AsyncStream, buffer: &mut [u8]) -> Result<(), NetworkError> {
+    match stream.read_exact(buffer).await {
+        Ok(_) => Ok(()),
+        Err(error) if error.kind() == ErrorKind::UnexpectedEof => Err(NetworkError::HandshakeIo {
+            reason: "the peer closed the connection during the handshake".into(),
+        }),
+        Err(error) => Err(io_failure(&error)),
     }
-    Ok(())
 }
 
-/// Whether a read failed because its timeout passed (the error kind differs by platform).
-fn is_timeout(error: &std::io::Error) -> bool {
-    matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
-}
-
-fn silent() -> NetworkError {
+pub(super) fn silent() -> NetworkError {
     NetworkError::HandshakeIo { reason: "the peer did not complete the handshake in time".into() }
 }
 

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{
-    establish_as, ClusterIdentity, Connections, Entry, JoinedProcess, Liveness, MessageHeader, NetworkError,
-    Transport, TransportOptions, WorkerEndpoints,
+    establish_with, ClusterIdentity, Connections, Entry, JoinedProcess, Liveness, MessageHeader,
+    NetworkError, SetupTimes, Transport, TransportOptions, WorkerEndpoints,
 };
 
 /// The channel [`exchange`] sends on.
@@ -33,7 +33,7 @@ impl Member {
     ///
     /// # Errors
     ///
-    /// Those of [`establish_as`] and [`Transport::start`].
+    /// Those of [`establish_with`] and [`Transport::start`].
     pub fn start(
         entry: Entry,
         process: usize,
@@ -42,8 +42,15 @@ impl Member {
         identity: &ClusterIdentity,
         deadline: Duration,
     ) -> Result<Member, NetworkError> {
-        let Connections { streams, listener } =
-            establish_as(entry, process, addresses, &[], threads, identity, deadline)?;
+        let Connections { streams, listener } = establish_with(
+            entry,
+            process,
+            addresses,
+            &[],
+            threads,
+            identity,
+            SetupTimes { deadline, liveness },
+        )?;
         let wake = Arc::new(|_worker: usize| {});
         let (mut transport, workers) = Transport::start(
             process,

@@ -2,7 +2,7 @@
 //!
 //! This module owns everything between the sockets of two processes: where each process
 //! listens ([`hostfile`]), how connections are opened and authenticated ([`connect`],
-//! [`accept`], [`handshake`]), how processes join a running cluster ([`acceptor`], [`verdict`]), how bytes are cut into messages ([`framing`]), the threads that move them
+//! [`accept`], [`handshake`], on the runtime of [`runtime`]), how processes join a running cluster ([`acceptor`], [`verdict`]), how bytes are cut into messages ([`framing`]), the threads that move them
 //! ([`transport`]), when a silent peer counts as lost ([`liveness`]), how clocks are measured
 //! against process 0's ([`clock_sync`]), whom the network threads tell of the data frames they
 //! move ([`observe`]), what the handshake proves and the keys it derives ([`proof`]), the
@@ -28,11 +28,15 @@
 //! transport then grows by one link ([`Transport::add_process`]) and each local worker gets a
 //! [`JoinedProcess`]. One process joins at a time, with the index that equals the cluster's size.
 //!
-//! Concurrency: std threads and blocking sockets, not tokio. Setup runs a few short-lived
-//! threads; after it, each peer gets one send and one receive thread, and the process one join
-//! acceptor thread. Blocking I/O on
-//! dedicated threads keeps the worker loop synchronous and free of a runtime, and per-peer
-//! threads are cheap at the scale of one connection per pair of processes.
+//! Concurrency: the control plane (setup's dials, accepts and handshakes, the join acceptor)
+//! runs on a current-thread tokio runtime ([`runtime`]): deadlines are `tokio::time` timeouts,
+//! setup is a `select!` between collecting peers, accepting and its deadline, and accepted
+//! strangers are bounded by a semaphore. Setup's runtime lives on the calling thread for the
+//! length of setup; the join acceptor's on its one thread for the whole run. The data path does
+//! not use tokio: after setup each peer gets one send and one receive thread on blocking std
+//! sockets, which keeps the worker loop synchronous and free of a runtime, and per-peer threads
+//! are cheap at the scale of one connection per pair of processes (`docs/design.md`, "Control
+//! plane on tokio").
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -65,12 +69,13 @@ pub mod payload;
 pub mod peer_stream;
 pub mod proof;
 pub mod receive_budget;
+pub mod runtime;
 pub mod seal;
 pub mod transport;
 pub mod verdict;
 
 pub use clock_sync::{ClockSync, DEFAULT_CLOCK_INTERVAL};
-pub use connect::{establish, establish_as, Connections, Entry};
+pub use connect::{establish, establish_as, establish_with, Connections, Entry, SetupTimes};
 pub use error::NetworkError;
 pub use exposure::{protection, Protection};
 pub use framing::{

@@ -34,6 +34,9 @@ pub struct PeerStream {
     pub stream: TcpStream,
     /// The keys of the session's sealed records; `None` when the session is not sealed.
     pub keys: Option<SessionKeys>,
+    /// The sealed records this end sent before the transport took the stream (set-up's
+    /// keepalives), so that the send thread's numbering goes on from there; 0 when unsealed.
+    pub records_sent: u64,
 }
 
 impl PeerStream {
@@ -50,14 +53,21 @@ impl PeerStream {
     pub fn split(self) -> std::io::Result<(TcpStream, Outflow, Inflow)> {
         let (socket, writer) = (self.stream.try_clone()?, self.stream.try_clone()?);
         let keys = self.keys.as_ref();
-        Ok((socket, Outflow::new(writer, keys), Inflow::new(self.stream, keys)))
+        let outflow = match keys {
+            Some(keys) => Outflow::Sealed(Box::new(SealedWriter::new(
+                writer,
+                Sealer::resume(keys.sending(), self.records_sent),
+            ))),
+            None => Outflow::Plain(writer),
+        };
+        Ok((socket, outflow, Inflow::new(self.stream, keys)))
     }
 }
 
 impl From<TcpStream> for PeerStream {
     /// An unsealed session over `stream`.
     fn from(stream: TcpStream) -> PeerStream {
-        PeerStream { stream, keys: None }
+        PeerStream { stream, keys: None, records_sent: 0 }
     }
 }
 

@@ -137,7 +137,18 @@ pub struct Sealer {
 impl Sealer {
     /// A sealer whose first record is number 0.
     pub fn new(key: &[u8; KEY_BYTES]) -> Sealer {
-        Sealer { cipher: Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(key)), next: 0 }
+        Sealer::resume(key, 0)
+    }
+
+    /// A sealer whose first record is number `next` (records before it were sent by another
+    /// sealer: set-up's keepalives, [`super::connect`]).
+    pub fn resume(key: &[u8; KEY_BYTES], next: u64) -> Sealer {
+        Sealer { cipher: Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(key)), next }
+    }
+
+    /// The number of the next record.
+    pub fn next_record(&self) -> u64 {
+        self.next
     }
 
     /// Appends `plaintext` to `out` as records of at most [`MAX_RECORD_BYTES`] (nothing for an

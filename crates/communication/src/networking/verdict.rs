@@ -5,10 +5,11 @@
 //! member admitted it, or why not. It must not decide the verdict (the transport does, under the
 //! lock that orders joins) and reads exactly one byte, before a deadline.
 
+use std::io::Write;
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::handshake::{io_failure, read_before, write_record};
+use super::handshake::{io_failure, read_record};
 use super::NetworkError;
 
 /// The member's answer to a joiner after a successful join handshake.
@@ -64,7 +65,7 @@ pub fn write_verdict(
     stream
         .set_write_timeout(Some(timeout.max(Duration::from_millis(1))))
         .map_err(|error| io_failure(&error))?;
-    write_record(stream, &[verdict.code()])?;
+    stream.write_all(&[verdict.code()]).map_err(|error| io_failure(&error))?;
     stream.set_write_timeout(None).map_err(|error| io_failure(&error))
 }
 
@@ -74,10 +75,10 @@ pub fn write_verdict(
 ///
 /// [`NetworkError::JoinRefused`] with the member's reason, [`NetworkError::NotAPeer`] for a
 /// byte that is no verdict, [`NetworkError::HandshakeIo`] when none arrives in time.
-pub fn read_verdict(stream: &mut TcpStream, timeout: Duration) -> Result<(), NetworkError> {
+pub async fn read_verdict(stream: &mut tokio::net::TcpStream, timeout: Duration) -> Result<(), NetworkError> {
     let mut code = [0u8; 1];
-    read_before(stream, &mut code, Instant::now() + timeout)?;
-    stream.set_read_timeout(None).map_err(|error| io_failure(&error))?;
+    let read = tokio::time::timeout(timeout, read_record(stream, &mut code)).await;
+    read.unwrap_or_else(|_| Err(super::handshake::silent()))?;
     match Verdict::from_code(code[0]) {
         Some(Verdict::Admitted) => Ok(()),
         Some(refusal) => Err(NetworkError::JoinRefused { reason: refusal.reason().into() }),
@@ -90,7 +91,6 @@ pub fn read_verdict(stream: &mut TcpStream, timeout: Duration) -> Result<(), Net
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
     use std::net::TcpListener;
 
     const SHORT: Duration = Duration::from_millis(500);
@@ -101,6 +101,14 @@ mod tests {
         let client =
             TcpStream::connect(listener.local_addr().expect("an address")).expect("connect loopback");
         (client, listener.accept().expect("accept loopback").0)
+    }
+
+    /// Reads a verdict from `stream` on a runtime of its own.
+    fn read(stream: TcpStream) -> Result<(), NetworkError> {
+        crate::networking::runtime::current_thread()?.block_on(async move {
+            let mut stream = crate::networking::runtime::adopt(stream).expect("a tokio stream");
+            read_verdict(&mut stream, SHORT).await
+        })
     }
 
     #[test]
@@ -116,14 +124,14 @@ mod tests {
                 Err(NetworkError::JoinRefused { reason: "the member is shutting down".into() }),
             ),
         ] {
-            let (mut a, mut b) = pair();
+            let (mut a, b) = pair();
             write_verdict(&mut a, verdict, SHORT).expect("write the verdict");
-            assert_eq!(read_verdict(&mut b, SHORT), expected);
+            assert_eq!(read(b), expected);
         }
-        let (mut a, mut b) = pair();
+        let (mut a, b) = pair();
         a.write_all(&[9]).expect("write junk");
-        assert!(matches!(read_verdict(&mut b, SHORT), Err(NetworkError::NotAPeer { .. })));
-        let (_a, mut b) = pair();
-        assert!(matches!(read_verdict(&mut b, SHORT), Err(NetworkError::HandshakeIo { .. })));
+        assert!(matches!(read(b), Err(NetworkError::NotAPeer { .. })));
+        let (_a, b) = pair();
+        assert!(matches!(read(b), Err(NetworkError::HandshakeIo { .. })));
     }
 }

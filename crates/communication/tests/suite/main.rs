@@ -22,4 +22,5 @@ mod liveness;
 mod networking;
 mod process;
 mod sealing;
+mod setup_keepalive;
 mod thread;

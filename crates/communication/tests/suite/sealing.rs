@@ -53,7 +53,17 @@ fn proxy(target: String, tamper: Tamper) -> (String, JoinHandle<Vec<u8>>) {
     let address = listener.local_addr().expect("the proxy's address").to_string();
     let handle = std::thread::spawn(move || {
         let (from_one, _) = listener.accept().expect("process 1 dials the proxy");
-        let to_zero = TcpStream::connect(&target).expect("the proxy reaches process 0");
+        // Process 1 may dial before process 0 listens: the proxy waits for 0 as a dialler does.
+        let started = Instant::now();
+        let to_zero = loop {
+            match TcpStream::connect(&target) {
+                Ok(stream) => break stream,
+                Err(error) if started.elapsed() > Duration::from_secs(10) => {
+                    panic!("the proxy cannot reach process 0: {error}")
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        };
         let back = (to_zero.try_clone().expect("clone"), from_one.try_clone().expect("clone"));
         let backward = std::thread::spawn(move || {
             let (mut from, mut to) = back;

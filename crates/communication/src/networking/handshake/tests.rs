@@ -4,6 +4,7 @@ use super::*;
 use crate::networking::proof::proof;
 use std::io::{Read, Write};
 use std::net::TcpListener;
+use std::time::Instant;
 
 const SHORT: Duration = Duration::from_millis(500);
 
