@@ -316,14 +316,17 @@ pub(crate) fn announce_left(state: &WorkerState, dataflows: usize) {
 /// notice on another worker's path): the envelope's check makes `from` a worker of the
 /// process that sent it, so a process can only say this of itself.
 ///
+/// Its process's departure arrives after it, but may be taken in first (in the same step).
+///
 /// # Errors
 ///
-/// Why the message breaks the protocol: `from`'s process has left already, or `from` said
-/// so before.
+/// `from` said so before.
 pub(crate) fn left(state: &WorkerState, from: usize, dataflows: usize) -> Result<(), String> {
     let rescaling = state.rescaling();
-    if !rescaling.leaves.leaving.borrow().contains(&from) {
-        notice_from(state, from)?;
+    let known = rescaling.leaves.leaving.borrow().contains(&from)
+        || rescaling.leaves.departed.borrow().contains(&from);
+    if !known {
+        notice(state, from);
     }
     if rescaling.leaves.built.borrow_mut().insert(from, dataflows).is_some() {
         return Err("said twice that its leave is complete".into());
