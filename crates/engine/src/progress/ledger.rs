@@ -53,8 +53,7 @@ pub struct Ledger<T: Timestamp> {
     recording: Option<Vec<(u64, Vec<Updates<T>>)>>,
     /// Updates to add to the next batch this worker sends.
     announce: Updates<T>,
-    /// Updates for this worker's tracker only, never sent: the implicit initial capabilities
-    /// of workers that left without building this scope's dataflow, retired.
+    /// Updates for this worker's tracker only, never sent (`ScopeLedger::retire_initial`).
     local: Updates<T>,
     /// On a joining worker, until the bootstrap of this scope is complete.
     joining: Option<Joining<T>>,
@@ -358,8 +357,7 @@ pub trait ScopeLedger {
     /// the first is announced) to the next batch sent; returns its sequence number.
     fn announce(&self, operators: &[(usize, usize, Vec<u8>)], count: i64) -> Result<u64, String>;
     /// Retires `count` workers' implicit initial capabilities at every output of each
-    /// `(operator, outputs)`, in this worker's tracker only: those workers never build the
-    /// scope's dataflow (they left the cluster before).
+    /// `(operator, outputs)`, in this tracker only: they left without building the dataflow.
     fn retire_initial(&self, operators: &[(usize, usize)], count: i64);
     /// The recorded batches `[start, end)` of `sender`, encoded, or `None` while some are
     /// still to come.

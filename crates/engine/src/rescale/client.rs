@@ -122,10 +122,10 @@ impl Joiner {
         }
         let welcome = self.welcome();
         let Some(scope) = welcome.scopes.iter().find(|scope| scope.channel == channel) else {
-            panic!(
-                "bootstrap: the server has no scope with progress channel {channel} (scope {address:?}); \
-                 every worker must build the same dataflows in the same order"
-            );
+            return Err(format!(
+                "sent a welcome without the scope {address:?} (progress channel {channel}) this worker \
+                 built; every worker must build the same dataflows in the same order"
+            ));
         };
         ledger.start_joining(welcome.existing);
         ledger.install_state(&scope.state, self.server, scope.announced).map_err(|error| {

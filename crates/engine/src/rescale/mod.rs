@@ -272,6 +272,12 @@ impl Rescaling {
         self.scopes.borrow_mut().push(LiveScope { channel, address: address.to_vec(), ledger, activator });
     }
 
+    /// On a joining worker: ends the run for what its server sent, which breaks the protocol.
+    pub(crate) fn server_violation(&self, reason: &str) -> ! {
+        let server = self.client.borrow().as_ref().map_or(self.index, client::Joiner::server);
+        stop_for_violation(&self.violations, server, &format!("worker {server} {reason}"))
+    }
+
     /// Records the capabilities an operator instance holds.
     pub(crate) fn register_operator(&self, address: &[usize], outputs: usize, held: Rc<dyn HeldTimes>) {
         let entry = OperatorEntry { address: address.to_vec(), outputs, held: Rc::downgrade(&held) };

@@ -70,10 +70,16 @@ impl<T: Timestamp> InitialCapabilities<T> {
             }
             Initial::Joining { counted, times } => {
                 let own = times.map(|bytes| {
-                    let times: Vec<T> = bincode_decode(&bytes).unwrap_or_else(|error| {
-                        panic!("bootstrap: capability times of operator {address:?}: {error}")
-                    });
-                    times.into_iter().next().expect("announced times are not empty")
+                    let times: Result<Vec<T>, String> = bincode_decode(&bytes);
+                    match times.map(|times| times.into_iter().next()) {
+                        Ok(Some(time)) => time,
+                        Ok(None) => scope.worker().rescaling().server_violation(&format!(
+                            "announced no capability time for operator {address:?}"
+                        )),
+                        Err(error) => scope.worker().rescaling().server_violation(&format!(
+                            "sent capability times of operator {address:?} that do not decode: {error}"
+                        )),
+                    }
                 });
                 InitialCapabilities { counted: counted as i64, own }
             }
