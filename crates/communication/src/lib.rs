@@ -18,6 +18,7 @@ pub mod clock;
 pub mod diagnostics;
 pub mod exchangeable;
 pub mod initialize;
+pub mod largest_allocation;
 pub mod networking;
 pub mod queue;
 pub mod violations;

@@ -4,46 +4,18 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Write;
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use timely_communication::largest_allocation::{largest_allocation, CountingAllocator};
 use timely_communication::networking::{
     MessageHeader, NetworkError, Transport, TransportOptions, WorkerEndpoints, MAX_MESSAGE_BYTES,
 };
 
-/// The system allocator, remembering the largest single request.
-struct LargestRequest;
-
-static LARGEST: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded unchanged to the system allocator.
-unsafe impl GlobalAlloc for LargestRequest {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LARGEST.fetch_max(new_size, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: LargestRequest = LargestRequest;
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 /// Process 0's transport (one worker) and process 1's raw stream to it, after a valid handshake.
 fn receiver_and_raw_peer() -> (Transport, Vec<WorkerEndpoints>, TcpStream) {
@@ -95,14 +67,14 @@ fn a_claimed_length_is_not_reserved_before_its_bytes_arrive() {
         assert_eq!((header.seqno, header.length), (0, body.len() as u64));
         assert!(payload.in_memory() == Some(&body[..]), "the payload arrived intact");
         drop(payload);
-        let before = LARGEST.load(Ordering::Relaxed);
+        let before = largest_allocation();
         assert!(before < 64 << 20, "{before} bytes requested at once for a 3 MiB message");
         // A header that claims the largest length allowed, followed by 64 KiB.
         raw.write_all(&frame(MAX_MESSAGE_BYTES as u64, 1)).expect("write a header");
         raw.write_all(&vec![7u8; 1 << 16]).expect("write part of a body");
         let watch = Instant::now() + Duration::from_millis(800);
         while Instant::now() < watch {
-            let largest = LARGEST.load(Ordering::Relaxed);
+            let largest = largest_allocation();
             assert!(largest < 64 << 20, "{largest} bytes requested at once after a claim of 1 GiB");
             std::thread::sleep(Duration::from_millis(10));
         }

@@ -18,7 +18,7 @@
 //! module shares its random numbers and its panic counter. It must not be used by the engine
 //! itself: it exists for the test suite and `benches`' `fuzz_frames`.
 
-pub mod alloc;
+pub use timely_communication::largest_allocation as alloc;
 pub mod inputs;
 
 use std::cell::RefCell;

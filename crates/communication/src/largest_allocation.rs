@@ -1,5 +1,5 @@
-//! A global allocator that records the largest single allocation, for the frame fuzzer's
-//! binary: an input that makes a process allocate what its bytes claim shows up here.
+//! A global allocator that records the largest single allocation, for the fuzzers and the
+//! tests that check that bytes from the wire never make a process allocate what they claim.
 //!
 //! This module owns [`CountingAllocator`] (the system allocator plus a `fetch_max` per
 //! allocation) and [`largest_allocation`]. A binary opts in with
