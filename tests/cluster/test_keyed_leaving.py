@@ -147,11 +147,15 @@ def test_a_controller_evacuates_a_process_before_it_leaves(tmp_path):
 @pytest.mark.timeout(120)
 def test_a_dataflow_built_during_a_leave_completes_exactly(tmp_path):
     """The workers that stay build a dataflow once they see the leave, which the leaver never
-    builds: it completes, with one count per key equal to a sequential count."""
+    builds: it completes, with one count per key equal to a sequential count, and a Megaphone
+    state machine's running counts reach each key's count once."""
     with Cluster(tmp_path, processes=3) as cluster:
-        cluster.start_all([CLUSTER_SCRIPTS / "build_during_leave.py"])
+        cluster.start_all([CLUSTER_SCRIPTS / "build_during_leave.py", tmp_path])
         assert cluster.wait_all(timeout=90) == [0, 0, 0], cluster.report(0) + cluster.report(2)
         results = [json.loads(cluster.stdout(index)) for index in (0, 2)]
     fed = [x for result in results for x in result["fed"]]
     counted = sorted(tuple(pair) for result in results for pair in result["counted"])
-    assert counted == sorted(Counter(x % 5 for x in fed).items())
+    expected = Counter(x % 5 for x in fed)
+    assert counted == sorted(expected.items())
+    running = sorted(tuple(pair) for result in results for pair in result["running"])
+    assert running == sorted((key, n) for key, total in expected.items() for n in range(1, total + 1))

@@ -54,7 +54,11 @@ pub fn spread_commands(
     let threads = worker.allocator().threads();
     let name = name.to_owned();
     builder.build(move |capability| {
-        let mut held: Option<Capability<u64>> = (follow && !capability.is_detached()).then_some(capability);
+        // A worker that builds the operator during its own leave takes no part: it holds
+        // nothing and announces no leave (the others built it without this worker).
+        let takes_part = leaving.takes_part(worker.index());
+        let mut held: Option<Capability<u64>> =
+            (follow && takes_part && !capability.is_detached()).then_some(capability);
         move |frontiers| {
             // The engine holds only a weak reference: this closure keeps the activator alive.
             let _wake_on_change = &activator;
@@ -90,7 +94,7 @@ pub fn spread_commands(
                     // others' cutoffs, which tell it when it may seal them.
                     let at = capability.delayed(&cutoff);
                     let mut session = output.session(&at);
-                    for &target in &targets {
+                    for &target in targets.iter().filter(|&&target| leaving.takes_part(target)) {
                         session.give(Routed { target, record: Update::Leave(leave) });
                     }
                     held = None;

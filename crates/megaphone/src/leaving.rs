@@ -19,7 +19,7 @@
 //! This module owns what C, F and the data edge share about leaves on one worker.
 
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use timely_engine::dataflow::Members;
 use timely_engine::rescale::leave::KeyedRoutes;
@@ -30,6 +30,11 @@ pub use crate::departures::Leave;
 /// What C, F and the data edge of one keyed operator share about leaves on one worker.
 #[derive(Default)]
 pub struct Leaving {
+    /// Workers that take no part in the operator: those leaving or gone when this worker
+    /// built it. They own no bin, and nothing is sent to them: a leaver may never build the
+    /// operator (its program usually returns at the notice). A leaver that builds it routes
+    /// none of its records itself (all go to a worker that stays).
+    outside: BTreeSet<usize>,
     /// The cutoff of every worker whose `Leave` this worker's F has read (or C sent).
     cutoffs: RefCell<BTreeMap<usize, u64>>,
     /// This worker's cutoff, once its C sent its `Leave`.
@@ -49,9 +54,13 @@ pub struct Leaving {
 }
 
 impl Leaving {
-    /// The shared state, registered with the engine so that it asks before sealing a leaver.
-    pub fn new(worker: &WorkerState, known: bool) -> Rc<Self> {
-        let leaving = Rc::new(Leaving { known: Cell::new(known), ..Leaving::default() });
+    /// The shared state, registered with the engine so that it asks before sealing a leaver;
+    /// `outside`: the workers leaving or gone when this worker built the operator.
+    pub fn new(worker: &WorkerState, known: bool, outside: impl IntoIterator<Item = usize>) -> Rc<Self> {
+        let outside: BTreeSet<usize> = outside.into_iter().collect();
+        // A worker that builds the operator during its own leave routes nothing from the start.
+        let own_cutoff = Cell::new(outside.contains(&worker.index()).then_some(0));
+        let leaving = Rc::new(Leaving { known: Cell::new(known), outside, own_cutoff, ..Leaving::default() });
         let routes: std::rc::Weak<dyn KeyedRoutes> = Rc::downgrade(&leaving) as _;
         worker.rescaling().leaves().register_routes(routes);
         leaving
@@ -62,10 +71,17 @@ impl Leaving {
         self.cutoffs.borrow_mut().insert(leave.worker, time);
     }
 
-    /// True if a command or leave at `time` must reach `worker`: it routes records up to its
-    /// cutoff only.
+    /// True if a command or leave at `time` must reach `worker`: it takes part in the
+    /// operator and routes records up to its cutoff only.
     pub fn sends_to(&self, worker: usize, time: u64) -> bool {
-        self.cutoffs.borrow().get(&worker).is_none_or(|&cutoff| time <= cutoff)
+        !self.outside.contains(&worker)
+            && self.cutoffs.borrow().get(&worker).is_none_or(|&cutoff| time <= cutoff)
+    }
+
+    /// True if `worker` takes part in the operator (it was not leaving or gone when this
+    /// worker built it).
+    pub fn takes_part(&self, worker: usize) -> bool {
+        !self.outside.contains(&worker)
     }
 
     /// The cutoff for this worker's `Leave`, whose C holds a capability at `held`: after every
@@ -104,6 +120,9 @@ impl Leaving {
 
 impl KeyedRoutes for Leaving {
     fn may_route_to(&self, worker: usize) -> bool {
+        if self.outside.contains(&worker) {
+            return false;
+        }
         // Before its cutoff is known, anything this worker may still send may go to `worker`.
         let cutoff = self.cutoffs.borrow().get(&worker).copied();
         let before = |time: Option<u64>| time.is_some_and(|time| cutoff.is_none_or(|cutoff| time < cutoff));

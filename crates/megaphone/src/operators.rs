@@ -222,8 +222,12 @@ where
     // Workers that are leaving still hand their part over: they admitted this worker first.
     let departed_workers = leaves.departed();
     let expected = joined.map(|existing| (0..existing).filter(|w| !departed_workers.contains(w)).collect());
+    // Workers leaving when this worker builds the operator take no part in it, unless this
+    // worker joined a cluster that runs it already: they built it before the join, so before
+    // their leave, and take part as far as the others are concerned.
+    let outside = if joined.is_some() { departed_workers.clone() } else { gone.clone() };
+    let leaving = Leaving::new(worker, joined.is_none(), outside);
     let departed = Departed::new(gone, scope.peers());
-    let leaving = Leaving::new(worker, joined.is_none());
     let routing = Rc::new(RefCell::new(Routing::new(table, departed, expected)));
     let (commands, commands_operator) =
         spread_commands(&control.name, &control.commands, routing.clone(), leaving.clone());

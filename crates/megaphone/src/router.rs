@@ -166,6 +166,17 @@ impl<D: Data, K: ExchangeData + Hash + Eq, S: ExchangeData + Default> Router<D, 
                 match routed.record {
                     Update::Command(command) => routing.schedule_mut().add(time, [command]),
                     Update::Leave(leave) => {
+                        // A worker this one built the operator without took part in it: it
+                        // built it before its leave, this worker during it. The tables differ,
+                        // so the results would be wrong; the run stops instead.
+                        assert!(
+                            self.leaving.takes_part(leave.worker),
+                            "megaphone operator {}: worker {} built it before its leave and worker {} during the leave; \
+                             build keyed operators before a leave or after its notice on every worker (docs/rescaling.md)",
+                            self.name,
+                            leave.worker,
+                            self.worker
+                        );
                         self.leaving.record(time, &leave);
                         routing.schedule_mut().add_leave(time, leave);
                     }

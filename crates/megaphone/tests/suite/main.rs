@@ -6,6 +6,7 @@
 
 mod common;
 
+mod built_during_leave;
 mod cluster;
 mod errors;
 mod joins;
