@@ -8,6 +8,7 @@
 //! build always falls inside the leave.
 
 use crate::common::{self, counts_reference, keyed_sum, sums_reference, within, Rng};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,9 +19,6 @@ use timely_megaphone::{Bins, Command, Control, StateMachine};
 
 /// The longest a run may take before it counts as hung.
 const LIMIT: Duration = Duration::from_secs(120);
-
-/// Rounds the stayers feed the dataflow built during the leave.
-const ROUNDS: u64 = 8;
 
 /// What a run observed.
 #[derive(Default)]
@@ -69,14 +67,56 @@ type Counts = Vec<(u64, (u64, u64))>;
 /// The keyed sum's outputs: `(time, (key, sum, worker))`.
 type Sums = Vec<(u64, (u64, u64, usize))>;
 
-/// Three processes of `threads` workers; process 1 leaves, and builds the keyed dataflow
-/// during its leave when `leaver_builds`. Returns what was fed and both outputs.
-fn run(threads: usize, leaver_builds: bool, seed: u64) -> (Observed, Counts, Sums) {
-    let processes = 3;
+/// One run: `processes` processes of `threads` workers; process `leaver` leaves, and builds
+/// the keyed dataflow during its leave when `leaver_builds`; each stayer waits up to `delay`
+/// steps (a random number) after the notice before it builds, then feeds `rounds` rounds.
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    processes: usize,
+    threads: usize,
+    leaver: usize,
+    leaver_builds: bool,
+    delay: u64,
+    rounds: u64,
+    bins: usize,
+    seed: u64,
+}
+
+impl Plan {
+    /// Three processes; process 1 leaves.
+    fn fixed(threads: usize, leaver_builds: bool, seed: u64) -> Self {
+        Plan { processes: 3, threads, leaver: 1, leaver_builds, delay: 0, rounds: 8, bins: 16, seed }
+    }
+
+    /// A random plan: 2 to 4 processes of 1 or 2 workers, any process leaving.
+    fn random(seed: u64) -> Self {
+        let mut rng = Rng::new(seed);
+        let processes = 2 + rng.below(3) as usize;
+        Plan {
+            processes,
+            threads: 1 + rng.below(2) as usize,
+            leaver: rng.below(processes as u64) as usize,
+            leaver_builds: rng.below(2) == 1,
+            delay: rng.below(20),
+            rounds: 2 + rng.below(10),
+            bins: 4 << rng.below(4),
+            seed,
+        }
+    }
+
+    /// The leaving workers.
+    fn leavers(&self) -> Vec<usize> {
+        (self.leaver * self.threads..(self.leaver + 1) * self.threads).collect()
+    }
+}
+
+/// Runs `plan`; returns what was fed and both outputs.
+fn run(plan: Plan) -> (Observed, Counts, Sums) {
+    let Plan { processes, threads, leaver, .. } = plan;
     let addresses = common::free_addresses(processes);
     let observed: Arc<Mutex<Observed>> = Arc::default();
     let (counts, sums) = (Captured::new(), Captured::new());
-    let bins = Bins::new(16).unwrap();
+    let bins = Bins::new(plan.bins).unwrap();
     // Stayers that have built the keyed dataflow; the leaver is held until all have.
     let built = Arc::new(AtomicUsize::new(0));
     let stayers = (processes - 1) * threads;
@@ -84,13 +124,13 @@ fn run(threads: usize, leaver_builds: bool, seed: u64) -> (Observed, Counts, Sum
         let (observed, counts, sums) = (observed.clone(), counts.clone(), sums.clone());
         move |worker: &mut Worker| {
             let index = worker.index();
-            let leaver = index / threads == 1;
+            let leaves_now = index / threads == leaver;
             let released = built.clone();
             worker.dataflow::<u64, _>(|scope| {
                 scope.source::<u64, _, _>("Hold", move |capability, info| {
                     let mut held = Some(capability);
                     move |_output| {
-                        if !leaver || released.load(Ordering::SeqCst) == stayers {
+                        if !leaves_now || released.load(Ordering::SeqCst) == stayers {
                             held = None;
                         } else if held.is_some() {
                             info.activator.activate();
@@ -100,14 +140,16 @@ fn run(threads: usize, leaver_builds: bool, seed: u64) -> (Observed, Counts, Sum
             });
             let state = worker.state().clone();
             let leaves = state.rescaling().leaves();
-            if leaver {
-                if index == threads {
+            let mut rng = Rng::new(plan.seed ^ (index as u64) << 32);
+            if leaves_now {
+                if index == leaver * threads {
                     worker.leave().expect("nothing refuses the leave");
                 }
                 while !worker.is_leaving() {
                     worker.step();
                 }
-                if leaver_builds {
+                if plan.leaver_builds {
+                    (0..rng.below(plan.delay + 1)).for_each(|_| _ = worker.step());
                     let mut keyed = build_keyed(worker, bins, &counts, &sums);
                     // Released by the leave: it refuses records and holds no capability.
                     assert!(keyed.data.try_send((1, 1)).is_err());
@@ -118,24 +160,30 @@ fn run(threads: usize, leaver_builds: bool, seed: u64) -> (Observed, Counts, Sum
             while leaves.leaving().is_empty() {
                 worker.step();
             }
+            (0..rng.below(plan.delay + 1)).for_each(|_| _ = worker.step());
             observed.lock().unwrap().built_during.push((index, leaves.leaving()));
             let mut keyed = build_keyed(worker, bins, &counts, &sums);
             built.fetch_add(1, Ordering::SeqCst);
-            for round in 0..ROUNDS {
-                let mut rng = Rng::new(seed ^ (round << 8) ^ index as u64);
+            let workers = processes * threads;
+            for round in 0..plan.rounds {
                 let records: Vec<(u64, u64, u64)> =
                     (0..20).map(|_| (round, rng.below(30), rng.below(100))).collect();
                 records.iter().for_each(|&(_, key, value)| keyed.data.send((key, value)));
                 observed.lock().unwrap().sent.extend(records);
                 // Stayers move bins in turn, to any worker, the leavers included.
-                if round as usize % (processes * threads) == index {
-                    let bin = rng.below(bins.count() as u64) as usize;
-                    let to = rng.below((processes * threads) as u64) as usize;
-                    keyed.control.send(Command::Move { bin, worker: to });
+                if round as usize % workers == index {
+                    let moved: BTreeSet<usize> =
+                        (0..1 + rng.below(3)).map(|_| rng.below(bins.count() as u64) as usize).collect();
+                    for bin in moved {
+                        let to = rng.below(workers as u64) as usize;
+                        keyed.control.send(Command::Move { bin, worker: to });
+                    }
                 }
                 keyed.data.advance_to(round + 1);
                 keyed.control.advance_to(round + 1);
-                worker.step_while(|| keyed.probe.less_than(&(round + 1)));
+                if rng.below(2) == 0 {
+                    worker.step_while(|| keyed.probe.less_than(&(round + 1)));
+                }
             }
             keyed.data.close();
             keyed.control.close();
@@ -156,11 +204,11 @@ fn run(threads: usize, leaver_builds: bool, seed: u64) -> (Observed, Counts, Sum
     (observed, counts.extract(), sums.extract())
 }
 
-/// Runs and checks both operators against the references.
-fn check(threads: usize, leaver_builds: bool, seed: u64) {
-    let (observed, counts, sums) = within(LIMIT, move || run(threads, leaver_builds, seed));
-    let leavers: Vec<usize> = (threads..2 * threads).collect();
-    assert_eq!(observed.built_during.len(), 2 * threads);
+/// Runs `plan` and checks both operators against the references.
+fn check(plan: Plan) {
+    let (observed, counts, sums) = within(LIMIT, move || run(plan));
+    let leavers = plan.leavers();
+    assert_eq!(observed.built_during.len(), (plan.processes - 1) * plan.threads);
     for (worker, leaving) in &observed.built_during {
         assert_eq!(leaving, &leavers, "worker {worker} built outside the leave");
     }
@@ -175,18 +223,31 @@ fn check(threads: usize, leaver_builds: bool, seed: u64) {
 
 #[test]
 fn keyed_operators_the_leaver_never_builds_complete_on_the_others() {
-    check(1, false, 1);
+    check(Plan::fixed(1, false, 1));
 }
 
 #[test]
 fn keyed_operators_the_leaver_builds_during_its_leave_complete() {
-    check(1, true, 2);
+    check(Plan::fixed(1, true, 2));
 }
 
 #[test]
 fn a_pair_of_leaving_workers_takes_no_part_in_keyed_operators_built_during_the_leave() {
-    check(2, false, 3);
-    check(2, true, 4);
+    check(Plan::fixed(2, false, 3));
+    check(Plan::fixed(2, true, 4));
+}
+
+/// Random plans: 2 to 4 processes of 1 or 2 workers, any of them leaving, building the keyed
+/// dataflow during its leave or never, stayers building at random steps after the notice and
+/// moving bins at random. `MEGAPHONE_BUILD_SEEDS=N` runs N seeds (default 8).
+#[test]
+fn random_keyed_operators_built_during_leaves() {
+    let seeds: u64 = std::env::var("MEGAPHONE_BUILD_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(8);
+    for seed in 200..200 + seeds {
+        let plan = Plan::random(seed);
+        eprintln!("seed {seed}: {plan:?}");
+        check(plan);
+    }
 }
 
 /// Worker 1 builds the keyed dataflow and then leaves; worker 2 builds it only after the
