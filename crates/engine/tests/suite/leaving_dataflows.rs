@@ -1,8 +1,9 @@
 //! Dataflows built while a process leaves (`docs/rescaling.md`, "Dataflows built during a
 //! leave"): the workers that stay build a dataflow after the leave's notice and before the
 //! leaver went, and the leaver builds it too or never does. Either way the dataflow completes,
-//! every record fed is delivered once and every key is counted once with a sequential
-//! program's count. The leaver is held in its leave (an operator of its first dataflow keeps
+//! every record fed is delivered once and every key is counted once per time with a
+//! sequential program's count; fixed cases, and random plans (any process leaving, stayers
+//! building at random steps after the notice). The leaver is held in its leave (an operator of its first dataflow keeps
 //! its capability) until every other worker has built the new dataflow, so the build always
 //! falls inside the leave.
 
@@ -25,9 +26,11 @@ const KEYS: u64 = 5;
 /// What the workers saw of the dataflow built during the leave.
 #[derive(Default)]
 struct Seen {
-    fed: Vec<u64>,
-    received: Vec<u64>,
-    counts: Vec<(u64, u64)>,
+    /// `(time, record)` of every record fed, and of every record received.
+    fed: Vec<(u64, u64)>,
+    received: Vec<(u64, u64)>,
+    /// `(time, key, count)`.
+    counts: Vec<(u64, u64, u64)>,
     /// Per worker that built it: the workers leaving and gone when it did.
     built_during: Vec<(usize, Vec<usize>, Vec<usize>)>,
 }
@@ -41,21 +44,76 @@ fn build_counted(worker: &mut Worker, seen: &Arc<Mutex<Seen>>) -> (InputHandle<u
         let records = scope.input_from(&mut input);
         records
             .exchange(|x: &u64| x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 9)
-            .inspect(move |x| received.lock().unwrap().received.push(*x))
+            .inspect_time(move |t, x| received.lock().unwrap().received.push((*t, *x)))
             .probe_with(&probe);
         records
             .map(|x| x % KEYS)
             .count_by_key()
-            .inspect(move |(key, n)| counted.lock().unwrap().counts.push((*key, *n)))
+            .inspect_time(move |t, (key, n)| counted.lock().unwrap().counts.push((*t, *key, *n)))
             .probe_with(&probe);
     });
     (input, probe)
 }
 
-/// Three processes of `threads` workers; process 1 leaves, and builds the second dataflow
-/// during its leave when `leaver_builds`.
-fn run(threads: usize, leaver_builds: bool) -> Seen {
-    let processes = 3;
+/// One run: `processes` processes of `threads` workers; process `leaver` leaves, and builds
+/// the second dataflow during its leave when `leaver_builds`; each stayer waits a random
+/// number of steps (up to `delay`) after the notice before it builds, then feeds `records`
+/// records in `rounds` rounds.
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    processes: usize,
+    threads: usize,
+    leaver: usize,
+    leaver_builds: bool,
+    delay: u64,
+    rounds: u64,
+    records: u64,
+    seed: u64,
+}
+
+impl Plan {
+    /// Three processes; process 1 leaves; 20 records in one round.
+    fn fixed(threads: usize, leaver_builds: bool) -> Self {
+        Plan { processes: 3, threads, leaver: 1, leaver_builds, delay: 0, rounds: 1, records: 20, seed: 0 }
+    }
+
+    /// A random plan: 2 to 4 processes of 1 or 2 workers, any process leaving.
+    fn random(seed: u64) -> Self {
+        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let processes = 2 + rng.below(3) as usize;
+        Plan {
+            processes,
+            threads: 1 + rng.below(2) as usize,
+            leaver: rng.below(processes as u64) as usize,
+            leaver_builds: rng.below(2) == 1,
+            delay: rng.below(20),
+            rounds: 1 + rng.below(6),
+            records: rng.below(40),
+            seed,
+        }
+    }
+
+    /// The leaving workers.
+    fn leavers(&self) -> Vec<usize> {
+        (self.leaver * self.threads..(self.leaver + 1) * self.threads).collect()
+    }
+}
+
+/// A small deterministic random number generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1)
+    }
+}
+
+/// Runs `plan` and returns what the workers saw.
+fn run(plan: Plan) -> Seen {
+    let Plan { processes, threads, leaver, .. } = plan;
     let addresses = common::free_addresses(processes);
     let seen: Arc<Mutex<Seen>> = Arc::default();
     // Stayers that have built the second dataflow; the leaver is held until all have.
@@ -65,13 +123,13 @@ fn run(threads: usize, leaver_builds: bool) -> Seen {
         let seen = seen.clone();
         move |worker: &mut Worker| {
             let index = worker.index();
-            let leaver = index / threads == 1;
+            let leaves_now = index / threads == leaver;
             let released = built.clone();
             worker.dataflow::<u64, _>(|scope| {
                 scope.source::<u64, _, _>("Hold", move |capability, info| {
                     let mut held = Some(capability);
                     move |_output| {
-                        if !leaver || released.load(Ordering::SeqCst) == stayers {
+                        if !leaves_now || released.load(Ordering::SeqCst) == stayers {
                             held = None;
                         } else if held.is_some() {
                             info.activator.activate();
@@ -81,14 +139,16 @@ fn run(threads: usize, leaver_builds: bool) -> Seen {
             });
             let state = worker.state().clone();
             let leaves = state.rescaling().leaves();
-            if leaver {
-                if index == threads {
+            let mut rng = Rng((plan.seed ^ (index as u64) << 32).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+            if leaves_now {
+                if index == leaver * threads {
                     worker.leave().expect("nothing refuses the leave");
                 }
                 while !worker.is_leaving() {
                     worker.step();
                 }
-                if leaver_builds {
+                if plan.leaver_builds {
+                    (0..rng.below(plan.delay + 1)).for_each(|_| _ = worker.step());
                     let (mut input, _probe) = build_counted(worker, &seen);
                     // Released by the leave: it refuses records and holds no capability.
                     assert!(input.try_send(1).is_err());
@@ -98,13 +158,26 @@ fn run(threads: usize, leaver_builds: bool) -> Seen {
             while leaves.leaving().is_empty() {
                 worker.step();
             }
+            (0..rng.below(plan.delay + 1)).for_each(|_| _ = worker.step());
             let during = (index, leaves.leaving(), leaves.departed());
             let (mut input, probe) = build_counted(worker, &seen);
             seen.lock().unwrap().built_during.push(during);
             built.fetch_add(1, Ordering::SeqCst);
-            let mine: Vec<u64> = (0..20).map(|i| index as u64 * 1000 + i).collect();
-            seen.lock().unwrap().fed.extend(&mine);
-            mine.into_iter().for_each(|x| input.send(x));
+            let mut next = index as u64 * 1_000_000;
+            for round in 0..plan.rounds {
+                let mine: Vec<u64> = (0..rng.below(plan.records + 1))
+                    .map(|_| {
+                        next += 1 + rng.below(3);
+                        next
+                    })
+                    .collect();
+                seen.lock().unwrap().fed.extend(mine.iter().map(|&x| (round, x)));
+                mine.into_iter().for_each(|x| input.send(x));
+                input.advance_to(round + 1);
+                if rng.below(2) == 0 {
+                    worker.step_while(|| probe.less_than(&(round + 1)));
+                }
+            }
             input.close();
             worker.step_while(|| !probe.done());
         }
@@ -114,10 +187,12 @@ fn run(threads: usize, leaver_builds: bool) -> Seen {
     seen
 }
 
-/// Checks that the dataflow built during the leave delivered and counted what was fed.
-fn check(seen: &Seen, threads: usize) {
-    let leavers: Vec<usize> = (threads..2 * threads).collect();
-    assert_eq!(seen.built_during.len(), 2 * threads);
+/// Runs `plan` and checks that the dataflow built during the leave delivered and counted
+/// what was fed.
+fn check(plan: Plan) {
+    let seen = common::within(LIMIT, move || run(plan));
+    let leavers = plan.leavers();
+    assert_eq!(seen.built_during.len(), (plan.processes - 1) * plan.threads);
     for (worker, leaving, departed) in &seen.built_during {
         assert_eq!((leaving, departed), (&leavers, &vec![]), "worker {worker} built outside the leave");
     }
@@ -125,24 +200,39 @@ fn check(seen: &Seen, threads: usize) {
     fed.sort();
     received.sort();
     assert_eq!(received, fed, "every record fed is delivered once");
-    let mut expected: BTreeMap<u64, u64> = BTreeMap::new();
-    fed.iter().for_each(|x| *expected.entry(x % KEYS).or_default() += 1);
+    let mut expected: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    fed.iter().for_each(|&(time, x)| *expected.entry((time, x % KEYS)).or_default() += 1);
     let mut counts = seen.counts.clone();
     counts.sort();
-    assert_eq!(counts, expected.into_iter().collect::<Vec<_>>(), "one count per key");
+    let expected: Vec<(u64, u64, u64)> =
+        expected.into_iter().map(|((time, key), n)| (time, key, n)).collect();
+    assert_eq!(counts, expected, "one count per time and key");
 }
 
 #[test]
 fn a_dataflow_the_leaver_never_builds_completes_on_the_others() {
-    common::within(LIMIT, || check(&run(1, false), 1));
+    check(Plan::fixed(1, false));
 }
 
 #[test]
 fn a_dataflow_the_leaver_builds_during_its_leave_completes() {
-    common::within(LIMIT, || check(&run(1, true), 1));
+    check(Plan::fixed(1, true));
 }
 
 #[test]
 fn a_pair_of_leaving_workers_that_never_build_it_is_not_waited_for() {
-    common::within(LIMIT, || check(&run(2, false), 2));
+    check(Plan::fixed(2, false));
+}
+
+/// Random plans: 2 to 4 processes of 1 or 2 workers, any of them leaving, building the
+/// dataflow during its leave or never, stayers building at random steps after the notice and
+/// feeding random records over several rounds. `TIMELY_BUILD_SEEDS=N` runs N seeds (default 8).
+#[test]
+fn random_dataflows_built_during_leaves() {
+    let seeds: u64 = std::env::var("TIMELY_BUILD_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(8);
+    for seed in 300..300 + seeds {
+        let plan = Plan::random(seed);
+        eprintln!("seed {seed}: {plan:?}");
+        check(plan);
+    }
 }
