@@ -495,6 +495,7 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
     let connection = (connecting, crate::clock::stamp());
     let locals = ProcessBuilder::new_vector(threads);
     let wake = locals[0].waker();
+    let early_bytes = receive_budget.early_bytes;
     let (mut transport, endpoints) = Transport::start(
         process,
         threads,
@@ -518,6 +519,7 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
                 threads,
                 join,
                 connection,
+                early_bytes,
             ))
         })
         .collect())
