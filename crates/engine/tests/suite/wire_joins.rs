@@ -1,15 +1,20 @@
 //! Joins that do not fit the cluster they join end the joiner's run with a clear error, never
-//! a panic: a joiner told other departed processes (`--gone`) than its server's view. The
-//! harness is `wire_rescale`'s: simulated members (processes 0 and 1) and the engine joining
-//! as process 2, served by worker 0.
+//! a panic: a joiner told other departed processes (`--gone`) than its server's view (with
+//! `wire_rescale`'s simulated members, processes 0 and 1, and the engine joining as process 2,
+//! served by worker 0), and a joiner that asks two servers for a welcome (with engine members
+//! and this test joining as process 2).
 
 use crate::common;
-use crate::wire_input::LIMIT;
-use crate::wire_rescale::members_send_to_joiner;
+use crate::wire_input::{blamed_by_abort, identity, LIMIT};
+use crate::wire_rescale::{member, members_send_to_joiner, wire};
 
+use std::io::Write;
+use std::net::TcpStream;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use timely_engine::rescale::messages::{BootstrapMessage, Welcome};
+use timely_communication::networking::{establish_as, Entry, MessageHeader};
+use timely_engine::rescale::messages::{BootstrapMessage, Welcome, BOOTSTRAP_CHANNEL};
 
 /// Waits up to 10 s for member 0 to record a failure; returns it.
 fn member_failure(member: &timely_communication::networking::harness::Member) -> String {
@@ -42,5 +47,59 @@ fn a_welcome_whose_departed_workers_differ_from_gone_ends_the_joiners_run() {
         assert!(!error.contains("broke the protocol"), "the server is not blamed: {error}");
         let seen = member_failure(&members[0]);
         assert!(seen.contains("process 2"), "member 0 names the joiner: {seen}");
+    });
+}
+
+/// The frame of worker 2's hello to worker `server` (of process `server`: one worker each).
+fn hello_to(server: usize) -> Vec<u8> {
+    let payload = wire(2, BootstrapMessage::Hello { from: 2 });
+    let header = MessageHeader {
+        channel: BOOTSTRAP_CHANNEL as u64,
+        source: 2,
+        target_lower: server as u64,
+        target_upper: server as u64 + 1,
+        length: payload.len() as u64,
+        seqno: 0,
+    };
+    let mut bytes = Vec::new();
+    header.write_to(&mut bytes);
+    bytes.extend_from_slice(&payload);
+    bytes
+}
+
+/// Process 2 (this test) joins engine members 0 and 1 and says hello from worker 2 to both:
+/// each member's run ends naming process 2, whichever hello or `Serving` arrives first (the
+/// second server refuses the hello, or a server learns that another welcomed it too), and
+/// the abort frame blames the joiner. On the old code both welcomed it and ran on.
+#[test]
+fn a_joiner_that_says_hello_to_two_servers_is_refused() {
+    common::within(LIMIT, || {
+        let addresses = common::free_addresses(3);
+        let (sender, channel) = mpsc::channel();
+        let runs = [member(addresses.clone(), 0, Some(sender)), member(addresses.clone(), 1, None)];
+        channel.recv_timeout(Duration::from_secs(20)).expect("process 0's channels");
+        let mut connections =
+            establish_as(Entry::Join, 2, &addresses, &[], 1, &identity(), Duration::from_secs(20))
+                .expect("process 2 joins");
+        let mut raws: Vec<TcpStream> = (0..2)
+            .map(|process| connections.streams[process].take().expect("a stream to a member").stream)
+            .collect();
+        for (process, raw) in raws.iter_mut().enumerate() {
+            raw.write_all(&hello_to(process)).expect("write hello");
+        }
+        let blamed = blamed_by_abort(&mut raws[0]);
+        let errors: Vec<String> = (runs.into_iter())
+            .map(|run| run.join().expect("a member's thread").expect_err("a member's run fails").to_string())
+            .collect();
+        // The member that finds the second hello names it; the other may hear of it first
+        // from that member's abort frame, which names the joiner too.
+        for error in &errors {
+            assert!(error.contains("lost the connection to process 2: "), "{errors:?}");
+        }
+        let refused = "lost the connection to process 2: it broke the protocol: worker 2 asked worker";
+        let found =
+            errors.iter().find(|error| error.contains(refused)).unwrap_or_else(|| panic!("{errors:?}"));
+        assert!(found.contains("a joining process asks only its server"), "{found}");
+        assert_eq!(blamed, 2, "the abort frame blames the joiner");
     });
 }

@@ -23,7 +23,7 @@ use timely_engine::{Config, ExecuteError};
 const BOOTSTRAP: u64 = BOOTSTRAP_CHANNEL as u64;
 
 /// The bytes of `message` as worker `from` sends it on the bootstrap channel.
-fn wire(from: usize, message: BootstrapMessage) -> Vec<u8> {
+pub(crate) fn wire(from: usize, message: BootstrapMessage) -> Vec<u8> {
     let mut bytes = Vec::new();
     Envelope { from, message }.encode(&mut bytes);
     bytes
@@ -164,7 +164,7 @@ fn a_leave_completed_twice() {
 
 /// A member of a 2-process cluster (one worker each) that builds an input, an exchange and a
 /// probe and steps for at most 20 s; process 0 reports its channels on `channels`.
-fn member(
+pub(crate) fn member(
     addresses: Vec<String>,
     process: usize,
     channels: Option<mpsc::Sender<u64>>,
@@ -459,4 +459,12 @@ fn a_leave_notice_that_overtakes_its_join_is_no_panic() {
             }
         }
     });
+}
+
+#[test]
+fn a_serving_message_naming_a_worker_that_did_not_join() {
+    member_sends(
+        |_| vec![wire(1, BootstrapMessage::Serving { from: 1, joiner: 0 })],
+        "worker 1 said it welcomed worker 0, which did not join after it",
+    );
 }
