@@ -1,8 +1,9 @@
 //! Joins that do not fit the cluster they join end the joiner's run with a clear error, never
 //! a panic: a joiner told other departed processes (`--gone`) than its server's view (with
 //! `wire_rescale`'s simulated members, processes 0 and 1, and the engine joining as process 2,
-//! served by worker 0), and a joiner that asks two servers for a welcome (with engine members
-//! and this test joining as process 2).
+//! served by worker 0), a progress state in a welcome that names a location outside the scope
+//! or counts that would overflow (the same harness), and a joiner that asks two servers for a
+//! welcome (with engine members and this test joining as process 2).
 
 use crate::common;
 use crate::wire_input::{blamed_by_abort, identity, LIMIT};
@@ -13,8 +14,11 @@ use std::net::TcpStream;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use timely_communication::exchangeable::bincode_encode;
 use timely_communication::networking::{establish_as, Entry, MessageHeader};
-use timely_engine::rescale::messages::{BootstrapMessage, Welcome, BOOTSTRAP_CHANNEL};
+use timely_engine::dataflow::{InputHandle, ProbeHandle};
+use timely_engine::progress::Location;
+use timely_engine::rescale::messages::{BootstrapMessage, ScopeWelcome, Welcome, BOOTSTRAP_CHANNEL};
 
 /// Waits up to 10 s for member 0 to record a failure; returns it.
 fn member_failure(member: &timely_communication::networking::harness::Member) -> String {
@@ -102,4 +106,63 @@ fn a_joiner_that_says_hello_to_two_servers_is_refused() {
         assert!(found.contains("a joining process asks only its server"), "{found}");
         assert_eq!(blamed, 2, "the abort frame blames the joiner");
     });
+}
+
+/// The progress channel of the dataflow the joiner of `members_send_to_joiner` builds (input,
+/// exchange, probe), as a single worker allocates it: identifiers follow the program, so the
+/// joiner allocates the same.
+fn joiners_progress_channel() -> usize {
+    timely_engine::example(|worker| {
+        let mut input: InputHandle<u64, u64> = InputHandle::new();
+        let probe = ProbeHandle::new();
+        worker.dataflow::<u64, _>(|scope| {
+            scope.input_from(&mut input).exchange(|x| *x).probe_with(&probe);
+        });
+        let state = worker.state().clone();
+        let allocator = state.allocator();
+        let records = allocator.allocations();
+        let progress = records.iter().rev().find(|r| r.type_name.contains("ProgressBatch<u64>"));
+        progress.expect("a progress channel").identifier
+    })
+}
+
+/// Worker 0 welcomes the joiner with a progress state of its one scope holding `accumulated`
+/// (and nothing to request: both members send directly from batch 0); the joiner's run must
+/// fail naming process 0 for `reason`, before it applies any of the state.
+fn a_state_holding(accumulated: Vec<((Location, u64), i64)>, reason: &str) {
+    let reason = reason.to_owned();
+    common::within(LIMIT, move || {
+        let channel = joiners_progress_channel();
+        let mut state = Vec::new();
+        bincode_encode(&(accumulated, vec![0u64, 0]), &mut state);
+        let scope = ScopeWelcome { channel, address: vec![0], state, announced: None };
+        let welcome =
+            Welcome { existing: 2, dataflows: vec![Some(2)], scopes: vec![scope], ..Welcome::default() };
+        let next = |from| BootstrapMessage::Next { from, scopes: vec![(channel, 0)] };
+        let messages = vec![(0, BootstrapMessage::Welcome(welcome)), (0, next(0)), (1, next(1))];
+        let (error, _members) = members_send_to_joiner(messages);
+        let expected = format!(
+            "lost the connection to process 0: it broke the protocol: worker 0 sent a progress state or \
+             range of channel {channel} with "
+        );
+        assert!(error.contains(&expected) && error.contains(&reason), "expected {reason:?} in: {error}");
+    });
+}
+
+/// A location past the scope's nodes used to index the joiner's tracker out of bounds.
+#[test]
+fn a_welcome_whose_state_names_a_location_outside_the_scope() {
+    a_state_holding(
+        vec![((Location::source(1, 0), 0), 1), ((Location::target(9, 0), 0), 1)],
+        "a progress update at node 9 of a scope of",
+    );
+}
+
+/// Two counts of `i64::MAX` at one place used to overflow when the joiner added them up.
+#[test]
+fn a_welcome_whose_state_overflows_a_count() {
+    a_state_holding(
+        vec![((Location::source(1, 0), 0), i64::MAX), ((Location::source(1, 0), 0), i64::MAX)],
+        "progress updates whose deltas add up to more than 4611686018427387904 in magnitude",
+    );
 }
