@@ -39,7 +39,7 @@ fn member_failure(member: &timely_communication::networking::harness::Member) ->
 fn a_welcome_whose_departed_workers_differ_from_gone_ends_the_joiners_run() {
     common::within(LIMIT, || {
         let welcome = Welcome { existing: 2, departed: vec![1], ..Welcome::default() };
-        let (error, members) = members_send_to_joiner(vec![(0, BootstrapMessage::Welcome(welcome))]);
+        let (error, members) = members_send_to_joiner(vec![(0, BootstrapMessage::Welcome(welcome))], false);
         assert!(!error.contains("panicked"), "not a panic: {error}");
         for needed in [
             "worker 2 stopped: this joining process was started with --gone [] (workers [])",
@@ -140,7 +140,9 @@ fn a_state_holding(accumulated: Vec<((Location, u64), i64)>, reason: &str) {
             Welcome { existing: 2, dataflows: vec![Some(2)], scopes: vec![scope], ..Welcome::default() };
         let next = |from| BootstrapMessage::Next { from, scopes: vec![(channel, 0)] };
         let messages = vec![(0, BootstrapMessage::Welcome(welcome)), (0, next(0)), (1, next(1))];
-        let (error, _members) = members_send_to_joiner(messages);
+        // The joiner calls bootstrap(), which activates the scope once both `Next` messages
+        // are in, whichever arrives last: then the scope checks the state.
+        let (error, _members) = members_send_to_joiner(messages, true);
         let expected = format!(
             "lost the connection to process 0: it broke the protocol: worker 0 sent a progress state or \
              range of channel {channel} with "

@@ -314,16 +314,18 @@ pub(crate) fn fitting_welcome() -> BootstrapMessage {
 fn members_send(messages: Vec<(usize, BootstrapMessage)>, blamed: usize, reason: &str) {
     let reason = reason.to_owned();
     common::within(LIMIT, move || {
-        let (error, _members) = members_send_to_joiner(messages);
+        let (error, _members) = members_send_to_joiner(messages, false);
         let expected = format!("lost the connection to process {blamed}: it broke the protocol: ");
         assert!(error.contains(&expected) && error.contains(&reason), "expected {reason:?} in: {error}");
     });
 }
 
 /// The harness of [`members_send`]: returns the error of the joiner's run, which must fail,
-/// and the members.
+/// and the members. With `bootstrap`, the joiner calls `worker.bootstrap()` after building its
+/// dataflow (which activates its scopes once their bootstrap is complete).
 pub(crate) fn members_send_to_joiner(
     messages: Vec<(usize, BootstrapMessage)>,
+    bootstrap: bool,
 ) -> (String, Vec<timely_communication::networking::harness::Member>) {
     use timely_communication::networking::harness::start_cluster;
     let addresses = common::free_addresses(3);
@@ -331,12 +333,15 @@ pub(crate) fn members_send_to_joiner(
     let mut members = start_cluster(&addresses[..2], 1, &cluster_identity(), limit).expect("the members");
     let config = common::loopback_cluster(&addresses, 2, 2, 1, Some(0));
     let joiner = std::thread::spawn(move || {
-        timely_engine::execute(config, |worker| {
+        timely_engine::execute(config, move |worker| {
             let mut input: InputHandle<u64, u64> = InputHandle::new();
             let probe = ProbeHandle::new();
             worker.dataflow::<u64, _>(|scope| {
                 scope.input_from(&mut input).exchange(|x| *x).probe_with(&probe);
             });
+            if bootstrap {
+                worker.bootstrap();
+            }
             let deadline = Instant::now() + Duration::from_secs(20);
             while Instant::now() < deadline {
                 worker.step_or_park(Some(Duration::from_millis(20)));
