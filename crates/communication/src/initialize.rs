@@ -15,9 +15,9 @@ use crate::allocator::cluster::{ClusterBuilder, Network};
 use crate::allocator::process::ProcessBuilder;
 use crate::allocator::thread::ThreadBuilder;
 use crate::networking::{
-    default_addresses, establish_with, protection, read_hostfile, ClockSync, ClusterIdentity, Connections,
-    Entry, FrameObserver, Liveness, NetworkError, Protection, ReceiveBudget, Sealing, SetupTimes, Transport,
-    TransportOptions,
+    decide_protection, default_addresses, establish_with, read_hostfile, ClockSync, ClusterIdentity,
+    Connections, Entry, FrameObserver, Liveness, NetworkError, Protection, ReceiveBudget, Sealing,
+    SetupTimes, Transport, TransportOptions,
 };
 use crate::workers::{initialize_from, WorkerGuards};
 use crate::{Allocator, AllocatorBuilder};
@@ -486,7 +486,7 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
     // Sealed unless every address of the hostfile, joiners' included, is loopback.
     let identity = identity.for_addresses(&addresses);
     let addresses = &addresses[..processes];
-    warn_if_unprotected(&protection(!identity.secret.is_empty(), insecure, addresses)?);
+    warn_if_unprotected(&decide_protection(!identity.secret.is_empty(), insecure, addresses)?);
     let entry = if join.is_some() { Entry::Join } else { Entry::Setup };
     let setup_times = SetupTimes { deadline: connect_timeout, liveness };
     let connecting = crate::clock::stamp();
@@ -495,6 +495,7 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
     let connection = (connecting, crate::clock::stamp());
     let locals = ProcessBuilder::new_vector(threads);
     let wake = locals[0].waker();
+    let early_bytes = receive_budget.early_bytes;
     let (mut transport, endpoints) = Transport::start(
         process,
         threads,
@@ -518,6 +519,7 @@ fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, Netw
                 threads,
                 join,
                 connection,
+                early_bytes,
             ))
         })
         .collect())
@@ -532,8 +534,9 @@ fn warn_if_unprotected(protection: &Protection) {
              that can reach this cluster's ports can join it and send it records; set the same \
              secret in every process"
         ),
-        Protection::Insecure { exposed } => {
-            let reach = if exposed.is_empty() { "this machine".to_string() } else { exposed.join(", ") };
+        Protection::Insecure { non_loopback } => {
+            let reach =
+                if non_loopback.is_empty() { "this machine".to_string() } else { non_loopback.join(", ") };
             crate::warning!(
                 "--insecure: running without {CLUSTER_SECRET_VARIABLE}, so any \
                  program that can reach {reach} can join this cluster and run code in it"

@@ -1,5 +1,5 @@
-//! Runtime options from the environment: `TIMELY_PEER_TIMEOUT`, `TIMELY_INSECURE` and
-//! `TIMELY_CLOCK_INTERVAL`, and how
+//! Runtime options from the environment: `TIMELY_PEER_TIMEOUT`, `TIMELY_INSECURE`,
+//! `TIMELY_CLOCK_INTERVAL`, `TIMELY_RECEIVE_BUDGET` and `TIMELY_EARLY_BYTES`, and how
 //! command-line flags override them. One test, because the environment is shared by every
 //! thread of a test binary.
 //!
@@ -14,7 +14,10 @@ use std::time::Duration;
 use timely_communication::initialize::{
     ClusterConfig, CLOCK_INTERVAL_VARIABLE, INSECURE_VARIABLE, PEER_TIMEOUT_VARIABLE,
 };
-use timely_communication::networking::{DEFAULT_CLOCK_INTERVAL, DEFAULT_PEER_TIMEOUT};
+use timely_communication::networking::receive_budget::{EARLY_BYTES_VARIABLE, RECEIVE_BUDGET_VARIABLE};
+use timely_communication::networking::{
+    DEFAULT_CLOCK_INTERVAL, DEFAULT_EARLY_BYTES, DEFAULT_PEER_TIMEOUT, DEFAULT_RECEIVE_BUDGET_BYTES,
+};
 use timely_communication::Config;
 
 fn parse(args: &[&str]) -> Result<ClusterConfig, String> {
@@ -63,4 +66,24 @@ fn the_environment_gives_defaults_that_flags_override() {
     let error = interval(&["-n", "2"]).expect_err("an interval below the minimum");
     assert!(error.contains(CLOCK_INTERVAL_VARIABLE) && error.contains("minimum"), "{error}");
     std::env::remove_var(CLOCK_INTERVAL_VARIABLE);
+
+    let budget = |args: &[&str]| parse(args).map(|cluster| cluster.receive_budget);
+    std::env::remove_var(RECEIVE_BUDGET_VARIABLE);
+    std::env::remove_var(EARLY_BYTES_VARIABLE);
+    let defaults = budget(&["-n", "2"]).expect("valid");
+    assert_eq!((defaults.bytes, defaults.early_bytes), (DEFAULT_RECEIVE_BUDGET_BYTES, DEFAULT_EARLY_BYTES));
+    assert_eq!(DEFAULT_EARLY_BYTES, 128 << 20, "the default is unchanged");
+    std::env::set_var(EARLY_BYTES_VARIABLE, "64M");
+    std::env::set_var(RECEIVE_BUDGET_VARIABLE, "1G");
+    let set = budget(&["-n", "2"]).expect("valid");
+    assert_eq!((set.bytes, set.early_bytes), (1 << 30, 64 << 20), "each variable sets its own limit");
+    std::env::set_var(EARLY_BYTES_VARIABLE, "4096");
+    assert_eq!(budget(&["-n", "2"]).map(|b| b.early_bytes), Ok(4096));
+    for bad in ["lots", "12T", "-1", "99999999999999999999G"] {
+        std::env::set_var(EARLY_BYTES_VARIABLE, bad);
+        let error = budget(&["-n", "2"]).expect_err("a bad early limit");
+        assert!(error.contains(EARLY_BYTES_VARIABLE) && error.contains(&format!("{bad:?}")), "{error}");
+    }
+    std::env::remove_var(EARLY_BYTES_VARIABLE);
+    std::env::remove_var(RECEIVE_BUDGET_VARIABLE);
 }

@@ -1,10 +1,11 @@
 //! How a worker stops when its cluster cannot go on.
 //!
 //! This module owns [`ClusterFailure`], the payload a worker unwinds with when a process was
-//! lost or broke the protocol (the runner turns it into the error of the run), and the two
+//! lost or broke the protocol (the runner turns it into the error of the run), and the three
 //! ways to raise it from the middle of a step: [`stop_if_failed`] after the network recorded
 //! a failure, [`stop_for_violation`] when the engine itself finds a message of another process
-//! invalid. It must not decide what is invalid.
+//! invalid, [`stop_for_configuration`] when this process was started in a way that does not
+//! fit the cluster it joined. It must not decide what is invalid.
 
 use timely_communication::ProtocolViolations;
 
@@ -26,4 +27,12 @@ pub(crate) fn stop_if_failed(violations: &ProtocolViolations) {
 pub(crate) fn stop_for_violation(violations: &ProtocolViolations, worker: usize, reason: &str) -> ! {
     let failure = violations.report(violations.process_of(worker), reason);
     std::panic::resume_unwind(Box::new(ClusterFailure(failure)))
+}
+
+/// Ends this worker's run because this process was configured in a way that does not fit its
+/// cluster (`reason` says how): unwinds with [`ClusterFailure`] without blaming another
+/// process, so that this process's abort frames name this process and the others stop naming
+/// it, as for any failed run.
+pub(crate) fn stop_for_configuration(reason: &str) -> ! {
+    std::panic::resume_unwind(Box::new(ClusterFailure(reason.to_owned())))
 }

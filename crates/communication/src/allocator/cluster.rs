@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use crate::queue::ThreadQueue;
 
-use super::inboxes::{Delivered, Inbox, InboxStats, Inboxes, EARLY_BYTES_LIMIT};
+use super::inboxes::{Delivered, Inbox, InboxStats, Inboxes};
 use super::joined::{Backfills, JoinedPushers};
 use super::process::{ProcessAllocator, ProcessBuilder};
 use super::{ChannelEndpoints, ChannelRecord, Events, FanOut};
@@ -112,12 +112,15 @@ pub struct ClusterBuilder {
     threads: usize,
     join: Option<usize>,
     connection: Option<(i64, i64)>,
+    early_bytes: usize,
 }
 
 impl ClusterBuilder {
     /// The builder of a worker in a cluster of `processes` processes with `threads` workers
     /// each, whose network endpoints are `endpoints`; `join` is the bootstrap server's worker
-    /// when this process joins a running cluster.
+    /// when this process joins a running cluster; the worker keeps at most `early_bytes` for
+    /// channels it has not allocated yet.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         local: ProcessBuilder,
         endpoints: WorkerEndpoints,
@@ -126,8 +129,10 @@ impl ClusterBuilder {
         threads: usize,
         join: Option<usize>,
         connection: (i64, i64),
+        early_bytes: usize,
     ) -> Self {
-        ClusterBuilder { local, endpoints, network, processes, threads, join, connection: Some(connection) }
+        let connection = Some(connection);
+        ClusterBuilder { local, endpoints, network, processes, threads, join, connection, early_bytes }
     }
 
     /// The global index of the worker this builder is for.
@@ -158,7 +163,7 @@ impl ClusterBuilder {
             joins: self.endpoints.joins,
             join_server: self.join,
             connection: self.connection,
-            inboxes: Inboxes::default(),
+            inboxes: Inboxes::new(self.early_bytes),
             backfills: Backfills::default(),
             joined: Vec::new(),
             departed: gone,
@@ -378,8 +383,9 @@ impl ClusterAllocator {
                 Delivered::OverLimit { process, bytes } => {
                     let reason = format!(
                         "its messages for channels this worker has not allocated take up {bytes} bytes, and \
-                         all such messages may take up at most {EARLY_BYTES_LIMIT} (channel {channel} \
-                         would exceed it)"
+                         all such messages may take up at most {} (TIMELY_EARLY_BYTES; channel \
+                         {channel} would exceed it)",
+                        self.inboxes.early_limit()
                     );
                     self.violations.report(process, &reason);
                 }

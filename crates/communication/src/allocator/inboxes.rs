@@ -3,8 +3,9 @@
 //!
 //! This module owns [`Inboxes`]: a queue per allocated channel ([`Inbox`], shared with the
 //! channel's puller); the messages for channels this worker has not allocated yet, kept for
-//! them (a slower worker allocates a channel after a faster one has sent on it) up to
-//! [`EARLY_BYTES_LIMIT`] bytes in all; and the channels whose puller is gone (its dataflow
+//! them (a slower worker allocates a channel after a faster one has sent on it) up to a limit
+//! of bytes in all ([`crate::networking::ReceiveBudget::early_bytes`], `TIMELY_EARLY_BYTES`);
+//! and the channels whose puller is gone (its dataflow
 //! completed on this worker), whose later messages are dropped on arrival. It must not decode
 //! messages nor decide what a failure means for the computation.
 
@@ -13,13 +14,6 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 
 use crate::networking::{Payload, HEADER_BYTES};
-
-/// The most bytes (payloads plus a header's size per message) one worker keeps for channels it
-/// has not allocated (128 MiB). A worker allocates the channels of a dataflow when it builds
-/// the dataflow, and every worker builds the same dataflows in the same order, so what waits
-/// is what faster workers sent while this one was still building; more than this is taken for
-/// a peer sending on channels that no dataflow allocates.
-pub const EARLY_BYTES_LIMIT: usize = 128 << 20;
 
 /// A received message: the global index of the worker that sent it, and its payload.
 pub(crate) type Message = (usize, Payload);
@@ -58,7 +52,8 @@ impl InboxQueue {
 pub struct InboxStats {
     /// Messages waiting for channels this worker has not allocated.
     pub early_messages: usize,
-    /// Their bytes (payloads plus a header's size per message), at most [`EARLY_BYTES_LIMIT`].
+    /// Their bytes (payloads plus a header's size per message), at most the limit
+    /// ([`crate::networking::ReceiveBudget::early_bytes`]).
     pub early_bytes: usize,
     /// Messages dropped on arrival because their channel's puller was gone.
     pub dropped_after_close: u64,
@@ -71,7 +66,7 @@ pub(crate) enum Delivered {
     Queued,
     /// Its channel's puller is gone; the message was dropped.
     Dropped,
-    /// Keeping it would exceed [`EARLY_BYTES_LIMIT`]; it was dropped. `process` holds the most
+    /// Keeping it would exceed the limit on early bytes; it was dropped. `process` holds the most
     /// early bytes (`bytes` of them).
     OverLimit {
         /// The process whose messages take up most of the early bytes.
@@ -82,8 +77,9 @@ pub(crate) enum Delivered {
 }
 
 /// The inboxes of one worker (see the module docs).
-#[derive(Default)]
 pub(crate) struct Inboxes {
+    /// The most early bytes kept.
+    early_limit: usize,
     /// Per allocated channel, its queue.
     allocated: HashMap<usize, Inbox>,
     /// Per channel not allocated yet, what arrived for it, oldest first.
@@ -95,12 +91,29 @@ pub(crate) struct Inboxes {
     stats: InboxStats,
 }
 
-/// What a message counts against [`EARLY_BYTES_LIMIT`].
+/// What a message counts against the limit on early bytes.
 fn cost(payload: &Payload) -> usize {
     payload.len().saturating_add(HEADER_BYTES)
 }
 
 impl Inboxes {
+    /// Inboxes that keep at most `early_limit` bytes for channels not allocated yet.
+    pub(crate) fn new(early_limit: usize) -> Inboxes {
+        Inboxes {
+            early_limit,
+            allocated: HashMap::new(),
+            early: HashMap::new(),
+            early_by_process: Vec::new(),
+            closed: HashSet::new(),
+            stats: InboxStats::default(),
+        }
+    }
+
+    /// The most bytes kept for channels not allocated yet.
+    pub(crate) fn early_limit(&self) -> usize {
+        self.early_limit
+    }
+
     /// The inbox of channel `channel`, which this worker allocates now, holding what arrived
     /// for it before.
     pub(crate) fn allocate(&mut self, channel: usize, threads: usize) -> Inbox {
@@ -146,7 +159,7 @@ impl Inboxes {
         if self.early_by_process.len() <= process {
             self.early_by_process.resize(process + 1, 0);
         }
-        if self.stats.early_bytes.saturating_add(bytes) > EARLY_BYTES_LIMIT {
+        if self.stats.early_bytes.saturating_add(bytes) > self.early_limit {
             let (process, bytes) = (self.early_by_process.iter().copied().enumerate())
                 .max_by_key(|&(process, bytes)| (bytes, usize::MAX - process))
                 .filter(|&(_, bytes)| bytes > 0)
@@ -169,7 +182,10 @@ impl Inboxes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::networking::DEFAULT_EARLY_BYTES;
     use timely_bytes::Bytes;
+
+    const LIMIT: usize = DEFAULT_EARLY_BYTES;
 
     fn payload(bytes: usize) -> Payload {
         Payload::from(Bytes::from(vec![0u8; bytes]))
@@ -177,7 +193,7 @@ mod tests {
 
     #[test]
     fn early_messages_wait_for_their_channel_and_count_against_the_limit() {
-        let mut inboxes = Inboxes::default();
+        let mut inboxes = Inboxes::new(LIMIT);
         assert_eq!(inboxes.deliver(7, 3, 2, payload(100)), Delivered::Queued);
         assert_eq!(inboxes.deliver(7, 2, 2, payload(20)), Delivered::Queued);
         let held = inboxes.stats();
@@ -188,15 +204,28 @@ mod tests {
         assert_eq!(sources, vec![3, 2], "in arrival order, with their senders");
         // Process 2 fills the allowance; the next message over it names process 2 even when
         // it comes from process 1.
-        assert_eq!(inboxes.deliver(9, 4, 2, payload(EARLY_BYTES_LIMIT - HEADER_BYTES)), Delivered::Queued);
+        assert_eq!(inboxes.deliver(9, 4, 2, payload(LIMIT - HEADER_BYTES)), Delivered::Queued);
         let over = inboxes.deliver(10, 2, 2, payload(1));
-        assert_eq!(over, Delivered::OverLimit { process: 2, bytes: EARLY_BYTES_LIMIT });
+        assert_eq!(over, Delivered::OverLimit { process: 2, bytes: LIMIT });
         assert_eq!(inboxes.stats().early_messages, 1, "the message over the limit is not kept");
     }
 
     #[test]
+    fn the_early_limit_is_the_one_given() {
+        let mut inboxes = Inboxes::new(1000);
+        assert_eq!(inboxes.early_limit(), 1000);
+        assert_eq!(inboxes.deliver(3, 1, 1, payload(1000 - HEADER_BYTES)), Delivered::Queued);
+        assert_eq!(inboxes.deliver(4, 1, 1, payload(0)), Delivered::OverLimit { process: 1, bytes: 1000 });
+        let mut none = Inboxes::new(0);
+        assert_eq!(
+            none.deliver(3, 1, 1, payload(0)),
+            Delivered::OverLimit { process: 1, bytes: HEADER_BYTES }
+        );
+    }
+
+    #[test]
     fn messages_for_a_closed_channel_are_dropped() {
-        let mut inboxes = Inboxes::default();
+        let mut inboxes = Inboxes::new(LIMIT);
         let inbox = inboxes.allocate(5, 1);
         assert_eq!(inboxes.deliver(5, 0, 1, payload(8)), Delivered::Queued);
         inbox.borrow_mut().close();

@@ -160,10 +160,10 @@ pub enum NetworkError {
         process: usize,
     },
     /// The cluster has no secret, yet names addresses other machines can reach (see
-    /// [`super::exposure`]).
+    /// [`super::protection`]).
     Unprotected {
         /// The addresses that are not loopback.
-        exposed: Vec<String>,
+        non_loopback: Vec<String>,
     },
     /// An operating-system error outside any one connection.
     Io {
@@ -322,7 +322,7 @@ impl fmt::Display for NetworkError {
             NetworkError::TransportClosed { process } => {
                 write!(f, "cannot send to process {process}: the transport is shut down or failed")
             }
-            NetworkError::Unprotected { exposed } => write!(
+            NetworkError::Unprotected { non_loopback } => write!(
                 f,
                 "refusing to start without a cluster secret: the hostfile names addresses that are \
                  not loopback ({}), and without a secret any program that reaches them can join the \
@@ -331,7 +331,7 @@ impl fmt::Display for NetworkError {
                  'import secrets; print(secrets.token_hex(32))') TIMELY_CLUSTER_ID=42 (the \
                  launcher does this for you); or, on a network you trust, pass --insecure (or set \
                  TIMELY_INSECURE=1) to run without one",
-                exposed.join(", ")
+                non_loopback.join(", ")
             ),
             NetworkError::Io { context, reason } => write!(f, "{context}: {reason}"),
         }

@@ -114,10 +114,10 @@ pub enum Sealing {
 
 impl ClusterIdentity {
     /// This identity with [`Sealing::Auto`] decided for the cluster at `addresses`: sealed
-    /// unless every address is loopback ([`super::exposure::is_loopback`]).
+    /// unless every address is loopback ([`super::protection::is_loopback`]).
     pub fn for_addresses(&self, addresses: &[String]) -> ClusterIdentity {
         let sealing = match self.sealing {
-            Sealing::Auto if addresses.iter().all(|address| super::exposure::is_loopback(address)) => {
+            Sealing::Auto if addresses.iter().all(|address| super::protection::is_loopback(address)) => {
                 Sealing::Never
             }
             Sealing::Auto => Sealing::Always,

@@ -8,7 +8,7 @@
 //! move ([`observe`]), what the handshake proves and the keys it derives ([`proof`]), the
 //! sealed records that authenticate and encrypt frames after it ([`seal`], applied to a
 //! connection by [`peer_stream`]), whether a cluster may run
-//! without a secret ([`exposure`]), and how failures are reported ([`health`], [`NetworkError`]);
+//! without a secret ([`protection`]), and how failures are reported ([`health`], [`NetworkError`]);
 //! [`harness`] and [`join_fuzz`] check joins through this public API for the tests and the
 //! fuzzer. It must not
 //! serialize typed data, allocate channels or know about timestamps: the cluster allocator,
@@ -56,7 +56,6 @@ pub mod acceptor;
 pub mod clock_sync;
 pub mod connect;
 pub mod error;
-pub mod exposure;
 pub mod framing;
 pub mod handshake;
 pub mod harness;
@@ -68,6 +67,7 @@ pub mod observe;
 pub mod payload;
 pub mod peer_stream;
 pub mod proof;
+pub mod protection;
 pub mod receive_budget;
 pub mod runtime;
 pub mod seal;
@@ -77,7 +77,6 @@ pub mod verdict;
 pub use clock_sync::{ClockSync, DEFAULT_CLOCK_INTERVAL};
 pub use connect::{establish, establish_as, establish_with, Connections, Entry, SetupTimes};
 pub use error::NetworkError;
-pub use exposure::{protection, Protection};
 pub use framing::{
     MessageHeader, CLOCK_PROBE_CHANNEL, CLOCK_REPLY_CHANNEL, FIRST_CONTROL_CHANNEL, GOODBYE_CHANNEL,
     HEADER_BYTES, HEARTBEAT_CHANNEL, MAX_MESSAGE_BYTES,
@@ -90,7 +89,8 @@ pub use observe::{FrameDirection, FrameObserver};
 pub use payload::Payload;
 pub use peer_stream::PeerStream;
 pub use proof::Side;
-pub use receive_budget::{BudgetStats, ReceiveBudget, DEFAULT_RECEIVE_BUDGET_BYTES};
+pub use protection::{decide_protection, Protection};
+pub use receive_budget::{BudgetStats, ReceiveBudget, DEFAULT_EARLY_BYTES, DEFAULT_RECEIVE_BUDGET_BYTES};
 pub use seal::{SessionKeys, Violation};
 pub use transport::{
     Delivery, JoinedProcess, ProcessSender, ReceiveStats, Transport, TransportOptions, WakeFn,

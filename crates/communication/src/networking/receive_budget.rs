@@ -1,8 +1,9 @@
 //! How much memory the messages a process received, and its workers have not taken yet, may
 //! hold, and the spill files that take the rest.
 //!
-//! This module owns [`ReceiveBudget`] (the limit and the spill directory, from
-//! [`crate::initialize`]'s `TIMELY_RECEIVE_BUDGET` and `TIMELY_SPILL_DIR`), the process-wide
+//! This module owns [`ReceiveBudget`] (the limit, the spill directory and the limit on each
+//! worker's messages for channels it has not allocated yet, from [`crate::initialize`]'s
+//! `TIMELY_RECEIVE_BUDGET`, `TIMELY_SPILL_DIR` and `TIMELY_EARLY_BYTES`), the process-wide
 //! count of the bytes its receive buffers hold ([`BudgetState`]: every receive thread
 //! publishes what its buffers hold, messages not yet taken keep their buffer alive), and each
 //! receive thread's [`Spiller`], which places a message: in its receive buffer while the
@@ -41,6 +42,10 @@ use super::payload::Payload;
 /// The default limit of a process's received bytes in memory (256 MiB).
 pub const DEFAULT_RECEIVE_BUDGET_BYTES: usize = 256 << 20;
 
+/// The default limit of the bytes one worker keeps for channels it has not allocated yet
+/// (128 MiB; see [`ReceiveBudget::early_bytes`]).
+pub const DEFAULT_EARLY_BYTES: usize = 128 << 20;
+
 /// A spill file takes messages until it holds this many bytes (64 MiB).
 pub const SEGMENT_BYTES: u64 = 64 << 20;
 
@@ -53,6 +58,14 @@ pub struct ReceiveBudget {
     pub bytes: usize,
     /// The directory of the spill files.
     pub spill_dir: PathBuf,
+    /// The most bytes (payloads plus a header's size per message) one worker keeps for
+    /// channels it has not allocated yet ([`crate::allocator::inboxes`]); a message beyond it
+    /// ends the run naming the process whose messages take up most of them. These are not
+    /// spilled: a worker allocates a dataflow's channels when it builds the dataflow, and every
+    /// worker builds the same dataflows in the same order, so what waits is only what faster
+    /// workers sent while this one was still building; much more is taken for a peer sending
+    /// on channels that no dataflow allocates.
+    pub early_bytes: usize,
 }
 
 /// The environment variable holding the receive budget: a byte count, optionally with a
@@ -61,18 +74,27 @@ pub const RECEIVE_BUDGET_VARIABLE: &str = "TIMELY_RECEIVE_BUDGET";
 /// The environment variable holding the spill directory (default: the system's temporary
 /// directory).
 pub const SPILL_DIR_VARIABLE: &str = "TIMELY_SPILL_DIR";
+/// The environment variable holding [`ReceiveBudget::early_bytes`], a byte count in the syntax
+/// of [`RECEIVE_BUDGET_VARIABLE`] (default [`DEFAULT_EARLY_BYTES`]).
+pub const EARLY_BYTES_VARIABLE: &str = "TIMELY_EARLY_BYTES";
 
 impl ReceiveBudget {
-    /// The budget `TIMELY_RECEIVE_BUDGET` and `TIMELY_SPILL_DIR` say, the default where unset.
+    /// The budget `TIMELY_RECEIVE_BUDGET`, `TIMELY_SPILL_DIR` and `TIMELY_EARLY_BYTES` say, the
+    /// default where unset.
     ///
     /// # Errors
     ///
-    /// A budget that is not a byte count, or a spill directory that is not a directory.
+    /// A budget or early limit that is not a byte count, or a spill directory that is not a
+    /// directory.
     pub fn from_environment() -> Result<ReceiveBudget, String> {
         let mut budget = ReceiveBudget::default();
         if let Ok(value) = std::env::var(RECEIVE_BUDGET_VARIABLE) {
             budget.bytes =
                 parse_bytes(&value).map_err(|error| format!("{RECEIVE_BUDGET_VARIABLE}: {error}"))?;
+        }
+        if let Ok(value) = std::env::var(EARLY_BYTES_VARIABLE) {
+            budget.early_bytes =
+                parse_bytes(&value).map_err(|error| format!("{EARLY_BYTES_VARIABLE}: {error}"))?;
         }
         if let Some(dir) = std::env::var_os(SPILL_DIR_VARIABLE).filter(|dir| !dir.is_empty()) {
             budget.spill_dir = PathBuf::from(dir);
@@ -107,9 +129,14 @@ pub fn parse_bytes(text: &str) -> Result<usize, String> {
 }
 
 impl Default for ReceiveBudget {
-    /// [`DEFAULT_RECEIVE_BUDGET_BYTES`], spilling to the system's temporary directory.
+    /// [`DEFAULT_RECEIVE_BUDGET_BYTES`], spilling to the system's temporary directory, and
+    /// [`DEFAULT_EARLY_BYTES`].
     fn default() -> ReceiveBudget {
-        ReceiveBudget { bytes: DEFAULT_RECEIVE_BUDGET_BYTES, spill_dir: std::env::temp_dir() }
+        ReceiveBudget {
+            bytes: DEFAULT_RECEIVE_BUDGET_BYTES,
+            spill_dir: std::env::temp_dir(),
+            early_bytes: DEFAULT_EARLY_BYTES,
+        }
     }
 }
 
@@ -294,7 +321,7 @@ mod tests {
     use super::*;
 
     fn state(bytes: usize) -> Arc<BudgetState> {
-        BudgetState::new(ReceiveBudget { bytes, spill_dir: std::env::temp_dir() })
+        BudgetState::new(ReceiveBudget { bytes, ..ReceiveBudget::default() })
     }
 
     #[test]
@@ -349,8 +376,11 @@ mod tests {
 
     #[test]
     fn a_spill_directory_that_cannot_be_written_keeps_messages_in_memory() {
-        let state =
-            BudgetState::new(ReceiveBudget { bytes: 0, spill_dir: PathBuf::from("/nonexistent/spill") });
+        let state = BudgetState::new(ReceiveBudget {
+            bytes: 0,
+            spill_dir: PathBuf::from("/nonexistent/spill"),
+            ..ReceiveBudget::default()
+        });
         let mut spiller = Spiller::new(Arc::clone(&state));
         spiller.buffers_hold(1);
         let payload = spiller.place(Bytes::from(vec![7u8; 10]));

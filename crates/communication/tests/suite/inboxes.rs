@@ -1,15 +1,16 @@
 //! What a cluster worker keeps of messages nobody will pull: messages for a channel whose
 //! puller is gone are dropped on arrival, and messages for channels the worker has not
-//! allocated are kept up to `EARLY_BYTES_LIMIT`, past which the run fails naming the sending
-//! process. Processes are threads of this test, each running `initialize`.
+//! allocated are kept up to `ReceiveBudget::early_bytes` (`TIMELY_EARLY_BYTES`, 128 MiB by
+//! default), past which the run fails naming the sending process. Processes are threads of
+//! this test, each running `initialize`.
 
 use crate::common;
 
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use timely_communication::allocator::inboxes::EARLY_BYTES_LIMIT;
-use timely_communication::{initialize, Allocator, Push};
+use timely_communication::networking::DEFAULT_EARLY_BYTES;
+use timely_communication::{initialize, Allocator, Config, Push};
 
 const LIMIT: Duration = Duration::from_secs(120);
 /// Allocated by both processes; process 0 drops its puller after the first message.
@@ -29,8 +30,9 @@ fn receive_until(allocator: &mut Allocator, what: &str, mut done: impl FnMut(&mu
     }
 }
 
-/// Process 0: pulls one message of `FINISHED`, drops the channel, then watches what it keeps.
-fn watcher(mut allocator: Allocator, steps: &Barrier) -> Result<(), String> {
+/// Process 0: pulls one message of `FINISHED`, drops the channel, then watches what it keeps
+/// (at most `limit` bytes for channels it has not allocated).
+fn watcher(mut allocator: Allocator, steps: &Barrier, limit: usize) -> Result<(), String> {
     let (pushers, mut puller) = allocator.allocate::<u64>(FINISHED);
     drop(pushers);
     let mut first = None;
@@ -48,14 +50,15 @@ fn watcher(mut allocator: Allocator, steps: &Barrier) -> Result<(), String> {
     steps.wait(); // Process 1 floods a channel process 0 never allocates.
     receive_until(&mut allocator, "a failure", |a| a.failure().is_some());
     let kept = allocator.inbox_stats().expect("a cluster").early_bytes;
-    assert!(kept <= EARLY_BYTES_LIMIT && kept > EARLY_BYTES_LIMIT / 2, "{kept} bytes kept");
+    assert!(kept <= limit && kept > limit / 2, "{kept} bytes kept");
     let failure = allocator.failure().unwrap_or_default();
     steps.wait(); // Both end.
     Err(failure)
 }
 
-/// Process 1: the sender.
-fn sender(mut allocator: Allocator, steps: &Barrier) -> Result<(), String> {
+/// Process 1: the sender, flooding more than `limit` bytes on a channel process 0 never
+/// allocates.
+fn sender(mut allocator: Allocator, steps: &Barrier, limit: usize) -> Result<(), String> {
     let (mut pushers, _puller) = allocator.allocate::<u64>(FINISHED);
     pushers[0].send(0);
     allocator.release();
@@ -67,7 +70,7 @@ fn sender(mut allocator: Allocator, steps: &Barrier) -> Result<(), String> {
     steps.wait();
     let (mut flood, _puller) = allocator.allocate::<Vec<u8>>(UNALLOCATED);
     let chunk = vec![7u8; 1 << 16];
-    for _ in 0..(EARLY_BYTES_LIMIT >> 16) + 64 {
+    for _ in 0..(limit >> 16) + 64 {
         flood[0].send(chunk.clone());
     }
     allocator.release();
@@ -75,28 +78,48 @@ fn sender(mut allocator: Allocator, steps: &Barrier) -> Result<(), String> {
     Ok(())
 }
 
+/// Runs the watcher and the sender, process 0 keeping at most `early_bytes` (its default
+/// when `None`) for channels it has not allocated, and returns the watcher's failure.
+fn run(early_bytes: Option<usize>) -> String {
+    let addresses = common::free_addresses(2);
+    let steps = Arc::new(Barrier::new(2));
+    let limit = early_bytes.unwrap_or(DEFAULT_EARLY_BYTES);
+    let runs: Vec<_> = (0..2)
+        .map(|process| {
+            let mut config = common::loopback_cluster(&addresses, process, 2, 1, None);
+            if let (Config::Cluster(cluster), Some(bytes)) = (&mut config, early_bytes) {
+                assert_eq!(cluster.receive_budget.early_bytes, DEFAULT_EARLY_BYTES, "the default");
+                cluster.receive_budget.early_bytes = bytes;
+            }
+            let steps = Arc::clone(&steps);
+            std::thread::spawn(move || {
+                let role = move |allocator: Allocator| match process {
+                    0 => watcher(allocator, &steps, limit),
+                    _ => sender(allocator, &steps, limit),
+                };
+                initialize(config, role).expect("start").join()
+            })
+        })
+        .collect();
+    let results: Vec<_> = runs.into_iter().map(|run| run.join().expect("a process thread")).collect();
+    let failure = results[0][0].clone().expect("the worker ends").expect_err("process 0 fails");
+    assert!(failure.contains("lost the connection to process 1: it broke the protocol"), "{failure}");
+    assert!(failure.contains("channels this worker has not allocated"), "{failure}");
+    assert!(failure.contains(&format!("at most {limit} (TIMELY_EARLY_BYTES")), "{failure}");
+    assert_eq!(results[1][0], Ok(Ok(())));
+    failure
+}
+
 #[test]
 fn late_messages_are_dropped_and_early_ones_are_bounded() {
     common::within(LIMIT, || {
-        let addresses = common::free_addresses(2);
-        let steps = Arc::new(Barrier::new(2));
-        let runs: Vec<_> = (0..2)
-            .map(|process| {
-                let config = common::loopback_cluster(&addresses, process, 2, 1, None);
-                let steps = Arc::clone(&steps);
-                std::thread::spawn(move || {
-                    let role = move |allocator: Allocator| match process {
-                        0 => watcher(allocator, &steps),
-                        _ => sender(allocator, &steps),
-                    };
-                    initialize(config, role).expect("start").join()
-                })
-            })
-            .collect();
-        let results: Vec<_> = runs.into_iter().map(|run| run.join().expect("a process thread")).collect();
-        let failure = results[0][0].clone().expect("the worker ends").expect_err("process 0 fails");
-        assert!(failure.contains("lost the connection to process 1: it broke the protocol"), "{failure}");
-        assert!(failure.contains("channels this worker has not allocated"), "{failure}");
-        assert_eq!(results[1][0], Ok(Ok(())));
+        run(None);
+    });
+}
+
+#[test]
+fn a_configured_early_limit_bounds_early_messages() {
+    common::within(LIMIT, || {
+        run(Some(1 << 20));
     });
 }

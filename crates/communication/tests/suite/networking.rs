@@ -209,7 +209,11 @@ fn messages_beyond_the_receive_budget_spill_and_arrive_intact_and_in_order() {
     common::within(LIMIT, || {
         let spill_dir = tempfile::tempdir().expect("a spill directory");
         let limit = 2 << 20;
-        let receive_budget = ReceiveBudget { bytes: limit, spill_dir: spill_dir.path().to_path_buf() };
+        let receive_budget = ReceiveBudget {
+            bytes: limit,
+            spill_dir: spill_dir.path().to_path_buf(),
+            ..ReceiveBudget::default()
+        };
         let options = TransportOptions { receive_budget, ..TransportOptions::default() };
         let mut nodes = cluster_with(2, 2, &[0, 1], &options);
         exchange(&mut nodes, 2);

@@ -1,8 +1,10 @@
 //! Checks of progress batches against the scope they are for.
 //!
 //! This module owns [`ScopePorts`], the number of input and output ports of every node of a
-//! scope, and the check that every location a batch names is one of them; and
-//! [`OutOfSequence`], what the ledger ([`super::ledger`]) reports for a batch whose sequence
+//! scope, and the check that every location a batch names is one of them; the check of what a
+//! joining worker's server sends it ([`ScopePorts::check_bootstrap`]: the progress state and
+//! ranges, whose locations must be ports too and whose deltas must add up without overflow,
+//! [`MAX_BOOTSTRAP_MAGNITUDE`]); and [`OutOfSequence`], what the ledger ([`super::ledger`]) reports for a batch whose sequence
 //! number does not follow on. Batches arrive from
 //! other processes: an index past the scope's nodes or a node's ports would otherwise make the
 //! tracker index out of bounds, allocate without limit, or (a port of the wrong node) change
@@ -54,7 +56,40 @@ impl ScopePorts {
     ) -> Result<(), String> {
         updates.into_iter().try_for_each(|((location, _), _)| self.check(location))
     }
+
+    /// Checks the updates of a joining worker's progress state and ranges, all of them before
+    /// any is applied: every location is a port of this scope, and the deltas' magnitudes add
+    /// up to at most [`MAX_BOOTSTRAP_MAGNITUDE`], so that no sum of them, in the ledger or the
+    /// tracker, can overflow.
+    ///
+    /// # Errors
+    ///
+    /// The first location out of range, or the bound exceeded, described.
+    pub fn check_bootstrap<'a, T: 'a>(
+        &self,
+        updates: impl IntoIterator<Item = &'a ((Location, T), i64)>,
+    ) -> Result<(), String> {
+        let mut magnitude: u64 = 0;
+        for ((location, _), delta) in updates {
+            self.check(location).map_err(|reason| format!("a progress update at {reason}"))?;
+            magnitude = magnitude.saturating_add(delta.unsigned_abs());
+            if magnitude > MAX_BOOTSTRAP_MAGNITUDE {
+                return Err(format!(
+                    "progress updates whose deltas add up to more than {MAX_BOOTSTRAP_MAGNITUDE} in \
+                     magnitude (the last, {delta} at node {}): counts that large would overflow",
+                    location.node
+                ));
+            }
+        }
+        Ok(())
+    }
 }
+
+/// The most the magnitudes of the deltas in a joining worker's progress state and ranges may
+/// add up to (2^62): far beyond any real count of capabilities or messages, and half of what
+/// an `i64` holds, so that adding them to the other counts of a scope (its own capabilities
+/// and messages, far smaller) cannot overflow.
+pub const MAX_BOOTSTRAP_MAGNITUDE: u64 = 1 << 62;
 
 /// A batch whose sequence number is not the next of its sender: one was lost, repeated or
 /// forged, and progress can no longer be tracked exactly.
@@ -99,5 +134,20 @@ mod tests {
         }
         let updates = [((Location::source(1, 0), 3u64), 1), ((Location::target(1, 5), 3), -1)];
         assert_eq!(ports.check_all(&updates), Err("input 5 of node 1, which has 2".into()));
+    }
+
+    #[test]
+    fn bootstrap_updates_name_ports_and_add_up_without_overflow() {
+        let ports = ScopePorts::new(vec![(0, 1), (2, 1)]);
+        let at = |delta: i64| ((Location::source(1, 0), 0u64), delta);
+        let bound = MAX_BOOTSTRAP_MAGNITUDE as i64;
+        assert_eq!(ports.check_bootstrap(&[at(bound / 2), at(-bound / 2)]), Ok(()));
+        let stranger = [at(1), ((Location::target(3, 0), 0), 1)];
+        let error = ports.check_bootstrap(&stranger).expect_err("node 3");
+        assert!(error.contains("a progress update at node 3 of a scope of 2 nodes"), "{error}");
+        for too_much in [vec![at(i64::MAX), at(i64::MAX)], vec![at(i64::MIN)], vec![at(bound), at(-1)]] {
+            let error = ports.check_bootstrap(&too_much).expect_err("too large");
+            assert!(error.contains("add up to more than 4611686018427387904"), "{error}");
+        }
     }
 }

@@ -239,6 +239,16 @@ impl<T: Timestamp> Progcaster<T> {
         stop_if_failed(&self.violations);
         // A ledger that never held a batch back and is not joining has nothing to release.
         if self.held_back || !ledger.ready() {
+            // What the server sent is checked whole before anything of it is applied.
+            if let Err((server, reason)) =
+                ledger.check_bootstrap(|updates| self.ports.check_bootstrap(updates))
+            {
+                let reason = format!(
+                    "worker {server} sent a progress state or range of channel {} with {reason}",
+                    self.channel
+                );
+                stop_for_violation(&self.violations, server, &reason);
+            }
             let released = ledger
                 .try_finish_joining(&mut self.released)
                 .and_then(|()| ledger.release_held(&mut self.released));

@@ -98,6 +98,8 @@ impl<T> Joining<T> {
 
 /// What a joining worker gathers before it applies anything.
 struct Joining<T> {
+    /// The server that sent the state and the ranges.
+    server: usize,
     /// Accumulated updates and next sequence per sender, from the welcome.
     state: Option<(Updates<T>, Vec<u64>)>,
     /// Per existing worker: the first sequence number it sends this worker directly.
@@ -270,6 +272,21 @@ impl<T: Timestamp> Ledger<T> {
         self.account(source, sequence, &updates)?;
         ready.push((Some((source, sequence)), updates));
         Ok(())
+    }
+
+    /// On a joining worker whose state and ranges are all in: `check` of every update they
+    /// carry, to run before [`Ledger::try_finish_joining`] applies any; an error names the
+    /// server that sent them.
+    pub fn check_bootstrap<'a>(
+        &'a self,
+        check: impl FnOnce(&mut dyn Iterator<Item = &'a ((Location, T), i64)>) -> Result<(), String>,
+    ) -> Result<(), (usize, String)> {
+        let Some(joining) = self.joining.as_ref().filter(|joining| joining.is_complete()) else {
+            return Ok(());
+        };
+        let Some((accumulated, _)) = joining.state.as_ref() else { return Ok(()) };
+        let ranges = joining.ranges.iter().flat_map(|(_, _, batches)| batches.iter().flatten());
+        check(&mut accumulated.iter().chain(ranges)).map_err(|reason| (joining.server, reason))
     }
 
     /// On a joining worker whose state, direct starts and ranges are all in: applies the state,
@@ -461,6 +478,7 @@ impl<T: Timestamp> ScopeLedger for std::cell::RefCell<Ledger<T>> {
         let mut ledger = self.borrow_mut();
         let peers = ledger.next_receive.len();
         ledger.joining = Some(Joining {
+            server: 0,
             state: None,
             direct_from: vec![None; existing],
             ranges: Vec::new(),
@@ -483,6 +501,7 @@ impl<T: Timestamp> ScopeLedger for std::cell::RefCell<Ledger<T>> {
         ledger.first_after = ledger.awaited;
         let joining = ledger.joining.as_mut().ok_or("a progress state for a worker that is not joining")?;
         joining.state = Some((state.accumulated, state.next_receive));
+        joining.server = server;
         Ok(())
     }
 
@@ -515,86 +534,5 @@ impl<T: Timestamp> ScopeLedger for std::cell::RefCell<Ledger<T>> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn update(time: u64, delta: i64) -> Updates<u64> {
-        vec![((Location::source(1, 0), time), delta)]
-    }
-
-    /// A joined worker's first batch (releasing its handed-over capability) waits for the
-    /// server's batch that announced it, even when it arrives first (the model checker's
-    /// counterexample against applying them in arrival order).
-    #[test]
-    fn a_joined_workers_release_waits_for_the_announcement() {
-        let mut ledger: Ledger<u64> = Ledger::new(3);
-        let mut ready = Vec::new();
-        assert!(ledger.admit(0, 0, None, &update(0, 1)).unwrap());
-        assert!(!ledger.admit(2, 0, Some((0, 1)), &update(0, -1)).unwrap(), "the release is held back");
-        assert!(!ledger.admit(2, 1, None, &update(1, 1)).unwrap(), "and what follows it");
-        ledger.release_held(&mut ready).unwrap();
-        assert!(ready.is_empty());
-        assert!(ledger.admit(0, 1, None, &update(0, 1)).unwrap(), "the announcement");
-        ledger.release_held(&mut ready).unwrap();
-        let released: Vec<_> = ready.iter().map(|(origin, _)| *origin).collect();
-        assert_eq!(released, vec![Some((2, 0)), Some((2, 1))]);
-        assert!(ledger.admit(2, 2, None, &update(1, -1)).unwrap(), "later batches flow again");
-    }
-
-    /// A batch out of sequence, applied at once or released later, is an error naming its
-    /// sender, not a panic.
-    #[test]
-    fn batches_out_of_sequence_are_errors() {
-        let mut ledger: Ledger<u64> = Ledger::new(3);
-        let error = OutOfSequence { source: 1, expected: 0, received: 5 };
-        assert_eq!(ledger.admit(1, 5, None, &update(0, 1)), Err(error));
-        assert!(error.to_string().contains("expected batch 0 from worker 1 but received batch 5"));
-        assert_eq!(ledger.admit(2, 0, Some((0, 0)), &update(0, 1)), Ok(false), "held back");
-        assert_eq!(ledger.admit(2, 3, None, &update(0, 1)), Ok(false), "behind it");
-        assert_eq!(ledger.admit(0, 0, None, &update(0, 1)), Ok(true));
-        let mut ready = Vec::new();
-        let late = OutOfSequence { source: 2, expected: 1, received: 3 };
-        assert_eq!(ledger.release_held(&mut ready), Err(late));
-    }
-
-    /// Statements about node 0 (records entering or leaving the scope) stay out of the state,
-    /// which keeps only what cancels inside the scope; statements absorbed from a nested scope
-    /// are in it.
-    #[test]
-    fn the_state_leaves_node_zero_to_the_parent() {
-        let mut ledger: Ledger<u64> = Ledger::new(1);
-        let entered = vec![((Location::target(1, 0), 5), 3), ((Location::source(0, 0), 5), -3)];
-        assert!(ledger.admit(0, 0, None, &entered).unwrap());
-        let consumed = vec![((Location::target(1, 0), 5), -3), ((Location::target(0, 0), 5), 3)];
-        assert!(ledger.admit(0, 1, None, &consumed).unwrap());
-        assert_eq!(ledger.accumulated.iter().count(), 0, "{:?}", ledger.accumulated);
-        ledger.absorb(&[((Location::target(2, 0), 5), -3)]);
-        assert_eq!(
-            ledger.accumulated.iter().cloned().collect::<Vec<_>>(),
-            vec![((Location::target(2, 0), 5), -3)]
-        );
-    }
-
-    /// Direct batches that a joined worker's state already holds are dropped, others applied in
-    /// sequence.
-    #[test]
-    fn a_joined_worker_drops_what_its_state_holds() {
-        let server: Ledger<u64> = Ledger::new(2);
-        let cell = std::cell::RefCell::new(server);
-        assert!(cell.borrow_mut().admit(1, 0, None, &update(0, 1)).unwrap());
-        let state = ScopeLedger::snapshot(&cell);
-        let joiner = std::cell::RefCell::new(Ledger::<u64>::new(3));
-        joiner.start_joining(2);
-        joiner.install_state(&state, 0, None).unwrap();
-        joiner.direct_from(0, 0);
-        joiner.direct_from(1, 0);
-        assert_eq!(joiner.missing_ranges(), Some(vec![]));
-        let mut ready = Vec::new();
-        let mut ledger = joiner.borrow_mut();
-        assert!(!ledger.admit(1, 0, None, &update(0, 1)).unwrap(), "held while joining");
-        ledger.try_finish_joining(&mut ready).unwrap();
-        assert_eq!(ready.len(), 1, "only the state: batch 0 of worker 1 is in it");
-        assert!(!ledger.admit(1, 0, None, &update(0, 1)).unwrap(), "a late copy is dropped");
-        assert!(ledger.admit(1, 1, None, &update(0, -1)).unwrap());
-    }
-}
+#[path = "ledger_tests.rs"]
+mod tests;

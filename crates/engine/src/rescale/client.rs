@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use super::messages::{BootstrapMessage, Welcome};
 use super::{Initial, Rescaling};
+use crate::cluster_failure::stop_for_configuration;
 use crate::logging::Event;
 use crate::progress::ScopeLedger;
 use crate::worker::WorkerState;
@@ -173,13 +174,34 @@ fn check_welcome(welcome: &Welcome, first: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// Why this joining process cannot go on when its server `server` says the workers that left
+/// the cluster are `departed` but this process was told `known` (by `--gone`), for processes
+/// of `threads` workers. Either this process was started with the wrong `--gone` (the usual
+/// case) or its server is wrong; either way the run ends, and the message says how to start it.
+fn departed_mismatch(server: usize, departed: &[usize], known: &[usize], threads: usize) -> String {
+    let processes = |workers: &[usize]| {
+        let mut processes: Vec<usize> = workers.iter().map(|worker| worker / threads).collect();
+        processes.dedup();
+        processes
+    };
+    format!(
+        "this joining process was started with --gone {:?} (workers {known:?}), but its bootstrap \
+         server, worker {server}, says the processes that left the cluster are {:?} (workers \
+         {departed:?}); start a joining process with --gone naming exactly the processes that left",
+        processes(known),
+        processes(departed),
+    )
+}
+
 /// Takes a message of worker `from` for the joining side.
 ///
 /// # Errors
 ///
 /// Why the message breaks the protocol: this worker is not joining, the message is not one a
 /// joining worker takes from `from` (a welcome or batches not from its server, a second
-/// welcome or `Next`, batches it did not ask for), or its contents do not fit.
+/// welcome or `Next`, batches it did not ask for), or its contents do not fit. A welcome whose
+/// departed workers differ from this process's `--gone` ends the run as a configuration error
+/// of this process instead ([`stop_for_configuration`]), blaming no other process.
 pub(crate) fn receive(state: &WorkerState, from: usize, message: BootstrapMessage) -> Result<(), String> {
     let rescaling = state.rescaling();
     let mut client = rescaling.client.borrow_mut();
@@ -210,11 +232,9 @@ pub(crate) fn receive(state: &WorkerState, from: usize, message: BootstrapMessag
             }
             let known = rescaling.leaves.departed();
             if welcome.departed != known {
-                panic!(
-                    "bootstrap: the workers that left the cluster are {:?}, but this process was told {:?} \
-                     (start a joining process with --gone naming every process that left)",
-                    welcome.departed, known
-                );
+                let reason = departed_mismatch(from, &welcome.departed, &known, threads);
+                drop(client);
+                stop_for_configuration(&reason);
             }
             joiner.welcome = Some(welcome)
         }

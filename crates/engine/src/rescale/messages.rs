@@ -112,6 +112,15 @@ pub enum BootstrapMessage {
         /// The number of dataflows it built (their indices are `0..dataflows`).
         dataflows: usize,
     },
+    /// A server that welcomed joining worker `joiner` tells every other worker before the
+    /// joiner's process: a joining process asks one server, so a worker that hears another
+    /// worker of that process ask it too, or welcomed it itself, refuses the second hello.
+    Serving {
+        /// The server.
+        from: usize,
+        /// The joining worker it welcomed.
+        joiner: usize,
+    },
 }
 
 impl BootstrapMessage {
@@ -124,7 +133,8 @@ impl BootstrapMessage {
             | BootstrapMessage::Done { from }
             | BootstrapMessage::Leaving { from }
             | BootstrapMessage::Sealed { from }
-            | BootstrapMessage::Left { from, .. } => Some(*from),
+            | BootstrapMessage::Left { from, .. }
+            | BootstrapMessage::Serving { from, .. } => Some(*from),
             BootstrapMessage::Welcome(_) | BootstrapMessage::Batches { .. } => None,
         }
     }
@@ -141,6 +151,7 @@ impl BootstrapMessage {
             BootstrapMessage::Leaving { .. } => "Leaving",
             BootstrapMessage::Sealed { .. } => "Sealed",
             BootstrapMessage::Left { .. } => "Left",
+            BootstrapMessage::Serving { .. } => "Serving",
         }
     }
 }

@@ -439,6 +439,7 @@ pub(crate) fn handle_events(state: &WorkerState, has_joins: bool) {
                 server::range(state, from, channel, sender, start, end)
             }
             BootstrapMessage::Done { .. } => server::done(state, from),
+            BootstrapMessage::Serving { joiner, .. } => server::serving(state, from, joiner),
             BootstrapMessage::Leaving { .. } => leave::notice_from(state, from),
             BootstrapMessage::Sealed { .. } => leave::sealed(rescaling, from),
             BootstrapMessage::Left { dataflows, .. } => leave::left(state, from, dataflows),

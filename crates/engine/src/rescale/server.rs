@@ -5,6 +5,15 @@
 //! scope's progress state, announcement of the capabilities it hands over) and answers its
 //! range requests as soon as it has the batches, at the start of its steps, while it keeps
 //! running its own dataflows. This module must not block.
+//!
+//! A joining process asks one server (`--join W`) for the welcomes of all its workers. So that
+//! a joiner cannot be welcomed, and its capabilities announced, by two servers, a server tells
+//! every other worker before the joiner's process whom it welcomed (`Serving`): a worker that
+//! knows another server of a process refuses a hello of that process, and one that learns of
+//! another server after a hello or welcome of its own ends the run naming the joiner. Over
+//! the race (two hellos arriving before either `Serving`) both welcomes go out; counting the
+//! capabilities twice only holds frontiers back, and the run ends when the `Serving` messages
+//! arrive.
 
 use std::collections::{BTreeMap, HashSet};
 use std::ops::Range;
@@ -32,6 +41,9 @@ pub(crate) struct ServerState {
     finished: HashSet<usize>,
     /// Every range request taken, `(from, channel, sender)`: a joiner asks once for each.
     requested: HashSet<(usize, usize, usize)>,
+    /// Per joining process, the worker that welcomes its workers (this one, or another that
+    /// said so with `Serving`).
+    servers: BTreeMap<usize, usize>,
 }
 
 impl ServerState {
@@ -57,7 +69,52 @@ pub(crate) fn hello(state: &WorkerState, from: usize) -> Result<(), String> {
     if server.hellos.contains(&from) || server.active.contains(&from) || server.finished.contains(&from) {
         return Err("asked for a welcome twice".into());
     }
+    let process = state.rescaling().violations.process_of(from);
+    if let Some(&other) = server.servers.get(&process).filter(|&&other| other != state.index()) {
+        return Err(second_server(state.index(), other, process));
+    }
     server.hellos.push(from);
+    Ok(())
+}
+
+/// Why a worker of joining process `process` that asked worker `asked` for a welcome breaks
+/// the protocol when worker `server` serves that process.
+fn second_server(asked: usize, server: usize, process: usize) -> String {
+    format!(
+        "asked worker {asked} for a welcome, but worker {server} serves its process ({process}): a \
+         joining process asks only its server, once per worker"
+    )
+}
+
+/// Worker `from` says it welcomed joining worker `joiner`: recorded as the server of the
+/// joiner's process. If this worker was asked by that process too (a pending hello or a
+/// welcome of its own), or knows another server of it, the run ends naming the joiner.
+///
+/// # Errors
+///
+/// Why the message breaks the protocol: `joiner` did not join, or `from` is not before it.
+pub(crate) fn serving(state: &WorkerState, from: usize, joiner: usize) -> Result<(), String> {
+    let rescaling = state.rescaling();
+    let mut server = rescaling.server.borrow_mut();
+    if !server.may_have_joined(joiner, state.peers()) || from >= joiner {
+        return Err(format!("said it welcomed worker {joiner}, which did not join after it"));
+    }
+    let process = rescaling.violations.process_of(joiner);
+    let me = state.index();
+    let asked_me = server.hellos.iter().any(|&hello| rescaling.violations.process_of(hello) == process);
+    let reason = match server.servers.get(&process) {
+        _ if asked_me => Some(second_server(me, from, process)),
+        Some(&other) if other == me => Some(second_server(me, from, process)),
+        Some(&other) if other != from => Some(format!(
+            "asked workers {other} and {from} for a welcome: a joining process asks only its server"
+        )),
+        _ => None,
+    };
+    if let Some(reason) = reason {
+        drop(server);
+        stop_for_violation(&rescaling.violations, joiner, &format!("worker {joiner} {reason}"));
+    }
+    server.servers.insert(process, from);
     Ok(())
 }
 
@@ -172,7 +229,13 @@ fn welcome(state: &WorkerState, to: usize) {
     let departed = rescaling.leaves.departed();
     let welcome = Welcome { existing, dataflows, operators, scopes, departed };
     rescaling.send(to, BootstrapMessage::Welcome(welcome));
-    rescaling.server.borrow_mut().active.insert(to);
+    let me = state.index();
+    for worker in rescaling.leaves.not_gone(existing).into_iter().filter(|&worker| worker != me) {
+        rescaling.send(worker, BootstrapMessage::Serving { from: me, joiner: to });
+    }
+    let mut server = rescaling.server.borrow_mut();
+    server.active.insert(to);
+    server.servers.insert(rescaling.violations.process_of(to), me);
 }
 
 /// Announces `+1` at the first held time of every output of `operators`, in the next batch of

@@ -251,7 +251,11 @@ fn a_loop_exchanging_across_processes_is_exact_when_every_message_spills() {
         let expected: Vec<(u64, u64)> = (1..=3000).map(|x| (x, collatz_steps(x))).collect();
         let spill_dir = tempfile::tempdir().expect("a spill directory");
         for bytes in [0, 4 << 10] {
-            let budget = ReceiveBudget { bytes, spill_dir: spill_dir.path().to_path_buf() };
+            let budget = ReceiveBudget {
+                bytes,
+                spill_dir: spill_dir.path().to_path_buf(),
+                ..ReceiveBudget::default()
+            };
             assert_eq!(collatz_in_a_loop(budget), expected, "receive budget of {bytes} bytes");
         }
     });

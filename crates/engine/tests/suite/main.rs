@@ -41,4 +41,5 @@ mod rescaling;
 mod trace;
 mod wire_fuzz;
 mod wire_input;
+mod wire_joins;
 mod wire_rescale;

@@ -23,7 +23,7 @@ use timely_engine::{Config, ExecuteError};
 const BOOTSTRAP: u64 = BOOTSTRAP_CHANNEL as u64;
 
 /// The bytes of `message` as worker `from` sends it on the bootstrap channel.
-fn wire(from: usize, message: BootstrapMessage) -> Vec<u8> {
+pub(crate) fn wire(from: usize, message: BootstrapMessage) -> Vec<u8> {
     let mut bytes = Vec::new();
     Envelope { from, message }.encode(&mut bytes);
     bytes
@@ -164,7 +164,7 @@ fn a_leave_completed_twice() {
 
 /// A member of a 2-process cluster (one worker each) that builds an input, an exchange and a
 /// probe and steps for at most 20 s; process 0 reports its channels on `channels`.
-fn member(
+pub(crate) fn member(
     addresses: Vec<String>,
     process: usize,
     channels: Option<mpsc::Sender<u64>>,
@@ -303,7 +303,7 @@ fn cluster_identity() -> timely_communication::networking::ClusterIdentity {
 }
 
 /// A welcome that fits a joiner after two workers, with nothing running.
-fn fitting_welcome() -> BootstrapMessage {
+pub(crate) fn fitting_welcome() -> BootstrapMessage {
     BootstrapMessage::Welcome(Welcome { existing: 2, ..Welcome::default() })
 }
 
@@ -312,55 +312,67 @@ fn fitting_welcome() -> BootstrapMessage {
 /// members know of the join, each `(worker, message)` goes from that worker to worker 2. The
 /// joiner's run must fail naming process `blamed` for `reason`.
 fn members_send(messages: Vec<(usize, BootstrapMessage)>, blamed: usize, reason: &str) {
-    use timely_communication::networking::harness::start_cluster;
     let reason = reason.to_owned();
     common::within(LIMIT, move || {
-        let addresses = common::free_addresses(3);
-        let limit = Duration::from_secs(20);
-        let mut members = start_cluster(&addresses[..2], 1, &cluster_identity(), limit).expect("the members");
-        let config = common::loopback_cluster(&addresses, 2, 2, 1, Some(0));
-        let joiner = std::thread::spawn(move || {
-            timely_engine::execute(config, |worker| {
-                let mut input: InputHandle<u64, u64> = InputHandle::new();
-                let probe = ProbeHandle::new();
-                worker.dataflow::<u64, _>(|scope| {
-                    scope.input_from(&mut input).exchange(|x| *x).probe_with(&probe);
-                });
-                let deadline = Instant::now() + Duration::from_secs(20);
-                while Instant::now() < deadline {
-                    worker.step_or_park(Some(Duration::from_millis(20)));
-                }
-            })
-        });
-        let deadline = Instant::now() + limit;
-        let mut learned = [false; 2];
-        while !learned.iter().all(|known| *known) {
-            for (member, known) in members.iter_mut().zip(&mut learned) {
-                *known |= member.take_joins().iter().flatten().any(|process| *process == 2);
-            }
-            assert!(Instant::now() < deadline, "the members learn of the join");
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        for (from, message) in messages {
-            let payload = wire(from, message);
-            let header = timely_communication::networking::MessageHeader {
-                channel: BOOTSTRAP,
-                source: from as u64,
-                target_lower: 2,
-                target_upper: 3,
-                length: payload.len() as u64,
-                seqno: 0,
-            };
-            let sender = members[from].workers[0].senders[2].as_mut().expect("a sender to the joiner");
-            sender.send(header, &payload).expect("send");
-            sender.flush().expect("flush");
-        }
-        let error =
-            joiner.join().expect("the joiner's thread").expect_err("the joiner's run fails").to_string();
+        let (error, _members) = members_send_to_joiner(messages, false);
         let expected = format!("lost the connection to process {blamed}: it broke the protocol: ");
         assert!(error.contains(&expected) && error.contains(&reason), "expected {reason:?} in: {error}");
-        drop(members);
     });
+}
+
+/// The harness of [`members_send`]: returns the error of the joiner's run, which must fail,
+/// and the members. With `bootstrap`, the joiner calls `worker.bootstrap()` after building its
+/// dataflow (which activates its scopes once their bootstrap is complete).
+pub(crate) fn members_send_to_joiner(
+    messages: Vec<(usize, BootstrapMessage)>,
+    bootstrap: bool,
+) -> (String, Vec<timely_communication::networking::harness::Member>) {
+    use timely_communication::networking::harness::start_cluster;
+    let addresses = common::free_addresses(3);
+    let limit = Duration::from_secs(20);
+    let mut members = start_cluster(&addresses[..2], 1, &cluster_identity(), limit).expect("the members");
+    let config = common::loopback_cluster(&addresses, 2, 2, 1, Some(0));
+    let joiner = std::thread::spawn(move || {
+        timely_engine::execute(config, move |worker| {
+            let mut input: InputHandle<u64, u64> = InputHandle::new();
+            let probe = ProbeHandle::new();
+            worker.dataflow::<u64, _>(|scope| {
+                scope.input_from(&mut input).exchange(|x| *x).probe_with(&probe);
+            });
+            if bootstrap {
+                worker.bootstrap();
+            }
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < deadline {
+                worker.step_or_park(Some(Duration::from_millis(20)));
+            }
+        })
+    });
+    let deadline = Instant::now() + limit;
+    let mut learned = [false; 2];
+    while !learned.iter().all(|known| *known) {
+        for (member, known) in members.iter_mut().zip(&mut learned) {
+            *known |= member.take_joins().iter().flatten().any(|process| *process == 2);
+        }
+        assert!(Instant::now() < deadline, "the members learn of the join");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for (from, message) in messages {
+        let payload = wire(from, message);
+        let header = timely_communication::networking::MessageHeader {
+            channel: BOOTSTRAP,
+            source: from as u64,
+            target_lower: 2,
+            target_upper: 3,
+            length: payload.len() as u64,
+            seqno: 0,
+        };
+        let sender = members[from].workers[0].senders[2].as_mut().expect("a sender to the joiner");
+        sender.send(header, &payload).expect("send");
+        sender.flush().expect("flush");
+    }
+    let error = joiner.join().expect("the joiner's thread").expect_err("the joiner's run fails").to_string();
+    (error, members)
 }
 
 #[test]
@@ -452,4 +464,12 @@ fn a_leave_notice_that_overtakes_its_join_is_no_panic() {
             }
         }
     });
+}
+
+#[test]
+fn a_serving_message_naming_a_worker_that_did_not_join() {
+    member_sends(
+        |_| vec![wire(1, BootstrapMessage::Serving { from: 1, joiner: 0 })],
+        "worker 1 said it welcomed worker 0, which did not join after it",
+    );
 }

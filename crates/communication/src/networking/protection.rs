@@ -12,17 +12,17 @@ use std::net::ToSocketAddrs;
 
 use super::NetworkError;
 
-/// How a cluster's connections are protected, as decided by [`protection`].
+/// How a cluster's connections are protected, as decided by [`decide_protection`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Protection {
     /// Peers prove knowledge of the cluster secret.
     Authenticated,
     /// No secret, but every address is loopback: only programs on this machine can join.
     LoopbackOnly,
-    /// No secret, by explicit choice; `exposed` lists the addresses that are not loopback.
+    /// No secret, by explicit choice; `non_loopback` lists the addresses that are not loopback.
     Insecure {
         /// The addresses reachable from other machines (possibly none).
-        exposed: Vec<String>,
+        non_loopback: Vec<String>,
     },
 }
 
@@ -33,7 +33,7 @@ pub enum Protection {
 ///
 /// [`NetworkError::Unprotected`] for a cluster without a secret, not `insecure`, with an address
 /// that is not loopback (a host name that does not resolve counts as not loopback).
-pub fn protection(
+pub fn decide_protection(
     has_secret: bool,
     insecure: bool,
     addresses: &[String],
@@ -41,11 +41,12 @@ pub fn protection(
     if has_secret {
         return Ok(Protection::Authenticated);
     }
-    let exposed: Vec<String> = addresses.iter().filter(|address| !is_loopback(address)).cloned().collect();
-    match (insecure, exposed.is_empty()) {
-        (true, _) => Ok(Protection::Insecure { exposed }),
+    let non_loopback: Vec<String> =
+        addresses.iter().filter(|address| !is_loopback(address)).cloned().collect();
+    match (insecure, non_loopback.is_empty()) {
+        (true, _) => Ok(Protection::Insecure { non_loopback }),
         (false, true) => Ok(Protection::LoopbackOnly),
-        (false, false) => Err(NetworkError::Unprotected { exposed }),
+        (false, false) => Err(NetworkError::Unprotected { non_loopback }),
     }
 }
 
@@ -82,16 +83,17 @@ mod tests {
     fn decides_the_three_cases() {
         let local = addresses(&["localhost:2101", "127.0.0.1:2102"]);
         let mixed = addresses(&["127.0.0.1:2101", "10.255.255.1:2102"]);
-        assert_eq!(protection(true, false, &mixed), Ok(Protection::Authenticated));
-        assert_eq!(protection(false, false, &local), Ok(Protection::LoopbackOnly));
-        let refused = protection(false, false, &mixed).expect_err("a non-loopback address without a secret");
-        assert_eq!(refused, NetworkError::Unprotected { exposed: addresses(&["10.255.255.1:2102"]) });
+        assert_eq!(decide_protection(true, false, &mixed), Ok(Protection::Authenticated));
+        assert_eq!(decide_protection(false, false, &local), Ok(Protection::LoopbackOnly));
+        let refused =
+            decide_protection(false, false, &mixed).expect_err("a non-loopback address without a secret");
+        assert_eq!(refused, NetworkError::Unprotected { non_loopback: addresses(&["10.255.255.1:2102"]) });
         let message = refused.to_string();
         for needed in ["10.255.255.1:2102", "TIMELY_CLUSTER_SECRET", "TIMELY_CLUSTER_ID", "--insecure"] {
             assert!(message.contains(needed), "{needed} in {message}");
         }
-        let exposed = addresses(&["10.255.255.1:2102"]);
-        assert_eq!(protection(false, true, &mixed), Ok(Protection::Insecure { exposed }));
-        assert_eq!(protection(false, true, &local), Ok(Protection::Insecure { exposed: vec![] }));
+        let non_loopback = addresses(&["10.255.255.1:2102"]);
+        assert_eq!(decide_protection(false, true, &mixed), Ok(Protection::Insecure { non_loopback }));
+        assert_eq!(decide_protection(false, true, &local), Ok(Protection::Insecure { non_loopback: vec![] }));
     }
 }

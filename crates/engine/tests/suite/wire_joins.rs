@@ -1,0 +1,170 @@
+//! Joins that do not fit the cluster they join end the joiner's run with a clear error, never
+//! a panic: a joiner told other departed processes (`--gone`) than its server's view (with
+//! `wire_rescale`'s simulated members, processes 0 and 1, and the engine joining as process 2,
+//! served by worker 0), a progress state in a welcome that names a location outside the scope
+//! or counts that would overflow (the same harness), and a joiner that asks two servers for a
+//! welcome (with engine members and this test joining as process 2).
+
+use crate::common;
+use crate::wire_input::{blamed_by_abort, identity, LIMIT};
+use crate::wire_rescale::{member, members_send_to_joiner, wire};
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use timely_communication::exchangeable::bincode_encode;
+use timely_communication::networking::{establish_as, Entry, MessageHeader};
+use timely_engine::dataflow::{InputHandle, ProbeHandle};
+use timely_engine::progress::Location;
+use timely_engine::rescale::messages::{BootstrapMessage, ScopeWelcome, Welcome, BOOTSTRAP_CHANNEL};
+
+/// Waits up to 10 s for member 0 to record a failure; returns it.
+fn member_failure(member: &timely_communication::networking::harness::Member) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(failure) = member.transport.health().failure() {
+            return failure.to_string();
+        }
+        assert!(Instant::now() < deadline, "member 0 learns that the joiner stopped");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The server says worker 1 (process 1) left, but the joiner was started without `--gone`:
+/// the joiner stops with a configuration error naming `--gone` and both views, blaming no
+/// other process (its abort frame names itself), where it used to panic.
+#[test]
+fn a_welcome_whose_departed_workers_differ_from_gone_ends_the_joiners_run() {
+    common::within(LIMIT, || {
+        let welcome = Welcome { existing: 2, departed: vec![1], ..Welcome::default() };
+        let (error, members) = members_send_to_joiner(vec![(0, BootstrapMessage::Welcome(welcome))], false);
+        assert!(!error.contains("panicked"), "not a panic: {error}");
+        for needed in [
+            "worker 2 stopped: this joining process was started with --gone [] (workers [])",
+            "its bootstrap server, worker 0, says the processes that left the cluster are [1] (workers [1])",
+            "start a joining process with --gone naming exactly the processes that left",
+        ] {
+            assert!(error.contains(needed), "expected {needed:?} in: {error}");
+        }
+        assert!(!error.contains("broke the protocol"), "the server is not blamed: {error}");
+        let seen = member_failure(&members[0]);
+        assert!(seen.contains("process 2"), "member 0 names the joiner: {seen}");
+    });
+}
+
+/// The frame of worker 2's hello to worker `server` (of process `server`: one worker each).
+fn hello_to(server: usize) -> Vec<u8> {
+    let payload = wire(2, BootstrapMessage::Hello { from: 2 });
+    let header = MessageHeader {
+        channel: BOOTSTRAP_CHANNEL as u64,
+        source: 2,
+        target_lower: server as u64,
+        target_upper: server as u64 + 1,
+        length: payload.len() as u64,
+        seqno: 0,
+    };
+    let mut bytes = Vec::new();
+    header.write_to(&mut bytes);
+    bytes.extend_from_slice(&payload);
+    bytes
+}
+
+/// Process 2 (this test) joins engine members 0 and 1 and says hello from worker 2 to both:
+/// each member's run ends naming process 2, whichever hello or `Serving` arrives first (the
+/// second server refuses the hello, or a server learns that another welcomed it too), and
+/// the abort frame blames the joiner. On the old code both welcomed it and ran on.
+#[test]
+fn a_joiner_that_says_hello_to_two_servers_is_refused() {
+    common::within(LIMIT, || {
+        let addresses = common::free_addresses(3);
+        let (sender, channel) = mpsc::channel();
+        let runs = [member(addresses.clone(), 0, Some(sender)), member(addresses.clone(), 1, None)];
+        channel.recv_timeout(Duration::from_secs(20)).expect("process 0's channels");
+        let mut connections =
+            establish_as(Entry::Join, 2, &addresses, &[], 1, &identity(), Duration::from_secs(20))
+                .expect("process 2 joins");
+        let mut raws: Vec<TcpStream> = (0..2)
+            .map(|process| connections.streams[process].take().expect("a stream to a member").stream)
+            .collect();
+        for (process, raw) in raws.iter_mut().enumerate() {
+            raw.write_all(&hello_to(process)).expect("write hello");
+        }
+        let blamed = blamed_by_abort(&mut raws[0]);
+        let errors: Vec<String> = (runs.into_iter())
+            .map(|run| run.join().expect("a member's thread").expect_err("a member's run fails").to_string())
+            .collect();
+        // The member that finds the second hello names it; the other may hear of it first
+        // from that member's abort frame, which names the joiner too.
+        for error in &errors {
+            assert!(error.contains("lost the connection to process 2: "), "{errors:?}");
+        }
+        let refused = "lost the connection to process 2: it broke the protocol: worker 2 asked worker";
+        let found =
+            errors.iter().find(|error| error.contains(refused)).unwrap_or_else(|| panic!("{errors:?}"));
+        assert!(found.contains("a joining process asks only its server"), "{found}");
+        assert_eq!(blamed, 2, "the abort frame blames the joiner");
+    });
+}
+
+/// The progress channel of the dataflow the joiner of `members_send_to_joiner` builds (input,
+/// exchange, probe), as a single worker allocates it: identifiers follow the program, so the
+/// joiner allocates the same.
+fn joiners_progress_channel() -> usize {
+    timely_engine::example(|worker| {
+        let mut input: InputHandle<u64, u64> = InputHandle::new();
+        let probe = ProbeHandle::new();
+        worker.dataflow::<u64, _>(|scope| {
+            scope.input_from(&mut input).exchange(|x| *x).probe_with(&probe);
+        });
+        let state = worker.state().clone();
+        let allocator = state.allocator();
+        let records = allocator.allocations();
+        let progress = records.iter().rev().find(|r| r.type_name.contains("ProgressBatch<u64>"));
+        progress.expect("a progress channel").identifier
+    })
+}
+
+/// Worker 0 welcomes the joiner with a progress state of its one scope holding `accumulated`
+/// (and nothing to request: both members send directly from batch 0); the joiner's run must
+/// fail naming process 0 for `reason`, before it applies any of the state.
+fn a_state_holding(accumulated: Vec<((Location, u64), i64)>, reason: &str) {
+    let reason = reason.to_owned();
+    common::within(LIMIT, move || {
+        let channel = joiners_progress_channel();
+        let mut state = Vec::new();
+        bincode_encode(&(accumulated, vec![0u64, 0]), &mut state);
+        let scope = ScopeWelcome { channel, address: vec![0], state, announced: None };
+        let welcome =
+            Welcome { existing: 2, dataflows: vec![Some(2)], scopes: vec![scope], ..Welcome::default() };
+        let next = |from| BootstrapMessage::Next { from, scopes: vec![(channel, 0)] };
+        let messages = vec![(0, BootstrapMessage::Welcome(welcome)), (0, next(0)), (1, next(1))];
+        // The joiner calls bootstrap(), which activates the scope once both `Next` messages
+        // are in, whichever arrives last: then the scope checks the state.
+        let (error, _members) = members_send_to_joiner(messages, true);
+        let expected = format!(
+            "lost the connection to process 0: it broke the protocol: worker 0 sent a progress state or \
+             range of channel {channel} with "
+        );
+        assert!(error.contains(&expected) && error.contains(&reason), "expected {reason:?} in: {error}");
+    });
+}
+
+/// A location past the scope's nodes used to index the joiner's tracker out of bounds.
+#[test]
+fn a_welcome_whose_state_names_a_location_outside_the_scope() {
+    a_state_holding(
+        vec![((Location::source(1, 0), 0), 1), ((Location::target(9, 0), 0), 1)],
+        "a progress update at node 9 of a scope of",
+    );
+}
+
+/// Two counts of `i64::MAX` at one place used to overflow when the joiner added them up.
+#[test]
+fn a_welcome_whose_state_overflows_a_count() {
+    a_state_holding(
+        vec![((Location::source(1, 0), 0), i64::MAX), ((Location::source(1, 0), 0), i64::MAX)],
+        "progress updates whose deltas add up to more than 4611686018427387904 in magnitude",
+    );
+}
