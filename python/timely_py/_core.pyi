@@ -111,6 +111,8 @@ class NetworkStats(TypedDict):
     """Messages waiting on this worker for channels it has not built yet."""
     early_bytes: int
     """Their bytes."""
+    early_bytes_limit: int
+    """The most bytes they may take up (`TIMELY_EARLY_BYTES`, 128 MiB by default)."""
     dropped_after_close: int
     """Messages dropped on arrival because their channel was already closed on this worker."""
 

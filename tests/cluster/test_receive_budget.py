@@ -7,9 +7,12 @@ waiting; worker 1 takes 20 us per record, so it finishes seconds after the produ
 with a budget too large to matter (as before budgets existed) it holds most of what was sent.
 """
 
+import json
 import re
+from pathlib import Path
 
 import pytest
+import timely_py
 from support.cluster import Cluster
 from support.paths import CLUSTER_SCRIPTS as SCRIPTS
 
@@ -72,3 +75,25 @@ def test_without_a_budget_that_binds_the_consumer_holds_the_backlog(tmp_path):
     assert records == EPOCHS * RECORDS
     assert network["spilled_bytes"] == 0 and network["peak_held_bytes"] > BUDGET + BUFFER, network
     assert growth > BUDGET + CONSTANT, f"grew by only {growth / MIB:.0f} MiB: the bounded test proves nothing"
+
+
+@pytest.mark.timeout(60)
+def test_network_stats_report_every_figure_and_the_configured_limits(tmp_path):
+    """`network_stats()` gives every key `NetworkStats` (in `_core.pyi`) names, with the budgets
+    the environment set (`TIMELY_RECEIVE_BUDGET`, `TIMELY_EARLY_BYTES`)."""
+    stub = (Path(timely_py.__file__).parent / "_core.pyi").read_text()
+    start = stub.index("class NetworkStats(TypedDict):")
+    typed = stub[start : stub.index("\n@final", start)]
+    keys = set(re.findall(r"^    (\w+): int$", typed, re.MULTILINE))
+    assert "early_bytes_limit" in keys, typed
+    with Cluster(tmp_path, processes=2) as cluster:
+        for index in range(2):
+            cluster.start(
+                index, [SCRIPTS / "network_stats.py"], TIMELY_RECEIVE_BUDGET="3M", TIMELY_EARLY_BYTES="2M"
+            )
+        assert cluster.wait_all(timeout=45) == [0, 0], cluster.report(0) + cluster.report(1)
+        stats = [json.loads(cluster.stdout(index)) for index in range(2)]
+    for network in stats:
+        assert set(network) == keys, network
+        assert network["receive_budget"] == 3 * MIB and network["early_bytes_limit"] == 2 * MIB, network
+        assert network["spilled_bytes"] == 0 and network["dropped_after_close"] == 0, network

@@ -244,7 +244,7 @@ impl PyWorker {
     /// channels it has not built yet; None in a single process. Keys: `receive_budget`,
     /// `held_bytes`, `peak_held_bytes`, `spilled_messages`, `spilled_bytes`,
     /// `spill_failures` (the process's), `early_messages`, `early_bytes`,
-    /// `dropped_after_close` (this worker's). Callable from inside an operator.
+    /// `early_bytes_limit`, `dropped_after_close` (this worker's). Callable from inside an operator.
     fn network_stats<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
         let Some((budget, inboxes)) = self.parts()?.state.network_stats() else {
             return Ok(None);
@@ -258,6 +258,7 @@ impl PyWorker {
         stats.set_item("spill_failures", budget.spill_failures)?;
         stats.set_item("early_messages", inboxes.early_messages)?;
         stats.set_item("early_bytes", inboxes.early_bytes)?;
+        stats.set_item("early_bytes_limit", inboxes.early_limit)?;
         stats.set_item("dropped_after_close", inboxes.dropped_after_close)?;
         Ok(Some(stats))
     }

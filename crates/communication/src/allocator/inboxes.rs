@@ -57,6 +57,8 @@ pub struct InboxStats {
     pub early_bytes: usize,
     /// Messages dropped on arrival because their channel's puller was gone.
     pub dropped_after_close: u64,
+    /// The most bytes early messages may take up (`TIMELY_EARLY_BYTES`).
+    pub early_limit: usize,
 }
 
 /// What became of a message given to [`Inboxes::deliver`].
@@ -175,7 +177,7 @@ impl Inboxes {
 
     /// What is held and what was dropped so far.
     pub(crate) fn stats(&self) -> InboxStats {
-        self.stats
+        InboxStats { early_limit: self.early_limit, ..self.stats }
     }
 }
 
@@ -199,7 +201,7 @@ mod tests {
         let held = inboxes.stats();
         assert_eq!((held.early_messages, held.early_bytes), (2, 120 + 2 * HEADER_BYTES));
         let inbox = inboxes.allocate(7, 2);
-        assert_eq!(inboxes.stats(), InboxStats::default());
+        assert_eq!(inboxes.stats(), InboxStats { early_limit: LIMIT, ..InboxStats::default() });
         let sources: Vec<usize> = std::iter::from_fn(|| inbox.borrow_mut().pop()).map(|(s, _)| s).collect();
         assert_eq!(sources, vec![3, 2], "in arrival order, with their senders");
         // Process 2 fills the allowance; the next message over it names process 2 even when
@@ -212,6 +214,7 @@ mod tests {
 
     #[test]
     fn the_early_limit_is_the_one_given() {
+        assert_eq!(Inboxes::new(1000).stats().early_limit, 1000, "the stats report the limit");
         let mut inboxes = Inboxes::new(1000);
         assert_eq!(inboxes.early_limit(), 1000);
         assert_eq!(inboxes.deliver(3, 1, 1, payload(1000 - HEADER_BYTES)), Delivered::Queued);
@@ -233,6 +236,9 @@ mod tests {
         for _ in 0..3 {
             assert_eq!(inboxes.deliver(5, 0, 1, payload(1 << 10)), Delivered::Dropped);
         }
-        assert_eq!(inboxes.stats(), InboxStats { dropped_after_close: 3, ..InboxStats::default() });
+        assert_eq!(
+            inboxes.stats(),
+            InboxStats { dropped_after_close: 3, early_limit: LIMIT, ..InboxStats::default() }
+        );
     }
 }
