@@ -54,11 +54,10 @@ pub fn spread_commands(
     let threads = worker.allocator().threads();
     let name = name.to_owned();
     builder.build(move |capability| {
-        // A worker that builds the operator during its own leave takes no part: it holds
-        // nothing and announces no leave (the others built it without this worker).
+        // A worker that builds the operator during its own leave takes no part: it announces
+        // at once that it is absent, for the workers that built it before they saw the leave.
         let takes_part = leaving.takes_part(worker.index());
-        let mut held: Option<Capability<u64>> =
-            (follow && takes_part && !capability.is_detached()).then_some(capability);
+        let mut held: Option<Capability<u64>> = (follow && !capability.is_detached()).then_some(capability);
         move |frontiers| {
             // The engine holds only a weak reference: this closure keeps the activator alive.
             let _wake_on_change = &activator;
@@ -85,11 +84,14 @@ pub fn spread_commands(
             });
             if let Some(capability) = held.as_mut() {
                 if worker.rescaling().leaves().is_leaving() {
-                    let cutoff = leaving.choose_cutoff(*capability.time());
+                    // Absent, its C still holds the operator's first time (it never followed).
+                    let cutoff = if takes_part { leaving.choose_cutoff(*capability.time()) } else { *capability.time() };
                     let me = worker.index();
                     let first = me / threads * threads;
-                    let leave = Leave { worker: me, first, count: threads, peers };
-                    leaving.record(cutoff, &leave);
+                    let leave = Leave { worker: me, first, count: threads, peers, absent: !takes_part };
+                    if takes_part {
+                        leaving.record(cutoff, &leave);
+                    }
                     // Every worker hears of every leave, other leavers too: each learns the
                     // others' cutoffs, which tell it when it may seal them.
                     let at = capability.delayed(&cutoff);

@@ -29,6 +29,11 @@ pub struct Leave {
     pub count: usize,
     /// The worker indices in use when it was sent: bins go to those that do not leave.
     pub peers: usize,
+    /// The worker built the operator during its own leave and took no part in it (its cutoff
+    /// is the operator's first time): a worker that built it before it saw the leave, and so
+    /// counted the leaver in, drops the leaving process as if it had never been there, which
+    /// is what the workers that built it after the notice did.
+    pub absent: bool,
 }
 
 impl Leave {
@@ -53,6 +58,11 @@ impl Departed {
     pub fn new(workers: impl IntoIterator<Item = usize>, peers: usize) -> Self {
         let evicted: BTreeSet<usize> = workers.into_iter().collect();
         Departed { excluded: evicted.clone(), evicted, peers }
+    }
+
+    /// The workers that may own bins: those in use that are not excluded.
+    pub fn present(&self) -> Vec<usize> {
+        (0..self.peers).filter(|worker| !self.excluded.contains(worker)).collect()
     }
 
     /// True when no worker left.
@@ -116,11 +126,11 @@ mod tests {
         // Workers 2 and 3 (one process) leave; worker 0 owns 3 bins, worker 1 one.
         let mut table = RoutingTable::from_owners(vec![0, 0, 0, 1, 2, 2, 3, 3]).unwrap();
         let mut departed = Departed::new([], 4);
-        departed.add(&Leave { worker: 2, first: 2, count: 2, peers: 4 });
+        departed.add(&Leave { worker: 2, first: 2, count: 2, peers: 4, absent: false });
         departed.evacuate_all(&mut table);
         // Worker 3 keeps its bins until its own leave, but receives none.
         assert_eq!(table.owners(), &[0, 0, 0, 1, 1, 1, 3, 3]);
-        departed.add(&Leave { worker: 3, first: 2, count: 2, peers: 4 });
+        departed.add(&Leave { worker: 3, first: 2, count: 2, peers: 4, absent: false });
         departed.evacuate_all(&mut table);
         assert_eq!(table.owners(), &[0, 0, 0, 1, 1, 1, 0, 1]);
         // A later move to a departed worker is overridden.
@@ -134,7 +144,7 @@ mod tests {
         // Worker 2 joined and owns nothing yet; worker 0's process leaves.
         let mut table = RoutingTable::from_owners(vec![0, 1, 0, 1]).unwrap();
         let mut departed = Departed::new([], 3);
-        departed.add(&Leave { worker: 0, first: 0, count: 1, peers: 3 });
+        departed.add(&Leave { worker: 0, first: 0, count: 1, peers: 3, absent: false });
         departed.evacuate_all(&mut table);
         assert_eq!(table.owners(), &[2, 1, 2, 1]);
     }
@@ -144,7 +154,7 @@ mod tests {
     fn the_last_workers_cannot_leave() {
         let mut table = RoutingTable::from_owners(vec![0, 1]).unwrap();
         let mut departed = Departed::new([1], 2);
-        departed.add(&Leave { worker: 0, first: 0, count: 1, peers: 2 });
+        departed.add(&Leave { worker: 0, first: 0, count: 1, peers: 2, absent: false });
         departed.evacuate_all(&mut table);
     }
 }

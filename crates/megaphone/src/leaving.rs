@@ -34,7 +34,7 @@ pub struct Leaving {
     /// built it. They own no bin, and nothing is sent to them: a leaver may never build the
     /// operator (its program usually returns at the notice). A leaver that builds it routes
     /// none of its records itself (all go to a worker that stays).
-    outside: BTreeSet<usize>,
+    outside: RefCell<BTreeSet<usize>>,
     /// The cutoff of every worker whose `Leave` this worker's F has read (or C sent).
     cutoffs: RefCell<BTreeMap<usize, u64>>,
     /// This worker's cutoff, once its C sent its `Leave`.
@@ -60,6 +60,7 @@ impl Leaving {
         let outside: BTreeSet<usize> = outside.into_iter().collect();
         // A worker that builds the operator during its own leave routes nothing from the start.
         let own_cutoff = Cell::new(outside.contains(&worker.index()).then_some(0));
+        let outside = RefCell::new(outside);
         let leaving = Rc::new(Leaving { known: Cell::new(known), outside, own_cutoff, ..Leaving::default() });
         let routes: std::rc::Weak<dyn KeyedRoutes> = Rc::downgrade(&leaving) as _;
         worker.rescaling().leaves().register_routes(routes);
@@ -74,14 +75,19 @@ impl Leaving {
     /// True if a command or leave at `time` must reach `worker`: it takes part in the
     /// operator and routes records up to its cutoff only.
     pub fn sends_to(&self, worker: usize, time: u64) -> bool {
-        !self.outside.contains(&worker)
-            && self.cutoffs.borrow().get(&worker).is_none_or(|&cutoff| time <= cutoff)
+        self.takes_part(worker) && self.cutoffs.borrow().get(&worker).is_none_or(|&cutoff| time <= cutoff)
     }
 
     /// True if `worker` takes part in the operator (it was not leaving or gone when this
-    /// worker built it).
+    /// worker built it, and did not announce that it built it during its own leave).
     pub fn takes_part(&self, worker: usize) -> bool {
-        !self.outside.contains(&worker)
+        !self.outside.borrow().contains(&worker)
+    }
+
+    /// Records that `workers` take no part in the operator after all (their process built it
+    /// during its leave).
+    pub fn exclude(&self, workers: impl IntoIterator<Item = usize>) {
+        self.outside.borrow_mut().extend(workers);
     }
 
     /// The cutoff for this worker's `Leave`, whose C holds a capability at `held`: after every
@@ -120,7 +126,7 @@ impl Leaving {
 
 impl KeyedRoutes for Leaving {
     fn may_route_to(&self, worker: usize) -> bool {
-        if self.outside.contains(&worker) {
+        if !self.takes_part(worker) {
             return false;
         }
         // Before its cutoff is known, anything this worker may still send may go to `worker`.

@@ -18,10 +18,11 @@
 use crate::bins::Bins;
 use crate::codec::{BinState, Routed};
 use crate::commands::Update;
+use crate::departures::Leave;
 use crate::leaving::{Leaving, Redirect};
 use crate::routing::{Routing, RoutingState};
 use crate::state::Shared;
-use crate::table::{normalize, Command};
+use crate::table::{normalize, Command, RoutingTable};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
@@ -165,18 +166,24 @@ impl<D: Data, K: ExchangeData + Hash + Eq, S: ExchangeData + Default> Router<D, 
             for routed in commands.drain(..) {
                 match routed.record {
                     Update::Command(command) => routing.schedule_mut().add(time, [command]),
-                    Update::Leave(leave) => {
-                        // A worker this one built the operator without took part in it: it
-                        // built it before its leave, this worker during it. The tables differ,
-                        // so the results would be wrong; the run stops instead.
+                    Update::Leave(leave) if !self.leaving.takes_part(leave.worker) => {
+                        // This worker built the operator without the leaver. Fine if the leaver
+                        // took no part either; if it did (it built it before its leave, this
+                        // worker during it), the tables differ: the run stops instead of giving
+                        // wrong results.
                         assert!(
-                            self.leaving.takes_part(leave.worker),
+                            leave.absent,
                             "megaphone operator {}: worker {} built it before its leave and worker {} during the leave; \
                              build keyed operators before a leave or after its notice on every worker (docs/rescaling.md)",
                             self.name,
                             leave.worker,
                             self.worker
                         );
+                    }
+                    Update::Leave(leave) if leave.absent => {
+                        forget_absent(&mut routing, &self.shared, &self.leaving, &leave, self.bins, self.worker);
+                    }
+                    Update::Leave(leave) => {
                         self.leaving.record(time, &leave);
                         routing.schedule_mut().add_leave(time, leave);
                     }
@@ -185,7 +192,8 @@ impl<D: Data, K: ExchangeData + Hash + Eq, S: ExchangeData + Default> Router<D, 
         });
         while let Some(&time) = self.unchecked.first().filter(|time| !frontier.less_equal(time)) {
             self.unchecked.remove(&time);
-            let commands = routing.schedule_mut().commands_mut(time).expect("commands at an unchecked time");
+            // (Nothing to check at a time that brought only the leave of an absent worker.)
+            let Some(commands) = routing.schedule_mut().commands_mut(time) else { continue };
             if let Err(error) = normalize(time, commands, self.bins, peers) {
                 panic!("megaphone operator {}: {error}", self.name);
             }
@@ -320,4 +328,28 @@ impl<D: Data, K: ExchangeData + Hash + Eq, S: ExchangeData + Default> Router<D, 
             self.handover.activate();
         }
     }
+}
+
+/// This worker built the operator before it saw a leave whose process built it during the
+/// leave and took no part: it drops that process as if it had never been there, with the table
+/// the workers that built the operator after the notice started from. Nothing was routed yet:
+/// the absent worker's C held the operator's first time until it sent its `Leave` at it.
+fn forget_absent<K: Hash + Eq + Clone, S: Default>(
+    routing: &mut Routing,
+    shared: &RefCell<Shared<K, S>>,
+    leaving: &Leaving,
+    leave: &Leave,
+    bins: Bins,
+    worker: usize,
+) {
+    let mut departed = routing.schedule().departed().clone();
+    for gone in leave.workers() {
+        departed.add(&Leave { worker: gone, ..*leave });
+    }
+    let table = RoutingTable::round_robin_over(bins, &departed.present()).expect("a leave leaves a worker");
+    let owned = table.owners().iter().map(|&owner| owner == worker).collect();
+    assert!(routing.schedule().base().1.is_none(), "megaphone: an absent worker announced after a fold");
+    routing.schedule_mut().rebase(table, departed, None);
+    shared.borrow_mut().reset_owned(owned);
+    leaving.exclude(leave.workers());
 }

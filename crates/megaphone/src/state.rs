@@ -82,6 +82,20 @@ impl<K: Hash + Eq + Clone, S: Default> Shared<K, S> {
         }
     }
 
+    /// Replaces which bins this worker owns, before it has held any state: the operator was
+    /// built counting a worker that took no part (`departures::Leave::absent`).
+    ///
+    /// # Panics
+    ///
+    /// If any key has state or a notification: records were applied under the old table.
+    pub fn reset_owned(&mut self, owned: Vec<bool>) {
+        assert!(
+            self.entries.is_empty() && self.due.is_empty(),
+            "megaphone: a table reset after records were applied"
+        );
+        self.owned = owned;
+    }
+
     /// Registers F's and S's activators.
     pub fn set_activators(&mut self, router: Activator, stateful: Activator) {
         self.router = Some(router);

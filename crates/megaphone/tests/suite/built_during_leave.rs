@@ -1,11 +1,12 @@
 //! Keyed operators built while a process leaves (`docs/rescaling.md`, "Dataflows built during
-//! a leave"): the workers that stay build a dataflow with word count and the keyed running sum
-//! after the leave's notice and before the leaver went, and the leaver builds it too or never
-//! does. Either way the dataflow completes and both operators equal sequential references over
-//! every record fed, with moves from every stayer in turn, some of them to a leaver (the
-//! operator overrides those). The leaver is held in its leave (an operator of its first
-//! dataflow keeps its capability) until every other worker has built the new dataflow, so the
-//! build always falls inside the leave.
+//! a leave"; `docs/megaphone.md`, "Operators built during a leave"): the workers that stay
+//! build a dataflow with word count and the keyed running sum after the leave's notice (or
+//! some of them before the leave was asked for) and before the leaver went, and the leaver
+//! builds it too during its leave or never does. Either way the dataflow completes and both
+//! operators equal sequential references over every record fed, with moves from every stayer
+//! in turn, some of them to a leaver (the operator overrides those). The leaver is held in its
+//! leave (an operator of its first dataflow keeps its capability) until every worker that
+//! builds the new dataflow has, so the builds always fall inside the leave.
 
 use crate::common::{self, counts_reference, keyed_sum, sums_reference, within, Rng};
 use std::collections::BTreeSet;
@@ -68,14 +69,16 @@ type Counts = Vec<(u64, (u64, u64))>;
 type Sums = Vec<(u64, (u64, u64, usize))>;
 
 /// One run: `processes` processes of `threads` workers; process `leaver` leaves, and builds
-/// the keyed dataflow during its leave when `leaver_builds`; each stayer waits up to `delay`
-/// steps (a random number) after the notice before it builds, then feeds `rounds` rounds.
+/// the keyed dataflow during its leave when `leaver_builds`; the first `early` stayers build
+/// it before the leave is asked for, the others wait up to `delay` steps (a random number)
+/// after the notice before they build; then each stayer feeds `rounds` rounds.
 #[derive(Clone, Copy, Debug)]
 struct Plan {
     processes: usize,
     threads: usize,
     leaver: usize,
     leaver_builds: bool,
+    early: usize,
     delay: u64,
     rounds: u64,
     bins: usize,
@@ -85,23 +88,44 @@ struct Plan {
 impl Plan {
     /// Three processes; process 1 leaves.
     fn fixed(threads: usize, leaver_builds: bool, seed: u64) -> Self {
-        Plan { processes: 3, threads, leaver: 1, leaver_builds, delay: 0, rounds: 8, bins: 16, seed }
+        Plan {
+            processes: 3,
+            threads,
+            leaver: 1,
+            leaver_builds,
+            early: 0,
+            delay: 0,
+            rounds: 8,
+            bins: 16,
+            seed,
+        }
     }
 
-    /// A random plan: 2 to 4 processes of 1 or 2 workers, any process leaving.
+    /// A random plan: 2 to 4 processes of 1 or 2 workers, any process leaving, some stayers
+    /// building before the leave (then the leaver builds too: see `docs/megaphone.md`).
     fn random(seed: u64) -> Self {
         let mut rng = Rng::new(seed);
         let processes = 2 + rng.below(3) as usize;
+        let threads = 1 + rng.below(2) as usize;
+        let early =
+            if rng.below(2) == 0 { 0 } else { rng.below(((processes - 1) * threads) as u64 + 1) as usize };
         Plan {
             processes,
-            threads: 1 + rng.below(2) as usize,
+            threads,
             leaver: rng.below(processes as u64) as usize,
-            leaver_builds: rng.below(2) == 1,
+            leaver_builds: early > 0 || rng.below(2) == 1,
+            early,
             delay: rng.below(20),
             rounds: 2 + rng.below(10),
             bins: 4 << rng.below(4),
             seed,
         }
+    }
+
+    /// True if stayer `index` builds before the leave: the first `early` stayers do.
+    fn builds_early(&self, index: usize) -> bool {
+        let rank = if index / self.threads < self.leaver { index } else { index - self.threads };
+        rank < self.early
     }
 
     /// The leaving workers.
@@ -117,9 +141,12 @@ fn run(plan: Plan) -> (Observed, Counts, Sums) {
     let observed: Arc<Mutex<Observed>> = Arc::default();
     let (counts, sums) = (Captured::new(), Captured::new());
     let bins = Bins::new(plan.bins).unwrap();
-    // Stayers that have built the keyed dataflow; the leaver is held until all have.
+    // Workers that have built the keyed dataflow; the leaver is held until every stayer has,
+    // and its own workers too when they build it.
     let built = Arc::new(AtomicUsize::new(0));
-    let stayers = (processes - 1) * threads;
+    let builders = (processes - 1) * threads + if plan.leaver_builds { threads } else { 0 };
+    // Stayers that built it before the leave; the leave is asked for once all `early` have.
+    let built_early = Arc::new(AtomicUsize::new(0));
     let program = {
         let (observed, counts, sums) = (observed.clone(), counts.clone(), sums.clone());
         move |worker: &mut Worker| {
@@ -130,7 +157,7 @@ fn run(plan: Plan) -> (Observed, Counts, Sums) {
                 scope.source::<u64, _, _>("Hold", move |capability, info| {
                     let mut held = Some(capability);
                     move |_output| {
-                        if !leaves_now || released.load(Ordering::SeqCst) == stayers {
+                        if !leaves_now || released.load(Ordering::SeqCst) == builders {
                             held = None;
                         } else if held.is_some() {
                             info.activator.activate();
@@ -143,6 +170,9 @@ fn run(plan: Plan) -> (Observed, Counts, Sums) {
             let mut rng = Rng::new(plan.seed ^ (index as u64) << 32);
             if leaves_now {
                 if index == leaver * threads {
+                    while built_early.load(Ordering::SeqCst) < plan.early {
+                        worker.step();
+                    }
                     worker.leave().expect("nothing refuses the leave");
                 }
                 while !worker.is_leaving() {
@@ -151,19 +181,24 @@ fn run(plan: Plan) -> (Observed, Counts, Sums) {
                 if plan.leaver_builds {
                     (0..rng.below(plan.delay + 1)).for_each(|_| _ = worker.step());
                     let mut keyed = build_keyed(worker, bins, &counts, &sums);
+                    built.fetch_add(1, Ordering::SeqCst);
                     // Released by the leave: it refuses records and holds no capability.
                     assert!(keyed.data.try_send((1, 1)).is_err());
                     keyed.control.close();
                 }
                 return;
             }
-            while leaves.leaving().is_empty() {
-                worker.step();
+            let early = plan.builds_early(index);
+            if !early {
+                while leaves.leaving().is_empty() {
+                    worker.step();
+                }
+                (0..rng.below(plan.delay + 1)).for_each(|_| _ = worker.step());
             }
-            (0..rng.below(plan.delay + 1)).for_each(|_| _ = worker.step());
             observed.lock().unwrap().built_during.push((index, leaves.leaving()));
             let mut keyed = build_keyed(worker, bins, &counts, &sums);
             built.fetch_add(1, Ordering::SeqCst);
+            built_early.fetch_add(usize::from(early), Ordering::SeqCst);
             let workers = processes * threads;
             for round in 0..plan.rounds {
                 let records: Vec<(u64, u64, u64)> =
@@ -210,7 +245,8 @@ fn check(plan: Plan) {
     let leavers = plan.leavers();
     assert_eq!(observed.built_during.len(), (plan.processes - 1) * plan.threads);
     for (worker, leaving) in &observed.built_during {
-        assert_eq!(leaving, &leavers, "worker {worker} built outside the leave");
+        let expected = if plan.builds_early(*worker) { vec![] } else { leavers.clone() };
+        assert_eq!(leaving, &expected, "worker {worker} built outside its side of the notice");
     }
     let mut sent = observed.sent;
     sent.sort();
@@ -229,6 +265,14 @@ fn keyed_operators_the_leaver_never_builds_complete_on_the_others() {
 #[test]
 fn keyed_operators_the_leaver_builds_during_its_leave_complete() {
     check(Plan::fixed(1, true, 2));
+}
+
+#[test]
+fn keyed_operators_built_before_the_leave_by_some_and_during_it_by_the_others_agree() {
+    // Worker 0 builds before the leave, worker 2 after its notice, the leaver after its own.
+    check(Plan { early: 1, ..Plan::fixed(1, true, 5) });
+    // Every stayer builds before the leave; the leaver's process of two after its notice.
+    check(Plan { early: 4, ..Plan::fixed(2, true, 6) });
 }
 
 #[test]
