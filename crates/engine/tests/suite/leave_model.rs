@@ -131,12 +131,14 @@
 mod actions;
 mod model;
 mod properties;
+mod second;
 
 use crate::model_support::dataflow::Step;
 use crate::model_support::explorer::{self, Model, Report};
 use actions::{apply, enabled, Action, Bug, Config};
 use model::State;
 use properties::{check_state, check_terminal, Property, Violation};
+use second::Bounds;
 
 impl Model for Config {
     type State = State;
@@ -175,7 +177,17 @@ const NOTIFICATION_AT_THE_NOTICE: &[Action] =
 /// A scenario: the fixed protocol, no bug, `peers` workers of which `leavers` (one bit each)
 /// leave, each sending at most `sends` messages, inputs advancing up to `last_epoch`.
 fn scenario(peers: usize, leavers: u8, sends: [u8; 3], last_epoch: u8, prelude: &'static [Action]) -> Config {
-    Config { peers, leavers, sealed_by_all: true, bug: None, sends, last_epoch, prelude, unchecked: None }
+    Config {
+        peers,
+        leavers,
+        sealed_by_all: true,
+        bug: None,
+        sends,
+        last_epoch,
+        prelude,
+        unchecked: None,
+        second: None,
+    }
 }
 
 /// The scenario's start: the initial state after its prelude.
@@ -293,4 +305,64 @@ fn routing_to_the_leaver_after_the_sealed_marker_is_caught() {
 fn removing_the_leavers_counts_at_the_forget_is_caught() {
     let config = Config { bug: Some(Bug::RemovesTheLeaversCounts), ..scenario(2, 0b10, [1, 1, 0], 1, &[]) };
     fails_then(config, Property::PrefixView, Property::Frontier);
+}
+
+/// A scenario with a second dataflow built during the leave, whose inputs send up to
+/// `sends[w]` messages each (to their own consumer) over epochs up to `last_epoch`.
+fn with_second(config: Config, sends: [u8; 3], last_epoch: u8) -> Config {
+    Config { second: Some(Bounds { sends, last_epoch }), ..config }
+}
+
+#[test]
+fn a_dataflow_built_during_a_leave() {
+    holds(with_second(scenario(2, 0b10, [0, 0, 0], 0, &[]), [0, 0, 0], 0), 100);
+}
+
+#[test]
+fn a_dataflow_built_during_a_leave_of_worker_0() {
+    holds(with_second(scenario(2, 0b01, [0, 0, 0], 0, &[]), [0, 0, 0], 0), 100);
+}
+
+#[test]
+fn a_dataflow_built_during_a_leave_with_data_in_both() {
+    holds(with_second(scenario(2, 0b10, [0, 1, 0], 0, &[]), [1, 0, 0], 0), 100);
+}
+
+#[test]
+fn a_dataflow_built_during_a_leave_of_one_of_three() {
+    holds(with_second(scenario(3, 0b010, [0, 0, 0], 0, &[]), [0, 0, 0], 0), 100);
+}
+
+#[test]
+fn a_dataflow_built_during_a_leave_of_a_process_of_two_workers() {
+    holds(with_second(scenario(3, 0b110, [0, 0, 0], 0, &[]), [0, 0, 0], 0), 100);
+}
+
+#[test]
+fn retiring_where_the_leaver_built_is_caught() {
+    let config = Config { bug: Some(Bug::RetiresWhereBuilt), ..second_bug_scenario() };
+    fails_then(config, Property::InitialCount, Property::Frontier);
+}
+
+#[test]
+fn left_before_the_leaver_is_drained_is_caught() {
+    let config = Config { bug: Some(Bug::LeftBeforeDrained), ..second_bug_scenario() };
+    fails_then(config, Property::InitialCount, Property::Frontier);
+}
+
+#[test]
+fn counting_the_leaver_never_is_caught() {
+    let config = Config { bug: Some(Bug::CountsLeaversNever), ..second_bug_scenario() };
+    fails_then(config, Property::InitialCount, Property::Frontier);
+}
+
+#[test]
+fn counting_the_leaver_always_is_caught() {
+    let config = Config { bug: Some(Bug::CountsLeaversAlways), ..second_bug_scenario() };
+    fails_then(config, Property::InitialCount, Property::Deadlock);
+}
+
+/// The broken variants of the second dataflow's counting: two workers, the second leaves.
+fn second_bug_scenario() -> Config {
+    with_second(scenario(2, 0b10, [0, 0, 0], 0, &[]), [0, 0, 0], 0)
 }
