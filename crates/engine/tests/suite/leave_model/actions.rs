@@ -50,6 +50,10 @@ pub enum Bug {
     /// (j) Every worker counts every worker's initial capabilities in a dataflow built during
     /// a leave, and a `Left` retires none.
     CountsLeaversAlways,
+    /// (k) A stayer may take in a leaver's goodbye before its `Left` (they are not FIFO) and
+    /// build a dataflow in between, counting the departed leaver, whose `Left` it has not
+    /// taken in, as one that builds nothing (`Leaves::builders` for a departed worker).
+    ForgetsBeforeLeft,
 }
 
 /// Which protocol the model runs, and how much work the workers do.
@@ -120,7 +124,9 @@ pub fn enabled(state: &State, config: &Config) -> Vec<Action> {
         for v in state.peers().filter(|&v| state.member(v) && !config.leaver(v)) {
             for l in state.peers().filter(|&l| state.leave.goodbye[l].is_some()) {
                 // The goodbye follows the leaver's `Left` on their channel.
-                let left = config.second.is_none() || state.second.heard(v, l);
+                let left = config.second.is_none()
+                    || state.second.heard(v, l)
+                    || config.bug == Some(Bug::ForgetsBeforeLeft);
                 if state.leave.forgot[v][l].is_none() && left {
                     actions.push(Action::Forget { v: v as u8, l: l as u8 });
                 }

@@ -176,6 +176,12 @@ pub fn apply(next: &mut State, config: &Config, bounds: &Bounds, action: SecondA
                     (0..peers).filter(|&u| !config.leaver(u)).count()
                 }
                 Some(Bug::CountsLeaversAlways) => peers,
+                Some(Bug::ForgetsBeforeLeft) => (0..peers)
+                    .filter(|&u| match second.left[u].filter(|_| second.heard(w, u)) {
+                        Some(n) => n > 1,
+                        None => next.leave.forgot[w][u].is_none(),
+                    })
+                    .count(),
                 _ => (0..peers)
                     .filter(|&u| !second.heard(w, u) || second.left[u].is_some_and(|n| n > 1))
                     .count(),
