@@ -42,6 +42,22 @@
 //!   (`Action::Goodbye`: the sequence number after its last batch) and stops. A stayer that
 //!   received the goodbye applies the leaver's batches up to it and *forgets* the leaver
 //!   (`Action::Forget`): it applies nothing more from it and sends it no more batches.
+//! - **A dataflow built during the leave** (`Config::second`, module `second`; `docs/
+//!   rescaling.md`, "Dataflows built during a leave"): a second dataflow, an input and a
+//!   notifying consumer without an exchange (each input sends to its own consumer), with
+//!   progress batches of its own. Each stayer builds it at a moment of its choice after it
+//!   handled the notice (before the leaver's `Left`, after it, after the forget), and each
+//!   leaver at a moment of its choice during its leave, or never: both are explored. A worker
+//!   builds it counting one initial capability per worker whose `Left` it has not taken in,
+//!   and per worker whose `Left` says it built it (`Leaves::builders`). A drained leaver (in
+//!   both dataflows) sends `Left{dataflows}` (1, or 2 if it built the second) to every other
+//!   worker still present with its goodbye, FIFO before it, and builds nothing afterwards;
+//!   each receiver takes it in at a moment of its choice before it forgets the leaver
+//!   (`second::SecondAction::HearLeft`) and, if it built the second dataflow and the leaver
+//!   never did, retires the leaver's initial capabilities in its own view only (`-1`s never
+//!   sent: `Rescaling::retire_initial`). Batches of the second dataflow sent before a worker
+//!   built it wait for it (the engine's inboxes hold them for a channel not allocated yet),
+//!   so they reach every worker, forgotten senders' included.
 //!
 //! # Properties, in every reachable state
 //!
@@ -58,6 +74,14 @@
 //! - **Deadlock**: a state where nothing can happen is complete: every leaver gone, every
 //!   notice handled, every capability released, every message consumed, and every member's
 //!   view, once the batches in flight to it arrived, empty (every batch applied).
+//! - **InitialCount** (second dataflow): every member that built it counts the initial
+//!   capabilities of exactly the workers that built it or may still as far as it knows: those
+//!   that built it, and those whose `Left` it has not taken in.
+//!
+//! With a second dataflow, Frontier, Accounting, PrefixView and Deadlock are checked in it as
+//! well (its views, its true counts with one initial capability per worker that built it, and
+//! in a state where nothing can happen: every stayer built it, and it completed on every
+//! member, with every initial capability counted released or retired).
 //!
 //! NoLostMessage and NoLostBatch catch a loss when it happens; without them the same runs end
 //! in a Deadlock (a message no one consumes, a view that never catches up), which the broken
@@ -72,7 +96,17 @@
 //! notice: NoLostBatch, then Deadlock; (d) a leaver that discards its capabilities at the
 //! notice without a batch: Accounting, then Deadlock; (e) a stayer that routes data to the
 //! leaver after its sealed marker: NoLostMessage, then Deadlock; (f) a stayer that removes the
-//! leaver's counts when it forgets it: PrefixView, then Frontier.
+//! leaver's counts when it forgets it: PrefixView, then Frontier. With the second dataflow:
+//! (g) a worker that retires the leaver's initial capabilities on its `Left` where the leaver
+//! built the dataflow too: InitialCount, then Frontier (the stayer's frontier passes its own
+//! input's capability); (h) a leaver that sends `Left` at its notice, before it is drained,
+//! and builds the dataflow afterwards: InitialCount, then Frontier (the stayer, having taken
+//! in `Left{1}`, passes the leaver's capability); (i) a stayer that never counts the leavers:
+//! InitialCount, then Frontier (the leaver builds it too); (j) every worker counts every
+//! leaver, and `Left` retires nothing: InitialCount, then Deadlock (the stayer's view keeps
+//! the initial capability of a leaver that never built it); (k) a stayer that takes in the
+//! goodbye before the `Left` and builds the dataflow in between, not counting the departed
+//! leaver: InitialCount, then Frontier.
 //!
 //! # Abstractions, and why they are sound
 //!
@@ -93,14 +127,20 @@
 //!   moment of the leaver's choice anyway), and a worker's messages to itself need no marker.
 //! - A stayer sends its marker when it handles the notice: its plain exchange switches then,
 //!   and a marker sent later again only delays the goodbye.
+//! - `Left` is sent in the goodbye's step: in between, a drained leaver that sent `Left` builds
+//!   nothing, holds nothing and sends no batch, so its goodbye later changes nothing but when
+//!   the stayers may forget it, which is their choice anyway. A stayer has handled the notice
+//!   before any `Left` arrives (the leaver waited for its sealed marker).
 //! - The goodbye's delay to each stayer is the stayer's choice of when to forget. Batches to
 //!   a worker that has gone are dropped: its view is no longer part of the state (only its
 //!   inbox, where lost messages would show).
 //! - No worker has a role of its own in this model (unlike the join's server), so which worker
 //!   leaves matters only through the scenario's bounds; worker 0 leaving is checked anyway.
 //! - Not modelled: keyed exchanges, Megaphone and their Membership operators (they hold
-//!   capabilities like any operator; their routing is their contract), nested scopes, several
-//!   dataflows, the launcher and its acknowledgements, failures.
+//!   capabilities like any operator; their routing is their contract), nested scopes, more
+//!   than two dataflows, an exchange in the one built during the leave (its routing is that of
+//!   the first: the workers present), a leaver that builds a dataflow before its notice (as
+//!   any worker before the leave), joins, the launcher and its acknowledgements, failures.
 //! - Bounded work: scenarios bound the epochs and the data messages per worker, and some start
 //!   after a prelude of steps (a reachable state). Each scenario is exhaustive within its
 //!   bounds; bugs that need more work than that are out of reach, and the bounds are chosen so
@@ -127,16 +167,30 @@
 //! stayer that forgets a leaver must keep every count it applied; one that removes the
 //! leaver's counts lets its frontier pass a message the leaver sent it
 //! (`removing_the_leavers_counts_at_the_forget_is_caught`).
+//!
+//! With a dataflow built during the leave, the rules of "Dataflows built during a leave" hold
+//! in every scenario: every builder's count is right, no frontier passes a held capability,
+//! and the dataflow completes on every stayer, whether the leaver built it or not and in any
+//! order of the stayers' builds, the `Left` and the forget. Two things the rules rely on:
+//! `Left` is taken in before the forget (FIFO before the goodbye; the engine takes both in
+//! within one step, so no dataflow is built between them): a stayer that forgot the leaver
+//! without its `Left` and then built the dataflow would not count the leaver (`builders`
+//! counts no departed worker without a `Left`), whose releases would then pass its frontier
+//! past its own capability (variant (k)). And a leaver may build the dataflow at any moment
+//! until its `Left`, so a worker must count every leaver whose `Left` it has not taken in
+//! (variants (h) and (i)).
 
 mod actions;
 mod model;
 mod properties;
+mod second;
 
 use crate::model_support::dataflow::Step;
 use crate::model_support::explorer::{self, Model, Report};
 use actions::{apply, enabled, Action, Bug, Config};
 use model::State;
 use properties::{check_state, check_terminal, Property, Violation};
+use second::Bounds;
 
 impl Model for Config {
     type State = State;
@@ -175,7 +229,17 @@ const NOTIFICATION_AT_THE_NOTICE: &[Action] =
 /// A scenario: the fixed protocol, no bug, `peers` workers of which `leavers` (one bit each)
 /// leave, each sending at most `sends` messages, inputs advancing up to `last_epoch`.
 fn scenario(peers: usize, leavers: u8, sends: [u8; 3], last_epoch: u8, prelude: &'static [Action]) -> Config {
-    Config { peers, leavers, sealed_by_all: true, bug: None, sends, last_epoch, prelude, unchecked: None }
+    Config {
+        peers,
+        leavers,
+        sealed_by_all: true,
+        bug: None,
+        sends,
+        last_epoch,
+        prelude,
+        unchecked: None,
+        second: None,
+    }
 }
 
 /// The scenario's start: the initial state after its prelude.
@@ -293,4 +357,70 @@ fn routing_to_the_leaver_after_the_sealed_marker_is_caught() {
 fn removing_the_leavers_counts_at_the_forget_is_caught() {
     let config = Config { bug: Some(Bug::RemovesTheLeaversCounts), ..scenario(2, 0b10, [1, 1, 0], 1, &[]) };
     fails_then(config, Property::PrefixView, Property::Frontier);
+}
+
+/// A scenario with a second dataflow built during the leave, whose inputs send up to
+/// `sends[w]` messages each (to their own consumer) over epochs up to `last_epoch`.
+fn with_second(config: Config, sends: [u8; 3], last_epoch: u8) -> Config {
+    Config { second: Some(Bounds { sends, last_epoch }), ..config }
+}
+
+#[test]
+fn a_dataflow_built_during_a_leave() {
+    holds(with_second(scenario(2, 0b10, [0, 0, 0], 0, &[]), [0, 0, 0], 0), 100);
+}
+
+#[test]
+fn a_dataflow_built_during_a_leave_of_worker_0() {
+    holds(with_second(scenario(2, 0b01, [0, 0, 0], 0, &[]), [0, 0, 0], 0), 100);
+}
+
+#[test]
+fn a_dataflow_built_during_a_leave_with_data_in_both() {
+    holds(with_second(scenario(2, 0b10, [0, 1, 0], 0, &[]), [1, 0, 0], 0), 100);
+}
+
+#[test]
+fn a_dataflow_built_during_a_leave_of_one_of_three() {
+    holds(with_second(scenario(3, 0b010, [0, 0, 0], 0, &[]), [0, 0, 0], 0), 100);
+}
+
+#[test]
+fn a_dataflow_built_during_a_leave_of_a_process_of_two_workers() {
+    holds(with_second(scenario(3, 0b110, [0, 0, 0], 0, &[]), [0, 0, 0], 0), 100);
+}
+
+#[test]
+fn retiring_where_the_leaver_built_is_caught() {
+    let config = Config { bug: Some(Bug::RetiresWhereBuilt), ..second_bug_scenario() };
+    fails_then(config, Property::InitialCount, Property::Frontier);
+}
+
+#[test]
+fn left_before_the_leaver_is_drained_is_caught() {
+    let config = Config { bug: Some(Bug::LeftBeforeDrained), ..second_bug_scenario() };
+    fails_then(config, Property::InitialCount, Property::Frontier);
+}
+
+#[test]
+fn counting_the_leaver_never_is_caught() {
+    let config = Config { bug: Some(Bug::CountsLeaversNever), ..second_bug_scenario() };
+    fails_then(config, Property::InitialCount, Property::Frontier);
+}
+
+#[test]
+fn counting_the_leaver_always_is_caught() {
+    let config = Config { bug: Some(Bug::CountsLeaversAlways), ..second_bug_scenario() };
+    fails_then(config, Property::InitialCount, Property::Deadlock);
+}
+
+/// The broken variants of the second dataflow's counting: two workers, the second leaves.
+fn second_bug_scenario() -> Config {
+    with_second(scenario(2, 0b10, [0, 0, 0], 0, &[]), [0, 0, 0], 0)
+}
+
+#[test]
+fn building_between_the_goodbye_and_a_later_left_is_caught() {
+    let config = Config { bug: Some(Bug::ForgetsBeforeLeft), ..second_bug_scenario() };
+    fails_then(config, Property::InitialCount, Property::Frontier);
 }

@@ -4,12 +4,15 @@
 //! leave protocol of `docs/rescaling.md` ("Leaving a running cluster") and for its variants
 //! (the contract as written, and deliberately broken implementations). Each local action is
 //! one worker step (`model_support::dataflow::Step`) and ends with that step's progress batch
-//! sent; the leave adds the notice, the goodbye and the forget. It does not judge states: an
+//! sent; the leave adds the notice, the goodbye and the forget, and, with a second dataflow
+//! (`Config::second`), its building, its steps and the `Left`s (`second`). It does not judge
+//! states: an
 //! action returns an error only for an event that is wrong in itself (a notification
 //! delivered too early); states are checked in `properties`.
 
 use super::model::{has, Forgot, State};
 use super::properties::Property;
+use super::second::{self, Bounds, SecondAction};
 use crate::model_support::dataflow::{passed, steps, Step, Worker, CONSUMER_OUT, INPUT_OUT, TIMES, WORKERS};
 use crate::model_support::views::{commit, least, View};
 
@@ -35,6 +38,22 @@ pub enum Bug {
     /// in general: the `+1` of a message the leaver sent and the `-1` of one it consumed are
     /// settled by other workers' batches.
     RemovesTheLeaversCounts,
+    /// (g) A worker that takes in a leaver's `Left` retires the leaver's initial capabilities
+    /// in every live dataflow it built, the ones the leaver built too included.
+    RetiresWhereBuilt,
+    /// (h) A leaver sends `Left` when it handles the notice, before it is drained, counting the
+    /// dataflows it built so far, and may still build one during its leave.
+    LeftBeforeDrained,
+    /// (i) A stayer that builds a dataflow during a leave counts the stayers' initial
+    /// capabilities only, never the leavers' (which may still build it).
+    CountsLeaversNever,
+    /// (j) Every worker counts every worker's initial capabilities in a dataflow built during
+    /// a leave, and a `Left` retires none.
+    CountsLeaversAlways,
+    /// (k) A stayer may take in a leaver's goodbye before its `Left` (they are not FIFO) and
+    /// build a dataflow in between, counting the departed leaver, whose `Left` it has not
+    /// taken in, as one that builds nothing (`Leaves::builders` for a departed worker).
+    ForgetsBeforeLeft,
 }
 
 /// Which protocol the model runs, and how much work the workers do.
@@ -58,6 +77,9 @@ pub struct Config {
     pub prelude: &'static [Action],
     /// A property not checked in every state (to show what a violation of it leads to).
     pub unchecked: Option<Property>,
+    /// A second dataflow, built during the leave (`second`), and its bounds; with it, a
+    /// drained leaver sends `Left` before its goodbye.
+    pub second: Option<Bounds>,
 }
 
 impl Config {
@@ -79,6 +101,8 @@ pub enum Action {
     /// Stayer `v` received leaver `l`'s goodbye, applies `l`'s batches up to it (they came
     /// before it) and forgets `l`.
     Forget { v: u8, l: u8 },
+    /// The second dataflow is built, takes a step, or a worker takes in a `Left`.
+    Second(SecondAction),
 }
 
 /// Every action enabled in `state`.
@@ -99,11 +123,18 @@ pub fn enabled(state: &State, config: &Config) -> Vec<Action> {
     if config.bug != Some(Bug::ForgetsAtNotice) {
         for v in state.peers().filter(|&v| state.member(v) && !config.leaver(v)) {
             for l in state.peers().filter(|&l| state.leave.goodbye[l].is_some()) {
-                if state.leave.forgot[v][l].is_none() {
+                // The goodbye follows the leaver's `Left` on their channel.
+                let left = config.second.is_none()
+                    || state.second.heard(v, l)
+                    || config.bug == Some(Bug::ForgetsBeforeLeft);
+                if state.leave.forgot[v][l].is_none() && left {
                     actions.push(Action::Forget { v: v as u8, l: l as u8 });
                 }
             }
         }
+    }
+    if let Some(bounds) = &config.second {
+        actions.extend(second::enabled(state, config, bounds).into_iter().map(Action::Second));
     }
     actions
 }
@@ -134,13 +165,14 @@ fn has_marker(state: &State, config: &Config, v: usize) -> bool {
 
 /// Whether leaver `l` is drained: it handled the notice, has the sealed marker of every worker
 /// it waits for (every stayer; every other worker with `Config::sealed_by_all`), consumed
-/// every data message it received and its operators hold no capability.
+/// every data message it received and its operators hold no capability, in both dataflows.
 pub fn drained(state: &State, config: &Config, l: usize) -> bool {
     let waits_for = |v: usize| v != l && (config.sealed_by_all || !config.leaver(v));
     let sealed = config.bug == Some(Bug::LeavesWithoutSealedMarkers)
         || state.peers().filter(|&v| waits_for(v)).all(|v| has_marker(state, config, v));
     let worker = &state.workers[l];
-    state.noticed(l) && sealed && worker.inbox == [0; TIMES] && worker.holds_nothing()
+    let idle = |worker: &Worker| worker.inbox == [0; TIMES] && worker.holds_nothing();
+    state.noticed(l) && sealed && idle(worker) && idle(&state.second.workers[l])
 }
 
 /// The state after `action`, or a description of why the action itself was wrong.
@@ -153,6 +185,10 @@ pub fn apply(state: &State, config: &Config, action: Action) -> Result<State, St
         }
         Action::Notice(w) => notice(&mut next, config, w as usize),
         Action::Goodbye(l) => goodbye(&mut next, config, l as usize),
+        Action::Second(action) => {
+            let bounds = config.second.as_ref().expect("a second dataflow");
+            second::apply(&mut next, config, bounds, action)?;
+        }
         Action::Forget { v, l } => {
             let (v, l) = (v as usize, l as usize);
             let end = next.leave.goodbye[l].expect("a goodbye to forget at");
@@ -190,6 +226,9 @@ fn notice(next: &mut State, config: &Config, w: usize) {
                 next.leave.forgot[w][l] = Some(Forgot { end, stop: Some(next.logs[w].sent()) });
             }
         }
+        Some(Bug::LeftBeforeDrained) if config.leaver(w) && config.second.is_some() => {
+            second::send_left(next, w);
+        }
         _ => {}
     }
 }
@@ -198,6 +237,11 @@ fn notice(next: &mut State, config: &Config, w: usize) {
 /// stops: it is no longer a member, and nothing of it matters any more but the messages that
 /// still reach it (none, if the protocol is right).
 fn goodbye(next: &mut State, config: &Config, l: usize) {
+    if config.second.is_some() {
+        second::send_left(next, l);
+        let inbox = next.second.workers[l].inbox;
+        next.second.workers[l] = Worker { inbox, ..Worker::default() };
+    }
     let sent = next.logs[l].sent();
     let end = if config.bug == Some(Bug::GoodbyeBeforeLastBatch) { sent.saturating_sub(1) } else { sent };
     next.leave.goodbye[l] = Some(end);

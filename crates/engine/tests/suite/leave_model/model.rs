@@ -3,13 +3,16 @@
 //! This module owns the data of one state and the pure functions over it that the actions and
 //! the properties share: who is still a member, which of a sender's batches reach a receiver,
 //! the views a worker may hold. The dataflow's counts, logs and workers are
-//! `model_support::dataflow`'s. It does not decide which actions are enabled (`actions`) nor
+//! `model_support::dataflow`'s; the second dataflow's, built during the leave, is `second`'s.
+//! It does not decide which actions are enabled (`actions`) nor
 //! what must hold (`properties`).
 
 use std::fmt;
 
 use crate::model_support::dataflow::{self, Counts, Log, Worker, WORKERS};
 use crate::model_support::views::{extensions, View};
+
+use super::second::Second;
 
 /// A stayer's record of a leaver it forgot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -43,6 +46,8 @@ pub struct State {
     pub workers: [Worker; WORKERS],
     pub logs: [Log; WORKERS],
     pub leave: Leave,
+    /// The second dataflow, built during the leave (untouched without `Config::second`).
+    pub second: Second,
 }
 
 /// Whether bit `w` is set in `set`.
@@ -61,6 +66,7 @@ impl State {
             workers: [worker(0), worker(1), worker(2)],
             logs: Default::default(),
             leave: Leave::default(),
+            second: Second::default(),
         }
     }
 
@@ -124,6 +130,7 @@ impl State {
             self.logs[sender].trim(keep);
         }
         let members = self.members;
+        self.second.compact(members);
         for forgot in self.leave.forgot.iter_mut().flat_map(|row| row.iter_mut().enumerate()) {
             if let (l, Some(forgot)) = forgot {
                 if !has(members, l) {
@@ -156,6 +163,24 @@ impl fmt::Display for State {
             f,
             "sent {sent:?} noticed {noticed:?} goodbye {:?} forgot (stayer, leaver, end) {forgot:?}",
             self.leave.goodbye
-        )
+        )?;
+        let second = &self.second;
+        if second.built != 0 || second.left.iter().any(Option::is_some) {
+            write!(f, " | second:")?;
+            for (w, k) in second.workers.iter().enumerate().filter(|&(w, _)| second.built(w)) {
+                write!(
+                    f,
+                    " w{w}[counts {} epoch {:?} held {:?} notify {:03b} inbox {:?} view {:?} next {:?}]",
+                    second.counted[w], k.epoch, k.held, k.notify, k.inbox, k.view.0, k.next
+                )?;
+            }
+            let sent: Vec<u8> = second.logs.iter().map(|log| log.sent()).collect();
+            let heard: Vec<(usize, usize)> = (0..WORKERS)
+                .flat_map(|v| (0..WORKERS).map(move |l| (v, l)))
+                .filter(|&(v, l)| second.heard(v, l))
+                .collect();
+            write!(f, " sent {sent:?} left {:?} heard (worker, leaver) {heard:?}", second.left)?;
+        }
+        Ok(())
     }
 }

@@ -1,9 +1,11 @@
 //! What must hold in every reachable state, and in every state where nothing can happen.
 //!
-//! This module owns the properties the explorer checks; it does not enumerate states.
+//! This module owns the properties the explorer checks; it does not enumerate states. The
+//! second dataflow's checks of the same properties (and of `InitialCount`) are `second`'s.
 
 use super::actions::Config;
 use super::model::State;
+use super::second;
 use crate::model_support::dataflow::{Counts, WORKERS};
 use crate::model_support::explorer;
 
@@ -30,6 +32,10 @@ pub enum Property {
     /// A notification at `t` must not be delivered while a message or capability at or before
     /// `t` can reach the consumer's input.
     EarlyNotification,
+    /// In the second dataflow, built during the leave: every worker that built it counts the
+    /// initial capabilities of exactly the workers that built it or may still as far as it
+    /// knows (those whose `Left` it has not taken in).
+    InitialCount,
     /// A state without enabled actions must be complete: every leaver gone, every capability
     /// released, every message consumed, every batch applied by every worker still present.
     Deadlock,
@@ -76,6 +82,9 @@ pub fn check_state(state: &State, config: &Config) -> Result<(), Violation> {
             }
         }
     }
+    if config.second.is_some() {
+        second::check_state(state, config)?;
+    }
     Ok(())
 }
 
@@ -104,12 +113,14 @@ pub fn check_terminal(state: &State, config: &Config) -> Result<(), Violation> {
             behind.push((r, view.0));
         }
     }
-    if leavers_gone && noticed && released && behind.is_empty() {
+    let second = config.second.and_then(|_| second::incomplete(state, config));
+    if leavers_gone && noticed && released && behind.is_empty() && second.is_none() {
         return Ok(());
     }
     let detail = format!(
         "stuck: leavers gone {leavers_gone}, every notice handled {noticed}, all released {released}, \
-         members whose complete view is not empty {behind:?}"
+         members whose complete view is not empty {behind:?}; {}",
+        second.unwrap_or_default()
     );
     Err(violation(Property::Deadlock, detail))
 }
