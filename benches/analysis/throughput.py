@@ -14,7 +14,7 @@ run by run (`--runs` of each):
 `--variants spark-pieces,rust` compares the pipeline's pieces instead: `rust` makes each
 worker's pieces with the native kernel (the default), `spark-pieces` with the Spark queries
 of `activities.pieces` (the path before the native pieces; both with the native wait-state
-and critical-path kernels). `--no-kernels` skips timing the kernels alone.
+and critical-path kernels). `--no-kernels` skips timing the kernels alone. `HELLO=path` runs another build of `hello`.
 
 Prints medians as trace events per second and as the real-time factor (the traced run's
 duration divided by the analysis's: 1 or more keeps up with the run), and writes every

@@ -231,8 +231,11 @@ pub fn worker_pieces(
     Ok(rows_batch(worker, &rows, (known.origin, known.end)))
 }
 
+/// The trace's first and last `t`.
+type Bounds = (Option<i64>, Option<i64>);
+
 /// `rows` as `WORKER_ROWS`; the last row is the `trace` row, whose bounds are `trace`'s.
-fn rows_batch<'a>(worker: i64, rows: &[Own<'a>], trace: (Option<i64>, Option<i64>)) -> RecordBatch {
+fn rows_batch<'a>(worker: i64, rows: &[Own<'a>], trace: Bounds) -> RecordBatch {
     let last = rows.len() - 1;
     let ints = |f: &dyn Fn(&Own) -> Option<i64>| -> ArrayRef {
         Arc::new(rows.iter().map(f).collect::<Int64Array>())
@@ -240,7 +243,7 @@ fn rows_batch<'a>(worker: i64, rows: &[Own<'a>], trace: (Option<i64>, Option<i64
     let strs = |f: &dyn Fn(&Own<'a>) -> Option<&'a str>| -> ArrayRef {
         Arc::new(rows.iter().map(f).collect::<StringArray>())
     };
-    let bounds = |pick: fn((Option<i64>, Option<i64>)) -> Option<i64>, own: fn(&Own) -> i64| -> ArrayRef {
+    let bounds = |pick: fn(Bounds) -> Option<i64>, own: fn(&Own) -> i64| -> ArrayRef {
         let values = rows.iter().enumerate().map(|(i, r)| if i == last { pick(trace) } else { Some(own(r)) });
         Arc::new(values.collect::<Int64Array>())
     };

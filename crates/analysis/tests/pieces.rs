@@ -107,7 +107,10 @@ fn every_kind_of_piece_from_one_workers_events() {
 #[test]
 fn no_events_no_rows_and_a_null_time_is_an_error() {
     let empty = batch(EVENTS_READ, &[]);
-    assert_eq!(worker_pieces(&empty.schema(), &[empty.clone()], &catalogue()).unwrap().num_rows(), 0);
+    assert_eq!(
+        worker_pieces(&empty.schema(), std::slice::from_ref(&empty), &catalogue()).unwrap().num_rows(),
+        0
+    );
     let null_t = batch(EVENTS_READ, &[vec![("worker", I(4)), ("ord", I(0)), ("kind", S("park"))]]);
     let error = worker_pieces(&null_t.schema(), &[null_t], &catalogue()).unwrap_err();
     assert_eq!(error, KernelError::Null { column: "t", row: 0 });
