@@ -14,7 +14,8 @@ run by run (`--runs` of each):
 `--variants spark-pieces,rust` compares the pipeline's pieces instead: `rust` makes each
 worker's pieces with the native kernel (the default), `spark-pieces` with the Spark queries
 of `activities.pieces` (the path before the native pieces; both with the native wait-state
-and critical-path kernels). `--no-kernels` skips timing the kernels alone. `HELLO=path` runs another build of `hello`.
+and critical-path kernels). `--no-kernels` skips timing the kernels alone. `HELLO=path`
+runs another build of `hello` (a worktree's target directory, say).
 
 Prints medians as trace events per second and as the real-time factor (the traced run's
 duration divided by the analysis's: 1 or more keeps up with the run), and writes every
@@ -22,7 +23,7 @@ figure to `--json`. Needs the `hello` example built (`cargo build --release -p
 timely-engine --example hello`) and Java 17+.
 
     .venv/bin/python benches/analysis/throughput.py --rounds 350000 --runs 3 --json /tmp/throughput.json
-    .venv/bin/python benches/analysis/throughput.py --rounds 3500 --runs 3 --variants spark-pieces,rust --no-kernels
+    .venv/bin/python benches/analysis/throughput.py --rounds 2500 --runs 3 --variants spark-pieces,rust --no-kernels
 """
 
 import argparse
