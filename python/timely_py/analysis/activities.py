@@ -21,12 +21,12 @@ works on, per worker:
   (channel, source, target, sequence number), with the network events where they exist
   (send-buffer, transfer and receive-buffer times).
 
-``pieces`` gathers all but the communications, as Spark queries (the reference, ``kernels=
-"python"``); ``native_rows`` makes the same pieces, already shaped as the wait-state
-kernel's rows (:func:`.waits.piece_rows`), with one native kernel per worker
-(``kernels="rust"``: :func:`.kernels.native_worker_pieces`). It must not decide what is waiting (that is
-:mod:`.waits`) nor what covers a gap (that is :mod:`.background`). Columns:
-``docs/critical-path.md``.
+``pieces`` gathers all but the communications, as Spark queries (the reference,
+``kernels="python"``); ``native_rows`` makes the same pieces, already shaped as the
+wait-state kernel's rows (:func:`.waits.piece_rows`), with one native kernel per worker
+(``kernels="rust"``: :func:`.kernels.native_worker_pieces`). It must not decide what is
+waiting (that is :mod:`.waits`) nor what covers a gap (that is :mod:`.background`).
+Columns: ``docs/critical-path.md``.
 """
 
 from __future__ import annotations

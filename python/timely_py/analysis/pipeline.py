@@ -90,8 +90,8 @@ def build_activities(
 ) -> Dict[str, Any]:
     """Stages 0 to 3: events, clocks, activity construction, wait states (with the ``kernels``
     of :mod:`.kernels`: ``"rust"`` makes each worker's pieces and its wait states natively,
-    ``"python"`` the pieces with Spark's queries and the wait states in Python). Returns the trace's info, the communications and the activities
-    (with operator names) as DataFrames."""
+    ``"python"`` the pieces with Spark's queries and the wait states in Python). Returns the
+    trace's info, the communications and the activities (with operator names) as DataFrames."""
     from pyspark.sql import functions as F
 
     raw, info = load_events(spark, trace_dir)
