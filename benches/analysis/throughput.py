@@ -11,15 +11,23 @@ run by run (`--runs` of each):
 * the kernels alone: the exact tables Spark hands them (one per worker, one per slice),
   gathered once through Spark and timed in this process, kernel by kernel.
 
+`--variants spark-pieces,rust` compares the pipeline's pieces instead: `rust` makes each
+worker's pieces with the native kernel (the default), `spark-pieces` with the Spark queries
+of `activities.pieces` (the path before the native pieces; both with the native wait-state
+and critical-path kernels). `--no-kernels` skips timing the kernels alone. `HELLO=path`
+runs another build of `hello` (a worktree's target directory, say).
+
 Prints medians as trace events per second and as the real-time factor (the traced run's
 duration divided by the analysis's: 1 or more keeps up with the run), and writes every
 figure to `--json`. Needs the `hello` example built (`cargo build --release -p
 timely-engine --example hello`) and Java 17+.
 
     .venv/bin/python benches/analysis/throughput.py --rounds 350000 --runs 3 --json /tmp/throughput.json
+    .venv/bin/python benches/analysis/throughput.py --rounds 2500 --runs 3 --variants spark-pieces,rust --no-kernels
 """
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -34,13 +42,13 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from timely_py.analysis import activities as acts
-from timely_py.analysis import analyze, get_session
+from timely_py.analysis import analyze, get_session, pipeline
 from timely_py.analysis.clocks import correct_clocks
 from timely_py.analysis.critical_path import slice_critical_path
 from timely_py.analysis.events import load_events
 from timely_py.analysis.kernels import native_slice_critical_path, native_worker_activities
 from timely_py.analysis.slicing import parse_duration, slice_activities
-from timely_py.analysis.waits import worker_activities, worker_rows
+from timely_py.analysis.waits import piece_rows, worker_activities, worker_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 HELLO = ROOT / "target" / "release" / "examples" / "hello"
@@ -48,6 +56,21 @@ KERNELS = {
     "rust": (native_worker_activities, native_slice_critical_path),
     "python": (worker_activities, slice_critical_path),
 }
+#: What each variant of `--variants` runs: (kernels, pieces by Spark's queries).
+VARIANTS = {"rust": ("rust", False), "python": ("python", False), "spark-pieces": ("rust", True)}
+
+
+@contextlib.contextmanager
+def spark_pieces(on):
+    """With `on`, the pipeline makes the pieces with Spark's queries (the path before the native
+    pieces kernel) while keeping the native kernels."""
+    native = pipeline.acts.native_rows
+    if on:
+        pipeline.acts.native_rows = lambda events, known: piece_rows(acts.pieces(events, known))
+    try:
+        yield
+    finally:
+        pipeline.acts.native_rows = native
 
 
 def make_trace(directory, rounds, workers):
@@ -57,7 +80,7 @@ def make_trace(directory, rounds, workers):
     if record.exists() and Path(directory).is_dir():
         return json.loads(record.read_text())
     started = time.monotonic()
-    subprocess.run([str(HELLO), str(rounds), "-w", str(workers), "--trace", str(directory)],
+    subprocess.run([str(os.environ.get("HELLO", HELLO)), str(rounds), "-w", str(workers), "--trace", str(directory)],
                    check=True, stdout=subprocess.DEVNULL)  # fmt: skip
     run = {"run_s": time.monotonic() - started, "rounds": rounds, "workers": workers}
     run["events"] = ds.dataset(str(directory), format="parquet", partitioning="hive").count_rows()
@@ -105,11 +128,14 @@ def main():
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--driver-memory", default="8g")
     parser.add_argument("--json", default=None, help="write every figure here too")
+    parser.add_argument("--variants", default="rust,python", help="what to compare (rust, python, spark-pieces)")
+    parser.add_argument("--no-kernels", action="store_true", help="time whole analyses only")
     args = parser.parse_args()
     run = make_trace(args.trace, args.rounds, args.workers)
     print(f"trace: {run['events']:,} events, traced run {run['run_s']:.2f} s ({args.rounds} rounds, -w {args.workers})")
     spark = get_session(master=args.master, conf={"spark.driver.memory": args.driver_memory})
-    figures = {"run": run, "load_before": os.getloadavg(), "analysis": {k: [] for k in KERNELS},
+    variants = args.variants.split(",")
+    figures = {"run": run, "load_before": os.getloadavg(), "analysis": {k: [] for k in variants},
                "kernels": {k: {"waits": [], "critical_path": []} for k in KERNELS}}  # fmt: skip
 
     def save():
@@ -120,22 +146,29 @@ def main():
     with tempfile.TemporaryDirectory() as scratch:
         if args.warmup_rounds > 0:  # Spark's and the JIT's first runs
             warm = make_trace(Path(scratch) / "warm", args.warmup_rounds, args.workers)
-            for name in KERNELS:
-                analyze(Path(scratch) / "warm", out=Path(scratch) / "warm_out", spark=spark, views=False, kernels=name)
+            for name in variants:
+                with spark_pieces(VARIANTS[name][1]):
+                    analyze(Path(scratch) / "warm", out=Path(scratch) / "warm_out", spark=spark, views=False,
+                            kernels=VARIANTS[name][0])  # fmt: skip
             print(f"warmed up on {warm['events']:,} events", flush=True)
         for index in range(max(1, args.runs if args.analysis_runs is None else args.analysis_runs)):
-            for name in KERNELS:
+            for name in variants:
                 stages = {}
                 started = time.monotonic()
-                analyze(args.trace, out=Path(scratch) / name, slice=args.slice, spark=spark, views=False, kernels=name,
-                        progress=lambda stage, s: stages.__setitem__(stage, s))  # fmt: skip
+                with spark_pieces(VARIANTS[name][1]):
+                    analyze(args.trace, out=Path(scratch) / name, slice=args.slice, spark=spark, views=False,
+                            kernels=VARIANTS[name][0], progress=lambda stage, s: stages.__setitem__(stage, s))  # fmt: skip
                 total = time.monotonic() - started
                 figures["analysis"][name].append({"total_s": total, "stages": stages, "load": os.getloadavg()[0]})
                 print(f"analysis {index + 1} {name}: {total:.1f} s "
                       + ", ".join(f"{k} {v:.1f}" for k, v in stages.items()), flush=True)  # fmt: skip
                 save()
+        if args.no_kernels:
+            save()
+            report(figures)
+            return
         started = time.monotonic()
-        activities = Path(scratch) / "rust" / "activities"
+        activities = Path(scratch) / variants[0] / "activities"
         per_worker, per_slice = kernel_inputs(spark, args.trace, parse_duration(args.slice), activities, Path(scratch))
         figures["kernel_inputs"] = {"worker_rows": sum(t.num_rows for t in per_worker),
                                     "sliced_rows": sum(t.num_rows for t in per_slice),
@@ -152,17 +185,26 @@ def main():
 
 def report(figures):
     events, run_s = figures["run"]["events"], figures["run"]["run_s"]
+    if "kernel_inputs" not in figures:
+        print(f"\n{events:,} events, traced run {run_s:.2f} s")
+        for name, runs in figures["analysis"].items():
+            total = median([r["total_s"] for r in runs])
+            print(f"{name:13} {total:8.1f} s (median of {len(runs)}) {events / total:11,.0f} events/s")
+            for run in runs:
+                print(f"  {name} stages: " + ", ".join(f"{k} {v:.1f} s" for k, v in run["stages"].items()))
+        print(f"load average before {figures['load_before']}, after {figures['load_after']}")
+        return
     print(f"\n{events:,} events, traced run {run_s:.2f} s; kernel inputs {figures['kernel_inputs']}")
     print(f"{'kernels':8} {'analysis s':>11} {'events/s':>11} {'real-time':>10} "
           f"{'waits s':>9} {'path s':>9} {'kernels events/s':>17}")  # fmt: skip
     for name in KERNELS:
-        total = median([r["total_s"] for r in figures["analysis"][name]])
+        total = median([r["total_s"] for r in figures["analysis"].get(name, [])])
         waits, path = (median(figures["kernels"][name][k]) for k in ("waits", "critical_path"))
         line = f"{name:8} {total or float('nan'):11.1f} {events / total if total else float('nan'):11,.0f} "
         line += f"{run_s / total if total else float('nan'):10.4f} {waits:9.2f} {path:9.2f} {events / (waits + path):17,.0f}"
         print(line)
     for name in KERNELS:
-        for run in figures["analysis"][name]:
+        for run in figures["analysis"].get(name, []):
             print(f"  {name} stages: " + ", ".join(f"{k} {v:.1f} s" for k, v in run["stages"].items()))
     print(f"load average before {figures['load_before']}, after {figures['load_after']}")
 

@@ -2,7 +2,7 @@
 
 import os
 from types import TracebackType
-from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Tuple, TypedDict, TypeVar, Union, final
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Sequence, Tuple, TypedDict, TypeVar, Union, final
 
 Time = Union[int, Tuple[int, ...]]
 """A timestamp: an int epoch at a dataflow's root, a flat tuple (epoch, i1, ...) in loops."""
@@ -89,6 +89,16 @@ def slice_critical_path(table: Any) -> Any:
     path (`CRITICAL_PATH`), as `timely_py.analysis.critical_path.slice_critical_path`.
     Arguments, result and errors as `worker_activities`; activities of one worker that
     overlap raise `ValueError`."""
+
+def worker_pieces(
+    table: Any, depths: Dict[int, int], input_channels: Dict[int, int], origin: Optional[int], end: Optional[int]
+) -> Any:
+    """One worker's pieces in Rust: its clock-corrected events (`worker`, `kind`, `t`, `ord`,
+    `operator`, `useful`, `wake`, `name`, `channel`; any order) to its `WORKER_ROWS` but the
+    deliveries, as `timely_py.analysis.waits.piece_rows` makes them from
+    `timely_py.analysis.activities.pieces`. `depths` is `activities.scope_depths`;
+    `input_channels`, `origin` and `end` the `activities.Catalogue`'s. Arguments, result and
+    errors otherwise as `worker_activities` (a null `t` or `ord` raises `ValueError`)."""
 
 class NetworkStats(TypedDict):
     """What ``Worker.network_stats()`` returns: the process's receive budget and spilling

@@ -1,6 +1,6 @@
-//! The critical-path analysis's two sequential per-partition kernels, in Rust over Arrow.
+//! The critical-path analysis's sequential per-partition kernels, in Rust over Arrow.
 //!
-//! `timely_py.analysis` (PySpark) partitions, joins and aggregates; the two algorithms that
+//! `timely_py.analysis` (PySpark) partitions, joins and aggregates; the algorithms that
 //! must see one partition in order run here, with the same input and output schemas and the
 //! same results as the plain-Python reference kernels they replace (`docs/critical-path.md`):
 //!
@@ -8,6 +8,9 @@
 //!   (`ACTIVITIES`): the wait-state analysis ([`waits`]), the background under every other
 //!   activity ([`background`]: scopes, the program between steps, before the worker started
 //!   and after it finished) and precedence ([`precedence`]);
+//! * [`worker_pieces`]: one worker's clock-corrected events to its rows of `WORKER_ROWS`
+//!   (runs, steps, scope runs, user activities, parks, instants, input sends, lifetime and
+//!   trace bounds: all but the deliveries, which are a join across workers) ([`pieces`]);
 //! * [`slice_critical_path`]: one slice's activities (`SLICED`) to its critical path
 //!   (`CRITICAL_PATH`) ([`critical_path`]).
 //!
@@ -20,6 +23,7 @@
 pub mod background;
 pub mod columns;
 pub mod critical_path;
+pub mod pieces;
 pub mod precedence;
 pub mod schemas;
 pub mod waits;
@@ -27,4 +31,5 @@ pub mod worker_rows;
 
 pub use columns::KernelError;
 pub use critical_path::slice_critical_path;
+pub use pieces::{worker_pieces, Catalogue};
 pub use waits::worker_activities;

@@ -11,14 +11,13 @@ use arrow_array::RecordBatch;
 use arrow_schema::Schema;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use timely_analysis::KernelError;
-
-type Kernel = fn(&Schema, &[RecordBatch]) -> Result<RecordBatch, KernelError>;
+use std::collections::HashMap;
+use timely_analysis::{Catalogue, KernelError};
 
 fn run<'py>(
     py: Python<'py>,
     name: &str,
-    kernel: Kernel,
+    kernel: impl Fn(&Schema, &[RecordBatch]) -> Result<RecordBatch, KernelError> + Send + Sync,
     table: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (schema, batches) = import_table(table)?;
@@ -44,4 +43,22 @@ pub fn worker_activities<'py>(py: Python<'py>, table: &Bound<'py, PyAny>) -> PyR
 #[pyfunction]
 pub fn slice_critical_path<'py>(py: Python<'py>, table: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     run(py, "slice_critical_path", timely_analysis::slice_critical_path, table)
+}
+
+/// One worker's pieces: its clock-corrected events (`worker`, `kind`, `t`, `ord`, `operator`,
+/// `useful`, `wake`, `name`, `channel`) to its `WORKER_ROWS` but the deliveries, as
+/// `timely_py.analysis.waits.worker_rows` makes them from `activities.pieces`. `depths` is
+/// `activities.scope_depths`, `input_channels` and `origin`, `end` the `activities.Catalogue`'s.
+#[pyfunction]
+#[pyo3(signature = (table, depths, input_channels, origin, end))]
+pub fn worker_pieces<'py>(
+    py: Python<'py>,
+    table: &Bound<'py, PyAny>,
+    depths: HashMap<i64, i64>,
+    input_channels: HashMap<i64, i64>,
+    origin: Option<i64>,
+    end: Option<i64>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let known = Catalogue { depths, input_channels, origin, end };
+    run(py, "worker_pieces", |schema, batches| timely_analysis::worker_pieces(schema, batches, &known), table)
 }

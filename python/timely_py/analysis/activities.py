@@ -21,9 +21,12 @@ works on, per worker:
   (channel, source, target, sequence number), with the network events where they exist
   (send-buffer, transfer and receive-buffer times).
 
-``pieces`` gathers all but the communications. It must not decide what is waiting (that is
-:mod:`.waits`) nor what covers a gap (that is :mod:`.background`). Columns:
-``docs/critical-path.md``.
+``pieces`` gathers all but the communications, as Spark queries (the reference,
+``kernels="python"``); ``native_rows`` makes the same pieces, already shaped as the
+wait-state kernel's rows (:func:`.waits.piece_rows`), with one native kernel per worker
+(``kernels="rust"``: :func:`.kernels.native_worker_pieces`). It must not decide what is
+waiting (that is :mod:`.waits`) nor what covers a gap (that is :mod:`.background`).
+Columns: ``docs/critical-path.md``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ INSTANT_KINDS = ("progress_send", "progress_recv", "progress_push")
 
 #: Event kinds the network threads record (stored with a worker, but not the worker's doing).
 NETWORK_KINDS = ("network_send_start", "network_recv_end")
+
+#: The event columns the native pieces kernel reads.
+PIECE_COLUMNS = ("worker", "kind", "t", "ord", "operator", "useful", "wake", "name", "channel")
 
 #: The name of the operator that an input handle feeds (``input_from``).
 INPUT_OPERATOR = "Input"
@@ -106,6 +112,17 @@ def pieces(events: "DataFrame", known: Catalogue) -> Dict[str, "DataFrame"]:
         "lifetimes": lifetimes(events),
         "trace": trace_bounds(events, known),
     }
+
+
+def native_rows(events: "DataFrame", known: Catalogue) -> "DataFrame":
+    """What :func:`pieces` shaped by :func:`.waits.piece_rows` gives (:data:`.schemas.WORKER_ROWS`
+    without deliveries), made by the native kernel in one pass over each worker's events
+    (``groupBy("worker").applyInArrow``; the events are partitioned by worker already)."""
+    from .kernels import native_worker_pieces
+    from .schemas import WORKER_ROWS, spark_schema
+
+    kernel = native_worker_pieces(scope_depths(known.operators), dict(known.input_channels), known.origin, known.end)
+    return events.select(*PIECE_COLUMNS).groupBy("worker").applyInArrow(kernel, spark_schema(WORKER_ROWS))
 
 
 def _lookup(mapping: Dict[int, int], column: str) -> "Column":

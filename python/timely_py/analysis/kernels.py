@@ -1,17 +1,21 @@
-"""Which implementation runs the analysis's two per-partition kernels: native or Python.
+"""Which implementation runs the analysis's per-worker and per-slice work: native or Python.
 
 This module owns the choice (``kernels="rust"``, the default, or ``"python"``) and the native
-kernels as the Python functions Spark ships to its workers: :func:`native_worker_activities`
-and :func:`native_slice_critical_path` call ``timely_py._core`` (the crate
+kernels as the Python functions Spark ships to its workers: :func:`native_worker_pieces`,
+:func:`native_worker_activities` and :func:`native_slice_critical_path` call
+``timely_py._core`` (the crate
 ``timely-analysis``), which reads the ``pyarrow.Table`` in place through the Arrow PyCapsule
 interface and returns a ``pyarrow.Table`` over Rust's buffers, with the same schemas and
 results as the plain-Python reference kernels (:func:`.waits.worker_activities`,
-:func:`.critical_path.slice_critical_path`). A table whose columns the native kernel cannot
+:func:`.critical_path.slice_critical_path`) and, for the pieces, as the Spark queries of
+:func:`.activities.pieces` shaped by :func:`.waits.piece_rows`. A table whose columns the native kernel cannot
 read raises ``TypeError`` (wrong type) or ``ValueError`` (missing column or value). This
 module must not implement a kernel.
 """
 
 from __future__ import annotations
+
+from typing import Callable, Dict, Optional
 
 import pyarrow as pa
 
@@ -36,3 +40,18 @@ def native_worker_activities(table: pa.Table) -> pa.Table:
 def native_slice_critical_path(table: pa.Table) -> pa.Table:
     """The critical-path kernel in Rust: :data:`.schemas.SLICED` to :data:`.schemas.CRITICAL_PATH`."""
     return _core.slice_critical_path(table)
+
+
+def native_worker_pieces(
+    depths: Dict[int, int], input_channels: Dict[int, int], origin: Optional[int], end: Optional[int]
+) -> Callable[[pa.Table], pa.Table]:
+    """The pieces kernel in Rust for one trace's catalogue (``depths`` is
+    :func:`.activities.scope_depths`, the rest the :class:`.activities.Catalogue`'s): a function
+    from one worker's clock-corrected events (the columns of :data:`.activities.PIECE_COLUMNS`,
+    in any order) to its :data:`.schemas.WORKER_ROWS` but the deliveries. (A closure with type
+    hints, which Spark reads to tell an Arrow function from a pandas one.)"""
+
+    def kernel(table: pa.Table) -> pa.Table:
+        return _core.worker_pieces(table, depths, input_channels, origin, end)
+
+    return kernel

@@ -34,7 +34,7 @@ from .session import get_session
 from .slicing import parse_duration, slice_activities
 from .together import run_together
 from .viewer import write_viewer
-from .waits import wait_states, worker_rows
+from .waits import delivery_rows, piece_rows, wait_states
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -89,8 +89,9 @@ def build_activities(
     spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"], kernels: str = "rust"
 ) -> Dict[str, Any]:
     """Stages 0 to 3: events, clocks, activity construction, wait states (with the ``kernels``
-    of :mod:`.kernels`). Returns the trace's info, the communications and the activities
-    (with operator names) as DataFrames."""
+    of :mod:`.kernels`: ``"rust"`` makes each worker's pieces and its wait states natively,
+    ``"python"`` the pieces with Spark's queries and the wait states in Python). Returns the
+    trace's info, the communications and the activities (with operator names) as DataFrames."""
     from pyspark.sql import functions as F
 
     raw, info = load_events(spark, trace_dir)
@@ -100,7 +101,11 @@ def build_activities(
     names = spark.createDataFrame(
         [(op, name) for op, (name, _) in known.operators.items()] or [(-1, "")], "operator long, op_name string"
     )
-    rows = worker_rows(acts.pieces(events, known), communications)
+    if kernels == "rust":
+        own = acts.native_rows(events, known)
+    else:
+        own = piece_rows(acts.pieces(events, known))
+    rows = own.unionByName(delivery_rows(communications))
     activities = wait_states(rows, kernels).join(F.broadcast(names), "operator", "left")
     activities = activities.withColumn("name", F.coalesce("name", "op_name")).drop("op_name")
     return {

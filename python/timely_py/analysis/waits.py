@@ -177,36 +177,52 @@ def _inside(row: Row, spans: List[Tuple[int, int]]) -> bool:
 
 
 def worker_rows(pieces: Dict[str, "DataFrame"], communications: "DataFrame") -> "DataFrame":
-    """The union of one stage's pieces as :data:`.schemas.WORKER_ROWS` (partitioned later by worker)."""
+    """The union of one stage's pieces and deliveries as :data:`.schemas.WORKER_ROWS`
+    (partitioned later by worker)."""
+    return piece_rows(pieces).unionByName(delivery_rows(communications))
+
+
+def _shaped(frame: "DataFrame", row_type: str, **columns: Any) -> "DataFrame":
     from pyspark.sql import functions as F
 
-    def shaped(frame: "DataFrame", row_type: str, **columns: Any) -> "DataFrame":
-        values = {name: F.lit(None) for name in WORKER_ROWS.names}
-        values.update({name: F.col(name) for name in frame.columns if name in values})
-        values.update(columns, row_type=F.lit(row_type))
-        types = spark_types(WORKER_ROWS)
-        return frame.select(*[values[n].cast(types[n]).alias(n) for n in WORKER_ROWS.names])
+    values = {name: F.lit(None) for name in WORKER_ROWS.names}
+    values.update({name: F.col(name) for name in frame.columns if name in values})
+    values.update(columns, row_type=F.lit(row_type))
+    types = spark_types(WORKER_ROWS)
+    return frame.select(*[values[n].cast(types[n]).alias(n) for n in WORKER_ROWS.names])
+
+
+def piece_rows(pieces: Dict[str, "DataFrame"]) -> "DataFrame":
+    """The pieces of :func:`.activities.pieces` as :data:`.schemas.WORKER_ROWS`, all but the
+    deliveries (what :func:`.activities.native_rows` makes natively)."""
+    from pyspark.sql import functions as F
 
     executions = pieces["executions"]
     parts = [
-        shaped(executions.where("kind = 'operator'"), "operator"),
-        shaped(executions.where("kind = 'step'"), "step"),
-        shaped(executions.where("kind = 'scope'"), "scope"),
-        shaped(pieces["parks"], "park"),
-        shaped(pieces["instants"], "instant", start=F.col("t"), end=F.col("t")),
-        shaped(pieces["user"], "user"),
-        shaped(pieces["inputs"], "input", start=F.col("t"), end=F.col("t")),
-        shaped(pieces["lifetimes"], "lifetime"),
-        shaped(pieces["trace"], "trace"),
-        shaped(
-            communications, "delivery",
-            worker=F.col("target_worker"), comm_type=F.col("type"), start=F.col("read"), end=F.col("read"),
-        ),
-    ]  # fmt: skip
+        _shaped(executions.where("kind = 'operator'"), "operator"),
+        _shaped(executions.where("kind = 'step'"), "step"),
+        _shaped(executions.where("kind = 'scope'"), "scope"),
+        _shaped(pieces["parks"], "park"),
+        _shaped(pieces["instants"], "instant", start=F.col("t"), end=F.col("t")),
+        _shaped(pieces["user"], "user"),
+        _shaped(pieces["inputs"], "input", start=F.col("t"), end=F.col("t")),
+        _shaped(pieces["lifetimes"], "lifetime"),
+        _shaped(pieces["trace"], "trace"),
+    ]
     result = parts[0]
     for part in parts[1:]:
         result = result.unionByName(part)
     return result
+
+
+def delivery_rows(communications: "DataFrame") -> "DataFrame":
+    """The communications as the receiving workers' ``delivery`` rows of :data:`.schemas.WORKER_ROWS`."""
+    from pyspark.sql import functions as F
+
+    return _shaped(
+        communications, "delivery",
+        worker=F.col("target_worker"), comm_type=F.col("type"), start=F.col("read"), end=F.col("read"),
+    )  # fmt: skip
 
 
 def wait_states(rows: "DataFrame", kernels: str = "rust") -> "DataFrame":
