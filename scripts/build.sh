@@ -78,7 +78,7 @@ wait_analysis() {
         step "installing the analysis extra failed (above)"
         return 1
     fi
-    took "waiting for the analysis extra" "$since"
+    step "$(tail -n 1 "$extra_log") (in the background); waited for it here: $((SECONDS - since)) s"
 }
 
 if [ "$mode" = wait ]; then
@@ -110,16 +110,21 @@ if [ -e "$extra_pid" ] && [ ! -e "$extra_status" ] && kill -0 "$(cat "$extra_pid
     step "an earlier build's install of the analysis extra is still running: waiting for it"
     wait_analysis || true
 fi
-since=$SECONDS
 step "installing the Python dependencies in the background (logs: $log, $extra_log)"
-.venv/bin/pip install -q --disable-pip-version-check "${requirements[@]}" >"$log" 2>&1 &
+(
+    since=$SECONDS
+    .venv/bin/pip install -q --disable-pip-version-check "${requirements[@]}" >"$log" 2>&1 || exit
+    took "timely_py's own Python dependencies (downloads, in the background)" "$since"
+) &
 pip_job=$!
 rm -f "$extra_status"
 # Not -q: its last lines say what it is doing (wait_analysis shows them). Low CPU priority:
 # building PySpark's wheel from its source archive would otherwise take a core from rustc.
 (
     status=0
+    since=$SECONDS
     nice -n 19 .venv/bin/pip install --progress-bar off --disable-pip-version-check "${extra[@]}" >"$extra_log" 2>&1 || status=$?
+    echo "the analysis extra's install took $((SECONDS - since)) s" >>"$extra_log"
     echo "$status" >"$extra_status"
 ) &
 echo $! >"$extra_pid"
@@ -143,7 +148,6 @@ if ! wait "$pip_job"; then
     step "installing the Python dependencies failed (above)"
     exit 1
 fi
-took "timely_py's own Python dependencies (downloads, in the background)" "$since"
 
 step "installing timely_py into .venv (editable)"
 since_install=$SECONDS
@@ -154,6 +158,5 @@ if [ "$mode" = later ]; then
     step "timely_py is ready; the analysis extra is still installing in the background (log: $extra_log)"
 else
     wait_analysis
-    took "the analysis extra (downloads, in the background)" "$since"
 fi
 took "build, in all" "$started"
