@@ -56,7 +56,10 @@ section "a running cluster shrinks: worker 0 asks the launcher to remove process
 .venv/bin/python -m timely_py.launch -n 3 -w 1 examples/scale_in.py 12 4
 
 section "the engine's per-round latency (the Rust example hello; compiled on first use)"
-cargo build --release -p timely-engine --example hello
+# With timely-python in the selection, cargo resolves the shared crates' features as for the
+# extension module (arrow's ffi, log's std), so the example reuses them: built alone, it
+# compiled arrow, parquet and the engine a second time (about 90 s here).
+cargo build --release -p timely-engine -p timely-python --example hello
 target/release/examples/hello 100000 -w 1 --quiet
 
 section "where everything is (the demo took $SECONDS s)"
