@@ -86,6 +86,14 @@ if [ "$mode" = wait ]; then
     exit
 fi
 
+# The crates download while the virtual environment and maturin are set up.
+step "downloading the crates in the background (cargo fetch)"
+(
+    since=$SECONDS
+    cargo fetch --quiet && took "downloading the crates (in the background)" "$since"
+) &
+fetch_job=$!
+
 if [ ! -x .venv/bin/python ]; then
     step "creating the virtual environment .venv"
     python3 -m venv .venv
@@ -128,6 +136,9 @@ rm -f "$extra_status"
     echo "$status" >"$extra_status"
 ) &
 echo $! >"$extra_pid"
+
+# A failed download shows again, with its cause, in the compile below.
+wait "$fetch_job" || true
 
 if [ "$mode" = tests ]; then
     step "compiling every crate, Rust test binary, example and benchmark binary (release)"
