@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets everything up on a fresh machine and runs the main demo on local defaults:
-#   1. the build (scripts/build.sh): .venv with timely_py from a release build, the analysis
-#      extra downloaded meanwhile;
+#   1. the build (scripts/build.sh --analysis-later): .venv with timely_py from a release
+#      build; the analysis extra downloads meanwhile and goes on downloading while the next
+#      two sections run (they need only timely_py and pyarrow);
 #   2. BFS on a random graph with two worker threads, from Python;
 #   3. a word count over skewed words on a cluster of two processes of two workers, started by
 #      the launcher and traced; the trace is checked, summarised and exported for Perfetto;
@@ -27,8 +28,8 @@ analysis="$out/analysis"
 rm -rf "$out"
 mkdir -p "$out"
 
-section "building (scripts/build.sh)"
-bash scripts/build.sh
+section "building (scripts/build.sh --analysis-later)"
+bash scripts/build.sh --analysis-later
 
 section "BFS on a random graph, two worker threads (examples/bfs.py)"
 .venv/bin/python examples/bfs.py -w 2
@@ -40,6 +41,7 @@ section "a skewed word count on 2 processes x 2 workers, traced (examples/skewed
 .venv/bin/timely-py trace export "$trace" --format perfetto -o "$out/trace.json"
 
 section "what limited the run: its critical path, on a local Spark (timely-py analyze)"
+bash scripts/build.sh --wait-analysis
 .venv/bin/timely-py analyze "$trace" --out "$analysis" --slice 100ms
 
 section "the remedy: normalize words where they are drawn, before routing them (--spread)"
@@ -54,7 +56,10 @@ section "a running cluster shrinks: worker 0 asks the launcher to remove process
 .venv/bin/python -m timely_py.launch -n 3 -w 1 examples/scale_in.py 12 4
 
 section "the engine's per-round latency (the Rust example hello; compiled on first use)"
-cargo build --release -p timely-engine --example hello
+# With timely-python in the selection, cargo resolves the shared crates' features as for the
+# extension module (arrow's ffi, log's std), so the example reuses them: built alone, it
+# compiled arrow, parquet and the engine a second time (about 90 s here).
+cargo build --release -p timely-engine -p timely-python --example hello
 target/release/examples/hello 100000 -w 1 --quiet
 
 section "where everything is (the demo took $SECONDS s)"
