@@ -8,7 +8,7 @@
 //! falls inside the leave.
 
 use crate::common;
-use crate::leaving_support::run_processes;
+use crate::leaving_support::{hold_leaver, run_processes};
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -124,19 +124,7 @@ fn run(plan: Plan) -> Seen {
         move |worker: &mut Worker| {
             let index = worker.index();
             let leaves_now = index / threads == leaver;
-            let released = built.clone();
-            worker.dataflow::<u64, _>(|scope| {
-                scope.source::<u64, _, _>("Hold", move |capability, info| {
-                    let mut held = Some(capability);
-                    move |_output| {
-                        if !leaves_now || released.load(Ordering::SeqCst) == stayers {
-                            held = None;
-                        } else if held.is_some() {
-                            info.activator.activate();
-                        }
-                    }
-                });
-            });
+            hold_leaver(worker, leaves_now, &built, stayers);
             let state = worker.state().clone();
             let leaves = state.rescaling().leaves();
             let mut rng = Rng((plan.seed ^ (index as u64) << 32).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);

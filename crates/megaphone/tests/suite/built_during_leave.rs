@@ -8,7 +8,7 @@
 //! leave (an operator of its first dataflow keeps its capability) until every worker that
 //! builds the new dataflow has, so the builds always fall inside the leave.
 
-use crate::common::{self, counts_reference, keyed_sum, sums_reference, within, Rng};
+use crate::common::{self, counts_reference, hold_leaver, keyed_sum, sums_reference, within, Rng};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -152,19 +152,7 @@ fn run(plan: Plan) -> (Observed, Counts, Sums) {
         move |worker: &mut Worker| {
             let index = worker.index();
             let leaves_now = index / threads == leaver;
-            let released = built.clone();
-            worker.dataflow::<u64, _>(|scope| {
-                scope.source::<u64, _, _>("Hold", move |capability, info| {
-                    let mut held = Some(capability);
-                    move |_output| {
-                        if !leaves_now || released.load(Ordering::SeqCst) == builders {
-                            held = None;
-                        } else if held.is_some() {
-                            info.activator.activate();
-                        }
-                    }
-                });
-            });
+            hold_leaver(worker, leaves_now, &built, builders);
             let state = worker.state().clone();
             let leaves = state.rescaling().leaves();
             let mut rng = Rng::new(plan.seed ^ (index as u64) << 32);

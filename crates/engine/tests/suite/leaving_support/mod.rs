@@ -1,5 +1,9 @@
 //! Helpers of the tests of processes leaving a running cluster.
 
+mod hold;
+
+pub use hold::hold_leaver;
+
 use crate::common::loopback_cluster as config;
 use timely_engine::Worker;
 
