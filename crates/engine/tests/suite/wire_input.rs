@@ -49,20 +49,7 @@ pub(crate) fn engine_and_raw_peer(
     let channel_tx = Arc::new(Mutex::new(channel_tx));
     let run = std::thread::spawn(move || {
         timely_engine::execute(Config::Cluster(config), move |worker| {
-            let mut input: InputHandle<u64, u64> = InputHandle::new();
-            let probe = ProbeHandle::new();
-            worker.dataflow::<u64, _>(|scope| {
-                scope.input_from(&mut input).exchange(|x| *x).probe_with(&probe);
-            });
-            let state = worker.state().clone();
-            let allocator = state.allocator();
-            let channel = |kind: &str| {
-                let record = allocator.allocations().iter().rev().find(|r| r.type_name.contains(kind));
-                record.unwrap_or_else(|| panic!("a {kind} channel")).identifier as u64
-            };
-            let channels =
-                Channels { progress: channel("ProgressBatch<u64>"), data: channel("Message<u64, u64>") };
-            drop(allocator);
+            let (_input, _probe, channels) = exchange_and_probe(worker);
             channel_tx.lock().unwrap().send(channels).unwrap();
             let deadline = Instant::now() + Duration::from_secs(20);
             while Instant::now() < deadline {
@@ -77,13 +64,39 @@ pub(crate) fn engine_and_raw_peer(
     (run, channels, raw)
 }
 
+/// Builds the dataflow these tests' processes run (an input, an exchange, a probe) on
+/// `worker`; returns its handles and the channels it allocated.
+pub(crate) fn exchange_and_probe(
+    worker: &mut timely_engine::Worker,
+) -> (InputHandle<u64, u64>, ProbeHandle<u64>, Channels) {
+    let mut input: InputHandle<u64, u64> = InputHandle::new();
+    let probe = ProbeHandle::new();
+    worker.dataflow::<u64, _>(|scope| {
+        scope.input_from(&mut input).exchange(|x| *x).probe_with(&probe);
+    });
+    let state = worker.state().clone();
+    let allocator = state.allocator();
+    let channel = |kind: &str| {
+        let record = allocator.allocations().iter().rev().find(|r| r.type_name.contains(kind));
+        record.unwrap_or_else(|| panic!("a {kind} channel")).identifier as u64
+    };
+    let channels = Channels { progress: channel("ProgressBatch<u64>"), data: channel("Message<u64, u64>") };
+    drop(allocator);
+    (input, probe, channels)
+}
+
 /// A frame of worker `source` on `channel` for worker 0.
 pub(crate) fn frame(channel: u64, source: u64, payload: &[u8]) -> Vec<u8> {
+    frame_to(channel, source, 0, payload)
+}
+
+/// A frame of worker `source` on `channel` for worker `target`.
+pub(crate) fn frame_to(channel: u64, source: u64, target: u64, payload: &[u8]) -> Vec<u8> {
     let header = MessageHeader {
         channel,
         source,
-        target_lower: 0,
-        target_upper: 1,
+        target_lower: target,
+        target_upper: target + 1,
         length: payload.len() as u64,
         seqno: 0,
     };

@@ -6,7 +6,7 @@
 //! welcome (with engine members and this test joining as process 2).
 
 use crate::common;
-use crate::wire_input::{blamed_by_abort, identity, LIMIT};
+use crate::wire_input::{blamed_by_abort, exchange_and_probe, frame_to, identity, LIMIT};
 use crate::wire_rescale::{member, members_send_to_joiner, wire};
 
 use std::io::Write;
@@ -15,8 +15,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use timely_communication::exchangeable::bincode_encode;
-use timely_communication::networking::{establish_as, Entry, MessageHeader};
-use timely_engine::dataflow::{InputHandle, ProbeHandle};
+use timely_communication::networking::{establish_as, Entry};
 use timely_engine::progress::Location;
 use timely_engine::rescale::messages::{BootstrapMessage, ScopeWelcome, Welcome, BOOTSTRAP_CHANNEL};
 
@@ -56,19 +55,7 @@ fn a_welcome_whose_departed_workers_differ_from_gone_ends_the_joiners_run() {
 
 /// The frame of worker 2's hello to worker `server` (of process `server`: one worker each).
 fn hello_to(server: usize) -> Vec<u8> {
-    let payload = wire(2, BootstrapMessage::Hello { from: 2 });
-    let header = MessageHeader {
-        channel: BOOTSTRAP_CHANNEL as u64,
-        source: 2,
-        target_lower: server as u64,
-        target_upper: server as u64 + 1,
-        length: payload.len() as u64,
-        seqno: 0,
-    };
-    let mut bytes = Vec::new();
-    header.write_to(&mut bytes);
-    bytes.extend_from_slice(&payload);
-    bytes
+    frame_to(BOOTSTRAP_CHANNEL as u64, 2, server as u64, &wire(2, BootstrapMessage::Hello { from: 2 }))
 }
 
 /// Process 2 (this test) joins engine members 0 and 1 and says hello from worker 2 to both:
@@ -112,18 +99,7 @@ fn a_joiner_that_says_hello_to_two_servers_is_refused() {
 /// exchange, probe), as a single worker allocates it: identifiers follow the program, so the
 /// joiner allocates the same.
 fn joiners_progress_channel() -> usize {
-    timely_engine::example(|worker| {
-        let mut input: InputHandle<u64, u64> = InputHandle::new();
-        let probe = ProbeHandle::new();
-        worker.dataflow::<u64, _>(|scope| {
-            scope.input_from(&mut input).exchange(|x| *x).probe_with(&probe);
-        });
-        let state = worker.state().clone();
-        let allocator = state.allocator();
-        let records = allocator.allocations();
-        let progress = records.iter().rev().find(|r| r.type_name.contains("ProgressBatch<u64>"));
-        progress.expect("a progress channel").identifier
-    })
+    timely_engine::example(|worker| exchange_and_probe(worker).2.progress as usize)
 }
 
 /// Worker 0 welcomes the joiner with a progress state of its one scope holding `accumulated`
