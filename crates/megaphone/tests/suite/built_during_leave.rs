@@ -8,15 +8,14 @@
 //! leave (an operator of its first dataflow keeps its capability) until every worker that
 //! builds the new dataflow has, so the builds always fall inside the leave.
 
-use crate::common::{self, counts_reference, hold_leaver, keyed_sum, sums_reference, within, Rng};
+use crate::common::{self, build_keyed, counts_reference, hold_leaver, sums_reference, within, Rng};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use timely_engine::dataflow::operators::Captured;
-use timely_engine::dataflow::{InputHandle, ProbeHandle, Stream};
 use timely_engine::Worker;
-use timely_megaphone::{Bins, Command, Control, StateMachine};
+use timely_megaphone::{Bins, Command};
 
 /// The longest a run may take before it counts as hung.
 const LIMIT: Duration = Duration::from_secs(120);
@@ -28,38 +27,6 @@ struct Observed {
     sent: Vec<(u64, u64, u64)>,
     /// Per worker that built the dataflow on the stayers' side: the workers leaving then.
     built_during: Vec<(usize, Vec<usize>)>,
-}
-
-/// The inputs and probe of the keyed dataflow on one worker.
-struct Keyed {
-    data: InputHandle<u64, (u64, u64)>,
-    control: InputHandle<u64, Command>,
-    probe: ProbeHandle<u64>,
-}
-
-/// Builds word count and the keyed sum on `worker`, their outputs captured.
-fn build_keyed(
-    worker: &mut Worker,
-    bins: Bins,
-    counts: &Captured<u64, (u64, u64)>,
-    sums: &Captured<u64, (u64, u64, usize)>,
-) -> Keyed {
-    let (mut data, mut control) = (InputHandle::new(), InputHandle::new());
-    let probe = ProbeHandle::new();
-    let index = worker.index();
-    worker.dataflow(|scope| {
-        let control = Control::new(&scope.input_from(&mut control)).with_bins(bins);
-        let words: Stream<u64, (u64, u64)> = scope.input_from(&mut data);
-        words
-            .state_machine(&control.clone().named("Words"), |word: &u64, _: u64, n: &mut u64| {
-                *n += 1;
-                (false, Some((*word, *n)))
-            })
-            .probe_with(&probe)
-            .capture_into(counts);
-        keyed_sum(&words, &control.named("Sums"), index, 2).probe_with(&probe).capture_into(sums);
-    });
-    Keyed { data, control, probe }
 }
 
 /// Word count's outputs: `(time, (key, count))`.

@@ -5,15 +5,14 @@
 //! them to the leaver after it left (the operator overrides those). Optionally a process joins
 //! after the leave and feeds too.
 
-use crate::common::{self, counts_reference, keyed_sum, sums_reference, within, Rng};
+use crate::common::{self, build_keyed, counts_reference, sums_reference, within, Keyed, Rng};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use timely_engine::dataflow::operators::Captured;
-use timely_engine::dataflow::{InputHandle, ProbeHandle, Stream};
 use timely_engine::Worker;
-use timely_megaphone::{Bins, Command, Control, StateMachine};
+use timely_megaphone::{Bins, Command};
 
 /// The longest a run may take before it counts as hung.
 const LIMIT: Duration = Duration::from_secs(180);
@@ -97,22 +96,8 @@ fn drive(
     (departed, joined): (&AtomicBool, &AtomicBool),
 ) {
     let index = worker.index();
-    let mut data: InputHandle<u64, (u64, u64)> = InputHandle::new();
-    let mut control: InputHandle<u64, Command> = InputHandle::new();
-    let probe = ProbeHandle::new();
     let bins = Bins::new(plan.bins).unwrap();
-    worker.dataflow(|scope| {
-        let control = Control::new(&scope.input_from(&mut control)).with_bins(bins);
-        let words: Stream<u64, (u64, u64)> = scope.input_from(&mut data);
-        words
-            .state_machine(&control.clone().named("Words"), |word: &u64, _: u64, n: &mut u64| {
-                *n += 1;
-                (false, Some((*word, *n)))
-            })
-            .probe_with(&probe)
-            .capture_into(&outputs.counts);
-        keyed_sum(&words, &control.named("Sums"), index, 2).probe_with(&probe).capture_into(&outputs.sums);
-    });
+    let Keyed { mut data, mut control, probe } = build_keyed(worker, bins, &outputs.counts, &outputs.sums);
     let joiner = worker.bootstrap();
     if joiner {
         joined.store(true, Ordering::SeqCst);

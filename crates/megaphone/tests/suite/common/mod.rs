@@ -7,7 +7,7 @@ use std::sync::Arc;
 use timely_engine::dataflow::operators::Captured;
 use timely_engine::dataflow::{ExchangeData, InputHandle, ProbeHandle, Stream};
 use timely_engine::{Config, Worker};
-use timely_megaphone::{Bins, Command, Control, KeyedOperators};
+use timely_megaphone::{Bins, Command, Control, KeyedOperators, StateMachine};
 
 /// Records `(time, key, value)` and commands `(time, command)` for rounds `0..rounds`.
 #[derive(Clone, Debug)]
@@ -164,6 +164,39 @@ pub fn keyed_sum(
         },
         move |&key, sum, context| context.give((key, *sum, worker)),
     )
+}
+
+/// The inputs and probe of the keyed dataflow on one worker.
+pub struct Keyed {
+    pub data: InputHandle<u64, (u64, u64)>,
+    pub control: InputHandle<u64, Command>,
+    pub probe: ProbeHandle<u64>,
+}
+
+/// Builds word count (a counting state machine) and `keyed_sum` (lag 2) on `worker`, both
+/// under one control with `bins` bins, their outputs captured.
+pub fn build_keyed(
+    worker: &mut Worker,
+    bins: Bins,
+    counts: &Captured<u64, (u64, u64)>,
+    sums: &Captured<u64, (u64, u64, usize)>,
+) -> Keyed {
+    let (mut data, mut control) = (InputHandle::new(), InputHandle::new());
+    let probe = ProbeHandle::new();
+    let index = worker.index();
+    worker.dataflow(|scope| {
+        let control = Control::new(&scope.input_from(&mut control)).with_bins(bins);
+        let words: Stream<u64, (u64, u64)> = scope.input_from(&mut data);
+        words
+            .state_machine(&control.clone().named("Words"), |word: &u64, _: u64, n: &mut u64| {
+                *n += 1;
+                (false, Some((*word, *n)))
+            })
+            .probe_with(&probe)
+            .capture_into(counts);
+        keyed_sum(&words, &control.named("Sums"), index, 2).probe_with(&probe).capture_into(sums);
+    });
+    Keyed { data, control, probe }
 }
 
 /// Drops the worker from `keyed_sum`'s outputs.
