@@ -6,8 +6,8 @@
 //! welcome (with engine members and this test joining as process 2).
 
 use crate::common;
-use crate::wire_input::{blamed_by_abort, exchange_and_probe, frame_to, identity, LIMIT};
-use crate::wire_rescale::{member, members_send_to_joiner, wire};
+use crate::wire_input::{blamed_by_abort, exchange_and_probe, frame_to, LIMIT};
+use crate::wire_rescale::{join_as_process_2, member, members_send_to_joiner, wire};
 
 use std::io::Write;
 use std::net::TcpStream;
@@ -15,7 +15,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use timely_communication::exchangeable::bincode_encode;
-use timely_communication::networking::{establish_as, Entry};
+
 use timely_engine::progress::Location;
 use timely_engine::rescale::messages::{BootstrapMessage, ScopeWelcome, Welcome, BOOTSTRAP_CHANNEL};
 
@@ -69,9 +69,7 @@ fn a_joiner_that_says_hello_to_two_servers_is_refused() {
         let (sender, channel) = mpsc::channel();
         let runs = [member(addresses.clone(), 0, Some(sender)), member(addresses.clone(), 1, None)];
         channel.recv_timeout(Duration::from_secs(20)).expect("process 0's channels");
-        let mut connections =
-            establish_as(Entry::Join, 2, &addresses, &[], 1, &identity(), Duration::from_secs(20))
-                .expect("process 2 joins");
+        let mut connections = join_as_process_2(&addresses);
         let mut raws: Vec<TcpStream> = (0..2)
             .map(|process| connections.streams[process].take().expect("a stream to a member").stream)
             .collect();

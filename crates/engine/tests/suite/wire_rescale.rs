@@ -14,7 +14,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use timely_communication::initialize::ClusterConfig;
-use timely_communication::networking::{establish_as, Entry};
+use timely_communication::networking::{establish_as, Connections, Entry, NetworkError};
 use timely_communication::Exchangeable;
 use timely_engine::dataflow::{InputHandle, ProbeHandle};
 use timely_engine::rescale::messages::{BootstrapMessage, Envelope, Welcome, BOOTSTRAP_CHANNEL};
@@ -162,6 +162,23 @@ fn a_leave_completed_twice() {
     );
 }
 
+/// This test's process joins members 0 and 1 as process 2 (one worker). Process 0 says it is
+/// ready once its own set-up is done; process 1 may still be setting up then, and refuses a
+/// joiner until it runs, so the join is tried again until it is.
+pub(crate) fn join_as_process_2(addresses: &[String]) -> Connections {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match establish_as(Entry::Join, 2, addresses, &[], 1, &identity(), Duration::from_secs(20)) {
+            Err(NetworkError::Peer { error, .. })
+                if matches!(*error, NetworkError::ClusterStillSettingUp) && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            joined => return joined.expect("process 2 joins"),
+        }
+    }
+}
+
 /// A member of a 2-process cluster (one worker each) that builds an input, an exchange and a
 /// probe and steps for at most 20 s; process 0 reports its channels on `channels`.
 pub(crate) fn member(
@@ -204,9 +221,7 @@ fn joiner_sends(then: impl FnOnce(usize) -> Vec<Vec<u8>> + Send + 'static, reaso
         let (sender, channel) = mpsc::channel();
         let runs = [member(addresses.clone(), 0, Some(sender)), member(addresses.clone(), 1, None)];
         let progress = channel.recv_timeout(Duration::from_secs(20)).expect("process 0's channels") as usize;
-        let mut connections =
-            establish_as(Entry::Join, 2, &addresses, &[], 1, &identity(), Duration::from_secs(20))
-                .expect("process 2 joins");
+        let mut connections = join_as_process_2(&addresses);
         let mut raw: TcpStream = connections.streams[0].take().expect("a stream to process 0").stream;
         raw.write_all(&frame(BOOTSTRAP, 2, &wire(2, BootstrapMessage::Hello { from: 2 })))
             .expect("write hello");
@@ -445,9 +460,7 @@ fn a_leave_notice_that_overtakes_its_join_is_no_panic() {
             let (sender, channel) = mpsc::channel();
             let runs = [member(addresses.clone(), 0, Some(sender)), member(addresses.clone(), 1, None)];
             channel.recv_timeout(Duration::from_secs(20)).expect("process 0's channels");
-            let joined =
-                establish_as(Entry::Join, 2, &addresses, &[], 1, &identity(), Duration::from_secs(20));
-            let mut connections = joined.expect("process 2 joins");
+            let mut connections = join_as_process_2(&addresses);
             let mut raw: TcpStream = connections.streams[0].take().expect("a stream to process 0").stream;
             let leaving = frame(BOOTSTRAP, 2, &wire(2, BootstrapMessage::Leaving { from: 2 }));
             raw.write_all(&leaving).expect("write the notice");
