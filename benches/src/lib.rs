@@ -6,10 +6,8 @@
 //! counts to check the run did what it claims, or a generated graph. Keeping the workloads
 //! here lets the criterion benches, the memory binary and the unit tests run the same code.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
@@ -19,6 +17,9 @@ use timely_engine::logging::EventClasses;
 use timely_engine::progress::reachability::{GraphBuilder, Summary};
 use timely_engine::progress::{Source, Target};
 use timely_engine::{Antichain, Config, Product, Worker};
+
+mod allocator;
+pub use allocator::{allocations, take_watched_allocation, thread_allocations, watching_allocations, CountingAllocator};
 
 /// The number of workers a configuration starts in this process.
 pub fn workers_of(config: &Config) -> usize {
@@ -58,6 +59,9 @@ pub struct Segment {
     /// Heap allocations of the whole process during the segment, as seen by its first
     /// worker; 0 unless the binary installs [`CountingAllocator`].
     pub allocations: u64,
+    /// Heap allocations of this process's worker threads during the segment, summed (the
+    /// part of [`Segment::allocations`] the dataflow's own steps make).
+    pub worker_allocations: u64,
     /// Records the counting operators of this process's workers received (exchange only).
     pub received: u64,
 }
@@ -107,10 +111,11 @@ where
         let mut segments = Vec::with_capacity(plan.segments);
         for segment in 0..plan.segments as u64 {
             let from = plan.warmup + segment * plan.rounds;
-            let (allocated, start) = (allocations(), Instant::now());
-            rounds.run(worker, from, from + plan.rounds);
+            let (allocated, own, start) = (allocations(), thread_allocations(), Instant::now());
+            watching_allocations(|| rounds.run(worker, from, from + plan.rounds));
             let elapsed = start.elapsed();
-            segments.push(Segment { elapsed, allocations: allocations() - allocated, received: 0 });
+            let (allocations, worker_allocations) = (allocations() - allocated, thread_allocations() - own);
+            segments.push(Segment { elapsed, allocations, worker_allocations, received: 0 });
         }
         // The probe follows the counter, so once it passed the last round every record
         // sent in the timed rounds has been counted.
@@ -125,6 +130,7 @@ where
         for (total, segment) in combined.iter_mut().zip(worker) {
             total.elapsed = total.elapsed.max(segment.elapsed);
             total.received += segment.received;
+            total.worker_allocations += segment.worker_allocations;
         }
     }
     combined
@@ -250,38 +256,6 @@ pub fn exchange_plan<D: ExchangeData>(
         });
         Rounds { input, probe, received: count, send }
     })
-}
-
-/// The system allocator, counting allocations (a `realloc` counts as one). A binary that
-/// installs it (`#[global_allocator] static A: CountingAllocator = CountingAllocator;`)
-/// makes [`allocations`] and [`Segment::allocations`] report its heap allocations.
-pub struct CountingAllocator;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-/// Heap allocations of this process so far (0 unless [`CountingAllocator`] is installed).
-pub fn allocations() -> u64 {
-    ALLOCATIONS.load(Ordering::Relaxed)
-}
-
-// SAFETY: every method forwards to the system allocator with the same arguments; counting
-// touches no memory the allocator hands out.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        System.alloc(layout)
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        System.alloc_zeroed(layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        System.realloc(ptr, layout, new_size)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
 }
 
 /// Timestamps of the generated tracker graphs.
