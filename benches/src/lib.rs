@@ -19,7 +19,9 @@ use timely_engine::progress::{Source, Target};
 use timely_engine::{Antichain, Config, Product, Worker};
 
 mod allocator;
-pub use allocator::{allocations, take_watched_allocation, thread_allocations, watching_allocations, CountingAllocator};
+pub use allocator::{
+    allocations, take_watched_allocation, thread_allocations, watching_allocations, CountingAllocator,
+};
 
 /// The number of workers a configuration starts in this process.
 pub fn workers_of(config: &Config) -> usize {
