@@ -4,8 +4,8 @@
 #      build; the analysis extra downloads meanwhile and goes on downloading while the next
 #      two sections run (they need only timely_py and pyarrow);
 #   2. BFS on a random graph with two worker threads, from Python;
-#   3. a word count over skewed words on a cluster of two processes of two workers, started by
-#      the launcher and traced; the trace is checked, summarised and exported for Perfetto;
+#   3. a word count over skewed words on a cluster of two processes of one worker (one per
+#      core), started by the launcher and traced; the trace is checked, summarised and exported for Perfetto;
 #   4. the trace's critical path, analysed on a local Spark: which operator on which worker
 #      limited the run, in one sentence, with plots and a trace viewer;
 #   5. the remedy the analysis points at (the per-record work done where records are drawn,
@@ -34,8 +34,8 @@ bash scripts/build.sh --analysis-later
 section "BFS on a random graph, two worker threads (examples/bfs.py)"
 .venv/bin/python examples/bfs.py -w 2
 
-section "a skewed word count on 2 processes x 2 workers, traced (examples/skewed_word_count.py)"
-.venv/bin/python -m timely_py.launch -n 2 -w 2 --trace "$trace" examples/skewed_word_count.py --keyed
+section "a skewed word count on 2 processes x 1 worker, traced (examples/skewed_word_count.py)"
+.venv/bin/python -m timely_py.launch -n 2 -w 1 --trace "$trace" examples/skewed_word_count.py --keyed
 .venv/bin/timely-py trace validate "$trace"
 .venv/bin/timely-py trace summary "$trace"
 .venv/bin/timely-py trace export "$trace" --format perfetto -o "$out/trace.json"
@@ -46,7 +46,7 @@ bash scripts/build.sh --wait-analysis
 
 section "the remedy: normalize words where they are drawn, before routing them (--spread)"
 for layout in --keyed --spread; do
-    .venv/bin/python -m timely_py.launch -n 2 -w 2 examples/skewed_word_count.py "$layout" 2>/dev/null | grep "words on"
+    .venv/bin/python -m timely_py.launch -n 2 -w 1 examples/skewed_word_count.py "$layout" 2>/dev/null | grep "normalized"
 done
 
 section "a running cluster grows: worker 0 asks the launcher for a third process in epoch 4 (examples/word_count_scale_out.py)"

@@ -1,5 +1,6 @@
 """The example programs, run as users run them: `python examples/X.py ... -w N`."""
 
+import importlib.util
 import random
 import re
 from collections import Counter, deque
@@ -9,7 +10,7 @@ import timely_py as timely
 from support.cluster import Cluster, write_hostfile
 from support.launched import Launched
 from support.paths import EXAMPLES
-from support.processes import run_example
+from support.processes import python_subprocess, run_example
 
 # --- hello.py -------------------------------------------------------------------------------
 
@@ -104,6 +105,47 @@ def test_scale_in_stays_exact_while_a_process_leaves(tmp_path, workers):
     assert sorted(int(w) for w, _ in members) == stayers, out
     assert all([int(m) for m in listed.split(", ")] == stayers for _, listed in members), out
     assert re.search(r"^\[0\] worker 0: exact: \d+ \(epoch, word\) counts equal the \d+ words fed$", out, re.M), out
+
+
+# --- skewed_word_count.py -------------------------------------------------------------------
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(120)
+def test_skewed_word_count_is_exact_and_spread_evens_out_the_normalizing(tmp_path):
+    """The docstring's commands, shortened: both layouts count exactly; after routing by word
+    the worker that owns the most frequent words normalizes most of them, while where drawn
+    every worker normalizes exactly the words it drew."""
+    epochs, words = 4, 300
+    normalized = {}
+    for layout in ("--keyed", "--spread"):
+        (tmp_path / layout).mkdir()
+        with Launched(tmp_path / layout, "-n", 2, "-w", 1, EXAMPLES / "skewed_word_count.py", epochs, words,
+                      layout) as run:  # fmt: skip
+            assert run.status() == 0, run.out() + run.err()
+        out = run.out()
+        assert re.search(rf"^\[0\] {2 * epochs * words} words on 2 workers, .*: [\d.]+ s; counts exact$", out, re.M), out
+        seen = re.findall(r"^\[(\d)\] worker (\d): normalized (\d+) words$", out, re.M)
+        normalized[layout] = sorted(int(count) for _, _, count in seen)
+    assert normalized["--spread"] == [epochs * words] * 2
+    assert sum(normalized["--keyed"]) == 2 * epochs * words
+    # The most frequent word is normalized on one worker, with every other word it owns.
+    drawn = Counter(w for index in range(2) for epoch in range(epochs) for w in example_draw(index, epoch, words))
+    assert normalized["--keyed"][1] >= drawn.most_common(1)[0][1] > epochs * words / 2, (normalized, drawn)
+
+
+def example_draw(worker_index, epoch, count):
+    """The words `skewed_word_count.py` draws (its own `draw`, loaded from the file)."""
+    spec = importlib.util.spec_from_file_location("skewed_word_count", EXAMPLES / "skewed_word_count.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.draw(worker_index, epoch, count)
+
+
+def test_skewed_word_count_refuses_both_layouts_at_once():
+    done = python_subprocess([EXAMPLES / "skewed_word_count.py", "--keyed", "--spread"], timeout=60)
+    assert done.returncode == 2
+    assert "usage: skewed_word_count.py" in done.stderr
 
 
 # --- loops.py -------------------------------------------------------------------------------
