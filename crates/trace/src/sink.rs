@@ -16,8 +16,25 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
 use crate::batch::{EventBatch, Int};
+use crate::metadata::{ClockSample, Status};
 use crate::schema::{ChannelKind, EventClasses, Kind};
-use crate::writer::Command;
+
+/// What the writer thread receives: from the sinks, and from its handle.
+pub(crate) enum Command {
+    /// A worker's events, the waits for the writer it recorded since its last hand-over, and
+    /// whether the worker is done.
+    Events {
+        worker: usize,
+        events: Box<dyn PendingEvents>,
+        waits: Vec<(i64, i64)>,
+        last: bool,
+    },
+    Clock(ClockSample),
+    Finish {
+        status: Status,
+        end_time_ns: i64,
+    },
+}
 
 /// An event a recorder hands to its [`WorkerSink`], as the writer thread reads it.
 pub trait TraceEvent: Send + 'static {

@@ -22,7 +22,7 @@ use crate::batch::EventBatch;
 use crate::files::Files;
 use crate::metadata::{ClockSample, ProcessMetadata, Status};
 use crate::schema::{ChannelKind, EventClass, EventClasses, Kind};
-use crate::sink::{write_wait, NetworkEvent, NetworkSink, PendingEvents, TraceEvent, WorkerSink};
+use crate::sink::{write_wait, Command, NetworkEvent, NetworkSink, PendingEvents, TraceEvent, WorkerSink};
 
 /// Receives every batch of events with the global index of the worker that recorded it.
 pub type BatchCallback = Box<dyn FnMut(usize, &RecordBatch) + Send>;
@@ -81,22 +81,6 @@ impl TraceConfig {
             clock,
         }
     }
-}
-
-pub(crate) enum Command {
-    /// A worker's events, the waits for the writer it recorded since its last hand-over, and
-    /// whether the worker is done.
-    Events {
-        worker: usize,
-        events: Box<dyn PendingEvents>,
-        waits: Vec<(i64, i64)>,
-        last: bool,
-    },
-    Clock(ClockSample),
-    Finish {
-        status: Status,
-        end_time_ns: i64,
-    },
 }
 
 /// A process's trace writer: the handle that owns the writing thread.

@@ -6,7 +6,8 @@
 //! other, and a wall-clock step (NTP adjusting the system time) never makes time go back.
 //!
 //! Trace events are stamped with [`stamp`], a cheaper reading of the same clock that
-//! [`stamps_to_ns`] turns into these nanoseconds later, off the hot path ([`stamps`]).
+//! [`stamps_to_ns`] turns into these nanoseconds later, off the hot path ([`stamps`]);
+//! [`now_ns`] reads the clock itself (`nanos`).
 //!
 //! Offsets between processes are measured by the transport
 //! ([`crate::networking::clock_sync`]); this module only keeps what it measured, process-wide
@@ -14,50 +15,13 @@
 //! not know about connections. A process belongs to one cluster at a time, so the log holds one
 //! run's offsets after another's; a reader remembers where it started ([`offset_count`]).
 
+mod nanos;
 pub mod stamps;
 
-use std::sync::{Mutex, OnceLock};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::Mutex;
 
+pub use nanos::now_ns;
 pub use stamps::{stamp, stamp_to_ns, stamps_to_ns};
-
-/// The monotonic clock and the wall clock, read once, together.
-fn anchor() -> &'static (i64, i64) {
-    static ANCHOR: OnceLock<(i64, i64)> = OnceLock::new();
-    ANCHOR.get_or_init(|| {
-        let wall = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64);
-        (monotonic_ns(), wall)
-    })
-}
-
-/// Nanoseconds since the Unix epoch on this process's trace clock.
-#[inline]
-pub fn now_ns() -> i64 {
-    let (monotonic, wall) = anchor();
-    wall + (monotonic_ns() - monotonic)
-}
-
-/// The monotonic clock (the one `std::time::Instant` reads), in nanoseconds since an
-/// unspecified start. Read directly: through `Instant::elapsed` a reading costs about three
-/// times the instructions (a `Duration` and 128-bit nanoseconds), and workers read it for
-/// every trace event.
-#[cfg(unix)]
-#[inline]
-// `time_t` and `c_long` are 32 bits wide on some targets: the conversions widen them there.
-#[allow(clippy::useless_conversion)]
-fn monotonic_ns() -> i64 {
-    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `now` is a valid timespec for the call to write; CLOCK_MONOTONIC exists on
-    // every unix Rust supports, so the call does not fail (std's `Instant` relies on it too).
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-    i64::from(now.tv_sec) * 1_000_000_000 + i64::from(now.tv_nsec)
-}
-
-#[cfg(not(unix))]
-fn monotonic_ns() -> i64 {
-    static START: OnceLock<std::time::Instant> = OnceLock::new();
-    START.get_or_init(std::time::Instant::now).elapsed().as_nanos() as i64
-}
 
 /// One measurement of this process's clock against process 0's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -94,6 +58,7 @@ pub fn offsets_since(start: usize) -> Vec<ClockOffset> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::{SystemTime, UNIX_EPOCH};
 
     #[test]
     fn never_goes_back_and_is_near_the_wall_clock() {

@@ -4,12 +4,12 @@
 //! On x86-64, when the kernel's clocksource is `tsc` (the kernel checked that the processor's
 //! time-stamp counter ticks at a constant rate and agrees across cores), a stamp is the
 //! counter itself, read with one instruction: about 10 ns on this project's machines, against
-//! 25 ns for the monotonic clock behind [`super::now_ns`] (`cargo bench -p timely-benches
-//! --bench trace_clock`). Elsewhere a stamp is [`super::now_ns`] itself and converting it
+//! 25 ns for the monotonic clock behind [`now_ns`] (`cargo bench -p timely-benches
+//! --bench trace_clock`). Elsewhere a stamp is [`now_ns`] itself and converting it
 //! changes nothing.
 //!
 //! Counter stamps become nanoseconds through one process-wide map, piecewise linear between
-//! knots that pair a counter reading with a [`super::now_ns`] reading taken together. A
+//! knots that pair a counter reading with a [`now_ns`] reading taken together. A
 //! conversion first adds a knot for "now", so that stamps taken before it are interpolated
 //! between two measured knots; once the knots span [`BASELINE_NS`], at most one knot is added
 //! per [`KNOT_SPACING_NS`], and a stamp past the last knot is extrapolated at the rate
@@ -24,6 +24,8 @@
 //! stamped, nor where stamps go.
 
 use std::sync::{Mutex, OnceLock};
+
+use super::nanos::now_ns;
 
 /// The least time between two knots of the map, once its knots span [`BASELINE_NS`].
 pub const KNOT_SPACING_NS: i64 = 1_000_000;
@@ -58,7 +60,7 @@ fn counter_is_usable() -> bool {
 pub fn stamp() -> i64 {
     match counter_map() {
         Some(_) => counter(),
-        None => super::now_ns(),
+        None => now_ns(),
     }
 }
 
@@ -93,7 +95,7 @@ fn counter() -> i64 {
     unreachable!("the time-stamp counter is used only on x86-64")
 }
 
-/// A counter reading and a [`super::now_ns`] reading taken together: the nanoseconds between
+/// A counter reading and a [`now_ns`] reading taken together: the nanoseconds between
 /// two counter readings at most [`PAIR_SPREAD_TICKS`] apart, paired with their midpoint; none
 /// if [`PAIR_ATTEMPTS`] attempts were all interrupted (a loaded machine).
 fn counter_and_now() -> Option<(i64, i64)> {
@@ -108,11 +110,11 @@ fn closest_pair() -> (i64, i64) {
     (0..PAIR_ATTEMPTS).map(|_| read_pair()).min().expect("at least one attempt").1
 }
 
-/// Two counter readings around a [`super::now_ns`] reading: their spread, and their midpoint
+/// Two counter readings around a [`now_ns`] reading: their spread, and their midpoint
 /// paired with the nanoseconds.
 fn read_pair() -> (i64, (i64, i64)) {
     let before = counter();
-    let now = super::now_ns();
+    let now = now_ns();
     let after = counter();
     (after - before, (before + (after - before) / 2, now))
 }
@@ -298,9 +300,9 @@ mod tests {
 
     #[test]
     fn stamps_become_the_time_they_were_taken() {
-        let before = super::super::now_ns();
+        let before = now_ns();
         let taken: Vec<i64> = (0..1000).map(|_| stamp()).collect();
-        let after = super::super::now_ns();
+        let after = now_ns();
         std::thread::sleep(std::time::Duration::from_millis(20));
         let mut converted = taken.clone();
         stamps_to_ns(&mut converted);

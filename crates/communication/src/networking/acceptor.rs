@@ -7,7 +7,7 @@
 //! [`super::accept::MAX_PENDING_HANDSHAKES`] handshakes at once, each a task bounded by the
 //! handshake timeout), runs the join handshake as the member ([`Role::Admitting`], announcing
 //! the cluster's current size), and hands a joiner that passes it to the transport, which
-//! writes the verdict and starts the link under the same lock that orders joins. It must not
+//! writes its answer and starts the link under the same lock that orders joins. It must not
 //! move messages or decide what a join means to the workers (the transport tells them).
 //!
 //! Anything else that connects (junk, a wrong cluster id or secret, a setup hello, a joiner that
@@ -15,7 +15,7 @@
 //! most three times a second, with the count of those not shown, so a flood of junk cannot flood
 //! the log. [`JoinAcceptor::stop`] returns once the listener is closed (a `select!` between
 //! accepting and the stop signal, so at once); handshakes still in progress then end on the
-//! thread on their own, and a joiner that passed one is refused with [`Verdict::Closing`].
+//! thread on their own, and a joiner that passed one is refused with [`JoinAnswer::Closing`].
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
@@ -24,9 +24,8 @@ use std::time::Instant;
 use tokio::sync::oneshot;
 
 use super::accept::{accept_loop, handshake_slots, RefusalLog, MAX_PENDING_HANDSHAKES};
-use super::handshake::{
-    greet, write_verdict, ClusterIdentity, LocalProcess, Role, Verdict, HANDSHAKE_TIMEOUT,
-};
+use super::handshake::{greet, ClusterIdentity, LocalProcess, Role, HANDSHAKE_TIMEOUT};
+use super::join_answer::{write_join_answer, JoinAnswer};
 use super::peer_stream::PeerStream;
 use super::proof::Side;
 use super::runtime::{current_thread, release, spawn_named};
@@ -115,10 +114,10 @@ impl JoinDoor {
                 Ok(greeting) => release(stream)
                     .map_err(|error| NetworkError::io("an accepted socket", &error))
                     .and_then(|stream| {
-                        let answer = |stream: &mut std::net::TcpStream, verdict: Verdict| {
-                            write_verdict(stream, verdict, HANDSHAKE_TIMEOUT)
+                        let answer = |stream: &mut std::net::TcpStream, reply: JoinAnswer| {
+                            write_join_answer(stream, reply, HANDSHAKE_TIMEOUT)
                         };
-                        // Blocks the runtime for one verdict byte and the start of a link's threads.
+                        // Blocks the runtime for one answer byte and the start of a link's threads.
                         self.core.admit(
                             greeting.process,
                             PeerStream { stream, keys: greeting.keys, records_sent: 0 },

@@ -21,7 +21,7 @@
 //! A process joining a running cluster ([`Entry::Join`]) is the highest process: it listens
 //! (so that its own join acceptor can admit the next joiner once it runs) but accepts nobody
 //! during setup, and dials every member in join mode; a member's refusal (still setting up, a
-//! count that does not match, its verdict) ends the join at once, since retrying cannot help.
+//! count that does not match, its answer) ends the join at once, since retrying cannot help.
 //!
 //! Setup runs on a current-thread tokio runtime ([`super::runtime`]) on the calling thread:
 //! one task per dialed peer, the accept loop ([`super::accept`], at most
@@ -41,7 +41,8 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 pub use super::accept::MAX_PENDING_HANDSHAKES;
 use super::accept::{accept_loop, configure, handshake_slots, listen, RefusalLog};
 use super::framing::MessageHeader;
-use super::handshake::{greet, read_verdict, ClusterIdentity, LocalProcess, Role, HANDSHAKE_TIMEOUT};
+use super::handshake::{greet, ClusterIdentity, LocalProcess, Role, HANDSHAKE_TIMEOUT};
+use super::join_answer::read_join_answer;
 use super::liveness::Liveness;
 use super::peer_stream::PeerStream;
 use super::proof::Side;
@@ -506,7 +507,7 @@ async fn introduce(
     }
     if setup.local.role == Role::Joining {
         // Past the hellos the member may have admitted this joiner: trying again cannot help.
-        read_verdict(&mut stream, HANDSHAKE_TIMEOUT)
+        read_join_answer(&mut stream, HANDSHAKE_TIMEOUT)
             .await
             .map_err(|error| Attempt::Fatal(error.at(address)))?;
     }

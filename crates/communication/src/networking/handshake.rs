@@ -28,10 +28,10 @@
 //!    it may end setup; a stranger never gets that far.
 //! 5. When either hello asks for sealed records, everything after the proofs is sealed
 //!    ([`super::seal`]) with two keys derived from the secret and the hellos, one per direction.
-//! 6. In join mode only, the member then sends one byte, its [`Verdict`] ([`super::verdict`]):
+//! 6. In join mode only, the member then sends one byte, its [`JoinAnswer`] ([`super::join_answer`]):
 //!    whether it admitted the joiner (not sealed: changing it on the way can only make the join
 //!    fail, which cutting the connection does too). The hellos already refuse what
-//!    either side can see (a member still setting up, a joiner that is not next); the verdict
+//!    either side can see (a member still setting up, a joiner that is not next); the answer
 //!    covers what only the member knows at the moment of admission (another joiner came first,
 //!    it is shutting down), so that every refusal reaches the joiner as an error rather than as a
 //!    connection that later closes.
@@ -50,23 +50,22 @@
 //! Without a secret (loopback clusters, `--insecure`) anyone can make a proof and derive the
 //! keys from the hellos it saw: sealing then guards against nothing but accidents.
 
-use std::io::ErrorKind;
 use std::net::TcpStream;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream as AsyncStream;
 
 use super::framing::read_words;
+use super::handshake_io::{io_failure, read_record, silent};
 use super::proof::{proof, session_keys, verify, Side, Transcript, PROOF_BYTES};
 use super::seal::SessionKeys;
-pub use super::verdict::{read_verdict, write_verdict, Verdict};
 use super::NetworkError;
 
 /// The version of the wire protocol (handshake and framing) this build speaks. Version 2 added
 /// the heartbeat frame, which a version 1 receiver would take for data; version 3 added the
 /// clock probe and reply frames, which a version 2 receiver rejects as unknown control frames;
-/// version 4 added the mode to the hello and the join verdict; version 5 binds each proof to
+/// version 4 added the mode to the hello and the join answer; version 5 binds each proof to
 /// both hellos and to the side that sends it, and added the request for sealed records.
 pub const PROTOCOL_VERSION: u32 = 5;
 
@@ -446,25 +445,6 @@ async fn read_hello(stream: &mut AsyncStream) -> Result<(Hello, [u8; HELLO_BYTES
 /// Writes a whole handshake record.
 pub(super) async fn write_record(stream: &mut AsyncStream, bytes: &[u8]) -> Result<(), NetworkError> {
     stream.write_all(bytes).await.map_err(|error| io_failure(&error))
-}
-
-/// Fills `buffer` from `stream` (the caller bounds the time).
-pub(super) async fn read_record(stream: &mut AsyncStream, buffer: &mut [u8]) -> Result<(), NetworkError> {
-    match stream.read_exact(buffer).await {
-        Ok(_) => Ok(()),
-        Err(error) if error.kind() == ErrorKind::UnexpectedEof => Err(NetworkError::HandshakeIo {
-            reason: "the peer closed the connection during the handshake".into(),
-        }),
-        Err(error) => Err(io_failure(&error)),
-    }
-}
-
-pub(super) fn silent() -> NetworkError {
-    NetworkError::HandshakeIo { reason: "the peer did not complete the handshake in time".into() }
-}
-
-pub(super) fn io_failure(error: &std::io::Error) -> NetworkError {
-    NetworkError::HandshakeIo { reason: error.to_string() }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //!
 //! This module owns everything between the sockets of two processes: where each process
 //! listens ([`hostfile`]), how connections are opened and authenticated ([`connect`],
-//! [`accept`], [`handshake`], on the runtime of [`runtime`]), how processes join a running cluster ([`acceptor`], [`verdict`]), how bytes are cut into messages ([`framing`]), the threads that move them
+//! [`accept`], [`handshake`], on the runtime of [`runtime`]), how processes join a running cluster ([`acceptor`], [`join_answer`]), how bytes are cut into messages ([`framing`]), the threads that move them
 //! ([`transport`]), when a silent peer counts as lost ([`liveness`]), how clocks are measured
 //! against process 0's ([`clock_sync`]), whom the network threads tell of the data frames they
 //! move ([`observe`]), what the handshake proves and the keys it derives ([`proof`]), the
@@ -58,9 +58,11 @@ pub mod connect;
 pub mod error;
 pub mod framing;
 pub mod handshake;
+pub mod handshake_io;
 pub mod harness;
 pub mod health;
 pub mod hostfile;
+pub mod join_answer;
 pub mod join_fuzz;
 pub mod liveness;
 pub mod observe;
@@ -71,8 +73,8 @@ pub mod protection;
 pub mod receive_budget;
 pub mod runtime;
 pub mod seal;
+pub mod spill_file;
 pub mod transport;
-pub mod verdict;
 
 pub use clock_sync::{ClockSync, DEFAULT_CLOCK_INTERVAL};
 pub use connect::{establish, establish_as, establish_with, Connections, Entry, SetupTimes};
@@ -81,9 +83,10 @@ pub use framing::{
     MessageHeader, CLOCK_PROBE_CHANNEL, CLOCK_REPLY_CHANNEL, FIRST_CONTROL_CHANNEL, GOODBYE_CHANNEL,
     HEADER_BYTES, HEARTBEAT_CHANNEL, MAX_MESSAGE_BYTES,
 };
-pub use handshake::{ClusterIdentity, Sealing, Verdict, PROTOCOL_VERSION};
+pub use handshake::{ClusterIdentity, Sealing, PROTOCOL_VERSION};
 pub use health::NetworkHealth;
 pub use hostfile::{default_addresses, parse_hostfile, read_hostfile};
+pub use join_answer::JoinAnswer;
 pub use liveness::{Liveness, DEFAULT_PEER_TIMEOUT};
 pub use observe::{FrameDirection, FrameObserver};
 pub use payload::Payload;

@@ -2,7 +2,7 @@
 //!
 //! This module owns [`Payload`]: a slice of a receive buffer (never copied), or, once the
 //! process's receive buffers hold more than its budget, a region of a spill file
-//! ([`super::receive_budget`]) read back when the worker decodes it. It must not
+//! ([`super::spill_file`]) read back when the worker decodes it. It must not
 //! decide where a payload goes (the receive thread does) nor interpret its bytes.
 
 use std::fmt;
@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use timely_bytes::Bytes;
 
-use super::receive_budget::SpilledRegion;
+use super::spill_file::SpilledRegion;
 
 /// The payload of a received message.
 ///

@@ -29,8 +29,6 @@
 //! crash) and filled up to [`SEGMENT_BYTES`]; the next message opens a new one. A file's space
 //! is freed when the receive thread has moved on from it and the last message in it was taken.
 
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -38,6 +36,7 @@ use std::sync::Arc;
 use timely_bytes::Bytes;
 
 use super::payload::Payload;
+use super::spill_file::{SpillFile, SpilledRegion};
 
 /// The default limit of a process's received bytes in memory (256 MiB).
 pub const DEFAULT_RECEIVE_BUDGET_BYTES: usize = 256 << 20;
@@ -201,39 +200,6 @@ impl BudgetState {
     }
 }
 
-/// A spill file, freed when its last region and its writer are gone.
-#[derive(Debug)]
-struct SpillFile {
-    file: File,
-}
-
-/// A message's payload in a spill file.
-#[derive(Debug)]
-pub struct SpilledRegion {
-    file: Arc<SpillFile>,
-    offset: u64,
-    len: usize,
-}
-
-impl SpilledRegion {
-    /// The payload's length.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the payload is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Reads the payload into `scratch` (which it replaces).
-    pub(crate) fn read_into(&self, scratch: &mut Vec<u8>) -> std::io::Result<()> {
-        scratch.clear();
-        scratch.resize(self.len, 0);
-        self.file.file.read_exact_at(scratch, self.offset)
-    }
-}
-
 /// Places the messages of one connection: in its receive buffer while the process's buffers
 /// hold no more than the budget, else in the connection's current spill file.
 pub struct Spiller {
@@ -300,10 +266,9 @@ impl Spiller {
     fn spill(&mut self, bytes: &[u8]) -> std::io::Result<SpilledRegion> {
         let (file, offset) = match self.current.take() {
             Some((file, used)) if used < SEGMENT_BYTES => (file, used),
-            _ => (Arc::new(SpillFile { file: tempfile::tempfile_in(&self.state.budget.spill_dir)? }), 0),
+            _ => (SpillFile::create_in(&self.state.budget.spill_dir)?, 0),
         };
-        file.file.write_all_at(bytes, offset)?;
-        let region = SpilledRegion { file: Arc::clone(&file), offset, len: bytes.len() };
+        let region = SpillFile::write_region(&file, bytes, offset)?;
         self.current = Some((file, offset + bytes.len() as u64));
         Ok(region)
     }

@@ -51,7 +51,7 @@ use crate::queue::{thread_queue, QueueSender, ThreadQueue};
 
 use super::acceptor::JoinAcceptor;
 use super::clock_sync::{ClockSync, OffsetLog, ProbeSchedule};
-use super::handshake::Verdict;
+use super::join_answer::JoinAnswer;
 use super::liveness::Silences;
 use super::payload::Payload;
 use super::peer_stream::PeerStream;
@@ -511,7 +511,7 @@ impl Core {
     }
 
     /// Admits `process` over `stream` if it is the next index and the transport is open, then
-    /// starts its link and tells every local worker. `answer` is called with the verdict first
+    /// starts its link and tells every local worker. `answer` is called with the answer first
     /// (the join acceptor writes it to the joiner; a refusal is then returned as
     /// [`NetworkError::JoinRefused`]). A link that cannot start after an admission makes the
     /// process lost, since it already counts itself a member.
@@ -519,25 +519,25 @@ impl Core {
         &self,
         process: usize,
         mut stream: PeerStream,
-        answer: impl FnOnce(&mut TcpStream, Verdict) -> Result<(), NetworkError>,
+        answer: impl FnOnce(&mut TcpStream, JoinAnswer) -> Result<(), NetworkError>,
     ) -> Result<(), NetworkError> {
         let mut links = self.links();
         let members = links.links.len();
         let refusal = if !links.open {
-            Some((Verdict::Closing, Verdict::Closing.reason().to_string()))
+            Some((JoinAnswer::Closing, JoinAnswer::Closing.reason().to_string()))
         } else if process != members {
             let reason =
                 format!("process {process} is not the next to join; the cluster has {members} processes");
-            Some((Verdict::Superseded, reason))
+            Some((JoinAnswer::Superseded, reason))
         } else {
             None
         };
-        if let Some((verdict, reason)) = refusal {
+        if let Some((refused, reason)) = refusal {
             drop(links);
-            answer(&mut stream.stream, verdict)?;
+            answer(&mut stream.stream, refused)?;
             return Err(NetworkError::JoinRefused { reason });
         }
-        answer(&mut stream.stream, Verdict::Admitted)?;
+        answer(&mut stream.stream, JoinAnswer::Admitted)?;
         self.alarm.silences.add();
         let link = self.link(process, stream).inspect_err(|error| {
             self.alarm.raise(process, format!("its connection could not start: {error}"));
