@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --release -q -- -D warnings
-.venv/bin/python scripts/check_crate_layout.py crates/{python,analysis,megaphone,bytes,trace}/src
+.venv/bin/python scripts/check_crate_layout.py crates/{python,analysis,megaphone,bytes,trace,communication}/src
 # stubtest imports the installed package, so run it away from the source tree.
 (cd /tmp && "$OLDPWD/.venv/bin/python" -m mypy.stubtest timely_py._core \
     --allowlist "$OLDPWD/python/stubtest-allowlist.txt")

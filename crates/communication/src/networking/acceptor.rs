@@ -29,7 +29,7 @@ use super::join_answer::{write_join_answer, JoinAnswer};
 use super::peer_stream::PeerStream;
 use super::proof::Side;
 use super::runtime::{current_thread, release, spawn_named};
-use super::transport::Core;
+use super::transport::links::Core;
 use super::NetworkError;
 
 /// The running join acceptor of a transport.

@@ -34,38 +34,34 @@
 //! they write and read ([`super::observe`]); without one, what it costs is a branch per written
 //! batch, per read and per delivered frame.
 
+mod alarm;
+pub(crate) mod links;
 pub mod receive;
 pub mod send;
 
-use std::net::{Shutdown, TcpListener, TcpStream};
-use std::ops::Range;
+use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Receiver;
 
 use crate::clock::ClockOffset;
-use crate::queue::{thread_queue, QueueSender, ThreadQueue};
+use crate::queue::{thread_queue, QueueSender};
 
 use super::acceptor::JoinAcceptor;
-use super::clock_sync::{ClockSync, OffsetLog, ProbeSchedule};
-use super::join_answer::JoinAnswer;
+use super::clock_sync::{ClockSync, OffsetLog};
 use super::liveness::Silences;
-use super::payload::Payload;
 use super::peer_stream::PeerStream;
-use super::receive_budget::{BudgetState, BudgetStats, ReceiveBudget, Spiller};
-use super::{ClusterIdentity, FrameObserver, Liveness, MessageHeader, NetworkError, NetworkHealth};
-pub use receive::ReceiveStats;
+use super::receive_budget::{BudgetState, BudgetStats, ReceiveBudget};
+use super::{ClusterIdentity, FrameObserver, Liveness, NetworkError, NetworkHealth};
+use alarm::Alarm;
+pub use alarm::WakeFn;
+use links::{Core, Link, Links};
+pub use links::{JoinedProcess, WorkerEndpoints};
+pub use receive::{Delivery, ReceiveStats};
 pub use send::ProcessSender;
-
-/// Called with a local worker index (`0..threads`) after messages were delivered to that
-/// worker, or when the network failed; it should unpark the worker's thread.
-pub type WakeFn = Arc<dyn Fn(usize) + Send + Sync>;
-
-/// A received message: its header and its payload.
-pub type Delivery = (MessageHeader, Payload);
 
 /// How a transport's threads behave: everything [`Transport::start`] needs besides the streams
 /// and the wake-up.
@@ -81,27 +77,6 @@ pub struct TransportOptions {
     pub receive_budget: ReceiveBudget,
 }
 
-/// What one local worker uses to talk to other processes.
-pub struct WorkerEndpoints {
-    /// The worker's global index (`process * threads + local index`).
-    pub index: usize,
-    /// A sender per process (index `q` sends to process `q`; `None` for this process).
-    pub senders: Vec<Option<ProcessSender>>,
-    /// Messages from other processes for this worker, in order per sending process (processes
-    /// that join later deliver here too).
-    pub receiver: ThreadQueue<Delivery>,
-    /// One message per process that joins, in join order, each followed by a wake-up.
-    pub joins: Receiver<JoinedProcess>,
-}
-
-/// A process that joined the cluster, as one local worker learns of it.
-pub struct JoinedProcess {
-    /// The new process's index (the cluster's size before it joined).
-    pub process: usize,
-    /// This worker's sender to it.
-    pub sender: ProcessSender,
-}
-
 /// The network threads of one process and the handles to close them.
 pub struct Transport {
     core: Arc<Core>,
@@ -109,96 +84,6 @@ pub struct Transport {
     finished: Receiver<usize>,
     /// Admits joiners while the transport runs ([`Transport::accept_joins`]).
     acceptor: Option<JoinAcceptor>,
-}
-
-/// What the transport shares with its join acceptor.
-pub(crate) struct Core {
-    process: usize,
-    threads: usize,
-    links: Mutex<Links>,
-    alarm: Arc<Alarm>,
-    liveness: Liveness,
-    clock: ClockSync,
-    offsets: Arc<OffsetLog>,
-    frames: Option<Arc<dyn FrameObserver>>,
-    /// What received messages hold in memory, shared by every receive thread.
-    budget: Arc<BudgetState>,
-    /// Where every receive thread delivers, one queue per local worker.
-    deliver: Vec<QueueSender<Delivery>>,
-    /// Where every send and receive thread reports its end.
-    done: Sender<usize>,
-    /// Where each local worker learns of joins.
-    joins: Vec<Sender<JoinedProcess>>,
-}
-
-/// The connections of a process.
-struct Links {
-    /// One entry per process; `None` for this process.
-    links: Vec<Option<Link>>,
-    /// Cleared when the transport closes: nobody is admitted after that.
-    open: bool,
-}
-
-/// The threads and queues of one connection.
-struct Link {
-    /// A handle to the socket, to shut it down.
-    socket: TcpStream,
-    /// Feeds the send thread.
-    queue: send::Queue,
-    send_thread: Option<JoinHandle<()>>,
-    receive_thread: Option<JoinHandle<()>>,
-    stats: Arc<receive::SharedStats>,
-}
-
-/// Where the network threads of a process report a failure, and whom they wake.
-struct Alarm {
-    health: NetworkHealth,
-    wake: WakeFn,
-    threads: usize,
-    /// Set when this process closes its sockets itself: errors after that are not failures.
-    closing: AtomicBool,
-    /// When each peer was last heard from.
-    silences: Silences,
-}
-
-impl Alarm {
-    /// Records that the connection to `process` failed and wakes every local worker.
-    ///
-    /// If another peer has been silent for about its timeout, that peer is recorded lost
-    /// first: `process` most likely ended because it lost the silent peer too.
-    fn raise(&self, process: usize, reason: String) {
-        if self.closing.load(Ordering::SeqCst) {
-            return;
-        }
-        if let Some((silent, reason)) = self.silences.overdue(process) {
-            self.health.record(NetworkError::PeerLost { process: silent, reason });
-        }
-        self.health.record(NetworkError::PeerLost { process, reason });
-        self.wake_all();
-    }
-
-    /// Waits until a failure is recorded (by another network thread), at most `limit`.
-    fn await_failure(&self, limit: Duration) {
-        let end = Instant::now() + limit;
-        while self.health.is_healthy() && !self.closing.load(Ordering::SeqCst) && Instant::now() < end {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
-
-    /// The number of processes of the cluster.
-    fn processes(&self) -> usize {
-        self.silences.processes()
-    }
-
-    fn wake_all(&self) {
-        (0..self.threads).for_each(|local| (self.wake)(local));
-    }
-}
-
-/// The global worker indices of `process` in a cluster of `threads` workers per process.
-fn workers_of(process: usize, threads: usize) -> Range<u64> {
-    let first = (process * threads) as u64;
-    first..first + threads as u64
 }
 
 impl Transport {
@@ -413,162 +298,6 @@ impl Transport {
                 }
             }
         }
-    }
-}
-
-impl Core {
-    /// The links, locked (a panic elsewhere while holding them leaves them usable).
-    fn links(&self) -> MutexGuard<'_, Links> {
-        self.links.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Starts the two threads of the connection to `remote` (on a sealed session they write and
-    /// read sealed records, [`super::peer_stream`]).
-    fn link(&self, remote: usize, stream: PeerStream) -> Result<Link, NetworkError> {
-        let (socket, writer, reader) = stream.split().map_err(|error| {
-            NetworkError::io(format!("cannot share the socket to process {remote}"), &error)
-        })?;
-        let stats = Arc::new(receive::SharedStats::default());
-        // Every process answers probes; only the others probe process 0, the reference clock.
-        let probes = (remote == 0).then(|| ProbeSchedule::new(self.clock));
-        let alarm = Arc::clone(&self.alarm);
-        let frames = self.frames.clone();
-        let (queue, send_thread) =
-            send::spawn(remote, writer, self.liveness, probes, frames.clone(), alarm, self.done.clone())?;
-        let clock = receive::ClockEnd::new(queue.commands.clone(), Arc::clone(&self.offsets));
-        let inbound = receive::Inbound::new(
-            remote,
-            workers_of(self.process, self.threads),
-            workers_of(remote, self.threads),
-            self.deliver.clone(),
-            Arc::clone(&self.alarm),
-            Arc::clone(&stats),
-            receive::Duties {
-                liveness: self.liveness,
-                clock,
-                frames,
-                departure: queue.departure(),
-                spiller: Spiller::new(Arc::clone(&self.budget)),
-            },
-        );
-        let receive_thread = receive::spawn(inbound, reader, self.done.clone());
-        let mut link = Link { socket, queue, send_thread: Some(send_thread), receive_thread: None, stats };
-        match receive_thread {
-            Ok(thread) => link.receive_thread = Some(thread),
-            Err(error) => {
-                link.close();
-                return Err(error);
-            }
-        }
-        Ok(link)
-    }
-
-    /// One set of endpoints per local worker.
-    fn endpoints(
-        &self,
-        receivers: Vec<ThreadQueue<Delivery>>,
-        joined: Vec<Receiver<JoinedProcess>>,
-    ) -> Result<Vec<WorkerEndpoints>, NetworkError> {
-        let links = self.links();
-        receivers
-            .into_iter()
-            .zip(joined)
-            .enumerate()
-            .map(|(local, (receiver, joins))| {
-                let senders = (0..links.links.len())
-                    .map(|q| match &links.links[q] {
-                        Some(_) => self.sender(&links, q).map(Some),
-                        None if q == self.process => Ok(None),
-                        None => Ok(Some(ProcessSender::gone(
-                            q,
-                            workers_of(q, self.threads),
-                            workers_of(self.process, self.threads),
-                            self.alarm.health.clone(),
-                        ))),
-                    })
-                    .collect::<Result<_, _>>()?;
-                Ok(WorkerEndpoints { index: self.process * self.threads + local, senders, receiver, joins })
-            })
-            .collect()
-    }
-
-    /// A new sender to process `process` over `links`.
-    fn sender(&self, links: &Links, process: usize) -> Result<ProcessSender, NetworkError> {
-        let link = links.links.get(process).and_then(Option::as_ref).ok_or_else(|| {
-            NetworkError::InvalidArguments(format!(
-                "process {} has no connection to process {process} (the cluster has {} processes)",
-                self.process,
-                links.links.len()
-            ))
-        })?;
-        Ok(ProcessSender::new(
-            process,
-            workers_of(process, self.threads),
-            workers_of(self.process, self.threads),
-            &link.queue,
-            self.alarm.health.clone(),
-        ))
-    }
-
-    /// Admits `process` over `stream` if it is the next index and the transport is open, then
-    /// starts its link and tells every local worker. `answer` is called with the answer first
-    /// (the join acceptor writes it to the joiner; a refusal is then returned as
-    /// [`NetworkError::JoinRefused`]). A link that cannot start after an admission makes the
-    /// process lost, since it already counts itself a member.
-    pub(crate) fn admit(
-        &self,
-        process: usize,
-        mut stream: PeerStream,
-        answer: impl FnOnce(&mut TcpStream, JoinAnswer) -> Result<(), NetworkError>,
-    ) -> Result<(), NetworkError> {
-        let mut links = self.links();
-        let members = links.links.len();
-        let refusal = if !links.open {
-            Some((JoinAnswer::Closing, JoinAnswer::Closing.reason().to_string()))
-        } else if process != members {
-            let reason =
-                format!("process {process} is not the next to join; the cluster has {members} processes");
-            Some((JoinAnswer::Superseded, reason))
-        } else {
-            None
-        };
-        if let Some((refused, reason)) = refusal {
-            drop(links);
-            answer(&mut stream.stream, refused)?;
-            return Err(NetworkError::JoinRefused { reason });
-        }
-        answer(&mut stream.stream, JoinAnswer::Admitted)?;
-        self.alarm.silences.add();
-        let link = self.link(process, stream).inspect_err(|error| {
-            self.alarm.raise(process, format!("its connection could not start: {error}"));
-        })?;
-        links.links.push(Some(link));
-        for local in 0..self.threads {
-            let sender = self.sender(&links, process)?;
-            // A worker that dropped its endpoints has finished and needs no sender.
-            let _ = self.joins[local].send(JoinedProcess { process, sender });
-            (self.alarm.wake)(local);
-        }
-        Ok(())
-    }
-
-    /// The cluster's current size and whether the transport admits anyone.
-    pub(crate) fn admitting(&self) -> (usize, bool) {
-        let links = self.links();
-        (links.links.len(), links.open)
-    }
-
-    /// This process's index and its worker threads.
-    pub(crate) fn local(&self) -> (usize, usize) {
-        (self.process, self.threads)
-    }
-}
-
-impl Link {
-    /// Stops both threads without a goodbye: the peer sees a lost process.
-    fn close(&self) {
-        let _ = self.queue.commands.try_send(send::Command::Stop);
-        let _ = self.socket.shutdown(Shutdown::Both);
     }
 }
 

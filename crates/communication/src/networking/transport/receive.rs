@@ -26,15 +26,15 @@
 
 use std::io::{ErrorKind, Read};
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::Sender;
 use timely_bytes::{Bytes, BytesSlab};
 
-use super::send::Command;
-use super::{Alarm, Delivery};
+use super::alarm::Alarm;
+use super::send::{Command, Departure};
 use crate::clock;
 use crate::networking::clock_sync::{BurstCollector, OffsetLog};
 use crate::networking::liveness::Silences;
@@ -117,14 +117,8 @@ pub(super) struct Inbound {
     read_stamp: i64,
 }
 
-/// What a receive thread does when its peer says goodbye while this process runs: the peer
-/// left the cluster.
-pub(super) struct Departure {
-    /// Set once the peer left (shared with the connection's send thread and senders).
-    pub(super) departed: Arc<AtomicBool>,
-    /// The queue of this connection's send thread, to say goodbye back.
-    pub(super) goodbye: Sender<Command>,
-}
+/// A received message: its header and its payload.
+pub type Delivery = (MessageHeader, Payload);
 
 /// What a receive thread does besides delivering messages.
 pub(super) struct Duties {

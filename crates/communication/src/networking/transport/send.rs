@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
-use super::Alarm;
+use super::alarm::Alarm;
 use crate::clock;
 use crate::networking::clock_sync::ProbeSchedule;
 use crate::networking::framing::headers_in;
@@ -56,6 +56,15 @@ pub const MAX_BATCH: usize = 16;
 
 /// Buffers larger than this are freed after sending rather than pooled.
 pub const MAX_RECYCLED_BYTES: usize = 4 * SEND_BUFFER_BYTES;
+
+/// What a receive thread does when its peer says goodbye while this process runs: the peer
+/// left the cluster.
+pub(super) struct Departure {
+    /// Set once the peer left (shared with the connection's send thread and senders).
+    pub(super) departed: Arc<AtomicBool>,
+    /// The queue of this connection's send thread, to say goodbye back.
+    pub(super) goodbye: Sender<Command>,
+}
 
 /// What writers and the transport tell a send thread.
 pub(super) enum Command {
@@ -83,8 +92,8 @@ pub(super) struct Queue {
 
 impl Queue {
     /// What the connection's receive thread needs when the peer leaves.
-    pub(super) fn departure(&self) -> super::receive::Departure {
-        super::receive::Departure { departed: Arc::clone(&self.departed), goodbye: self.commands.clone() }
+    pub(super) fn departure(&self) -> Departure {
+        Departure { departed: Arc::clone(&self.departed), goodbye: self.commands.clone() }
     }
 }
 
