@@ -133,3 +133,10 @@ def test_the_script_exits_nonzero_on_a_problem(tmp_path):
     src = crate(tmp_path, files)
     assert layout.main([str(src)]) == 1
     assert layout.main([str(ROOT / "crates" / "python" / "src")]) == 0
+
+
+@pytest.mark.parametrize("table", ["README.md", "docs/design.md"])
+def test_the_layout_tables_name_every_crate(table):
+    text = (ROOT / table).read_text()
+    crates = sorted(p.name for p in (ROOT / "crates").iterdir() if (p / "Cargo.toml").exists())
+    assert crates and [c for c in crates if f"| `crates/{c}` |" not in text] == []
