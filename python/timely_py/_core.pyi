@@ -100,6 +100,25 @@ def worker_pieces(
     `input_channels`, `origin` and `end` the `activities.Catalogue`'s. Arguments, result and
     errors otherwise as `worker_activities` (a null `t` or `ord` raises `ValueError`)."""
 
+class TraceFormat(TypedDict):
+    """What ``trace_format()`` returns (``docs/trace-format.md``)."""
+
+    version: int
+    """The format version written in every process's metadata."""
+    schema: Any
+    """The ``pyarrow.Schema`` of a trace file (``process`` and ``worker`` come from the path)."""
+    columns: list[Tuple[str, str]]
+    """``(name, description)`` of every column, in the schema's order."""
+    kinds: list[Tuple[str, Optional[str], str, str]]
+    """``(name, class, when, columns)`` of every event kind, in the order of their dictionary
+    codes; the class is ``None`` for kinds always recorded."""
+    classes: list[Tuple[str, list[str]]]
+    """``(name, kinds)`` of every event class."""
+
+def trace_format() -> TraceFormat:
+    """The trace format, declared once in the Rust crate ``timely-trace``: what the readers of
+    ``timely_py.trace`` check files against and what ``docs/trace-format.md`` shows."""
+
 class NetworkStats(TypedDict):
     """What ``Worker.network_stats()`` returns: the process's receive budget and spilling
     (``docs/networking.md``, "Receive budget and spilling"), then this worker's messages for

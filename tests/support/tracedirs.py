@@ -15,34 +15,13 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from timely_py.trace import reader
 
 from support.paths import RUST_EXAMPLES, built
 from support.ports import free_ports
 
 #: The documented columns of a trace file (docs/trace-format.md, "Columns").
-FILE_SCHEMA = pa.schema(
-    [
-        ("time_ns", pa.int64()),
-        ("kind", pa.dictionary(pa.int8(), pa.string())),
-        ("operator", pa.int64()),
-        ("address", pa.list_(pa.int64())),
-        ("name", pa.string()),
-        ("channel", pa.int64()),
-        ("channel_kind", pa.string()),
-        ("source_worker", pa.int64()),
-        ("target_worker", pa.int64()),
-        ("source_operator", pa.int64()),
-        ("source_port", pa.int64()),
-        ("target_operator", pa.int64()),
-        ("target_port", pa.int64()),
-        ("seq", pa.int64()),
-        ("records", pa.int64()),
-        ("bytes", pa.int64()),
-        ("useful", pa.bool_()),
-        ("duration_ns", pa.int64()),
-        ("wake", pa.string()),
-    ]
-)
+FILE_SCHEMA = reader.FILE_SCHEMA
 
 #: Process 1's clock runs this far ahead of process 0's in the crafted trace.
 CRAFTED_OFFSET_NS = 5_000

@@ -1,15 +1,18 @@
 """The trace tools' documentation runs: every doctest of timely_py.trace and the `timely-py`
 script, and every example of docs/tracing.md (Python blocks executed, `timely-py` command
-lines run), on the crafted trace of tests/support/tracedirs.py."""
+lines run), on the crafted trace of tests/support/tracedirs.py; and docs/trace-format.md's
+tables, which must be the ones the Rust crate declares."""
 
 import doctest
 import importlib
+import importlib.util
 import re
 import shlex
 import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from support.paths import ROOT
 from support.tracedirs import write_crafted
@@ -61,3 +64,39 @@ def test_the_guides_commands_run(tmp_path):
         result = subprocess.run([str(SCRIPT), *command[1:]], cwd=tmp_path, capture_output=True, text=True)
         assert result.returncode == 0, result.stderr
     assert (tmp_path / "run.json").exists()
+
+
+# --- docs/trace-format.md's tables, from the format the Rust crate declares ------------------
+
+TABLES_SPEC = importlib.util.spec_from_file_location("trace_format_tables", ROOT / "scripts" / "trace_format_tables.py")
+trace_format_tables = importlib.util.module_from_spec(TABLES_SPEC)
+TABLES_SPEC.loader.exec_module(trace_format_tables)
+
+
+def test_the_format_documents_tables_are_the_ones_the_crate_declares():
+    assert trace_format_tables.main(["--check"]) == 0
+
+
+def test_a_table_that_drifted_from_the_crate_is_found_and_rewritten():
+    declared = timely_py_format()
+    text = trace_format_tables.DOC.read_text()
+    drifted = text.replace("| `park` | the worker goes to sleep", "| `park` | the worker naps")
+    assert drifted != text
+    assert trace_format_tables.render(drifted, declared) == text
+
+
+def test_the_readers_take_the_crates_columns_and_kinds():
+    from timely_py.trace import reader
+
+    declared = timely_py_format()
+    assert reader.FILE_SCHEMA.names == [name for name, _ in declared["columns"]]
+    assert reader.KINDS[:3] == ("operator_created", "channel_created", "schedule_start")
+    assert len(reader.KINDS) == len(declared["kinds"]) == 17
+    assert dict(declared["classes"])["park"] == ["park", "unpark"]
+    assert reader.FILE_SCHEMA.field("kind").type == pa.dictionary(pa.int8(), pa.string())
+
+
+def timely_py_format():
+    import timely_py
+
+    return timely_py._core.trace_format()

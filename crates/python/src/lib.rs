@@ -13,7 +13,7 @@
 //! and nesting), `operators` (the built-in operators, one file per family), `generic` (the
 //! operators with Python logic), `megaphone` (the keyed operators with migrating state of
 //! the `timely-megaphone` crate), `handles`, `worker`, `tracing` (trace settings, callback
-//! delivery, user activities), `errors` and `args` (argument checks), `kernels` (the
+//! delivery, user activities), `trace_format` (the trace's columns and kinds, for Python's readers), `errors` and `args` (argument checks), `kernels` (the
 //! critical-path analysis's native kernels, `timely_analysis`) over `arrow_capsule` (Arrow
 //! tables to and from Python without copying).
 
@@ -33,6 +33,7 @@ mod record;
 mod scope;
 mod stream;
 mod time;
+mod trace_format;
 mod tracing;
 mod wire;
 mod worker;
@@ -128,6 +129,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernels::worker_activities, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::slice_critical_path, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::worker_pieces, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_format::trace_format, m)?)?;
     m.add_class::<worker::PyWorker>()?;
     m.add_class::<tracing::PyActivity>()?;
     m.add_class::<scope::PyScope>()?;

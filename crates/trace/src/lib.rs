@@ -15,6 +15,7 @@ pub mod ipc;
 pub mod metadata;
 mod row_group;
 pub mod schema;
+pub mod schema_docs;
 pub mod sink;
 pub mod writer;
 

@@ -19,46 +19,25 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from .. import _core
+
+#: The trace format, declared once in the Rust crate (``timely_trace::schema``).
+_FORMAT = _core.trace_format()
+
 #: The trace format version these readers understand.
-FORMAT_VERSION = 1
+FORMAT_VERSION: int = _FORMAT["version"]
 
 #: The columns of every event file, in the document's order, and their types.
-FILE_SCHEMA = pa.schema(
-    [
-        pa.field("time_ns", pa.int64(), nullable=False),
-        pa.field("kind", pa.dictionary(pa.int8(), pa.string()), nullable=False),
-        pa.field("operator", pa.int64()),
-        pa.field("address", pa.list_(pa.field("item", pa.int64(), nullable=False))),
-        pa.field("name", pa.string()),
-        pa.field("channel", pa.int64()),
-        pa.field("channel_kind", pa.string()),
-        pa.field("source_worker", pa.int64()),
-        pa.field("target_worker", pa.int64()),
-        pa.field("source_operator", pa.int64()),
-        pa.field("source_port", pa.int64()),
-        pa.field("target_operator", pa.int64()),
-        pa.field("target_port", pa.int64()),
-        pa.field("seq", pa.int64()),
-        pa.field("records", pa.int64()),
-        pa.field("bytes", pa.int64()),
-        pa.field("useful", pa.bool_()),
-        pa.field("duration_ns", pa.int64()),
-        pa.field("wake", pa.string()),
-    ]
-)
+FILE_SCHEMA: pa.Schema = _FORMAT["schema"]
 
-#: The event kinds of format version 1.
-KINDS = (
-    "operator_created", "channel_created", "schedule_start", "schedule_stop", "message_send", "message_recv",
-    "progress_send", "progress_recv", "progress_push", "network_send_start", "network_recv_end", "park",
-    "unpark", "activity_start", "activity_stop", "operator_shutdown", "trace_wait",
-)  # fmt: skip
+#: The event kinds, in the order of their dictionary codes.
+KINDS: Tuple[str, ...] = tuple(name for name, _class, _when, _columns in _FORMAT["kinds"])
 
 #: The columns ``read`` returns: the files' columns, then the two partition columns.
 SCHEMA = FILE_SCHEMA.append(pa.field("process", pa.int64())).append(pa.field("worker", pa.int64()))
