@@ -15,6 +15,8 @@ import shutil
 import sys
 from typing import TYPE_CHECKING, Dict, Mapping, Optional
 
+from .._core import TimelyError
+
 if TYPE_CHECKING:  # pragma: no cover - imported for annotations only
     from pyspark.sql import SparkSession
 
@@ -57,8 +59,9 @@ SMALL_TRACE_SETTINGS: Dict[str, str] = {
 }
 
 
-class MissingDependencyError(OSError):
-    """Something the analysis runs on is not installed (an OSError: the environment's fault)."""
+class MissingDependencyError(TimelyError, OSError):
+    """Something the analysis runs on is not installed (a ``TimelyError``, and an ``OSError``:
+    the environment's fault)."""
 
 
 class JavaMissingError(MissingDependencyError):

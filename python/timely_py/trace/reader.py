@@ -49,9 +49,10 @@ _WORKER_DIR = re.compile(r"^worker=(\d+)$")
 _PART_FILE = re.compile(r"^part-(\d+)\.parquet$")
 
 
-class TraceFormatError(ValueError):
+class TraceFormatError(_core.TimelyError, ValueError):
     """The path is not a trace directory this reader understands (missing, malformed
-    metadata, unknown ``format_version``, unreadable files)."""
+    metadata, unknown ``format_version``, unreadable files); a ``TimelyError`` and a
+    ``ValueError``."""
 
 
 @dataclass(frozen=True)
