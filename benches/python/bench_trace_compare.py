@@ -9,7 +9,8 @@ Make the older copy with git, then run with the Python that has timely_py instal
     .venv/bin/python benches/python/bench_trace_compare.py /tmp/base/python/timely_py/trace TRACE_DIR [RUNS]
 
 RUNS defaults to 5. The copy is imported as a package of its own (the trace package uses
-relative imports only). Prints the number of events and the machine's load average before
+relative imports, and an absolute one of `timely_py._core`). Prints the number of events and
+the machine's load average before
 and after, since the figures depend on what else runs.
 """
 

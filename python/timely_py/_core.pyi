@@ -66,6 +66,15 @@ def program_args(argv: Sequence[str]) -> list[str]:
     """The arguments of `argv` that are the program's own (without `-w`, `-n`, `-p`, `-h`,
     `--peer-timeout`, `--insecure`, `--trace` and its options)."""
 
+def runtime_options() -> list[Tuple[list[str], bool, str]]:
+    """Every option the runtime reads from a command line: ``(spellings, takes_value, help)``,
+    the spelling it renders first (``["-w", "--workers", "--threads"]``)."""
+
+def runtime_args(values: Dict[str, str]) -> list[str]:
+    """The command line giving the runtime ``values``, keyed by an option's first long
+    spelling (``{"processes": "2", "insecure": ""}`` gives ``["-n", "2", "--insecure"]``);
+    ``ValueError`` for a key that is not an option of the runtime."""
+
 def route_key(key: Any, peers: int) -> int:
     """The worker (of `peers`) that `exchange`, `count_by_key`, `aggregate` and the generic
     operators' `exchange=` send a record with key `key` to.

@@ -20,6 +20,7 @@ import time
 import pytest
 from support.paths import LAUNCH_SCRIPTS, ROOT
 from support.ports import free_ports, launcher_base_port
+import timely_py
 from timely_py import launch
 
 SCRIPTS = LAUNCH_SCRIPTS
@@ -77,7 +78,7 @@ def test_runtime_flags_and_environment_reach_every_process(capsys):
     assert len(secrets) == 1 and re.fullmatch(r"[0-9a-f]{64}", secrets.pop())
     for index, report in found.items():
         hostfile = report["flags"]["hostfile"]
-        assert report["argv"] == ["a", "-n", "3", "-p", str(index), "-w", "2", "-h", hostfile, "--", "-w", "9"]
+        assert report["argv"] == ["a", "-w", "2", "-n", "3", "-p", str(index), "-h", hostfile, "--", "-w", "9"]
         assert report["rest"] == ["a", "--", "-w", "9"]
         # Room for 4 joiners (--max-processes defaults to N + 4), all free at the start.
         assert report["hosts"] == [f"127.0.0.1:{port}" for port in range(first, first + 7)]
@@ -272,7 +273,7 @@ def test_the_command_starts_after_the_launcher_options():
     assert options.target == ("job.py",) and options.args == ("-n", "5") and options.grace == 3
     options = launch.parse_args(["-n2", "-mpkg.job", "-w", "4"])
     assert options.target == ("-m", "pkg.job") and options.args == ("-w", "4") and options.workers == 1
-    assert launch.child_command(options, 1, None)[1:] == ["-m", "pkg.job", "-w", "4", "-n", "2", "-p", "1", "-w", "1"]
+    assert launch.child_command(options, 1, None)[1:] == ["-m", "pkg.job", "-w", "4", "-w", "1", "-n", "2", "-p", "1"]
 
 
 @pytest.mark.parametrize("argv", [[], ["job.py"], ["-n", "0", "job.py"], ["-n", "2"], ["-n", "2", "-m"],
@@ -302,8 +303,11 @@ def test_a_joiner_gets_join_flags_after_the_script_arguments():
     options = launch.parse_args(["-n", "2", "-w", "3", "--trace", "t", "job.py", "a", "--", "b"])
     assert options.room == 2 + 4
     assert launch.child_command(options, 4, "H", join=5)[1:] == [
-        "job.py", "a", "-n", "2", "-p", "4", "-w", "3", "--join", "5", "--nn", "5", "-h", "H",
+        "job.py", "a", "-w", "3", "-n", "2", "-p", "4", "-h", "H", "--join", "5", "--nn", "5",
         "--trace", os.path.abspath("t"), "--", "b"]
+    # Everything the launcher adds is the runtime's own: the program sees its arguments only.
+    command = launch.child_command(options, 4, None, join=5, gone=[1, 3])
+    assert "--gone" in command and timely_py.program_args(command[1:]) == ["job.py", "a", "--", "b"]
     assert launch.parse_args(["-n", "1", "job.py"]).room == 1, "nothing can join a process alone"
     assert launch.parse_args(["-n", "2", "--max-processes", "9", "job.py"]).room == 9
 
@@ -330,3 +334,13 @@ def test_help_of_the_add_subcommand():
     assert result.returncode == 0
     for words in ("--control", "--server", "TIMELY_LAUNCH_CONTROL"):
         assert words in result.stdout
+
+
+def test_the_runtime_options_are_listed_once_and_rendered_as_the_runtime_reads_them():
+    options = timely_py._core.runtime_options()
+    spellings = [s for names, _, _ in options for s in names]
+    assert len(spellings) == len(set(spellings)) and {"-w", "--threads", "--nn", "--trace-flush"} <= set(spellings)
+    assert [takes for names, takes, _ in options if names[0] == "--insecure"] == [False]
+    assert timely_py._core.runtime_args({"insecure": "", "processes": "3"}) == ["-n", "3", "--insecure"]
+    with pytest.raises(ValueError, match="not an option of the runtime"):
+        timely_py._core.runtime_args({"verbose": "1"})

@@ -19,6 +19,7 @@ use crate::networking::{
     Connections, Entry, FrameObserver, Liveness, NetworkError, Protection, ReceiveBudget, Sealing,
     SetupTimes, Transport, TransportOptions,
 };
+use crate::runtime_args::{RuntimeArgs, RuntimeOption};
 use crate::workers::{initialize_from, WorkerGuards};
 use crate::{Allocator, AllocatorBuilder};
 
@@ -126,8 +127,7 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
 /// An option as written on the command line (its spelling, for errors) and its value.
 type Given = Option<(String, String)>;
 
-/// The runtime options of a command line, before they become a [`Config`].
-#[derive(Default)]
+/// The runtime options of a command line that make a [`Config`], before they become one.
 struct Options {
     workers: Given,
     processes: Given,
@@ -141,51 +141,20 @@ struct Options {
 }
 
 impl Options {
-    /// The slot of the option named `name` (any spelling), if it is one of ours.
-    fn slot(&mut self, name: &str) -> Option<&mut Given> {
-        match name {
-            "-w" | "--workers" | "--threads" => Some(&mut self.workers),
-            "-n" | "--processes" => Some(&mut self.processes),
-            "-p" | "--process" => Some(&mut self.process),
-            "-h" | "--hostfile" => Some(&mut self.hostfile),
-            "--peer-timeout" => Some(&mut self.peer_timeout),
-            "--join" => Some(&mut self.join),
-            "--nn" => Some(&mut self.after_join),
-            "--gone" => Some(&mut self.gone),
-            _ => None,
+    /// The options of `args` that make a [`Config`].
+    fn from_runtime_args(args: &RuntimeArgs) -> Options {
+        let given = |option| args.get(option).map(|(name, value)| (name.to_string(), value.to_string()));
+        Options {
+            workers: given(RuntimeOption::Workers),
+            processes: given(RuntimeOption::Processes),
+            process: given(RuntimeOption::Process),
+            hostfile: given(RuntimeOption::Hostfile),
+            peer_timeout: given(RuntimeOption::PeerTimeout),
+            join: given(RuntimeOption::Join),
+            after_join: given(RuntimeOption::AfterJoin),
+            gone: given(RuntimeOption::Gone),
+            insecure: args.has(RuntimeOption::Insecure),
         }
-    }
-
-    /// Reads our options out of `args`; returns the others in order.
-    fn parse<I: IntoIterator<Item = String>>(&mut self, args: I) -> Result<Vec<String>, String> {
-        let mut remaining = Vec::new();
-        let mut args = args.into_iter();
-        while let Some(arg) = args.next() {
-            if arg == "--" {
-                remaining.push(arg);
-                remaining.extend(args.by_ref());
-                break;
-            }
-            let (name, attached) = split_option(&arg);
-            if name == "--insecure" {
-                if attached.is_some() {
-                    return Err(format!("option --insecure takes no value, found {arg:?}"));
-                }
-                self.insecure = true;
-                continue;
-            }
-            match self.slot(name) {
-                Some(slot) => {
-                    let value = match attached {
-                        Some(value) => value.to_string(),
-                        None => args.next().ok_or_else(|| format!("option {name} requires a value"))?,
-                    };
-                    *slot = Some((name.to_string(), value));
-                }
-                None => remaining.push(arg),
-            }
-        }
-        Ok(remaining)
     }
 
     fn into_config(self) -> Result<Config, String> {
@@ -363,20 +332,6 @@ fn insecure_from_environment() -> Result<bool, String> {
     }
 }
 
-/// An option's name and the value attached to it (`--workers=4`, `-w4`), if any.
-fn split_option(arg: &str) -> (&str, Option<&str>) {
-    if arg.starts_with("--") {
-        return match arg.split_once('=') {
-            Some((name, value)) => (name, Some(value)),
-            None => (arg, None),
-        };
-    }
-    match (arg.get(..2), arg.get(2..)) {
-        (Some(name @ ("-w" | "-n" | "-p" | "-h")), Some(value)) if !value.is_empty() => (name, Some(value)),
-        _ => (arg, None),
-    }
-}
-
 /// The positive count given by an option, or 1 when absent.
 fn count(given: &Given) -> Result<usize, String> {
     let Some((name, value)) = given else { return Ok(1) };
@@ -421,8 +376,8 @@ impl Config {
     ///
     /// Returns the config (`Thread` for one worker, `Process(N)` for N threads of one process,
     /// `Cluster` for more than one process, whose id and secret come from the environment
-    /// variables `TIMELY_CLUSTER_ID` and `TIMELY_CLUSTER_SECRET`) and the remaining,
-    /// unconsumed args in order. The last occurrence of an option wins. Arguments after `--`
+    /// variables `TIMELY_CLUSTER_ID` and `TIMELY_CLUSTER_SECRET`) and the arguments that are
+    /// not the runtime's, in order (the trace's options, [`RuntimeOption`], are left out too). The last occurrence of an option wins. Arguments after `--`
     /// are not parsed; `--` and everything after it are returned.
     ///
     /// # Errors
@@ -432,9 +387,18 @@ impl Config {
     /// `-n`, `-n 1` with `--join`, `W` not a worker of a process below `-p`, an unreadable or
     /// malformed hostfile, a malformed cluster id, peer timeout or `TIMELY_INSECURE`.
     pub fn from_args<I: IntoIterator<Item = String>>(args: I) -> Result<(Config, Vec<String>), String> {
-        let mut options = Options::default();
-        let remaining = options.parse(args)?;
-        Ok((options.into_config()?, remaining))
+        let args = RuntimeArgs::parse(args).map_err(|error| error.to_string())?;
+        Ok((Config::from_runtime_args(&args)?, args.rest))
+    }
+
+    /// The configuration the options of `args` ([`RuntimeArgs::parse`]) describe, as
+    /// [`Config::from_args`] reads it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Config::from_args`], but for the command line's own form.
+    pub fn from_runtime_args(args: &RuntimeArgs) -> Result<Config, String> {
+        Options::from_runtime_args(args).into_config()
     }
 
     /// One allocator builder per worker of this process, in index order. For a cluster this

@@ -22,6 +22,7 @@ pub mod largest_allocation;
 pub mod networking;
 pub mod push_pull;
 pub mod queue;
+pub mod runtime_args;
 pub mod violations;
 pub mod workers;
 
@@ -32,5 +33,6 @@ pub use exchangeable::Exchangeable;
 pub use initialize::{initialize, Config};
 pub use networking::{FrameDirection, FrameObserver};
 pub use push_pull::{Pull, Push};
+pub use runtime_args::{ArgsError, RuntimeArgs, RuntimeOption};
 pub use violations::ProtocolViolations;
 pub use workers::{initialize_from, WorkerGuards};

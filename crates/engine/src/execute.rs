@@ -8,7 +8,7 @@ use crate::trace::{ProcessTrace, TraceSettings};
 use crate::worker::{ClusterFailure, StopSignal, StoppedByPeer, Worker};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
-use timely_communication::{initialize_from, Config};
+use timely_communication::{initialize_from, Config, RuntimeArgs};
 
 /// Why a run failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,9 +130,10 @@ pub fn runtime_from_args<I>(args: I) -> Result<(Config, Option<TraceSettings>, V
 where
     I: IntoIterator<Item = String>,
 {
-    let (trace, rest) = TraceSettings::from_args(args)?;
-    let (config, rest) = Config::from_args(rest)?;
-    Ok((config, trace, rest))
+    let args = RuntimeArgs::parse(args).map_err(|error| error.to_string())?;
+    let trace = TraceSettings::from_runtime_args(&args)?;
+    let config = Config::from_runtime_args(&args)?;
+    Ok((config, trace, args.rest))
 }
 
 /// Runs `func` on a single worker in this thread and returns its result.

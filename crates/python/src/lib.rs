@@ -13,7 +13,7 @@
 //! and nesting), `operators` (the built-in operators, one file per family), `generic` (the
 //! operators with Python logic), `megaphone` (the keyed operators with migrating state of
 //! the `timely-megaphone` crate), `handles`, `worker`, `tracing` (trace settings, callback
-//! delivery, user activities), `trace_format` (the trace's columns and kinds, for Python's readers), `errors` and `args` (argument checks), `kernels` (the
+//! delivery, user activities), `trace_format` (the trace's columns and kinds, for Python's readers), `errors` and `args` (argument checks), `runtime_options` (the command line's runtime options, for the launcher), `kernels` (the
 //! critical-path analysis's native kernels, `timely_analysis`) over `arrow_capsule` (Arrow
 //! tables to and from Python without copying).
 
@@ -30,6 +30,7 @@ mod loops;
 mod megaphone;
 mod operators;
 mod record;
+mod runtime_options;
 mod scope;
 mod stream;
 mod time;
@@ -125,6 +126,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(execute, m)?)?;
     m.add_function(wrap_pyfunction!(execute_from_args, m)?)?;
     m.add_function(wrap_pyfunction!(program_args, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime_options::runtime_options, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime_options::runtime_args, m)?)?;
     m.add_function(wrap_pyfunction!(key::route_key, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::worker_activities, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::slice_critical_path, m)?)?;

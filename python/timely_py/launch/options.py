@@ -17,6 +17,8 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple
 
+from .. import _core
+
 __all__ = [
     "DEFAULT_BASE_PORT",
     "ENV_CLUSTER_ID",
@@ -273,15 +275,16 @@ def child_command(
     flags after them (before the script's ``--``, if it has one, which the runtime stops at).
     With `join` (a worker index), the process joins the running cluster through that worker
     as process `index` of ``index + 1``, not dialing the processes `gone` (they left)."""
-    runtime = ["-n", str(options.processes), "-p", str(index), "-w", str(options.workers)]
+    values = {"processes": str(options.processes), "process": str(index), "workers": str(options.workers)}
     if join is not None:
-        runtime += ["--join", str(join), "--nn", str(index + 1)]
+        values.update(join=str(join), nn=str(index + 1))
         if gone:
-            runtime += ["--gone", ",".join(map(str, gone))]
+            values["gone"] = ",".join(map(str, gone))
     if hostfile is not None:
-        runtime += ["-h", hostfile]
+        values["hostfile"] = hostfile
     if options.trace is not None:
-        runtime += ["--trace", options.trace]
+        values["trace"] = options.trace
+    runtime = _core.runtime_args(values)
     args = list(options.args)
     cut = args.index("--") if "--" in args else len(args)
     return [options.python, *options.target, *args[:cut], *runtime, *args[cut:]]

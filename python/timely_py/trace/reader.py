@@ -25,7 +25,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from .. import _core
+# Absolute, unlike the package's other imports: a copy of this package imported on its own
+# (benches/python/bench_trace_compare.py) reads the format from the installed module.
+from timely_py import _core
 
 #: The trace format, declared once in the Rust crate (``timely_trace::schema``).
 _FORMAT = _core.trace_format()

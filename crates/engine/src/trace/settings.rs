@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use timely_communication::{RuntimeArgs, RuntimeOption};
 use timely_trace::{BatchCallback, EventClasses};
 
 /// The environment variable naming a trace directory (like `--trace DIR`).
@@ -44,42 +45,27 @@ impl TraceSettings {
     /// Reads the trace options out of `args` (`--trace DIR`, `--trace-events LIST`,
     /// `--trace-flush SECONDS`, also as `--trace=DIR`), falling back to the environment
     /// variables for options not given. Returns the settings (none when no directory is
-    /// named) and the other arguments in order; arguments after `--` are not read.
+    /// named) and the arguments that are not the runtime's (`RuntimeArgs`: the cluster's
+    /// options are read, and left out, too), in order; arguments after `--` are not read.
     pub fn from_args<I: IntoIterator<Item = String>>(args: I) -> Result<(Option<Self>, Vec<String>), String> {
-        let mut given: [Option<String>; 3] = Default::default();
-        let names = ["--trace", "--trace-events", "--trace-flush"];
-        let mut rest = Vec::new();
-        let mut args = args.into_iter();
-        while let Some(arg) = args.next() {
-            if arg == "--" {
-                rest.push(arg);
-                rest.extend(args.by_ref());
-                break;
-            }
-            let (name, attached) = match arg.split_once('=') {
-                Some((name, value)) => (name.to_string(), Some(value.to_string())),
-                None => (arg.clone(), None),
-            };
-            match names.iter().position(|n| *n == name) {
-                Some(slot) => {
-                    let value = match attached {
-                        Some(value) => value,
-                        None => args.next().ok_or_else(|| format!("option {name} requires a value"))?,
-                    };
-                    given[slot] = Some(value);
-                }
-                None => rest.push(arg),
-            }
-        }
-        let variables = [TRACE_DIR_VARIABLE, TRACE_EVENTS_VARIABLE, TRACE_FLUSH_VARIABLE];
-        for (slot, variable) in given.iter_mut().zip(variables) {
-            if slot.is_none() {
-                *slot = std::env::var(variable).ok().filter(|v| !v.is_empty());
-            }
-        }
-        let [directory, events, flush] = given;
-        let Some(directory) = directory else { return Ok((None, rest)) };
-        let flush = match flush {
+        let args = RuntimeArgs::parse(args).map_err(|error| error.to_string())?;
+        Ok((TraceSettings::from_runtime_args(&args)?, args.rest))
+    }
+
+    /// The settings the trace options of `args` ([`RuntimeArgs::parse`]) describe, with the
+    /// environment variables for options not given, as [`TraceSettings::from_args`] reads them.
+    ///
+    /// # Errors
+    ///
+    /// As [`TraceSettings::from_args`].
+    pub fn from_runtime_args(args: &RuntimeArgs) -> Result<Option<Self>, String> {
+        let given = |option, variable| match args.get(option) {
+            Some((_, value)) => Some(value.to_string()),
+            None => std::env::var(variable).ok().filter(|value: &String| !value.is_empty()),
+        };
+        let Some(directory) = given(RuntimeOption::Trace, TRACE_DIR_VARIABLE) else { return Ok(None) };
+        let events = given(RuntimeOption::TraceEvents, TRACE_EVENTS_VARIABLE);
+        let flush = match given(RuntimeOption::TraceFlush, TRACE_FLUSH_VARIABLE) {
             Some(text) => Some(text.trim().parse::<f64>().map_err(|_| {
                 format!("--trace-flush: expected a positive number of seconds, found {text:?}")
             })?),
@@ -87,7 +73,7 @@ impl TraceSettings {
         };
         let settings = TraceSettings::with_options(Some(directory.into()), events.as_deref(), flush)
             .map_err(|error| format!("--trace-{error}"))?;
-        Ok((Some(settings), rest))
+        Ok(Some(settings))
     }
 
     /// Settings for `directory` (none: only a callback receives events), recording the event
@@ -134,7 +120,7 @@ mod tests {
         let settings = settings.expect("a directory was named");
         assert_eq!(settings.directory, Some(PathBuf::from("/tmp/t")));
         assert_eq!(settings.classes.names(), vec!["schedule", "park"]);
-        assert_eq!(rest, strings(&["prog", "-w", "2", "x"]));
+        assert_eq!(rest, strings(&["prog", "x"]), "the cluster's -w is the runtime's too");
     }
 
     #[test]
