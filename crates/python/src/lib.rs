@@ -125,7 +125,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(execute, m)?)?;
     m.add_function(wrap_pyfunction!(execute_from_args, m)?)?;
     m.add_function(wrap_pyfunction!(program_args, m)?)?;
-    m.add_function(wrap_pyfunction!(key::route_key, m)?)?;
+    key::register(m)?;
     m.add_function(wrap_pyfunction!(kernels::worker_activities, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::slice_critical_path, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::worker_pieces, m)?)?;
