@@ -16,7 +16,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 import timely_py as timely
-from timely_py.megaphone import Control
+from timely_py.megaphone import Control, Move
 
 Pair = namedtuple("Pair", "first second")
 
@@ -50,7 +50,10 @@ KINDS = [
 ]
 
 #: Each form of each kind this many times.
-COPIES = 2
+COPIES = 3
+
+#: The Megaphone operators' bins.
+BINS = 16
 
 
 def records():
@@ -76,15 +79,22 @@ def count(key, record, state, context):
     return state
 
 
-def key_kinds_dataflow(worker, moves_at=None, bins=16):
+def gather_and_spread(peers, bins=BINS):
+    """Megaphone commands by time: every bin to the last worker at time 1, and back to bin
+    `b` on worker `b % peers` at time 2, so that the state of times before moves twice."""
+    return {1: [Move(b, peers - 1) for b in range(bins)], 2: [Move(b, b % peers) for b in range(bins)]}
+
+
+def key_kinds_dataflow(worker, moves_at=None, bins=BINS):
     """Runs every keyed operator over `records()` (each worker sends those whose id is its
-    index modulo peers), half of them at time 0 and half at time 1. `moves_at`, if given,
+    index modulo peers), a third of them at each of times 0, 1 and 2. `moves_at`, if given,
     maps times to the Megaphone commands to send then (from worker 0). Returns, per
     operator, what this worker saw: `(id, kind)` pairs (exchange, unary), `(kind, count)`
     pairs (count_by_key, and every running count of the Megaphone operators), `(kind, ids)`
     pairs (aggregate)."""
     mine = [r for r in records() if r[0] % worker.peers == worker.index]
-    seen = {name: [] for name in ("exchange", "unary", "count", "aggregate", "state_machine", "keyed_unary", "keyed_binary")}
+    operators = ("exchange", "unary", "count", "aggregate", "state_machine", "keyed_unary", "keyed_binary")
+    seen = {name: [] for name in operators}
     key = lambda record: record[2]  # noqa: E731
 
     def gather(capability, info):
@@ -100,7 +110,8 @@ def key_kinds_dataflow(worker, moves_at=None, bins=16):
         state = (state or 0) + 1
         return state, [(kind_of(key), state)]
 
-    data, other, ctl, probe = timely.InputHandle(), timely.InputHandle(), timely.InputHandle(), timely.ProbeHandle()
+    data, other, ctl = timely.InputHandle(), timely.InputHandle(), timely.InputHandle()
+    probe = timely.ProbeHandle()
     with worker.dataflow() as scope:
         stream, control = scope.input_from(data), Control(scope.input_from(ctl), bins=bins)
         stream.exchange(key).inspect(lambda r: seen["exchange"].append((r[0], r[1]))).probe_with(probe)
@@ -115,8 +126,8 @@ def key_kinds_dataflow(worker, moves_at=None, bins=16):
         (stream.keyed_binary(scope.input_from(other), control, key1=key, key2=lambda r: r["key"],
                              on_first=count, on_second=count)
             .inspect(seen["keyed_binary"].append).probe_with(probe))
-    for time in (0, 1, 2):
-        part = [r for r in mine if r[0] % 2 == time] if time < 2 else []
+    for time in range(3):
+        part = [r for r in mine if r[0] % 3 == time]
         data.send_batch(part)
         other.send_batch([{"key": r[2]} for r in part])
         if worker.index == 0 and moves_at:

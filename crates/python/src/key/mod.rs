@@ -126,10 +126,10 @@ pub fn key_canonical_bytes<'py>(key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, 
     Ok(PyBytes::new(key.py(), Key::new(key, "key_canonical_bytes")?.as_bytes()))
 }
 
-/// The key whose canonical bytes are `bytes`; `ValueError` if they are not such bytes.
+/// The key whose canonical bytes are `data`; `ValueError` if they are not such bytes.
 #[pyfunction]
-pub fn key_from_canonical_bytes<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-    decode::to_object(py, bytes)
+pub fn key_from_canonical_bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    decode::to_object(py, data)
 }
 
 /// Adds the key functions to the module.
