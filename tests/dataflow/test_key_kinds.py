@@ -5,11 +5,9 @@ object that is not a key fails the run with a `TypeError` naming its type, after
 sent before it was delivered. (The run on 2 processes, with Megaphone moving the state, is
 in `megaphone/test_megaphone_keys.py`.)"""
 
-from dataclasses import dataclass
-
 import pytest
 import timely_py as timely
-from support.key_kinds import KINDS, check_key_kinds, key_kinds_dataflow
+from support.key_kinds import KINDS, NOT_KEYS, check_key_kinds, key_kinds_dataflow, run_until_bad_key
 
 
 @pytest.mark.parametrize("peers", [1, 3])
@@ -27,44 +25,6 @@ def test_equal_keys_of_every_kind_have_one_canonical_form_and_route_alike():
             assert len({timely.route_key(key, peers) for key in forms}) == 1, name
     forms = [timely._core.key_canonical_bytes(forms[0]) for _, forms in KINDS]
     assert len(set(forms)) == len(forms), "keys of different kinds stay apart"
-
-
-@dataclass(frozen=True)
-class Customer:
-    """Hashable, but not a key: the hash of its str field differs between processes."""
-
-    name: str
-
-
-NOT_KEYS = [
-    ([1, 2], "unhashable type: 'list'"),
-    ({"a": 1}, "unhashable type: 'dict'"),
-    ((1, {2}), "unhashable type: 'set'"),
-    (Customer("ann"), "type 'Customer' is not a key type"),
-    (object(), "type 'object' is not a key type"),
-]
-
-
-def run_until_bad_key(build, bad, seen):
-    """Feeds `(i, key)` records through `build(stream)` on 2 workers: good keys at time 0
-    (waited for), then `bad` at time 1; what arrives is appended to `seen`."""
-
-    def main(worker):
-        inp, probe = timely.InputHandle(), timely.ProbeHandle()
-        with worker.dataflow() as scope:
-            build(scope.input_from(inp)).inspect(seen.append).probe_with(probe)
-        if worker.index == 0:
-            inp.send_batch([(i, f"k{i}") for i in range(20)])
-        inp.advance_to(1)
-        while probe.less_than(1):
-            worker.step()
-        if worker.index == 0:
-            inp.send_batch([(20, "k20"), (21, bad), (22, "k22")])
-        inp.close()
-        while not probe.done():
-            worker.step()
-
-    timely.execute(main, workers=2)
 
 
 OPERATORS = {

@@ -13,7 +13,14 @@ import timely_py as timely
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.cluster import Cluster
-from support.key_kinds import KINDS, check_key_kinds, gather_and_spread, key_kinds_dataflow
+from support.key_kinds import (
+    KINDS,
+    NOT_KEYS,
+    check_key_kinds,
+    gather_and_spread,
+    key_kinds_dataflow,
+    run_until_bad_key,
+)
 from support.paths import CLUSTER_SCRIPTS as SCRIPTS
 from timely_py.megaphone import Control, bin_of
 
@@ -60,6 +67,34 @@ def test_equal_keys_of_every_kind_share_a_bin_and_the_logic_gets_the_canonical_k
     timely.execute(main)
     assert sorted(seen, key=repr) == [(("a", 1), "tuple"), (1, "bool"), (2, "float")]
     assert [type(key) for key, _ in sorted(seen, key=repr)] == [tuple, int, int]
+
+
+def ids_by(operator):
+    """`operator` over `(i, key)` records with a control on an empty stream, sending each
+    record's id."""
+
+    def build(stream):
+        control = Control(stream.filter(lambda _: False), bins=8)
+        if operator == "state_machine":
+            return stream.map(lambda r: (r[1], r[0])).state_machine(control, lambda k, i, s: (s, [i]))
+        logic = lambda key, record, state, context: context.give(record[0])  # noqa: E731
+        if operator == "keyed_unary":
+            return stream.keyed_unary(control, key=lambda r: r[1], on_record=logic)
+        return stream.keyed_binary(stream.filter(lambda _: False), control, key1=lambda r: r[1],
+                                   key2=lambda r: r[1], on_first=logic, on_second=logic)
+
+    return build
+
+
+@pytest.mark.parametrize("operator", ["state_machine", "keyed_unary", "keyed_binary"])
+@pytest.mark.parametrize("bad, named", NOT_KEYS)
+def test_an_object_that_is_not_a_key_fails_the_run_naming_its_type_and_loses_nothing_before(
+    operator, bad, named
+):
+    seen = []
+    with pytest.raises(TypeError, match=f"{operator}: key1?: .* is not a key: {named}.*; keys are None"):
+        run_until_bad_key(ids_by(operator), bad, seen)
+    assert sorted(seen)[:20] == list(range(20)), "every record of the complete time arrived"
 
 
 def mutations(encoding):

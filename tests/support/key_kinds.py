@@ -1,7 +1,9 @@
 """Every kind of key the keyed operators accept (`docs/design.md`, "Keys"), each with forms
 of different types that compare equal, and one dataflow that feeds them to every keyed
 operator: exchange, count_by_key, aggregate, a generic operator's `exchange=`, and
-Megaphone's state_machine, keyed_unary and keyed_binary (whose bins can move while it runs).
+Megaphone's state_machine, keyed_unary and keyed_binary (whose bins can move while it runs);
+and objects that are not keys (`NOT_KEYS`), with a run that meets one after a complete time
+(`run_until_bad_key`).
 
 Shared by the tests of each area (`dataflow/test_key_kinds.py`,
 `generic/test_generic_keys.py`, `megaphone/test_megaphone_keys.py`) and the cluster script
@@ -12,6 +14,7 @@ compared across processes as JSON.
 import enum
 import math
 from collections import Counter, namedtuple
+from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
@@ -171,3 +174,42 @@ def check_key_kinds(results):
                 counts[kind].append(n)
         for kind, n in expected.items():
             assert sorted(counts[kind]) == list(range(1, n * factor + 1)), f"{op}: {KINDS[kind][0]} has one state"
+
+
+@dataclass(frozen=True)
+class Customer:
+    """Hashable, but not a key: the hash of its str field differs between processes."""
+
+    name: str
+
+
+NOT_KEYS = [
+    ([1, 2], "unhashable type: 'list'"),
+    ({"a": 1}, "unhashable type: 'dict'"),
+    ((1, {2}), "unhashable type: 'set'"),
+    (Customer("ann"), "type 'Customer' is not a key type"),
+    (object(), "type 'object' is not a key type"),
+]
+"""Objects that are not keys, each with what its error says about its type."""
+
+
+def run_until_bad_key(build, bad, seen):
+    """Feeds `(i, key)` records through `build(stream)` on 2 workers: good keys at time 0
+    (waited for), then `bad` at time 1; what arrives is appended to `seen`."""
+
+    def main(worker):
+        inp, probe = timely.InputHandle(), timely.ProbeHandle()
+        with worker.dataflow() as scope:
+            build(scope.input_from(inp)).inspect(seen.append).probe_with(probe)
+        if worker.index == 0:
+            inp.send_batch([(i, f"k{i}") for i in range(20)])
+        inp.advance_to(1)
+        while probe.less_than(1):
+            worker.step()
+        if worker.index == 0:
+            inp.send_batch([(20, "k20"), (21, bad), (22, "k22")])
+        inp.close()
+        while not probe.done():
+            worker.step()
+
+    timely.execute(main, workers=2)

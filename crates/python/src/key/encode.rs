@@ -53,7 +53,8 @@ pub fn encode(key: &Bound<'_, PyAny>, depth: usize, what: &str, out: &mut Vec<u8
             out.push(tag::FLOAT);
             out.extend_from_slice(&value.to_bits().to_le_bytes());
         }
-        Form::Complex(_, real, imag) => {
+        Form::Complex(complex) => {
+            let (real, imag) = (complex.real(), complex.imag());
             out.push(tag::COMPLEX);
             // `+ 0.0` turns -0.0 into 0.0, which it equals.
             out.extend_from_slice(&(real + 0.0).to_bits().to_le_bytes());

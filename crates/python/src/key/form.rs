@@ -40,8 +40,8 @@ pub enum Form<'a, 'py> {
     BigInt(Bound<'py, PyAny>),
     /// A finite float that equals no int, or an infinity; never NaN.
     Float(f64),
-    /// A complex number with a non-zero imaginary part and no NaN part: the key and its parts.
-    Complex(&'a Bound<'py, PyAny>, f64, f64),
+    /// A complex number with a non-zero imaginary part and no NaN part.
+    Complex(&'a Bound<'py, PyComplex>),
     /// A real number that equals no int and no float (it has `as_integer_ratio`).
     Rational(&'a Bound<'py, PyAny>),
     /// Any NaN (float, complex or Decimal).
@@ -54,8 +54,9 @@ pub enum Form<'a, 'py> {
 
 /// The canonical form of `key`, or a `TypeError` naming its type and saying what keys are
 /// (`what` names the key in it). Exact built-in types are recognised first (the common, fast
-/// case), then their subclasses, then other numbers.
-#[inline]
+/// case), then their subclasses, then other numbers. (A `Form` fits in two registers, so
+/// returning one costs no more than returning a hash.)
+#[inline(always)]
 pub fn form<'a, 'py>(key: &'a Bound<'py, PyAny>, what: &str) -> PyResult<Form<'a, 'py>> {
     if key.is_exact_instance_of::<PyInt>() {
         return Ok(int_form(key));
@@ -79,7 +80,7 @@ pub fn form<'a, 'py>(key: &'a Bound<'py, PyAny>, what: &str) -> PyResult<Form<'a
         return Ok(Form::None);
     }
     if let Some(complex) = as_a::<PyComplex>(key) {
-        return complex_form(key, complex.real(), complex.imag());
+        return complex_form(key, complex);
     }
     if let Some(set) = as_a::<PyFrozenSet>(key) {
         return Ok(Form::FrozenSet(set));
@@ -161,14 +162,18 @@ pub fn decompose(value: f64) -> (u64, i64) {
     }
 }
 
-fn complex_form<'a, 'py>(key: &'a Bound<'py, PyAny>, real: f64, imag: f64) -> PyResult<Form<'a, 'py>> {
+fn complex_form<'a, 'py>(
+    key: &Bound<'py, PyAny>,
+    complex: &'a Bound<'py, PyComplex>,
+) -> PyResult<Form<'a, 'py>> {
+    let (real, imag) = (complex.real(), complex.imag());
     if real.is_nan() || imag.is_nan() {
         return Ok(Form::NaN);
     }
     if imag == 0.0 {
         return float_form(key, real);
     }
-    Ok(Form::Complex(key, real, imag))
+    Ok(Form::Complex(complex))
 }
 
 /// A key of no built-in type: a `numbers.Number` is the int it equals if `int(key) == key`,

@@ -48,12 +48,14 @@ fn key_hash(key: &Bound<'_, PyAny>, depth: usize, what: &str) -> PyResult<u64> {
     form_hash(form(key, what)?, depth, what)
 }
 
+#[inline(always)]
 fn form_hash(form: Form<'_, '_>, depth: usize, what: &str) -> PyResult<u64> {
     Ok(match form {
         Form::Int(n) => n as u64,
         Form::BigInt(n) => hash_u64(n.hash()? as u64, seed::BIG_INT),
         Form::Float(value) => number_hash(float_numeric_hash(value)),
-        Form::Complex(key, _, _) | Form::Rational(key) => number_hash(key.hash()? as i64),
+        Form::Complex(complex) => number_hash(complex.hash()? as i64),
+        Form::Rational(number) => number_hash(number.hash()? as i64),
         Form::NaN => hash_u64(0, seed::NAN),
         Form::Str(text) => str_bytes(text, |utf8| xxh3_64_with_seed(utf8, seed::STR))?,
         Form::Bytes(bytes) => xxh3_64_with_seed(bytes.as_bytes(), seed::BYTES),
