@@ -11,6 +11,9 @@ thread scheduling on a busy machine):
   exchange/tuple   exchange(identity) over tuples (x % 1000, "k")
   count/int        count_by_key(x % 1000) over ints
   count/str        count_by_key(identity) over the strings
+  state_machine/int    Megaphone's state_machine (256 bins) counting (x % 1000, 1) pairs
+  state_machine/str    the same over (string, 1) pairs
+  state_machine/tuple  the same over ((x % 1000, "k"), 1) pairs
 
 `--builds NAME=DIR,...` names directories that each hold a `timely_py` package (a built
 checkout's `python/`, or a copy of one); every repetition runs each build once, in its own
@@ -49,23 +52,38 @@ def inputs(n: int) -> dict:
         "float": [x + 0.5 for x in range(n)],
         "str": [words[x % len(words)] for x in range(n)],
         "tuple": [(x % 1000, "k") for x in range(n)],
+        "pair-int": [(x % 1000, 1) for x in range(n)],
+        "pair-str": [(words[x % len(words)], 1) for x in range(n)],
+        "pair-tuple": [((x % 1000, "k"), 1) for x in range(n)],
     }
 
 
-def exchanged(stream, seen):
+def exchanged(stream, seen, _commands):
     return stream.exchange(lambda x: x).inspect_batch(lambda _t, xs: seen.append(len(xs)))
 
 
 def counted(key):
-    def build(stream, seen):
+    def build(stream, seen, _commands):
         return stream.count_by_key(key).inspect_batch(lambda _t, kns: seen.append(sum(n for _, n in kns)))
 
     return build
 
 
+def counted_by_state_machine(stream, seen, commands):
+    """A state machine per key that keeps a running sum and sends one output per record
+    (each record's value), with no moves: the key path of Megaphone's operators."""
+    from timely_py.megaphone import Control
+
+    control = Control(commands, bins=256)
+    return stream.state_machine(control, lambda k, v, s: ((s or 0) + v, (v,))).inspect_batch(
+        lambda _t, vs: seen.append(len(vs))
+    )
+
+
 def workloads():
-    """(name, input kind, build(stream, seen) -> stream), where the stream built appends to
-    `seen` how many input records each output batch accounts for."""
+    """(name, input kind, build(stream, seen, commands) -> stream), where the stream built
+    appends to `seen` how many input records each output batch accounts for (`commands`: an
+    empty stream, for a Megaphone control)."""
     return [
         ("exchange/int", "int", exchanged),
         ("exchange/float", "float", exchanged),
@@ -73,6 +91,9 @@ def workloads():
         ("exchange/tuple", "tuple", exchanged),
         ("count/int", "int", counted(lambda x: x % 1000)),
         ("count/str", "str", counted(None)),
+        ("state_machine/int", "pair-int", counted_by_state_machine),
+        ("state_machine/str", "pair-str", counted_by_state_machine),
+        ("state_machine/tuple", "pair-tuple", counted_by_state_machine),
     ]
 
 
@@ -85,15 +106,18 @@ def run_once(records: list, build) -> float:
     seen: list = []
 
     def main(worker):
-        inp, probe = timely.InputHandle(), timely.ProbeHandle()
+        inp, commands, probe = timely.InputHandle(), timely.InputHandle(), timely.ProbeHandle()
         with worker.dataflow() as scope:
-            build(scope.input_from(inp), seen).probe_with(probe)
+            # `commands` feeds Megaphone's control, and stays empty.
+            build(scope.input_from(inp), seen, scope.input_from(commands)).probe_with(probe)
         for start in range(0, len(batches), EPOCH_BATCHES):
             for batch in batches[start : start + EPOCH_BATCHES]:
                 inp.send_batch(batch)
             inp.advance_to(inp.time + 1)
+            commands.advance_to(inp.time)
             worker.step()
         inp.close()
+        commands.close()
         while worker.step():
             pass
 
@@ -131,7 +155,7 @@ def instructions(directory: str, workload: str, records: int) -> float:
         report = subprocess.run(
             ["callgrind_annotate", "--inclusive=yes", "--threshold=100", out], check=True, capture_output=True, text=True
         ).stdout
-    match = re.search(r"^\s*([\d,]+) .*_core::\w+::route \[", report, re.MULTILINE)
+    match = re.search(r"^\s*([\d,]+) .*_core::(?:\w+::)+route \[", report, re.MULTILINE)
     return int(match.group(1).replace(",", "")) / records if match else 0.0
 
 
@@ -139,6 +163,8 @@ def main_instructions(builds, records: int) -> None:
     first = builds[0][0]
     print(f"{'workload':16}" + "".join(f"{name + ' instr/key':>20}" for name, _ in builds) + "   difference to " + first)
     for workload, _, _ in workloads():
+        if not workload.startswith(("exchange", "count")):
+            continue  # Megaphone's key path has no `route` function
         counts = [instructions(directory, workload, records) for _, directory in builds]
         diffs = " ".join(f"{c - counts[0]:+.0f}" for c in counts[1:])
         print(f"{workload:16}" + "".join(f"{c:20.0f}" for c in counts) + "   " + diffs, flush=True)
@@ -167,11 +193,11 @@ def main() -> None:
                 times[name].setdefault(workload, []).append(seconds)
         print(f"rep {rep + 1}/{args.reps} done, load {os.getloadavg()[0]:.2f}", file=sys.stderr)
     first = builds[0][0]
-    print(f"{'workload':16}" + "".join(f"{name + ' Mrec/s':>18}" for name, _ in builds) + "   ratio to " + first)
+    print(f"{'workload':20}" + "".join(f"{name + ' Mrec/s':>18}" for name, _ in builds) + "   ratio to " + first)
     for workload in times[first]:
         rates = [args.records / statistics.median(times[name][workload]) / 1e6 for name, _ in builds]
         ratios = " ".join(f"{rate / rates[0]:.2f}x" for rate in rates[1:])
-        print(f"{workload:16}" + "".join(f"{rate:18.2f}" for rate in rates) + "   " + ratios)
+        print(f"{workload:20}" + "".join(f"{rate:18.2f}" for rate in rates) + "   " + ratios)
     print(f"load average after: {os.getloadavg()}", file=sys.stderr)
 
 

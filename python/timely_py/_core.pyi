@@ -79,12 +79,21 @@ def route_key(key: Any, peers: int) -> int:
     """The worker (of `peers`) that `exchange`, `count_by_key`, `aggregate` and the generic
     operators' `exchange=` send a record with key `key` to.
 
-    Keys that compare equal go to the same worker, in every thread and process. A number
-    equal to an int (bool, `2.0`, `2.0**70`, `Fraction(4, 2)`, `Decimal(2)`) is that int, and
-    an int goes to `key % peers`. Other keys go to `h % peers`, `h` a stable XXH3 hash of the
-    key's canonical form (str as UTF-8, bytes, tuples and frozensets by their elements, other
-    numbers by Python's numeric hash, every NaN alike, None fixed). Other objects use
-    Python's `hash`, stable within one process only. Unhashable keys raise `TypeError`."""
+    Keys are None, bool, int, float, complex, other `numbers.Number` (Fraction, Decimal),
+    str, bytes, and tuples and frozensets of keys; anything else raises `TypeError` naming
+    its type. Keys that compare equal go to the same worker, in every thread and process. A
+    number equal to an int (bool, `2.0`, `2.0**70`, `Fraction(4, 2)`, `Decimal(2)`) is that
+    int, and an int goes to `key % peers`. Other keys go to `h % peers`, `h` a stable XXH3
+    hash of the key's canonical form (str as UTF-8, bytes, tuples and frozensets by their
+    elements, other numbers by Python's numeric hash, every NaN alike, None fixed)."""
+
+def key_canonical_bytes(key: Any) -> bytes:
+    """The canonical bytes of `key`, under which Megaphone keeps its state and moves it:
+    equal exactly for keys that compare equal. `TypeError` for what is not a key."""
+
+def key_from_canonical_bytes(data: bytes) -> Any:
+    """The key whose canonical bytes are `data` (its canonical value: `True` as `1`, a
+    namedtuple as a tuple, `Fraction(1, 2)` as `0.5`); `ValueError` for any other bytes."""
 
 def worker_activities(table: Any) -> Any:
     """The critical-path analysis's wait-state kernel in Rust: one worker's rows

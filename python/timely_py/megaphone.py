@@ -8,9 +8,11 @@ operators themselves are methods of `Stream` (`state_machine`, `keyed_unary`,
 itself: the program sends them on the control stream, each command once, from any worker,
 at the time it names.
 
-Keys are str, int (not bool), bytes, or tuples of those; a key lives in bin
-`bin_of(key, bins)`, computed from the key's canonical encoding with the engine's stable
-hash, so every process agrees. State is any picklable object (None: the key has none).
+Keys are those of every keyed operator (`docs/design.md`, "Keys"): None, numbers, str,
+bytes, and tuples and frozensets of keys; keys that compare equal share one state, and the
+logic gets the key's canonical value (`True` as `1`). A key lives in bin `bin_of(key, bins)`,
+computed from the key's canonical bytes with the engine's stable hash, so every process
+agrees. State is any picklable object (None: the key has none).
 
 >>> table = RoutingTable.round_robin(bins=8, peers=2)
 >>> table.owners

@@ -58,7 +58,8 @@ def test_bench_routing_compares_two_builds():
     )  # fmt: skip
     rows = [line.split() for line in done.stdout.splitlines()[1:]]
     assert [row[0] for row in rows] == [
-        "exchange/int", "exchange/float", "exchange/str", "exchange/tuple", "count/int", "count/str"
+        "exchange/int", "exchange/float", "exchange/str", "exchange/tuple", "count/int", "count/str",
+        "state_machine/int", "state_machine/str", "state_machine/tuple",
     ]
     assert all(float(row[1]) > 0 and float(row[2]) > 0 for row in rows)
 

@@ -2,6 +2,8 @@
 exceptions: bad bin counts, bad commands, bad keys, bad fold results, notifications in the
 past, bad arguments of keyed_binary, and the planning functions' invalid arguments."""
 
+from dataclasses import dataclass
+
 import pytest
 import timely_py as timely
 from timely_py.megaphone import (
@@ -13,6 +15,13 @@ from timely_py.megaphone import (
     plan,
     rebalance,
 )
+
+
+@dataclass(frozen=True)
+class Customer:
+    """Hashable, but not a key: its hash of a str differs between processes."""
+
+    name: str
 
 
 def run_one(commands, records, fold=lambda k, v, s: (s, [v]), bins=4, workers=1):
@@ -55,15 +64,12 @@ def test_a_bad_command_ends_the_run_with_a_clear_error(command, error, message):
         run_one([command], [("a", 1)], workers=2)
 
 
-@pytest.mark.parametrize("key", [1.5, True, None, [1], ("a", 2.0), frozenset()])
-def test_keys_other_than_str_int_bytes_and_their_tuples_are_refused(key):
-    with pytest.raises(TypeError, match="a key must be a str, int, bytes or a tuple of those"):
+@pytest.mark.parametrize(
+    "key, named", [([1], "unhashable type: 'list'"), ((1, {}), "unhashable type: 'dict'"), (Customer("ann"), "type 'Customer' is not a key type")]
+)
+def test_objects_that_are_not_keys_are_refused_naming_their_type(key, named):
+    with pytest.raises(TypeError, match=f"state_machine: key: .* is not a key: .*{named}.*; keys are None"):
         run_one([], [(key, 1)])
-
-
-def test_str_keys_with_lone_surrogates_are_refused():
-    with pytest.raises(ValueError, match="a str key must be valid Unicode"):
-        run_one([], [("\ud800", 1)])
 
 
 def test_records_of_a_state_machine_must_be_pairs():
@@ -139,11 +145,11 @@ def run_binary(firsts, seconds, key1=lambda r: r[0], key2=lambda r: r[0]):
     timely.execute(main)
 
 
-@pytest.mark.parametrize("key", [1.5, True, None, [1], ("a", 2.0)])
+@pytest.mark.parametrize("key", [[1], {"a": 1}, ("a", set())])
 @pytest.mark.parametrize("side", ["key1", "key2"])
 def test_keyed_binary_refuses_bad_keys_on_either_input_and_names_the_input(side, key):
     firsts, seconds = ([(key,)], [("a",)]) if side == "key1" else ([("a",)], [(key,)])
-    with pytest.raises(TypeError, match=f"keyed_binary: {side}: a key must be a str, int, bytes or a tuple"):
+    with pytest.raises(TypeError, match=f"keyed_binary: {side}: .* is not a key: unhashable type"):
         run_binary(firsts, seconds)
 
 
@@ -211,5 +217,5 @@ def test_planning_rejects_invalid_tables_and_strategies():
         Strategy.batched(0)
     with pytest.raises(ValueError, match="there are no workers"):
         rebalance(table, 0)
-    with pytest.raises(TypeError, match="a key must be"):
-        bin_of(2.5, 8)
+    with pytest.raises(TypeError, match="bin_of: .* is not a key"):
+        bin_of([2.5], 8)

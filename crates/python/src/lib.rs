@@ -13,9 +13,11 @@
 //! and nesting), `operators` (the built-in operators, one file per family), `generic` (the
 //! operators with Python logic), `megaphone` (the keyed operators with migrating state of
 //! the `timely-megaphone` crate), `handles`, `worker`, `tracing` (trace settings, callback
-//! delivery, user activities), `trace_format` (the trace's columns and kinds, for Python's readers), `errors` and `args` (argument checks), `runtime_options` (the command line's runtime options, for the launcher), `kernels` (the
-//! critical-path analysis's native kernels, `timely_analysis`) over `arrow_capsule` (Arrow
-//! tables to and from Python without copying).
+//! delivery, user activities), `trace_format` (the trace's columns and kinds, for Python's
+//! readers), `errors` and `args` (argument checks), `runtime_options` (the command line's
+//! runtime options, for the launcher), `kernels` (the critical-path analysis's native
+//! kernels, `timely_analysis`) over `arrow_capsule` (Arrow tables to and from Python without
+//! copying).
 
 mod args;
 mod arrow_capsule;
@@ -128,7 +130,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(program_args, m)?)?;
     m.add_function(wrap_pyfunction!(runtime_options::runtime_options, m)?)?;
     m.add_function(wrap_pyfunction!(runtime_options::runtime_args, m)?)?;
-    m.add_function(wrap_pyfunction!(key::route_key, m)?)?;
+    key::register(m)?;
     m.add_function(wrap_pyfunction!(kernels::worker_activities, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::slice_critical_path, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::worker_pieces, m)?)?;

@@ -11,13 +11,16 @@ import sys
 
 import timely_py as timely
 from timely_py import launch
-from timely_py.megaphone import Control, Controller, RoutingTable, Strategy
+from timely_py.megaphone import Control, Controller, RoutingTable, Strategy, bin_of
 
 EPOCHS = 14
 BINS = 16
 LEAVER = 2
 #: The epoch at which worker 0 plans the evacuation.
 PLAN_AT = 3
+#: A word in a bin that round robin gives the leaver (bin b on worker b % 3), fed every epoch,
+#: so that the leaver has counts to lose whatever bins the other words fall in.
+LEAVERS_WORD = next(w for w in (f"x{i}" for i in range(1000)) if bin_of(w, BINS) % 3 == LEAVER)
 
 
 def main(worker):
@@ -34,7 +37,7 @@ def main(worker):
     while not worker.leaving and (epoch < EPOCHS or len(worker.members) > 2):
         if worker.index == 0:
             drive(worker, controller, ctl, epoch, report)
-        batch = ["a", "b", "a", f"w{worker.index}", f"e{epoch}"]
+        batch = ["a", "b", "a", f"w{worker.index}", f"e{epoch}", LEAVERS_WORD]
         words.send_batch(batch)
         fed += [[epoch, word] for word in batch]
         epoch += 1

@@ -3,15 +3,16 @@
 //! `on_second` of `keyed_binary`) and one per-notification closure, all made by the same two
 //! functions so that the unary and binary operators run their logic identically.
 //!
-//! Each call attaches the interpreter, turns the key's bytes back into the Python key, passes
+//! Each call attaches the interpreter, turns the `Key` back into the Python key (its canonical value), passes
 //! the key's state (None when it has none) and a fresh `KeyContext`, stores the returned object
 //! as the new state (None drops it) and hands the context's requests to the crate. A raised
 //! exception ends the run, reported as raised in the operator named. This module does not key,
 //! route or migrate records.
 
 use super::context::PyKeyContext;
-use super::keys::{key_object, Keyed, State};
+use super::keys::{Keyed, State};
 use crate::errors::WorkerContext;
+use crate::key::Key;
 use crate::record::Record;
 use pyo3::prelude::*;
 use std::rc::Rc;
@@ -23,7 +24,7 @@ pub fn per_record(
     context: &Rc<WorkerContext>,
     name: &'static str,
     logic: Py<PyAny>,
-) -> impl FnMut(&Vec<u8>, Keyed, &mut State, &mut Context<'_, Record>) + 'static {
+) -> impl FnMut(&Key, Keyed, &mut State, &mut Context<'_, Record>) + 'static {
     let context = context.clone();
     move |key, Keyed(_, record), state, rust| {
         context.run(name, |py| {
@@ -40,7 +41,7 @@ pub fn per_notification(
     context: &Rc<WorkerContext>,
     name: &'static str,
     logic: Option<Py<PyAny>>,
-) -> impl FnMut(&Vec<u8>, &mut State, &mut Context<'_, Record>) + 'static {
+) -> impl FnMut(&Key, &mut State, &mut Context<'_, Record>) + 'static {
     let context = context.clone();
     move |key, state, rust| {
         let Some(logic) = &logic else { return };
@@ -56,12 +57,12 @@ pub fn per_notification(
 /// any) is handed over afterwards.
 pub fn run_logic<'py>(
     py: Python<'py>,
-    key: &[u8],
+    key: &Key,
     state: &mut State,
     context: Option<(Bound<'py, PyKeyContext>, &mut Context<'_, Record>)>,
     call: impl FnOnce(Bound<'py, PyAny>, Py<PyAny>) -> PyResult<Bound<'py, PyAny>>,
 ) -> PyResult<()> {
-    let key = key_object(py, key)?;
+    let key = key.to_object(py)?;
     let previous = state.take(py);
     *state = State::from_object(call(key, previous)?);
     if let Some((python, rust)) = context {

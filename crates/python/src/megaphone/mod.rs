@@ -3,7 +3,7 @@
 //! planning functions (`plan`).
 //!
 //! Python records are turned into what the crate's operators take in one pass per batch
-//! (keys into canonical bytes, commands into `Command`s), so that routing and migration run
+//! (keys into `Key`s, commands into `Command`s), so that routing and migration run
 //! without the interpreter; the user's logic runs with the interpreter attached once per
 //! record or notification, as the crate calls it. Keys, states and their wire formats are
 //! `keys`'; the closures that run the logic are `logic`'s, its context is `context`'s. This
@@ -16,11 +16,12 @@ mod plan;
 
 use crate::args::{callable, optional_callable};
 use crate::errors::{catch_panic, DataflowError, WorkerContext};
+use crate::key::Key;
 use crate::record::Record;
 use crate::stream::{PyStream, StreamHandle, Streams};
 use crate::time::{PyTime, T0};
 use context::PyKeyContext;
-use keys::{key_bytes, Keyed, State};
+use keys::{Keyed, State};
 use logic::{per_notification, per_record, run_logic};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -122,7 +123,7 @@ fn keyed(
 ) -> Stream<T0, Keyed> {
     let label = format!("{operator}: {what}");
     convert(&handle.stream, &handle.context, format!("{operator}.{what}"), move |py, x, _| match &key {
-        Some(key) => Ok(Keyed(key_bytes(py, &key.bind(py).call1((x.bind(py),))?, &label)?, x)),
+        Some(key) => Ok(Keyed(Key::new(&key.bind(py).call1((x.bind(py),))?, &label)?, x)),
         None => {
             let (k, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = x.bind(py).extract().map_err(|_| {
                 PyTypeError::new_err(format!(
@@ -130,13 +131,13 @@ fn keyed(
                     shown(x.bind(py))
                 ))
             })?;
-            Ok(Keyed(key_bytes(py, &k, &label)?, Record(value.unbind())))
+            Ok(Keyed(Key::new(&k, &label)?, Record(value.unbind())))
         }
     })
 }
 
 /// The key of a keyed record, as the crate's operators take it.
-fn key_of(Keyed(key, _): &Keyed) -> Vec<u8> {
+fn key_of(Keyed(key, _): &Keyed) -> Key {
     key.clone()
 }
 
@@ -183,7 +184,7 @@ fn state_machine(handle: &StreamHandle<T0>, control: &Control, fold: Py<PyAny>) 
     let output = records.keyed_unary(
         control,
         key_of,
-        move |key: &Vec<u8>, Keyed(_, value), state: &mut State, rust: &mut Context<'_, Record>| {
+        move |key: &Key, Keyed(_, value), state: &mut State, rust: &mut Context<'_, Record>| {
             context.run("state_machine", |py| {
                 let mut outputs = None;
                 run_logic(py, key, state, None, |k, s| {
@@ -201,7 +202,7 @@ fn state_machine(handle: &StreamHandle<T0>, control: &Control, fold: Py<PyAny>) 
                 Ok(())
             });
         },
-        |_key: &Vec<u8>, _state: &mut State, _rust: &mut Context<'_, Record>| {},
+        |_key: &Key, _state: &mut State, _rust: &mut Context<'_, Record>| {},
     );
     handle.wrap(output)
 }

@@ -3,7 +3,7 @@
 //! time), and the bin of a key. Nothing here sends: sending the commands is the caller's
 //! business (`timely_py.megaphone` wraps these in typed classes).
 
-use super::keys::key_bytes;
+use crate::key::Key;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use timely_megaphone::{Bins, Command, Controller, MegaphoneError, RoutingTable, Strategy};
@@ -58,9 +58,9 @@ fn megaphone_rebalance(current: Vec<usize>, workers: Vec<usize>) -> PyResult<Vec
 
 /// The bin of `key` among `bins` bins, as the keyed operators compute it.
 #[pyfunction]
-fn megaphone_bin(py: Python<'_>, key: &Bound<'_, PyAny>, bins: usize) -> PyResult<usize> {
+fn megaphone_bin(key: &Bound<'_, PyAny>, bins: usize) -> PyResult<usize> {
     let bins = Bins::new(bins).map_err(value_error("bin_of"))?;
-    Ok(bins.of(&key_bytes(py, key, "bin_of")?))
+    Ok(bins.of(&Key::new(key, "bin_of")?))
 }
 
 /// The crate's `Controller` over tables given as lists of owners and strategies by name.

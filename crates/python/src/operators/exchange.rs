@@ -44,12 +44,14 @@ pub struct KeyPartition {
     context: Rc<WorkerContext>,
     /// The operator named in an exception's note.
     name: String,
+    /// The key named in a refused key's error.
+    what: String,
 }
 
 impl KeyPartition {
     /// Routes by `key` (None: the record itself), reporting failures as `name`'s.
     pub fn new(key: Option<Py<PyAny>>, context: &Rc<WorkerContext>, name: &str) -> Self {
-        KeyPartition { key, context: context.clone(), name: name.to_owned() }
+        KeyPartition { key, context: context.clone(), name: name.to_owned(), what: format!("{name}: key") }
     }
 }
 
@@ -60,7 +62,7 @@ impl<D: RoutingKey + 'static> Partition<D> for KeyPartition {
         self.context.run(&self.name, |py| {
             let mut records = data.drain(..);
             while let Some(record) = records.next() {
-                match record.routing_key(py, key).and_then(|k| route(&k, count)) {
+                match record.routing_key(py, key).and_then(|k| route(&k, count, &self.what)) {
                     Ok(chosen) => targets[members[chosen as usize]].push(record),
                     Err(error) => {
                         targets[members[0]].push(record);
@@ -87,8 +89,8 @@ fn exchange<T: PyTime>(stream: &StreamHandle<T>, key: Option<Py<PyAny>>) -> Stre
 #[pymethods]
 impl PyStream {
     /// Sends each record to worker `key(x) % peers` for int keys (`key` None: the record
-    /// itself), or to a worker chosen by a hash of the key that is stable across processes for
-    /// str, bytes, floats and tuples (other objects use Python's `hash`).
+    /// itself), or to a worker chosen by a stable hash of the key's canonical form (`key`):
+    /// keys that compare equal meet on one worker in every process.
     #[pyo3(signature = (key=None))]
     fn exchange(&self, py: Python<'_>, key: Option<Py<PyAny>>) -> PyResult<PyStream> {
         let key = optional_callable(py, key, "exchange: key")?;
