@@ -55,3 +55,22 @@ def native_worker_pieces(
         return _core.worker_pieces(table, depths, input_channels, origin, end)
 
     return kernel
+
+
+def native_worker_stage(
+    depths: Dict[int, int],
+    input_channels: Dict[int, int],
+    origin: Optional[int],
+    end: Optional[int],
+    delivery_rows: Callable[[pa.Table], pa.Table],
+) -> Callable[[pa.Table, pa.Table], pa.Table]:
+    """Stages 2 and 3 of one worker in Rust (:mod:`.worker_stage`): a function from its events
+    (as :func:`native_worker_pieces` reads them) and its deliveries (shaped into
+    :data:`.schemas.WORKER_ROWS` by ``delivery_rows``) to its :data:`.schemas.ACTIVITIES`: the
+    pieces kernel, then the wait-state kernel over the pieces and the deliveries together."""
+
+    def kernel(events: pa.Table, deliveries: pa.Table) -> pa.Table:
+        pieces = _core.worker_pieces(events, depths, input_channels, origin, end)
+        return _core.worker_activities(pa.concat_tables([pieces, delivery_rows(deliveries)]))
+
+    return kernel

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import activities as acts
+from . import worker_stage
 from .clocks import correct_clocks
 from .critical_path import critical_paths
 from .events import TraceInfo, count_events, load_events
@@ -102,11 +103,11 @@ def build_activities(
         [(op, name) for op, (name, _) in known.operators.items()] or [(-1, "")], "operator long, op_name string"
     )
     if kernels == "rust":
-        own = acts.native_rows(events, known)
+        activities = worker_stage.worker_activities(events, communications, known)
     else:
-        own = piece_rows(acts.pieces(events, known))
-    rows = own.unionByName(delivery_rows(communications))
-    activities = wait_states(rows, kernels).join(F.broadcast(names), "operator", "left")
+        rows = piece_rows(acts.pieces(events, known)).unionByName(delivery_rows(communications))
+        activities = wait_states(rows, kernels)
+    activities = activities.join(F.broadcast(names), "operator", "left")
     activities = activities.withColumn("name", F.coalesce("name", "op_name")).drop("op_name")
     return {
         "info": info,
