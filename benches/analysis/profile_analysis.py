@@ -21,6 +21,7 @@ from collections import defaultdict
 
 from timely_py.analysis import analyze, get_session
 from timely_py.analysis.events import count_events
+from timely_py.analysis.session import parse_conf
 
 
 def read_log(directory):
@@ -36,7 +37,11 @@ def read_log(directory):
             kind = event["Event"]
             if kind == "SparkListenerJobStart":
                 props = event.get("Properties") or {}
-                site = props.get("callSite.short", "?")
+                infos = event.get("Stage Infos") or [{}]
+                site = props.get("spark.job.description") or props.get("callSite.short")
+                site = site or "[" + " / ".join(sorted({i.get("Stage Name", "?") for i in infos})) + "]"
+                rdds = {r.get("Name", "") for i in infos for r in i.get("RDD Info", [])}
+                site += "  " + ",".join(sorted(n for n in rdds if "Scan" in n or "Arrow" in n or "Exchange" in n))[:90]
                 jobs[event["Job ID"]] = {"start": event["Submission Time"], "site": site, "stages": event["Stage IDs"]}
             elif kind == "SparkListenerJobEnd":
                 jobs[event["Job ID"]]["end"] = event["Completion Time"]
@@ -62,6 +67,8 @@ def main():
     parser.add_argument("--views", action="store_true", help="also the plots, viewer and Perfetto trace")
     parser.add_argument("--cprofile", type=int, default=0, help="print this many of the driver's costliest functions")
     parser.add_argument("--kernels", default="rust")
+    parser.add_argument("--conf", action="append", default=[], help="spark.KEY=VALUE for the session")
+    parser.add_argument("--jobs", action="store_true", help="list every job")
     args = parser.parse_args()
     logs, out = tempfile.mkdtemp(), tempfile.mkdtemp()
     profiler = cProfile.Profile() if args.cprofile else None
@@ -71,23 +78,25 @@ def main():
         profiler.enable()
     events = count_events(args.trace)
     spark = get_session(master=args.master, events=events,
-                        conf={"spark.eventLog.enabled": "true", "spark.eventLog.dir": logs, "spark.eventLog.compress": "false"})  # fmt: skip
-    stages["spark session"] = time.monotonic() - started
+                        conf=dict(parse_conf(args.conf), **{"spark.eventLog.enabled": "true", "spark.eventLog.dir": logs,
+                                             "spark.eventLog.compress": "false"}))  # fmt: skip
+    session_s = time.monotonic() - started
     analyze(args.trace, out=out, slice=args.slice, spark=spark, views=args.views, kernels=args.kernels,
             progress=lambda stage, s: stages.__setitem__(stage, s))  # fmt: skip
+    stages.pop("spark session", None)
     total = time.monotonic() - started
     if profiler:
         profiler.disable()
     spark.stop()
     jobs = read_log(logs)
     print(f"{events:,} events: {total:.1f} s in all, load {os.getloadavg()}")
-    print("stages: " + ", ".join(f"{k} {v:.1f} s" for k, v in stages.items()))
+    print(f"session start {session_s:.1f} s; stages: " + ", ".join(f"{k} {v:.1f} s" for k, v in stages.items()))
     print(f"{len(jobs)} jobs, {sum(j['ran_stages'] for j in jobs.values())} stages run, "
           f"{sum(j['tasks'] for j in jobs.values())} tasks; jobs' wall {sum(j['wall_ms'] for j in jobs.values()) / 1e3:.1f} s "
           f"(overlapping), tasks' run {sum(j['run_ms'] for j in jobs.values()) / 1e3:.1f} s, "
           f"CPU {sum(j['cpu_ms'] for j in jobs.values()) / 1e3:.1f} s")  # fmt: skip
     print(f"{'job':>4} {'wall s':>7} {'stages':>6} {'tasks':>5} {'run s':>6} {'cpu s':>6}  call site")
-    for job_id, job in sorted(jobs.items()):
+    for job_id, job in sorted(jobs.items()) if args.jobs else ():
         print(f"{job_id:4} {job['wall_ms'] / 1e3:7.2f} {job['ran_stages']:6} {job['tasks']:5} "
               f"{job['run_ms'] / 1e3:6.2f} {job['cpu_ms'] / 1e3:6.2f}  {job['site']}")  # fmt: skip
     if profiler:

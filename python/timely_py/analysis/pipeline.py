@@ -40,6 +40,13 @@ from .waits import delivery_rows, piece_rows, wait_states
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
+#: The event columns the stages after the clock correction read: the rest (``time_ns``,
+#: ``bytes``, ``duration_ns``, the ports, ``target_operator``) are not shuffled or cached.
+EVENT_COLUMNS = (
+    "process", "worker", "ord", "t", "kind", "operator", "name", "address", "channel", "channel_kind",
+    "source_worker", "target_worker", "source_operator", "seq", "records", "useful", "wake",
+)  # fmt: skip
+
 #: Called as ``progress(stage, seconds)`` when a stage is done.
 Progress = Callable[[str, float], None]
 
@@ -86,6 +93,13 @@ def _stage(progress: Optional[Progress], name: str, started: float) -> float:
     return now
 
 
+def cached_events(spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"]) -> Tuple["DataFrame", TraceInfo]:
+    """Stages 0 and 1: the trace's clock-corrected events (the columns of :data:`EVENT_COLUMNS`),
+    partitioned by worker and cached (not yet computed), and its metadata."""
+    raw, info = load_events(spark, trace_dir)
+    return correct_clocks(raw, info.processes).select(*EVENT_COLUMNS).repartition("worker").cache(), info
+
+
 def build_activities(
     spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"], kernels: str = "rust"
 ) -> Dict[str, Any]:
@@ -95,8 +109,7 @@ def build_activities(
     trace's info, the communications and the activities (with operator names) as DataFrames."""
     from pyspark.sql import functions as F
 
-    raw, info = load_events(spark, trace_dir)
-    events = correct_clocks(raw, info.processes).repartition("worker").cache()
+    events, info = cached_events(spark, trace_dir)
     known = acts.catalogue(events)
     communications = acts.communications(events, info.workers_per_process).cache()
     names = spark.createDataFrame(
