@@ -6,7 +6,10 @@ small-trace settings apply below `SMALL_TRACE_EVENTS`), with `spark.eventLog.ena
 reads the event log: per job its wall time, stages, tasks, the tasks' summed run and CPU
 time, and the call site that started it. Prints a table, largest jobs first, and the totals.
 
-    .venv/bin/python benches/analysis/profile_analysis.py /tmp/np_hello250 [--views] [--cprofile 30]
+    .venv/bin/python benches/analysis/profile_analysis.py /tmp/np_hello250 [--views] [--cprofile 30] [--jobs]
+
+With `--no-log` it only times the analysis (the session's start included), as
+`docs/benchmarks.md` compares two checkouts: `PYTHONPATH=checkout/python` run by run.
 """
 
 import argparse
@@ -69,6 +72,7 @@ def main():
     parser.add_argument("--kernels", default="rust")
     parser.add_argument("--conf", action="append", default=[], help="spark.KEY=VALUE for the session")
     parser.add_argument("--jobs", action="store_true", help="list every job")
+    parser.add_argument("--no-log", action="store_true", help="time only: no event log, no job figures")
     args = parser.parse_args()
     logs, out = tempfile.mkdtemp(), tempfile.mkdtemp()
     profiler = cProfile.Profile() if args.cprofile else None
@@ -77,9 +81,9 @@ def main():
     if profiler:
         profiler.enable()
     events = count_events(args.trace)
-    spark = get_session(master=args.master, events=events,
-                        conf=dict(parse_conf(args.conf), **{"spark.eventLog.enabled": "true", "spark.eventLog.dir": logs,
-                                             "spark.eventLog.compress": "false"}))  # fmt: skip
+    log = {} if args.no_log else {"spark.eventLog.enabled": "true", "spark.eventLog.dir": logs,
+                                  "spark.eventLog.compress": "false"}  # fmt: skip
+    spark = get_session(master=args.master, events=events, conf=dict(parse_conf(args.conf), **log))
     session_s = time.monotonic() - started
     analyze(args.trace, out=out, slice=args.slice, spark=spark, views=args.views, kernels=args.kernels,
             progress=lambda stage, s: stages.__setitem__(stage, s))  # fmt: skip
@@ -88,9 +92,11 @@ def main():
     if profiler:
         profiler.disable()
     spark.stop()
-    jobs = read_log(logs)
     print(f"{events:,} events: {total:.1f} s in all, load {os.getloadavg()}")
     print(f"session start {session_s:.1f} s; stages: " + ", ".join(f"{k} {v:.1f} s" for k, v in stages.items()))
+    if args.no_log:
+        return
+    jobs = read_log(logs)
     print(f"{len(jobs)} jobs, {sum(j['ran_stages'] for j in jobs.values())} stages run, "
           f"{sum(j['tasks'] for j in jobs.values())} tasks; jobs' wall {sum(j['wall_ms'] for j in jobs.values()) / 1e3:.1f} s "
           f"(overlapping), tasks' run {sum(j['run_ms'] for j in jobs.values()) / 1e3:.1f} s, "

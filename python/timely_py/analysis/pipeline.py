@@ -191,7 +191,7 @@ def analyze_built(
     started = _stage(progress, "slices and critical paths", started)
     large = {"communications": built["communications"], "activities": activities, "critical_path": path}
     written, small = _write_tables(large, all_profiles(sliced, path, built["info"].workers), Path(out))
-    _stage(progress, "profiles written", started)
+    started = _stage(progress, "profiles written", started)
     for frame in (built["events"], built["communications"], activities, sliced, path):
         frame.unpersist()
     result = _result(Path(out), written, built["info"], length, small)
