@@ -2,7 +2,8 @@
 
 This module owns the choice (``kernels="rust"``, the default, or ``"python"``) and the native
 kernels as the Python functions Spark ships to its workers: :func:`native_worker_pieces`,
-:func:`native_worker_activities` and :func:`native_slice_critical_path` call
+:func:`native_worker_activities`, :func:`native_slice_critical_path` and
+:func:`native_worker_stage` (the first two in one call, :mod:`.worker_stage`) call
 ``timely_py._core`` (the crate
 ``timely-analysis``), which reads the ``pyarrow.Table`` in place through the Arrow PyCapsule
 interface and returns a ``pyarrow.Table`` over Rust's buffers, with the same schemas and
