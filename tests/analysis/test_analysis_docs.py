@@ -16,6 +16,7 @@ MODULES = [
     "timely_py.analysis.activities",
     "timely_py.analysis.precedence",
     "timely_py.analysis.slicing",
+    "timely_py.analysis.worker_stage",
 ]
 GUIDE = (ROOT / "docs" / "critical-path.md").read_text()
 

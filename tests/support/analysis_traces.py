@@ -220,3 +220,60 @@ BACKGROUND_ACTIVITIES = [
     ("scope", 1, "Dataflow", 4900, 4905), ("scope", 1, "Loop", 4905, 4920), ("operator", 1, "Map", 4920, 4980),
     ("scope", 1, "Loop", 4980, 4995), ("scope", 1, "Dataflow", 4995, 5000),
 ]  # fmt: skip
+
+
+#: A root scope, an Input, a loop scope (depth 1) around a scope (depth 2) around Map, and Sink.
+DEEP_OPERATORS = [
+    (0, "Dataflow", [0]), (1, "Input", [0, 1]), (2, "Loop", [0, 2]), (3, "Inner", [0, 2, 1]),
+    (4, "Map", [0, 2, 1, 1]), (5, "Sink", [0, 3]),
+]  # fmt: skip
+
+
+
+def every_kind(directory):
+    """Two processes of one worker (process 1's clock ahead) with every event kind the pieces read."""
+    trace = Trace(1, {0: 0, 1: SKEW})
+    to1, to0 = (dict(channel=0, source_worker=s, target_worker=t, seq=0, records=2) for s, t in ((0, 1), (1, 0)))
+    for worker, t in ((0, 1000), (1, 1500)):
+        trace.created(worker, t, DEEP_OPERATORS)
+        trace.event(worker, t, "channel_created", channel=INPUT_CHANNEL, channel_kind="data", address=[0],
+                    source_operator=1, source_port=0, target_operator=2, target_port=0)  # fmt: skip
+    feed = dict(channel=INPUT_CHANNEL, source_worker=0, target_worker=0, records=3)
+    trace.event(0, 1100, "message_send", seq=0, **feed)  # the program feeds its input
+    trace.event(0, 1150, "message_send", seq=1, **feed)
+    trace.event(0, 1200, "schedule_start", operator=0)
+    trace.event(0, 1210, "schedule_start", operator=2)
+    trace.event(0, 1220, "schedule_start", operator=3)
+    trace.run(0, 4, 1230, 1300, True, [(1240, "message_recv", dict(feed, seq=0)), (1260, "message_send", to1)])
+    trace.event(0, 1310, "activity_start", name="outer")
+    trace.event(0, 1320, "activity_start", name="inner")
+    trace.event(0, 1330, "activity_stop", name="inner")
+    trace.event(0, 1340, "activity_stop", name="outer")
+    trace.run(0, 4, 1350, 1400, False)
+    trace.event(0, 1500, "activity_start", name="blink")  # empty, start and stop at one moment
+    trace.event(0, 1500, "activity_stop", name="blink")
+    trace.event(0, 1580, "schedule_stop", operator=3, useful=True)
+    trace.event(0, 1590, "schedule_stop", operator=2, useful=True)
+    trace.run(0, 5, 1592, 1598, True)
+    trace.event(0, 1599, "progress_send", **PROGRESS)  # two instants at one moment
+    trace.event(0, 1599, "progress_push", channel=1)
+    trace.event(0, 1600, "schedule_stop", operator=0, useful=True)
+    trace.park(0, 1700, 1900, "data")
+    trace.event(0, 1850, "network_recv_end", channel_kind="data", bytes=64, **to0)
+    trace.park(0, 1950, 1960, "timeout")
+    trace.step(0, 2000, 2100, [(5, 2010, 2090, True, [(2020, "message_recv", to0)])])
+    trace.event(0, 2200, "schedule_start", operator=5)  # never stopped
+    trace.event(0, 2250, "unpark", wake="timeout")  # no park before it
+    trace.event(0, 2260, "activity_stop", name="stray")  # no start before it
+    trace.event(0, 2300, "network_send_start", channel_kind="data", bytes=64, **to1)  # not the worker's own
+    trace.step(1, 1600, 1700, [(5, 1610, 1690, True)])
+    trace.step(1, 1750, 1850, [(5, 1760, 1840, True, [(1800, "message_send", to0)])])
+    trace.event(1, 1810, "network_send_start", channel_kind="data", bytes=64, **to0)
+    trace.event(1, 1860, "progress_recv", target_worker=1, **PROGRESS)
+    trace.event(1, 1900, "activity_start", name="load")
+    trace.event(1, 2000, "activity_stop", name="load")
+    trace.park(1, 2050, 2380, "data")
+    trace.event(1, 2350, "network_recv_end", channel_kind="data", bytes=64, **to1)
+    trace.event(1, 2385, "message_send", **dict(feed, source_worker=1, target_worker=1, seq=0))
+    trace.step(1, 2390, 2500, [(5, 2400, 2490, True, [(2410, "message_recv", to1)])])
+    return trace.write(directory, 2)

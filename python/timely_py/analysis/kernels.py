@@ -2,7 +2,8 @@
 
 This module owns the choice (``kernels="rust"``, the default, or ``"python"``) and the native
 kernels as the Python functions Spark ships to its workers: :func:`native_worker_pieces`,
-:func:`native_worker_activities` and :func:`native_slice_critical_path` call
+:func:`native_worker_activities`, :func:`native_slice_critical_path` and
+:func:`native_worker_stage` (the first two in one call, :mod:`.worker_stage`) call
 ``timely_py._core`` (the crate
 ``timely-analysis``), which reads the ``pyarrow.Table`` in place through the Arrow PyCapsule
 interface and returns a ``pyarrow.Table`` over Rust's buffers, with the same schemas and
@@ -53,5 +54,24 @@ def native_worker_pieces(
 
     def kernel(table: pa.Table) -> pa.Table:
         return _core.worker_pieces(table, depths, input_channels, origin, end)
+
+    return kernel
+
+
+def native_worker_stage(
+    depths: Dict[int, int],
+    input_channels: Dict[int, int],
+    origin: Optional[int],
+    end: Optional[int],
+    delivery_rows: Callable[[pa.Table], pa.Table],
+) -> Callable[[pa.Table, pa.Table], pa.Table]:
+    """Stages 2 and 3 of one worker in Rust (:mod:`.worker_stage`): a function from its events
+    (as :func:`native_worker_pieces` reads them) and its deliveries (shaped into
+    :data:`.schemas.WORKER_ROWS` by ``delivery_rows``) to its :data:`.schemas.ACTIVITIES`: the
+    pieces kernel, then the wait-state kernel over the pieces and the deliveries together."""
+
+    def kernel(events: pa.Table, deliveries: pa.Table) -> pa.Table:
+        pieces = _core.worker_pieces(events, depths, input_channels, origin, end)
+        return _core.worker_activities(pa.concat_tables([pieces, delivery_rows(deliveries)]))
 
     return kernel

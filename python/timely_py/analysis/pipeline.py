@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import activities as acts
+from . import worker_stage
 from .clocks import correct_clocks
 from .critical_path import critical_paths
 from .events import TraceInfo, count_events, load_events
@@ -38,6 +39,13 @@ from .waits import delivery_rows, piece_rows, wait_states
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
+
+#: The event columns the stages after the clock correction read: the rest (``time_ns``,
+#: ``bytes``, ``duration_ns``, the ports, ``target_operator``) are not shuffled or cached.
+EVENT_COLUMNS = (
+    "process", "worker", "ord", "t", "kind", "operator", "name", "address", "channel", "channel_kind",
+    "source_worker", "target_worker", "source_operator", "seq", "records", "useful", "wake",
+)  # fmt: skip
 
 #: Called as ``progress(stage, seconds)`` when a stage is done.
 Progress = Callable[[str, float], None]
@@ -85,6 +93,13 @@ def _stage(progress: Optional[Progress], name: str, started: float) -> float:
     return now
 
 
+def cached_events(spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"]) -> Tuple["DataFrame", TraceInfo]:
+    """Stages 0 and 1: the trace's clock-corrected events (the columns of :data:`EVENT_COLUMNS`),
+    partitioned by worker and cached (not yet computed), and its metadata."""
+    raw, info = load_events(spark, trace_dir)
+    return correct_clocks(raw, info.processes).select(*EVENT_COLUMNS).repartition("worker").cache(), info
+
+
 def build_activities(
     spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"], kernels: str = "rust"
 ) -> Dict[str, Any]:
@@ -94,19 +109,18 @@ def build_activities(
     trace's info, the communications and the activities (with operator names) as DataFrames."""
     from pyspark.sql import functions as F
 
-    raw, info = load_events(spark, trace_dir)
-    events = correct_clocks(raw, info.processes).repartition("worker").cache()
+    events, info = cached_events(spark, trace_dir)
     known = acts.catalogue(events)
     communications = acts.communications(events, info.workers_per_process).cache()
     names = spark.createDataFrame(
         [(op, name) for op, (name, _) in known.operators.items()] or [(-1, "")], "operator long, op_name string"
     )
     if kernels == "rust":
-        own = acts.native_rows(events, known)
+        activities = worker_stage.worker_activities(events, communications, known)
     else:
-        own = piece_rows(acts.pieces(events, known))
-    rows = own.unionByName(delivery_rows(communications))
-    activities = wait_states(rows, kernels).join(F.broadcast(names), "operator", "left")
+        rows = piece_rows(acts.pieces(events, known)).unionByName(delivery_rows(communications))
+        activities = wait_states(rows, kernels)
+    activities = activities.join(F.broadcast(names), "operator", "left")
     activities = activities.withColumn("name", F.coalesce("name", "op_name")).drop("op_name")
     return {
         "info": info,
@@ -177,7 +191,7 @@ def analyze_built(
     started = _stage(progress, "slices and critical paths", started)
     large = {"communications": built["communications"], "activities": activities, "critical_path": path}
     written, small = _write_tables(large, all_profiles(sliced, path, built["info"].workers), Path(out))
-    _stage(progress, "profiles written", started)
+    started = _stage(progress, "profiles written", started)
     for frame in (built["events"], built["communications"], activities, sliced, path):
         frame.unpersist()
     result = _result(Path(out), written, built["info"], length, small)
