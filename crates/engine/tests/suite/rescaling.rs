@@ -82,9 +82,17 @@ fn hello_with_joins(initial: usize, threads: usize, rounds: u64, joins: &[u64]) 
         let program = program.clone();
         runs.push(std::thread::spawn(move || timely_engine::execute(config, program)));
     }
-    for run in runs {
-        run.join().expect("process thread").expect("process run");
-    }
+    // Every process's outcome, so that a failure names its cause (a joiner that failed first
+    // makes the others report it lost).
+    let outcomes: Vec<String> = runs
+        .into_iter()
+        .enumerate()
+        .filter_map(|(process, run)| match run.join().expect("process thread") {
+            Ok(_) => None,
+            Err(error) => Some(format!("process {process}: {error:?}")),
+        })
+        .collect();
+    assert!(outcomes.is_empty(), "process runs failed:\n{}", outcomes.join("\n"));
     let mut seen = seen.lock().unwrap().clone();
     seen.sort_by_key(|&(_, x)| x);
     seen
