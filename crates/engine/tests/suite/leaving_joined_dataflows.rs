@@ -94,12 +94,16 @@ impl Plan {
 }
 
 /// What the test shares with the workers: per dataflow (the one across the join, then one per
-/// leave) what they saw; per leave, how many workers built its dataflow; the join's flag.
+/// leave) what they saw; per leave, how many workers built its dataflow; the join's flag and
+/// how many workers started.
 #[derive(Clone)]
 struct Shared {
     seen: Vec<Arc<Mutex<Seen>>>,
     built: Vec<Arc<AtomicUsize>>,
     join_now: Arc<AtomicBool>,
+    /// Workers whose program started: a process joins only once every initial process has
+    /// set up (a join earlier is refused, and makes the cluster fail: `docs/rescaling.md`).
+    started: Arc<AtomicUsize>,
 }
 
 /// True once this worker knows the joined process and the joined workers' bootstrap is over.
@@ -116,6 +120,7 @@ fn step_times(worker: &mut Worker, steps: u64) {
 fn program(worker: &mut Worker, plan: &Plan, shared: &Shared) {
     let (index, threads) = (worker.index(), plan.threads);
     let process = index / threads;
+    shared.started.fetch_add(1, Ordering::SeqCst);
     for (k, &leaver) in plan.leavers.iter().enumerate() {
         hold_leaver(worker, process == leaver, &shared.built[k], plan.builders(k));
     }
@@ -138,7 +143,8 @@ fn program(worker: &mut Worker, plan: &Plan, shared: &Shared) {
             }
             since_join += 1;
         }
-        if index == 0 && epoch >= plan.join_at {
+        let set_up = || shared.started.load(Ordering::SeqCst) >= plan.initial * threads;
+        if index == 0 && epoch >= plan.join_at && set_up() {
             shared.join_now.store(true, Ordering::SeqCst);
         }
         let mine: Vec<u64> = (0..rng.below(4))
@@ -228,6 +234,7 @@ fn run(plan: Plan) -> Vec<Seen> {
         seen: (0..=plan.leavers.len()).map(|_| Arc::default()).collect(),
         built: plan.leavers.iter().map(|_| Arc::default()).collect(),
         join_now: Arc::default(),
+        started: Arc::default(),
     };
     let start = |config: timely_communication::Config| -> Process {
         let (plan, shared) = (plan.clone(), shared.clone());
