@@ -4,7 +4,8 @@
 //! tells them it never will, and they drop it as absent, as if it had announced so itself:
 //! word count and the keyed sum equal the sequential references over every record fed, the
 //! records fed before the leaver left and the moves sent after it left included, and no bin
-//! stays with the leaver (before, the leave and the dataflow never completed).
+//! stays with the leaver (before, the leave and the dataflow never completed). A move sent
+//! before the leaver left reaches it and can never be taken: the run stops with an error.
 
 use crate::common::{self, build_keyed, counts_reference, sums_reference, within, Rng};
 use std::collections::BTreeSet;
@@ -25,13 +26,14 @@ const EARLY_ROUNDS: u64 = 3;
 /// Rounds in all.
 const ROUNDS: u64 = 8;
 
+/// What a run fed, both outputs, and each process's outcome.
+type Outcome =
+    (Vec<(u64, u64, u64)>, Vec<(u64, (u64, u64))>, Vec<(u64, (u64, u64, usize))>, Vec<Result<(), String>>);
+
 /// Three processes of `threads` workers; process 1 leaves once the others built the keyed
-/// dataflow, and never builds it. Returns what was fed and both outputs.
-#[allow(clippy::type_complexity)]
-fn run(
-    threads: usize,
-    seed: u64,
-) -> (Vec<(u64, u64, u64)>, Vec<(u64, (u64, u64))>, Vec<(u64, (u64, u64, usize))>) {
+/// dataflow and fed a round, and never builds it. With `early_move`, worker 0 moves a bin in
+/// that first round, before the leave: its command reaches the leaver.
+fn run(threads: usize, seed: u64, early_move: bool) -> Outcome {
     let (processes, leaver) = (3, 1);
     let addresses = common::free_addresses(processes);
     let sent: Arc<Mutex<Vec<(u64, u64, u64)>>> = Arc::default();
@@ -63,9 +65,11 @@ fn run(
             let mut rng = Rng::new(seed ^ (index as u64) << 32);
             let mut keyed = build_keyed(worker, bins, &counts, &sums);
             assert!(leaves.leaving().is_empty(), "built before the notice");
-            built.fetch_add(1, Ordering::SeqCst);
             let workers = processes * threads;
             for round in 0..ROUNDS {
+                if round == 1 {
+                    built.fetch_add(1, Ordering::SeqCst);
+                }
                 if round == EARLY_ROUNDS {
                     while !gone_yet(&leaves.departed(), leaver, threads) {
                         worker.step();
@@ -78,6 +82,9 @@ fn run(
                 sent.lock().unwrap().extend(records);
                 // After the leave, stayers move bins in turn, to any worker, the leaver's too
                 // (the operator overrides moves to a worker that left).
+                if early_move && round == 0 && index == 0 {
+                    keyed.control.send(Command::Move { bin: 0, worker: 2 * threads });
+                }
                 if round >= EARLY_ROUNDS && round as usize % workers == index {
                     let moved: BTreeSet<usize> =
                         (0..1 + rng.below(3)).map(|_| rng.below(bins.count() as u64) as usize).collect();
@@ -101,11 +108,12 @@ fn run(
             std::thread::spawn(move || timely_engine::execute(config, program).map(|_| ()))
         })
         .collect();
-    for (process, run) in runs.into_iter().enumerate() {
-        run.join().expect("process thread").unwrap_or_else(|error| panic!("process {process}: {error}"));
-    }
+    let outcomes = runs
+        .into_iter()
+        .map(|run| run.join().map_err(|_| "panicked".to_owned()).and_then(|r| r.map_err(|e| e.to_string())))
+        .collect();
     let sent = std::mem::take(&mut *sent.lock().unwrap());
-    (sent, counts.extract(), sums.extract())
+    (sent, counts.extract(), sums.extract(), outcomes)
 }
 
 /// True once every worker of process `leaver` is among `departed`.
@@ -115,7 +123,10 @@ fn gone_yet(departed: &[usize], leaver: usize, threads: usize) -> bool {
 
 /// Runs and checks both operators against the references.
 fn check(threads: usize, seed: u64) {
-    let (mut sent, counts, sums) = within(LIMIT, move || run(threads, seed));
+    let (mut sent, counts, sums, outcomes) = within(LIMIT, move || run(threads, seed, false));
+    for (process, outcome) in outcomes.iter().enumerate() {
+        assert!(outcome.is_ok(), "process {process}: {outcome:?}");
+    }
     sent.sort();
     assert_eq!(counts, counts_reference(&sent), "word counts differ from the reference");
     let without: Vec<_> = sums.iter().map(|&(time, (key, sum, _))| (time, (key, sum))).collect();
@@ -133,4 +144,16 @@ fn keyed_operators_the_leaver_never_built_complete_exactly() {
 #[test]
 fn keyed_operators_a_pair_of_leavers_never_built_complete_exactly() {
     check(2, 12);
+}
+
+/// A move sent before the leaver left reaches the leaver, which never builds the operator, and
+/// nothing can take it: the run stops with an error naming the dataflow and the leaver instead
+/// of hanging.
+#[test]
+fn a_command_sent_to_a_leaver_that_never_built_the_operator_stops_the_run() {
+    let (.., outcomes) = within(LIMIT, || run(1, 13, true));
+    let errors: Vec<&String> = outcomes.iter().filter_map(|outcome| outcome.as_ref().err()).collect();
+    let named =
+        errors.iter().find(|error| error.contains("worker 1 left the cluster without ever building it"));
+    assert!(named.is_some_and(|error| error.contains("dataflow 0 cannot complete")), "{outcomes:?}");
 }
