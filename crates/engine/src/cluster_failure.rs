@@ -5,7 +5,8 @@
 //! ways to raise it from the middle of a step: [`stop_if_failed`] after the network recorded
 //! a failure, [`stop_for_violation`] when the engine itself finds a message of another process
 //! invalid, [`stop_for_configuration`] when this process was started in a way that does not
-//! fit the cluster it joined. It must not decide what is invalid.
+//! fit the cluster it joined, [`stop_for_program`] when the program did what the cluster cannot
+//! serve. It must not decide what is invalid.
 
 use timely_communication::ProtocolViolations;
 
@@ -34,5 +35,12 @@ pub(crate) fn stop_for_violation(violations: &ProtocolViolations, worker: usize,
 /// process, so that this process's abort frames name this process and the others stop naming
 /// it, as for any failed run.
 pub(crate) fn stop_for_configuration(reason: &str) -> ! {
+    std::panic::resume_unwind(Box::new(ClusterFailure(reason.to_owned())))
+}
+
+/// Ends this worker's run because the program did something the cluster cannot serve
+/// (`reason` says what, naming the dataflow and workers): unwinds with [`ClusterFailure`]
+/// without blaming another process, so that the others stop naming this one.
+pub(crate) fn stop_for_program(reason: &str) -> ! {
     std::panic::resume_unwind(Box::new(ClusterFailure(reason.to_owned())))
 }

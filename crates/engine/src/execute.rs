@@ -75,6 +75,7 @@ where
         let index = worker.index();
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let result = func(&mut worker);
+            worker.program_returned();
             while worker.step_or_park(None) {}
             result
         }));
@@ -141,6 +142,7 @@ pub fn example<T, F: FnOnce(&mut Worker) -> T>(func: F) -> T {
     let builder = Config::Thread.try_build().expect("a single worker").pop().expect("one builder");
     let mut worker = Worker::new(builder.build());
     let result = func(&mut worker);
+    worker.program_returned();
     while worker.step_or_park(None) {}
     result
 }

@@ -148,6 +148,25 @@ impl WorkerState {
         id
     }
 
+    /// The channels that received messages nothing of this worker took (no activator was
+    /// arranged for them): on a leaver, channels of dataflows it never built.
+    pub(crate) fn unclaimed_channels(&self) -> Vec<usize> {
+        let mut channels: Vec<usize> = self.unclaimed.borrow().iter().copied().collect();
+        channels.sort_unstable();
+        channels
+    }
+
+    /// The dataflow whose records travel on channel `channel`, if this worker built it and it
+    /// has not completed (`None` for progress channels and for channels it does not know).
+    pub(crate) fn live_dataflow_of_data_channel(&self, channel: usize) -> Option<usize> {
+        if self.progress_channels.borrow().contains(&channel) {
+            return None;
+        }
+        let dataflow = self.channel_activators.borrow().get(&channel)?.dataflow()?;
+        let live = self.dataflows.borrow().get(dataflow).is_some_and(Option::is_some);
+        live.then_some(dataflow)
+    }
+
     /// Mutable access to the allocator.
     pub fn allocator(&self) -> std::cell::RefMut<'_, Allocator> {
         self.allocator.borrow_mut()
@@ -395,6 +414,10 @@ impl Worker {
                 }
             }
         }
+        // A leaver whose program returned builds nothing more: it says so at once.
+        if self.state.rescaling.leaves().may_announce_built() {
+            rescale::leave::announce_left(&self.state, self.state.dataflows.borrow().len());
+        }
         self.state.allocator.borrow_mut().release();
         if let Some(logger) = self.state.logger() {
             logger.flush();
@@ -409,10 +432,12 @@ impl Worker {
             self.state.active_dataflows.borrow().is_empty()
                 && self.state.allocator.borrow().events().borrow().is_empty()
         };
-        if leaving && idle() && rescale::leave::drained(&self.state) {
+        let gone = || self.state.rescaling.leaves().is_drained();
+        if leaving && !gone() && idle() && rescale::leave::drained(&self.state) {
             // Everything it sent is flushed and nothing can reach it any more: it goes.
             let built = self.state.dataflows.borrow().len();
             rescale::leave::announce_left(&self.state, built);
+            rescale::stranded::report(&self.state);
             self.state.allocator.borrow_mut().release();
             self.drop_dataflows();
         }
@@ -445,6 +470,15 @@ impl Worker {
         rescale::leave::leave(&self.state)
     }
 
+    /// Tells the worker that its program returned and builds no more dataflows (the runtime
+    /// calls it once the program returned, before it steps the worker to the end). A leaving
+    /// worker then tells the others at once how many dataflows it built, so that they stop
+    /// counting it in those it never built ("Dataflows built during a leave" in
+    /// `docs/rescaling.md`); from then on it cannot build a dataflow.
+    pub fn program_returned(&mut self) {
+        self.state.rescaling.leaves().program_returned();
+    }
+
     /// True once this worker's process is leaving: from then on its input handles refuse
     /// records.
     pub fn is_leaving(&self) -> bool {
@@ -459,13 +493,13 @@ impl Worker {
     }
 
     /// True while some dataflow is incomplete, a worker that joined still needs this one, or
-    /// this worker is leaving and has not gone yet (it still tells the others what it built,
-    /// even when its dataflows completed first).
+    /// this worker is leaving and is not drained yet (it still tells the others what it built
+    /// and seals the other leavers, even when its dataflows completed first).
     pub fn has_dataflows(&self) -> bool {
         let leaves = self.state.rescaling.leaves();
         self.state.dataflows.borrow().iter().any(|d| d.is_some())
             || self.state.rescaling.is_busy()
-            || (leaves.is_leaving() && !leaves.has_left())
+            || (leaves.is_leaving() && !leaves.is_drained())
     }
 
     /// Drops every dataflow, complete or not (when a run is abandoned).

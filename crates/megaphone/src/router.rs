@@ -31,6 +31,7 @@ use timely_engine::dataflow::operators::{Capability, InputPort, OperatorBuilder,
 use timely_engine::dataflow::{to_worker, ByHash, Data, ExchangeData, ExchangeWith, Pipeline, Stream};
 use timely_engine::progress::{Antichain, MutableAntichain};
 use timely_engine::scheduling::Activator;
+use timely_engine::worker::WorkerState;
 
 /// What F produces: routed records, bins on their way to new owners, and F's activator.
 pub type RouterOutputs<D, K, S> = (Stream<u64, Routed<D>>, Stream<u64, BinState<K, S>>, Activator);
@@ -83,6 +84,7 @@ where
     let (mut states_out, states) = builder.new_output_connection(connection());
     let activator = builder.info().activator.clone();
     let worker_state = data.scope().worker().clone();
+    let dataflow = data.scope().address()[0];
     let bins = shared.borrow().bins();
     let mut router = Router {
         name: name.to_owned(),
@@ -102,6 +104,7 @@ where
     builder.build_logic(move |frontiers| {
         let (data_frontier, control_frontier) = (&frontiers[0], &frontiers[1]);
         let peers = worker_state.peers();
+        router.forget_unbuilt(&worker_state, dataflow);
         router.receive_parts(&mut parts_in, peers);
         router.read_commands(&mut control_in, control_frontier, peers);
         router.route_input(&mut data_in, control_frontier, &mut routed_out);
@@ -148,6 +151,26 @@ impl<D: Data, K: ExchangeData + Hash + Eq, S: ExchangeData + Default> Router<D, 
                 routing.receive(part, self.bins, peers);
             }
         });
+    }
+
+    /// Drops, as absent, every worker this one counted in that left without ever building the
+    /// operator's dataflow (`dataflow`): this worker built it before it saw the leave, and the
+    /// leaver's program returned without building it. Nothing was routed yet: the leaver's
+    /// initial capability of C, which this worker counted until the leaver's `Left` retired
+    /// it, held the operator's first time. Commands this worker's C sent the leaver before
+    /// then are never taken; the engine stops the run for them (`docs/megaphone.md`).
+    fn forget_unbuilt(&mut self, worker: &WorkerState, dataflow: usize) {
+        let leaves = worker.rescaling().leaves();
+        let unbuilt = leaves.left_without_building(dataflow);
+        let Some(&gone) = unbuilt.iter().find(|&&gone| self.leaving.takes_part(gone)) else { return };
+        let threads = worker.allocator().threads();
+        let first = gone / threads * threads;
+        let leave = Leave { worker: gone, first, count: threads, peers: worker.peers(), absent: true };
+        let mut routing = self.routing.borrow_mut();
+        forget_absent(&mut routing, &self.shared, &self.leaving, &leave, self.bins, self.worker);
+        drop(routing);
+        // (A second leaver of another process, if any, at the next call.)
+        self.forget_unbuilt(worker, dataflow);
     }
 
     /// Takes in new commands and leaves, and checks the commands whose time the control

@@ -202,6 +202,7 @@ impl PyWorker {
 
     /// Steps until every dataflow completes or the run is stopped.
     fn drain(&self, py: Python<'_>) -> PyResult<()> {
+        self.worker()?.program_returned();
         while self.step_detached(py, Some(PARK_SLICE))? {}
         Ok(())
     }

@@ -57,8 +57,13 @@ pub struct Leaves {
     sealed_from: RefCell<BTreeSet<usize>>,
     /// True once this worker is leaving.
     this_leaves: Cell<bool>,
-    /// True once this worker's leave is complete (it sent `Left`): it builds no more dataflows.
+    /// True once this worker sent `Left`: it builds no more dataflows.
     this_left: Cell<bool>,
+    /// True once this worker's program returned: it builds no more dataflows, so a leaver
+    /// sends `Left` at once instead of when it is drained.
+    program_returned: Cell<bool>,
+    /// True once this leaving worker is drained and dropped its dataflows.
+    drained: Cell<bool>,
     /// Per worker whose leave is complete (its `Left` arrived): the number of dataflows it built.
     built: RefCell<BTreeMap<usize, usize>>,
     /// Bumped whenever the workers present change (a join, a leave's notice, a departure).
@@ -101,9 +106,36 @@ impl Leaves {
             .count()
     }
 
-    /// True once this worker's leave is complete: it builds no more dataflows.
+    /// The workers that said (`Left`) they built no more than the dataflows before `dataflow`:
+    /// they never built it and never will. A keyed operator of that dataflow that counted one
+    /// of them in (this worker built it before it saw the leave) drops it as absent.
+    pub fn left_without_building(&self, dataflow: usize) -> Vec<usize> {
+        let built = self.built.borrow();
+        built.iter().filter(|&(_, &dataflows)| dataflows <= dataflow).map(|(&worker, _)| worker).collect()
+    }
+
+    /// True once this worker sent `Left` (its program returned during its leave, or its leave
+    /// is complete): it builds no more dataflows.
     pub fn has_left(&self) -> bool {
         self.this_left.get()
+    }
+
+    /// True once this leaving worker is drained and dropped its dataflows: it has nothing more
+    /// to do.
+    pub fn is_drained(&self) -> bool {
+        self.drained.get()
+    }
+
+    /// Records that this worker's program returned: it builds no more dataflows.
+    pub(crate) fn program_returned(&self) {
+        self.program_returned.set(true);
+    }
+
+    /// True on a leaving worker that may tell the others now how many dataflows it built: its
+    /// program returned, and it has not told them yet.
+    #[inline]
+    pub(crate) fn may_announce_built(&self) -> bool {
+        self.this_leaves.get() && self.program_returned.get() && !self.this_left.get()
     }
 
     /// Workers whose process is leaving (not yet gone).
@@ -289,10 +321,15 @@ pub(crate) fn seal(state: &WorkerState) {
     leaves.routes.borrow_mut().retain(|routes| routes.strong_count() > 0);
 }
 
-/// This leaving worker is drained and goes: tells every other worker not gone how many
-/// dataflows it built (before its process's goodbye, on the same connections), so that they
-/// stop counting its initial capabilities in any dataflow it never built. From now on it
-/// builds no dataflow.
+/// This leaving worker builds no more dataflows (its program returned, or it is drained and
+/// goes): tells every other worker not gone how many dataflows it built (before its process's
+/// goodbye, on the same connections), so that they stop counting its initial capabilities in
+/// any dataflow it never built. From now on it builds no dataflow.
+///
+/// Sent as soon as the program returned, not only once drained: a stayer that built a
+/// dataflow before it saw the leave counts the leaver's initial capabilities there, which may
+/// hold back what the leaver waits for (a keyed exchange seals the leaver only once the times
+/// at which it was a member are past), so waiting for the drain could wait forever.
 pub(crate) fn announce_left(state: &WorkerState, dataflows: usize) {
     let rescaling = state.rescaling();
     let leaves = &rescaling.leaves;
@@ -332,6 +369,8 @@ pub(crate) fn left(state: &WorkerState, from: usize, dataflows: usize) -> Result
         return Err("said twice that its leave is complete".into());
     }
     rescaling.retire_initial(dataflows, &state.dataflow_slots());
+    // Operators that counted it in a dataflow it never built learn of it (Megaphone's).
+    rescaling.leaves.changed();
     Ok(())
 }
 
@@ -364,6 +403,7 @@ pub(crate) fn drained(state: &WorkerState) -> bool {
     let drained = all_sealed && !leaves.seals_pending() && !rescaling.holds_capabilities();
     if drained {
         leaves.activity.take();
+        leaves.drained.set(true);
     }
     drained
 }

@@ -112,6 +112,17 @@ pub enum BootstrapMessage {
         /// The number of dataflows it built (their indices are `0..dataflows`).
         dataflows: usize,
     },
+    /// A drained leaving worker tells every other worker not gone the channels on which it
+    /// received messages that nothing of its own took: channels of dataflows it never built.
+    /// A stayer that built such a dataflow and finds a data channel among them stops the run
+    /// (the records sent to the leaver there can never be delivered); progress channels are
+    /// harmless (`docs/rescaling.md`, "Dataflows built during a leave").
+    Stranded {
+        /// The leaving worker.
+        from: usize,
+        /// The channels.
+        channels: Vec<usize>,
+    },
     /// A server that welcomed joining worker `joiner` tells every other worker before the
     /// joiner's process: a joining process asks one server, so a worker that hears another
     /// worker of that process ask it too, or welcomed it itself, refuses the second hello.
@@ -134,6 +145,7 @@ impl BootstrapMessage {
             | BootstrapMessage::Leaving { from }
             | BootstrapMessage::Sealed { from }
             | BootstrapMessage::Left { from, .. }
+            | BootstrapMessage::Stranded { from, .. }
             | BootstrapMessage::Serving { from, .. } => Some(*from),
             BootstrapMessage::Welcome(_) | BootstrapMessage::Batches { .. } => None,
         }
@@ -151,6 +163,7 @@ impl BootstrapMessage {
             BootstrapMessage::Leaving { .. } => "Leaving",
             BootstrapMessage::Sealed { .. } => "Sealed",
             BootstrapMessage::Left { .. } => "Left",
+            BootstrapMessage::Stranded { .. } => "Stranded",
             BootstrapMessage::Serving { .. } => "Serving",
         }
     }

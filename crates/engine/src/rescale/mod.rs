@@ -24,6 +24,7 @@ pub mod client;
 pub mod leave;
 pub mod messages;
 pub mod server;
+pub(crate) mod stranded;
 
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
@@ -443,6 +444,7 @@ pub(crate) fn handle_events(state: &WorkerState, has_joins: bool) {
             BootstrapMessage::Leaving { .. } => leave::notice_from(state, from),
             BootstrapMessage::Sealed { .. } => leave::sealed(rescaling, from),
             BootstrapMessage::Left { dataflows, .. } => leave::left(state, from, dataflows),
+            BootstrapMessage::Stranded { channels, .. } => stranded::received(state, from, &channels),
             other => client::receive(state, from, other),
         };
         if let Err(reason) = checked {

@@ -37,6 +37,11 @@ impl Activator {
         Activator::new(chain)
     }
 
+    /// The index of the dataflow the operator belongs to (the outermost entry of the chain).
+    pub(crate) fn dataflow(&self) -> Option<usize> {
+        self.chain.first().map(|&(_, index)| index)
+    }
+
     /// Asks for the operator to be scheduled at the worker's next step.
     ///
     /// Repeated activations of the same operator in a row (an input fed record by record)

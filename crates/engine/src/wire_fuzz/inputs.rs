@@ -370,7 +370,7 @@ impl InputMaker {
     fn bootstrap_message(&mut self, from: usize) -> BootstrapMessage {
         let channel = [self.channels.progress as usize, self.rng.next() as usize][self.rng.below(2)];
         let worker = self.rng.below(6);
-        match self.rng.below(10) {
+        match self.rng.below(11) {
             0 => BootstrapMessage::Hello { from },
             1 => {
                 let scopes = (0..self.rng.below(3))
@@ -407,6 +407,7 @@ impl InputMaker {
                 dataflows: [0, 1, self.rng.next() as usize][self.rng.below(3)],
             },
             8 => BootstrapMessage::Serving { from, joiner: worker },
+            9 => BootstrapMessage::Stranded { from, channels: vec![channel; self.rng.below(3)] },
             _ => BootstrapMessage::Sealed { from },
         }
     }

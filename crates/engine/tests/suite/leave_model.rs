@@ -51,7 +51,9 @@
 //!   builds it counting one initial capability per worker whose `Left` it has not taken in,
 //!   and per worker whose `Left` says it built it (`Leaves::builders`). A drained leaver (in
 //!   both dataflows) sends `Left{dataflows}` (1, or 2 if it built the second) to every other
-//!   worker still present with its goodbye, FIFO before it, and builds nothing afterwards;
+//!   worker still present with its goodbye, FIFO before it, and builds nothing afterwards (or
+//!   earlier, when its program returns during its leave: `second::SecondAction::Return`, after
+//!   which it builds nothing either);
 //!   each receiver takes it in at a moment of its choice before it forgets the leaver
 //!   (`second::SecondAction::HearLeft`) and, if it built the second dataflow and the leaver
 //!   never did, retires the leaver's initial capabilities in its own view only (`-1`s never

@@ -8,52 +8,16 @@
 //! falls inside the leave.
 
 use crate::common;
+use crate::leaving_support::counted::{build_counted, check_delivered_and_counted, Rng, Seen};
 use crate::leaving_support::{hold_leaver, run_processes};
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use timely_engine::dataflow::{InputHandle, ProbeHandle};
 use timely_engine::Worker;
 
 /// The longest a test may take before it counts as hung.
 const LIMIT: Duration = Duration::from_secs(120);
-
-/// Distinct keys of the count.
-const KEYS: u64 = 5;
-
-/// What the workers saw of the dataflow built during the leave.
-#[derive(Default)]
-struct Seen {
-    /// `(time, record)` of every record fed, and of every record received.
-    fed: Vec<(u64, u64)>,
-    received: Vec<(u64, u64)>,
-    /// `(time, key, count)`.
-    counts: Vec<(u64, u64, u64)>,
-    /// Per worker that built it: the workers leaving and gone when it did.
-    built_during: Vec<(usize, Vec<usize>, Vec<usize>)>,
-}
-
-/// Builds the dataflow of the test on `worker`: an exchange and a keyed count of what it feeds.
-fn build_counted(worker: &mut Worker, seen: &Arc<Mutex<Seen>>) -> (InputHandle<u64, u64>, ProbeHandle<u64>) {
-    let mut input = InputHandle::new();
-    let probe = ProbeHandle::new();
-    let (received, counted) = (seen.clone(), seen.clone());
-    worker.dataflow(|scope| {
-        let records = scope.input_from(&mut input);
-        records
-            .exchange(|x: &u64| x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 9)
-            .inspect_time(move |t, x| received.lock().unwrap().received.push((*t, *x)))
-            .probe_with(&probe);
-        records
-            .map(|x| x % KEYS)
-            .count_by_key()
-            .inspect_time(move |t, (key, n)| counted.lock().unwrap().counts.push((*t, *key, *n)))
-            .probe_with(&probe);
-    });
-    (input, probe)
-}
 
 /// One run: `processes` processes of `threads` workers; process `leaver` leaves, and builds
 /// the second dataflow during its leave when `leaver_builds`; each stayer waits a random
@@ -79,7 +43,7 @@ impl Plan {
 
     /// A random plan: 2 to 4 processes of 1 or 2 workers, any process leaving.
     fn random(seed: u64) -> Self {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let mut rng = Rng::new(seed);
         let processes = 2 + rng.below(3) as usize;
         Plan {
             processes,
@@ -99,18 +63,6 @@ impl Plan {
     }
 }
 
-/// A small deterministic random number generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1)
-    }
-}
-
 /// Runs `plan` and returns what the workers saw.
 fn run(plan: Plan) -> Seen {
     let Plan { processes, threads, leaver, .. } = plan;
@@ -127,7 +79,7 @@ fn run(plan: Plan) -> Seen {
             hold_leaver(worker, leaves_now, &built, stayers);
             let state = worker.state().clone();
             let leaves = state.rescaling().leaves();
-            let mut rng = Rng((plan.seed ^ (index as u64) << 32).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+            let mut rng = Rng::new(plan.seed ^ (index as u64) << 32);
             if leaves_now {
                 if index == leaver * threads {
                     worker.leave().expect("nothing refuses the leave");
@@ -184,17 +136,7 @@ fn check(plan: Plan) {
     for (worker, leaving, departed) in &seen.built_during {
         assert_eq!((leaving, departed), (&leavers, &vec![]), "worker {worker} built outside the leave");
     }
-    let (mut fed, mut received) = (seen.fed.clone(), seen.received.clone());
-    fed.sort();
-    received.sort();
-    assert_eq!(received, fed, "every record fed is delivered once");
-    let mut expected: BTreeMap<(u64, u64), u64> = BTreeMap::new();
-    fed.iter().for_each(|&(time, x)| *expected.entry((time, x % KEYS)).or_default() += 1);
-    let mut counts = seen.counts.clone();
-    counts.sort();
-    let expected: Vec<(u64, u64, u64)> =
-        expected.into_iter().map(|((time, key), n)| (time, key, n)).collect();
-    assert_eq!(counts, expected, "one count per time and key");
+    check_delivered_and_counted(&seen, "the dataflow built during the leave");
 }
 
 #[test]

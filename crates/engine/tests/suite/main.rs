@@ -24,6 +24,8 @@ mod hashing;
 mod leave_model;
 mod leaving;
 mod leaving_dataflows;
+mod leaving_joined_dataflows;
+mod leaving_unbuilt;
 mod logging;
 mod loops_smoke;
 mod operators_builtin;

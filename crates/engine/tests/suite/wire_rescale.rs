@@ -162,6 +162,14 @@ fn a_leave_completed_twice() {
     );
 }
 
+#[test]
+fn stranded_channels_from_a_worker_that_is_not_leaving() {
+    member_sends(
+        |c| vec![wire(1, BootstrapMessage::Stranded { from: 1, channels: vec![c.progress as usize] })],
+        "worker 1 listed channels of dataflows it never built, but it is not leaving",
+    );
+}
+
 /// This test's process joins members 0 and 1 as process 2 (one worker). Process 0 says it is
 /// ready once its own set-up is done; process 1 may still be setting up then, and refuses a
 /// joiner until it runs, so the join is tried again until it is.

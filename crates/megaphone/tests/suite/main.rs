@@ -12,5 +12,6 @@ mod errors;
 mod joins;
 mod leaves;
 mod migration;
+mod never_built;
 mod planning;
 mod randomized;

@@ -136,6 +136,9 @@ pub enum SecondAction {
     Local(Step),
     /// Worker `v` takes in leaver `l`'s `Left`.
     HearLeft { v: u8, l: u8 },
+    /// Leaver `l`'s program returns during its leave: it builds nothing more, and sends `Left`
+    /// at once instead of at its goodbye (`Worker::program_returned`).
+    Return(u8),
 }
 
 /// The second dataflow's actions enabled in `state`.
@@ -159,6 +162,9 @@ pub fn enabled(state: &State, config: &Config, bounds: &Bounds) -> Vec<SecondAct
         }
         for l in state.peers().filter(|&l| l != w && second.left[l].is_some() && !second.heard(w, l)) {
             actions.push(SecondAction::HearLeft { v: w as u8, l: l as u8 });
+        }
+        if config.leaver(w) && state.noticed(w) && second.left[w].is_none() {
+            actions.push(SecondAction::Return(w as u8));
         }
     }
     actions
@@ -194,6 +200,10 @@ pub fn apply(next: &mut State, config: &Config, bounds: &Bounds, action: SecondA
             let batch = step.apply(&mut second.workers, &second.logs)?;
             second.logs[step.worker()].push(batch);
         }
+        SecondAction::Return(l) => {
+            let l = l as usize;
+            second.left[l] = Some(1 + second.built(l) as u8);
+        }
         SecondAction::HearLeft { v, l } => {
             let (v, l) = (v as usize, l as usize);
             second.heard[v] |= 1 << l;
@@ -215,7 +225,8 @@ pub fn apply(next: &mut State, config: &Config, bounds: &Bounds, action: SecondA
 }
 
 /// Leaver `l` sends `Left`: the number of dataflows it built (the first, and the second if it
-/// built it). Sent once: at the goodbye, or earlier with `Bug::LeftBeforeDrained`.
+/// built it). Sent once: when its program returns, at the goodbye, or earlier with
+/// `Bug::LeftBeforeDrained`.
 pub fn send_left(state: &mut State, l: usize) {
     let second = &mut state.second;
     if second.left[l].is_none() {

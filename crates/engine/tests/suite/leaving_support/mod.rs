@@ -1,5 +1,6 @@
 //! Helpers of the tests of processes leaving a running cluster.
 
+pub mod counted;
 mod hold;
 
 pub use hold::hold_leaver;

@@ -1,0 +1,116 @@
+//! The dataflow that the tests of dataflows built during leaves build, feed and check: an
+//! exchange and a keyed count of what the workers feed, recorded so that a test can compare
+//! them with a sequential program's results. Shared by `leaving_dataflows.rs` and
+//! `leaving_joined_dataflows.rs`.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use timely_engine::dataflow::{InputHandle, ProbeHandle};
+use timely_engine::Worker;
+
+/// Distinct keys of the count.
+pub const KEYS: u64 = 5;
+
+/// What the workers saw of one counted dataflow.
+#[derive(Default)]
+pub struct Seen {
+    /// `(time, record)` of every record fed, and of every record received.
+    pub fed: Vec<(u64, u64)>,
+    pub received: Vec<(u64, u64)>,
+    /// `(time, key, count)`.
+    pub counts: Vec<(u64, u64, u64)>,
+    /// Per worker that built it during a leave: the workers leaving and gone when it did.
+    pub built_during: Vec<(usize, Vec<usize>, Vec<usize>)>,
+}
+
+/// Builds the counted dataflow on `worker`: an exchange and a keyed count of what it feeds.
+pub fn build_counted(
+    worker: &mut Worker,
+    seen: &Arc<Mutex<Seen>>,
+) -> (InputHandle<u64, u64>, ProbeHandle<u64>) {
+    build_parts(worker, seen, Parts { exchange: true, count: true })
+}
+
+/// Which parts of the counted dataflow to build.
+#[derive(Clone, Copy, Debug)]
+pub struct Parts {
+    /// A plain exchange of the records, which are recorded where they arrive.
+    pub exchange: bool,
+    /// A keyed count (`count_by_key`) of the records modulo [`KEYS`].
+    pub count: bool,
+}
+
+/// Builds the `parts` of the counted dataflow on `worker`.
+pub fn build_parts(
+    worker: &mut Worker,
+    seen: &Arc<Mutex<Seen>>,
+    parts: Parts,
+) -> (InputHandle<u64, u64>, ProbeHandle<u64>) {
+    let mut input = InputHandle::new();
+    let probe = ProbeHandle::new();
+    let (received, counted) = (seen.clone(), seen.clone());
+    worker.dataflow(|scope| {
+        let records = scope.input_from(&mut input);
+        if parts.exchange {
+            records
+                .exchange(|x: &u64| x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 9)
+                .inspect_time(move |t, x| received.lock().unwrap().received.push((*t, *x)))
+                .probe_with(&probe);
+        }
+        if parts.count {
+            records
+                .map(|x| x % KEYS)
+                .count_by_key()
+                .inspect_time(move |t, (key, n)| counted.lock().unwrap().counts.push((*t, *key, *n)))
+                .probe_with(&probe);
+        }
+    });
+    (input, probe)
+}
+
+/// Checks that every record fed to the counted dataflow was delivered once and that every
+/// key was counted once per time, with a sequential program's count. `what` names the
+/// dataflow in the messages.
+pub fn check_delivered_and_counted(seen: &Seen, what: &str) {
+    check_delivered(seen, what);
+    check_counted(seen, what);
+}
+
+/// Checks that every record fed was delivered once (by the exchange).
+pub fn check_delivered(seen: &Seen, what: &str) {
+    let (mut fed, mut received) = (seen.fed.clone(), seen.received.clone());
+    fed.sort();
+    received.sort();
+    assert_eq!(received, fed, "{what}: every record fed is delivered once");
+}
+
+/// Checks that every key was counted once per time with a sequential program's count.
+pub fn check_counted(seen: &Seen, what: &str) {
+    let mut fed = seen.fed.clone();
+    fed.sort();
+    let mut expected: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    fed.iter().for_each(|&(time, x)| *expected.entry((time, x % KEYS)).or_default() += 1);
+    let mut counts = seen.counts.clone();
+    counts.sort();
+    let expected: Vec<(u64, u64, u64)> =
+        expected.into_iter().map(|((time, key), n)| (time, key, n)).collect();
+    assert_eq!(counts, expected, "{what}: one count per time and key");
+}
+
+/// A small deterministic random number generator (xorshift64*).
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// A generator seeded from `seed` (any value).
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1)
+    }
+}
