@@ -130,15 +130,7 @@ pub enum ArgsError {
     /// An argument that is not valid Unicode.
     #[error("the argument {0:?} is not valid Unicode")]
     NotUnicode(String),
-    /// A value the option cannot take (what [`crate::Config`] or the trace settings say).
-    #[error("option {option}: {problem}")]
-    BadValue {
-        /// The option, as written.
-        option: String,
-        /// What is wrong with its value.
-        problem: String,
-    },
-    /// A configuration that the options together, or the environment, make impossible.
+    /// Anything else the lexer refuses.
     #[error("{0}")]
     Invalid(String),
 }
