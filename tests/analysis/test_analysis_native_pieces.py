@@ -11,13 +11,8 @@ import random
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support.analysis_traces import (
-    every_kind,
-    late_and_early,
-    sleeping_sender,
-    three_workers,
-    two_processes,
-)
+from support.analysis_traces import ANALYSIS_TABLES as TABLES
+from support.analysis_traces import BUILDERS, ordered, write_all
 from timely_py import _core
 from timely_py.analysis import activities as acts
 from timely_py.analysis import analyze
@@ -26,30 +21,12 @@ from timely_py.analysis.clocks import correct_clocks
 from timely_py.analysis.events import load_events
 from timely_py.analysis.waits import piece_rows
 
-TABLES = [
-    "communications", "activities", "critical_path", "slices", "profile", "profile_type", "profile_operator",
-    "profile_worker", "profile_contributor_worker", "imbalance", "slack",
-]  # fmt: skip
-
-
-BUILDERS = {
-    "every_kind": every_kind, "two_processes": two_processes, "three_workers": three_workers,
-    "sleeping_sender": sleeping_sender, "late_and_early": late_and_early,
-}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def traces(tmp_path_factory):
     """Every hand-built trace, by name."""
-    root = tmp_path_factory.mktemp("pieces")
-    for name, build in BUILDERS.items():
-        build(root / name)
-    return {name: root / name for name in BUILDERS}
-
-
-def ordered(rows):
-    """Rows in one order that only depends on their values (nulls and all)."""
-    return sorted(rows, key=repr)
+    return write_all(tmp_path_factory.mktemp("pieces"))
 
 
 def both_rows(spark, trace_dir):

@@ -277,3 +277,28 @@ def every_kind(directory):
     trace.event(1, 2385, "message_send", **dict(feed, source_worker=1, target_worker=1, seq=0))
     trace.step(1, 2390, 2500, [(5, 2400, 2490, True, [(2410, "message_recv", to1)])])
     return trace.write(directory, 2)
+
+
+#: The tables `analyze` writes, for comparing two runs of it table by table.
+ANALYSIS_TABLES = [
+    "communications", "activities", "critical_path", "slices", "profile", "profile_type", "profile_operator",
+    "profile_worker", "profile_contributor_worker", "imbalance", "slack",
+]  # fmt: skip
+
+#: Every hand-built trace, by name.
+BUILDERS = {
+    "every_kind": every_kind, "two_processes": two_processes, "three_workers": three_workers,
+    "sleeping_sender": sleeping_sender, "late_and_early": late_and_early,
+}  # fmt: skip
+
+
+def write_all(root):
+    """Writes every hand-built trace under `root`; returns their directories by name."""
+    for name, build in BUILDERS.items():
+        build(root / name)
+    return {name: root / name for name in BUILDERS}
+
+
+def ordered(rows):
+    """Rows in one order that only depends on their values (nulls and all)."""
+    return sorted(rows, key=repr)
