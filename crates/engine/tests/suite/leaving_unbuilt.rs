@@ -9,6 +9,7 @@
 use crate::common;
 use crate::common::loopback_cluster as config;
 use crate::leaving_support::counted::{build_parts, Parts, Seen};
+use crate::leaving_support::leave_without_building;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -39,19 +40,7 @@ fn run(threads: usize, parts: Parts) -> (Vec<Result<(), String>>, Seen) {
         move |worker: &mut Worker| {
             let index = worker.index();
             if index / threads == leaver {
-                while fed.load(Ordering::SeqCst) < stayers {
-                    worker.step();
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                if index == leaver * threads {
-                    worker.leave().expect("nothing refuses the leave");
-                }
-                // (A worker without dataflows whose program returned ends at once: the other
-                // worker of the process must hear of the leave first, so that it seals it.)
-                while !worker.is_leaving() {
-                    worker.step();
-                }
-                return;
+                return leave_without_building(worker, index == leaver * threads, &fed, stayers);
             }
             let (mut input, probe) = build_parts(worker, &seen, parts);
             let state = worker.state().clone();

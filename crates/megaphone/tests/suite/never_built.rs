@@ -7,7 +7,9 @@
 //! stays with the leaver (before, the leave and the dataflow never completed). A move sent
 //! before the leaver left reaches it and can never be taken: the run stops with an error.
 
-use crate::common::{self, build_keyed, counts_reference, sums_reference, within, Rng};
+use crate::common::{
+    self, build_keyed, counts_reference, leave_without_building, sums_reference, within, Rng,
+};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -46,19 +48,7 @@ fn run(threads: usize, seed: u64, early_move: bool) -> Outcome {
         move |worker: &mut Worker| {
             let index = worker.index();
             if index / threads == leaver {
-                while built.load(Ordering::SeqCst) < stayers {
-                    worker.step();
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                if index == leaver * threads {
-                    worker.leave().expect("nothing refuses the leave");
-                }
-                // (A worker without dataflows whose program returned ends at once: the other
-                // worker of the process must hear of the leave first, so that it seals it.)
-                while !worker.is_leaving() {
-                    worker.step();
-                }
-                return;
+                return leave_without_building(worker, index == leaver * threads, &built, stayers);
             }
             let state = worker.state().clone();
             let leaves = state.rescaling().leaves();

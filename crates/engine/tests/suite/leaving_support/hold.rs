@@ -1,9 +1,11 @@
-//! A dataflow that keeps a leaving worker in its leave until other workers built a later
-//! dataflow, so that their builds fall inside the leave. Shared by the engine's and
-//! Megaphone's tests of dataflows built during a leave.
+//! What a leaving worker does in the tests of dataflows built around a leave: a dataflow that
+//! keeps it in its leave until other workers built a later dataflow, so that their builds fall
+//! inside the leave; or a program that leaves without building anything. Shared by the
+//! engine's and Megaphone's tests.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use timely_engine::Worker;
 
 /// Builds a dataflow whose source holds its capability on a worker that will leave
@@ -22,4 +24,22 @@ pub fn hold_leaver(worker: &mut Worker, leaver: bool, built: &Arc<AtomicUsize>, 
             }
         });
     });
+}
+
+/// The program of a worker of the leaving process that never builds a dataflow: it steps
+/// until `ready` reaches `stayers` (the other workers built theirs), asks for the leave if it
+/// is the process's first worker (`first`), and returns once it knows of the leave.
+pub fn leave_without_building(worker: &mut Worker, first: bool, ready: &AtomicUsize, stayers: usize) {
+    while ready.load(Ordering::SeqCst) < stayers {
+        worker.step();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    if first {
+        worker.leave().expect("nothing refuses the leave");
+    }
+    // (A worker without dataflows whose program returned ends at once: the other worker of
+    // the process must hear of the leave first, so that it seals it.)
+    while !worker.is_leaving() {
+        worker.step();
+    }
 }

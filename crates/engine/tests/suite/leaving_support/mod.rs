@@ -3,7 +3,7 @@
 pub mod counted;
 mod hold;
 
-pub use hold::hold_leaver;
+pub use hold::{hold_leaver, leave_without_building};
 
 use crate::common::loopback_cluster as config;
 use timely_engine::Worker;
