@@ -8,7 +8,9 @@
 //! falls inside the leave.
 
 use crate::common;
-use crate::leaving_support::counted::{build_counted, check_delivered_and_counted, Rng, Seen};
+use crate::leaving_support::counted::{
+    build_counted, check_delivered_and_counted, feed_random_rounds, Rng, Seen,
+};
 use crate::leaving_support::{hold_leaver, run_processes};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -100,26 +102,11 @@ fn run(plan: Plan) -> Seen {
             }
             (0..rng.below(plan.delay + 1)).for_each(|_| _ = worker.step());
             let during = (index, leaves.leaving(), leaves.departed());
-            let (mut input, probe) = build_counted(worker, &seen);
+            let (input, probe) = build_counted(worker, &seen);
             seen.lock().unwrap().built_during.push(during);
             built.fetch_add(1, Ordering::SeqCst);
             let mut next = index as u64 * 1_000_000;
-            for round in 0..plan.rounds {
-                let mine: Vec<u64> = (0..rng.below(plan.records + 1))
-                    .map(|_| {
-                        next += 1 + rng.below(3);
-                        next
-                    })
-                    .collect();
-                seen.lock().unwrap().fed.extend(mine.iter().map(|&x| (round, x)));
-                mine.into_iter().for_each(|x| input.send(x));
-                input.advance_to(round + 1);
-                if rng.below(2) == 0 {
-                    worker.step_while(|| probe.less_than(&(round + 1)));
-                }
-            }
-            input.close();
-            worker.step_while(|| !probe.done());
+            feed_random_rounds(worker, input, &probe, &seen, &mut rng, plan.rounds, plan.records, &mut next);
         }
     };
     run_processes(&addresses, processes, threads, program);

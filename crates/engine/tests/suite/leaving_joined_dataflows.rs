@@ -17,7 +17,9 @@
 
 use crate::common;
 use crate::common::loopback_cluster as config;
-use crate::leaving_support::counted::{build_counted, check_delivered_and_counted, Rng, Seen};
+use crate::leaving_support::counted::{
+    build_counted, check_delivered_and_counted, feed_random_rounds, Rng, Seen,
+};
 use crate::leaving_support::hold_leaver;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -199,25 +201,19 @@ fn program(worker: &mut Worker, plan: &Plan, shared: &Shared) {
             return;
         }
         let during = (index, leaves.leaving(), leaves.departed());
-        let (mut input, probe) = build_counted(worker, &shared.seen[k + 1]);
+        let (input, probe) = build_counted(worker, &shared.seen[k + 1]);
         shared.seen[k + 1].lock().unwrap().built_during.push(during);
         shared.built[k].fetch_add(1, Ordering::SeqCst);
-        for round in 0..plan.rounds {
-            let mine: Vec<u64> = (0..rng.below(plan.records + 1))
-                .map(|_| {
-                    next += 1 + rng.below(3);
-                    next
-                })
-                .collect();
-            shared.seen[k + 1].lock().unwrap().fed.extend(mine.iter().map(|&x| (round, x)));
-            mine.into_iter().for_each(|x| input.send(x));
-            input.advance_to(round + 1);
-            if rng.below(2) == 0 {
-                worker.step_while(|| probe.less_than(&(round + 1)));
-            }
-        }
-        input.close();
-        worker.step_while(|| !probe.done());
+        feed_random_rounds(
+            worker,
+            input,
+            &probe,
+            &shared.seen[k + 1],
+            &mut rng,
+            plan.rounds,
+            plan.records,
+            &mut next,
+        );
     }
     worker.step_while(|| !probe.done());
 }

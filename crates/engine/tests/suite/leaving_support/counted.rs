@@ -31,6 +31,39 @@ pub fn build_counted(
     build_parts(worker, seen, Parts { exchange: true, count: true })
 }
 
+/// Feeds `rounds` rounds into `input`: in each up to `records` new records (increasing from
+/// `*next`, so distinct across workers that start apart), recorded in `seen`, stepping until
+/// `probe` passes the round in half of them (at random); then closes the input and steps
+/// until the dataflow completes.
+#[allow(clippy::too_many_arguments)]
+pub fn feed_random_rounds(
+    worker: &mut Worker,
+    mut input: InputHandle<u64, u64>,
+    probe: &ProbeHandle<u64>,
+    seen: &Mutex<Seen>,
+    rng: &mut Rng,
+    rounds: u64,
+    records: u64,
+    next: &mut u64,
+) {
+    for round in 0..rounds {
+        let mine: Vec<u64> = (0..rng.below(records + 1))
+            .map(|_| {
+                *next += 1 + rng.below(3);
+                *next
+            })
+            .collect();
+        seen.lock().unwrap().fed.extend(mine.iter().map(|&x| (round, x)));
+        mine.into_iter().for_each(|x| input.send(x));
+        input.advance_to(round + 1);
+        if rng.below(2) == 0 {
+            worker.step_while(|| probe.less_than(&(round + 1)));
+        }
+    }
+    input.close();
+    worker.step_while(|| !probe.done());
+}
+
 /// Which parts of the counted dataflow to build.
 #[derive(Clone, Copy, Debug)]
 pub struct Parts {
