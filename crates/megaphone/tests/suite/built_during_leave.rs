@@ -180,15 +180,9 @@ fn run(plan: Plan) -> (Observed, Counts, Sums) {
             worker.step_while(|| !keyed.probe.done());
         }
     };
-    let runs: Vec<_> = (0..processes)
-        .map(|process| {
-            let config = common::cluster_config(&addresses, process, processes, threads, None);
-            let program = program.clone();
-            std::thread::spawn(move || timely_engine::execute(config, program).map(|_| ()))
-        })
-        .collect();
-    for (process, run) in runs.into_iter().enumerate() {
-        run.join().expect("process thread").unwrap_or_else(|error| panic!("process {process}: {error}"));
+    let runs = common::start_processes(&addresses, processes, threads, program);
+    for (process, outcome) in common::outcomes(runs).into_iter().enumerate() {
+        outcome.unwrap_or_else(|error| panic!("process {process}: {error}"));
     }
     let observed = std::mem::take(&mut *observed.lock().unwrap());
     (observed, counts.extract(), sums.extract())
@@ -287,18 +281,8 @@ fn a_keyed_operator_built_on_both_sides_of_a_notice_stops_the_run() {
             keyed.control.close();
             worker.step_while(|| !keyed.probe.done());
         };
-        let runs: Vec<_> = (0..processes)
-            .map(|process| {
-                let config = common::cluster_config(&addresses, process, processes, 1, None);
-                let program = program.clone();
-                std::thread::spawn(move || timely_engine::execute(config, program).map(|_| ()))
-            })
-            .collect();
-        let results: Vec<Result<(), String>> = runs
-            .into_iter()
-            .map(|run| run.join().expect("process thread").map_err(|e| e.to_string()))
-            .collect();
-        results.into_iter().filter_map(Result::err).collect::<Vec<_>>().join("\n")
+        let runs = common::start_processes(&addresses, processes, 1, program);
+        common::outcomes(runs).into_iter().filter_map(Result::err).collect::<Vec<_>>().join("\n")
     });
     assert!(
         error.contains("worker 1 built it before its leave and worker 2 during the leave"),

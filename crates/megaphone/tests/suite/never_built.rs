@@ -91,17 +91,7 @@ fn run(threads: usize, seed: u64, early_move: bool) -> Outcome {
             worker.step_while(|| !keyed.probe.done());
         }
     };
-    let runs: Vec<_> = (0..processes)
-        .map(|process| {
-            let config = common::cluster_config(&addresses, process, processes, threads, None);
-            let program = program.clone();
-            std::thread::spawn(move || timely_engine::execute(config, program).map(|_| ()))
-        })
-        .collect();
-    let outcomes = runs
-        .into_iter()
-        .map(|run| run.join().map_err(|_| "panicked".to_owned()).and_then(|r| r.map_err(|e| e.to_string())))
-        .collect();
+    let outcomes = common::outcomes(common::start_processes(&addresses, processes, threads, program));
     let sent = std::mem::take(&mut *sent.lock().unwrap());
     (sent, counts.extract(), sums.extract(), outcomes)
 }

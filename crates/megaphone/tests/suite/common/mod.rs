@@ -242,3 +242,30 @@ pub fn cluster(processes: usize, threads: usize) -> Vec<Config> {
 /// `initial` processes of `threads` workers; `join`: the process joins the running cluster,
 /// served by that worker.
 pub use net::loopback_cluster as cluster_config;
+
+/// Starts `program` on each of `processes` processes of `threads` workers on `addresses`, each
+/// process on a thread of this test; [`outcomes`] waits for them.
+pub fn start_processes<F>(
+    addresses: &[String],
+    processes: usize,
+    threads: usize,
+    program: F,
+) -> Vec<std::thread::JoinHandle<Result<(), String>>>
+where
+    F: Fn(&mut Worker) + Clone + Send + Sync + 'static,
+{
+    (0..processes)
+        .map(|process| {
+            let config = cluster_config(addresses, process, processes, threads, None);
+            let program = program.clone();
+            std::thread::spawn(move || {
+                timely_engine::execute(config, program).map(|_| ()).map_err(|e| e.to_string())
+            })
+        })
+        .collect()
+}
+
+/// Each process's outcome, in process order (a panicked process thread as an error).
+pub fn outcomes(runs: Vec<std::thread::JoinHandle<Result<(), String>>>) -> Vec<Result<(), String>> {
+    runs.into_iter().map(|run| run.join().unwrap_or_else(|_| Err("panicked".to_owned()))).collect()
+}
