@@ -20,8 +20,10 @@
 //!
 //! A process joining a running cluster ([`Entry::Join`]) is the highest process: it listens
 //! (so that its own join acceptor can admit the next joiner once it runs) but accepts nobody
-//! during setup, and dials every member in join mode; a member's refusal (still setting up, a
-//! count that does not match, its answer) ends the join at once, since retrying cannot help.
+//! during setup, and dials every member in join mode. A member still setting up is dialled
+//! again until the deadline, as a member not listening yet is: a join asked for by a process
+//! that runs may reach a peer of it that is finishing its own set-up. Its other refusals (a
+//! count that does not match, its answer) end the join at once, since retrying cannot help.
 //!
 //! Setup runs on a current-thread tokio runtime ([`super::runtime`]) on the calling thread:
 //! one task per dialed peer, the accept loop ([`super::accept`], at most
@@ -497,7 +499,9 @@ async fn introduce(
         Err(error) => Err(error),
     }
     .map_err(|error| match error {
-        NetworkError::HandshakeIo { .. } => Attempt::Retry(format!("process {q} ({address}): {error}")),
+        NetworkError::HandshakeIo { .. } | NetworkError::ClusterStillSettingUp => {
+            Attempt::Retry(format!("process {q} ({address}): {error}"))
+        }
         other => Attempt::Fatal(other.at(address)),
     })?;
     if greeting.process != q {

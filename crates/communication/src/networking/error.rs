@@ -273,14 +273,14 @@ impl fmt::Display for NetworkError {
             NetworkError::JoinDuringSetup => write!(
                 f,
                 "the peer is in join mode while this process is still setting the cluster up: a \
-                 process can join only once every initial process is connected (start it later), \
-                 and a process cannot start as an initial process of a cluster that already runs \
-                 (add it with --join W --nn N)"
+                 process can join only once every initial process is connected (a joiner dials \
+                 again until then), and a process cannot start as an initial process of a cluster \
+                 that already runs (add it with --join W --nn N)"
             ),
             NetworkError::ClusterStillSettingUp => write!(
                 f,
-                "cannot join: the cluster is still being set up (this member is still waiting for \
-                 its initial processes); start the joining process once the cluster runs"
+                "cannot join yet: the cluster is still being set up (this member is still waiting \
+                 for its initial processes); a joiner dials it again until its connect deadline"
             ),
             NetworkError::ClusterAlreadyRunning => write!(
                 f,

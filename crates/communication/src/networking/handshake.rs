@@ -43,7 +43,8 @@
 //! join mode a joiner `p` ([`Role::Joining`]) announces `p + 1` processes and each member it
 //! dials ([`Role::Admitting`]) announces its current count `C`; both check that `p == C`. A
 //! hello of the other mode is refused on both sides with an error naming the situation
-//! ([`NetworkError::ClusterStillSettingUp`] for the joiner of a cluster not yet running,
+//! ([`NetworkError::ClusterStillSettingUp`] for the joiner of a cluster not yet running, which
+//! dials again until its deadline,
 //! [`NetworkError::JoinDuringSetup`] for the process setting up,
 //! [`NetworkError::ClusterAlreadyRunning`] for a member).
 //!

@@ -1,8 +1,9 @@
 //! Joining a running cluster, at the transport level and through `initialize`: processes are
 //! simulated by threads on loopback ports. A third and a fourth process join in turn and move
 //! frames both ways with every member; every old worker learns of each join exactly once;
-//! everyone says goodbye and frees its port; wrong identities and early joins are refused with
-//! clear errors while the cluster runs on; a joiner that dies after admission is a lost peer.
+//! everyone says goodbye and frees its port; wrong identities are refused with clear errors
+//! while the cluster runs on; an early joiner waits for the cluster to be set up; a joiner that
+//! dies after admission is a lost peer.
 
 use crate::common;
 
@@ -27,6 +28,11 @@ fn identity() -> ClusterIdentity {
 fn join(process: usize, addresses: &[String], identity: &ClusterIdentity) -> Result<Member, NetworkError> {
     let settings = (THREADS, Liveness::default());
     Member::start(Entry::Join, process, &addresses[..=process], settings, identity, SETUP)
+}
+
+/// Initial process `process` of `addresses`.
+fn initial(process: usize, addresses: &[String]) -> Result<Member, NetworkError> {
+    Member::start(Entry::Setup, process, addresses, (THREADS, Liveness::default()), &identity(), SETUP)
 }
 
 /// Waits until every worker of `member` learned of `process`, and checks it learned of
@@ -123,15 +129,46 @@ fn a_joiner_that_is_not_next_is_told_which_index_to_take() {
 }
 
 #[test]
-fn a_join_before_the_cluster_is_set_up_fails_with_a_clear_message() {
+fn a_joiner_started_before_the_cluster_is_set_up_waits_for_it() {
+    common::within(LIMIT, || {
+        let addresses = common::free_addresses(3);
+        let first = {
+            let addresses = addresses[..2].to_vec();
+            std::thread::spawn(move || initial(0, &addresses))
+        };
+        // Process 0 is setting up (it waits for process 1): the joiner dials it again and again.
+        let joiner = {
+            let addresses = addresses.clone();
+            std::thread::spawn(move || join(2, &addresses, &identity()))
+        };
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!joiner.is_finished(), "the joiner gave up while the cluster was setting up");
+        let second = initial(1, &addresses[..2]).expect("process 1 starts");
+        let first = first.join().expect("process 0's thread").expect("process 0 starts");
+        let joiner =
+            joiner.join().expect("the joiner's thread").expect("the joiner joins once the cluster runs");
+        let mut members = vec![first, second];
+        for member in &mut members {
+            await_join(member, 2);
+        }
+        members.push(joiner);
+        shut_down(members);
+    });
+}
+
+#[test]
+fn a_joiner_whose_cluster_never_finishes_setting_up_says_so() {
     common::within(LIMIT, || {
         let addresses = common::free_addresses(3);
         let first = {
             let addresses = addresses[..2].to_vec();
             std::thread::spawn(move || establish(0, &addresses, THREADS, &identity(), SETUP))
         };
-        let error = join(2, &addresses, &identity()).err().expect("the cluster is not up yet");
-        assert_eq!(*error.root(), NetworkError::ClusterStillSettingUp, "{error}");
+        let settings = (THREADS, Liveness::default());
+        let error =
+            Member::start(Entry::Join, 2, &addresses, settings, &identity(), Duration::from_millis(500))
+                .err()
+                .expect("the cluster never runs");
         assert!(error.to_string().contains("still being set up"), "{error}");
         // Process 0's setup goes on and completes once process 1 starts.
         let second = establish(1, &addresses[..2], THREADS, &identity(), SETUP).expect("process 1 connects");

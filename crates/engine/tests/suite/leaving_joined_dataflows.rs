@@ -221,9 +221,8 @@ fn program(worker: &mut Worker, plan: &Plan, shared: &Shared) {
 /// A process of the run, started on a thread of this test.
 type Process = std::thread::JoinHandle<Result<Vec<()>, timely_engine::ExecuteError>>;
 
-/// Runs `plan` and returns what the workers saw of each dataflow. A joiner refused because a
-/// member still sets up is started again; any other failure of a process fails the test at
-/// once, naming it (the others would wait for it).
+/// Runs `plan` and returns what the workers saw of each dataflow. Any failure of a process
+/// fails the test at once, naming it (the others would wait for it).
 fn run(plan: Plan) -> Vec<Seen> {
     let addresses = common::free_addresses(plan.initial + 1);
     let shared = Shared {
@@ -246,22 +245,13 @@ fn run(plan: Plan) -> Vec<Seen> {
             runs.push(Some(start(joining())));
             joined = true;
         }
-        let mut restart = false;
         for (process, slot) in runs.iter_mut().enumerate() {
             if !slot.as_ref().is_some_and(|run| run.is_finished()) {
                 continue;
             }
-            match slot.take().expect("a finished process").join().expect("process thread") {
-                Ok(_) => {}
-                Err(error) if process == plan.initial && error.to_string().contains("still being set up") => {
-                    restart = true;
-                }
-                Err(error) => panic!("process {process}: {error}"),
+            if let Err(error) = slot.take().expect("a finished process").join().expect("process thread") {
+                panic!("process {process}: {error}");
             }
-        }
-        if restart {
-            std::thread::sleep(Duration::from_millis(20));
-            runs[plan.initial] = Some(start(joining()));
         }
         std::thread::sleep(Duration::from_millis(2));
     }

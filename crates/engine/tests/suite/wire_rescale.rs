@@ -14,7 +14,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use timely_communication::initialize::ClusterConfig;
-use timely_communication::networking::{establish_as, Connections, Entry, NetworkError};
+use timely_communication::networking::{establish_as, Connections, Entry};
 use timely_communication::Exchangeable;
 use timely_engine::dataflow::{InputHandle, ProbeHandle};
 use timely_engine::rescale::messages::{BootstrapMessage, Envelope, Welcome, BOOTSTRAP_CHANNEL};
@@ -171,20 +171,11 @@ fn stranded_channels_from_a_worker_that_is_not_leaving() {
 }
 
 /// This test's process joins members 0 and 1 as process 2 (one worker). Process 0 says it is
-/// ready once its own set-up is done; process 1 may still be setting up then, and refuses a
-/// joiner until it runs, so the join is tried again until it is.
+/// ready once its own set-up is done; process 1 may still be setting up then, and the joiner
+/// dials it again until it runs.
 pub(crate) fn join_as_process_2(addresses: &[String]) -> Connections {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        match establish_as(Entry::Join, 2, addresses, &[], 1, &identity(), Duration::from_secs(20)) {
-            Err(NetworkError::Peer { error, .. })
-                if matches!(*error, NetworkError::ClusterStillSettingUp) && Instant::now() < deadline =>
-            {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            joined => return joined.expect("process 2 joins"),
-        }
-    }
+    establish_as(Entry::Join, 2, addresses, &[], 1, &identity(), Duration::from_secs(20))
+        .expect("process 2 joins")
 }
 
 /// A member of a 2-process cluster (one worker each) that builds an input, an exchange and a

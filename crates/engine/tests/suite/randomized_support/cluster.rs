@@ -29,10 +29,11 @@ pub(super) fn execute(plan: Plan, run: Run) -> Result<(), String> {
             .name(format!("randomized-{}-process-{}", run.seed, process))
             .spawn(move || {
                 let result = timely_engine::execute(config, move |worker| run_worker(worker, &run));
-                status.status(
-                    process,
-                    format!("process ended ({})", if result.is_ok() { "ok" } else { "failed" }),
-                );
+                let ended = match &result {
+                    Ok(_) => "process ended (ok)".to_string(),
+                    Err(error) => format!("process ended (failed: {})", error),
+                };
+                status.status(process, ended);
                 result
             })
             .expect("spawn a process thread")
