@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::net::TcpListener;
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -29,30 +29,44 @@ pub fn within<R: Send + 'static>(limit: Duration, test: impl FnOnce() -> R + Sen
     }
 }
 
-/// `n` loopback addresses whose ports are free now, below the ephemeral range (32768+) so that
-/// outgoing connections never take them, and distinct across the tests of this run. nextest
-/// runs each test in a process of its own, several at once, and a port that is free when one
-/// process checks it may be another's a moment later; so each port is also claimed with a
-/// lock on `$TMPDIR/timely-test-ports/PORT.lock`, which this process holds until it exits.
+/// The test ports: below the ephemeral range (32768+), so that outgoing connections never
+/// take them.
+const PORTS: std::ops::Range<u16> = 20_000..32_000;
+/// How many port locks one test process holds at most: a long randomized run (thousands of
+/// clusters) gives the oldest back, whose clusters ended long ago.
+const HELD_PORTS: usize = 3_000;
+
+/// `n` loopback addresses whose ports are free now, in `PORTS`, and distinct across the tests
+/// of this run. nextest runs each test in a process of its own, several at once, and a port
+/// that is free when one process checks it may be another's a moment later; so each port is
+/// also claimed with a lock on `$TMPDIR/timely-test-ports/PORT.lock`, which this process holds
+/// until it exits or has claimed `HELD_PORTS` more. Each process starts at its own place in
+/// the range and wraps around at its end.
 #[allow(dead_code)] // not every test binary uses it
 pub fn free_addresses(n: usize) -> Vec<String> {
-    static NEXT: AtomicU16 = AtomicU16::new(0);
-    static HELD: Mutex<Vec<File>> = Mutex::new(Vec::new());
-    let seed = (std::process::id() % 1000) as u16 * 10;
-    let _ = NEXT.compare_exchange(0, 20_000 + seed, Ordering::SeqCst, Ordering::SeqCst);
+    static CLAIMS: AtomicUsize = AtomicUsize::new(0);
+    static HELD: Mutex<std::collections::VecDeque<File>> = Mutex::new(std::collections::VecDeque::new());
+    let start = (std::process::id() % 1000) as usize * 10;
     let locks = std::env::temp_dir().join("timely-test-ports");
     std::fs::create_dir_all(&locks).expect("a directory for the port locks");
     let mut addresses = Vec::new();
+    let mut tried = 0;
     while addresses.len() < n {
-        let port = NEXT.fetch_add(1, Ordering::SeqCst);
-        assert!(port < 32_000, "ran out of test ports");
+        assert!(tried < PORTS.len(), "no free test port in {PORTS:?}");
+        tried += 1;
+        let claim = CLAIMS.fetch_add(1, Ordering::SeqCst);
+        let port = PORTS.start + ((start + claim) % PORTS.len()) as u16;
         let lock = File::create(locks.join(format!("{port}.lock"))).expect("a port lock file");
         if lock.try_lock().is_err() {
-            continue; // another test process holds this port
+            continue; // another test process holds this port (or this one, for a recent cluster)
         }
         let address = format!("127.0.0.1:{port}");
         if TcpListener::bind(&address).is_ok() {
-            HELD.lock().unwrap().push(lock);
+            let mut held = HELD.lock().unwrap();
+            held.push_back(lock);
+            if held.len() > HELD_PORTS {
+                held.pop_front();
+            }
             addresses.push(address);
         }
     }
