@@ -159,3 +159,14 @@ def test_a_dataflow_built_during_a_leave_completes_exactly(tmp_path):
     assert counted == sorted(expected.items())
     running = sorted(tuple(pair) for result in results for pair in result["running"])
     assert running == sorted((key, n) for key, total in expected.items() for n in range(1, total + 1))
+
+
+@pytest.mark.timeout(120)
+def test_a_worker_that_returned_still_takes_part_in_its_process_leave(tmp_path):
+    """Worker 3 returns before worker 2 asks for their process's leave: the leave completes,
+    and both processes exit 0 (before, worker 3 had ended, and the leave waited for it)."""
+    with Cluster(tmp_path, processes=2, workers=2) as cluster:
+        cluster.start_all([CLUSTER_SCRIPTS / "return_before_leave.py"])
+        assert cluster.wait_all(timeout=60) == [0, 0], cluster.report(0) + cluster.report(1)
+        lines = sorted(cluster.stdout(0).splitlines())
+    assert lines == ["worker 0: members [0, 1]", "worker 1: members [0, 1]"]

@@ -1,9 +1,11 @@
 //! Running workers: `execute` and `execute_from_args`.
 //!
 //! Starts one thread per worker, runs the user's closure on each, and keeps stepping each
-//! worker after the closure returns until its dataflows complete. Returns each worker's
-//! result, or the first failure.
+//! worker after the closure returns until its dataflows complete and every worker of the
+//! process got that far (`ReturnedWorkers`). Returns each worker's result, or the first
+//! failure.
 
+use crate::returned_workers::ReturnedWorkers;
 use crate::trace::{ProcessTrace, TraceSettings};
 use crate::worker::{ClusterFailure, StopSignal, StoppedByPeer, Worker};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -66,6 +68,7 @@ where
     let first_failure: Arc<Mutex<Option<String>>> = Default::default();
     let failure = first_failure.clone();
     let worker_trace = trace.clone();
+    let returned = ReturnedWorkers::new(builders.len());
     let guards = initialize_from(builders, move |allocator| {
         let mut worker = Worker::new(allocator);
         worker.set_stop_signal(signal.clone());
@@ -77,8 +80,11 @@ where
             let result = func(&mut worker);
             worker.program_returned();
             while worker.step_or_park(None) {}
+            worker.linger(&returned);
             result
         }));
+        // (A failed worker counts as done: nobody waits for it.)
+        returned.arrive();
         outcome.unwrap_or_else(|payload| {
             if let Some(ClusterFailure(reason)) = payload.downcast_ref::<ClusterFailure>() {
                 let message = format!("worker {index} stopped: {reason}");

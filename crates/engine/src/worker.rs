@@ -14,6 +14,7 @@ use crate::dataflow::Scope;
 use crate::logging::{self, Event, EventClasses, Flush, Logger, Timestamped, Wake};
 use crate::progress::{Refines, Subgraph, Timestamp};
 use crate::rescale::{self, client, Rescaling};
+use crate::returned_workers::ReturnedWorkers;
 use crate::scheduling::{drain_sorted, Activator, ActiveSet, ChannelActivators};
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
@@ -477,6 +478,25 @@ impl Worker {
     /// `docs/rescaling.md`); from then on it cannot build a dataflow.
     pub fn program_returned(&mut self) {
         self.state.rescaling.leaves().program_returned();
+    }
+
+    /// After [`Worker::program_returned`], once this worker's dataflows completed: notes it
+    /// in `returned` (this process's workers) and waits until every worker there is done,
+    /// handling membership messages meanwhile and stepping whenever they give it work (a
+    /// leave of this process asked for later needs every worker of it). See
+    /// [`ReturnedWorkers`].
+    pub fn linger(&mut self, returned: &ReturnedWorkers) {
+        returned.arrive();
+        while !returned.all_done() {
+            self.wait_for_events(STOP_CHECK);
+            while self.step_or_park(None) {}
+        }
+    }
+
+    /// Parks this worker's thread until something arrives for it, it is woken, or `timeout`
+    /// passes.
+    pub fn wait_for_events(&self, timeout: Duration) {
+        self.state.allocator.borrow().await_events(Some(timeout));
     }
 
     /// True once this worker's process is leaving: from then on its input handles refuse

@@ -26,7 +26,7 @@ use std::thread::ThreadId;
 use std::time::Duration;
 use timely_communication::{initialize_from, Allocator, Config};
 use timely_engine::logging::Logger;
-use timely_engine::{ClusterFailure, ProcessTrace, TraceSettings, Worker, WorkerState};
+use timely_engine::{ClusterFailure, ProcessTrace, ReturnedWorkers, TraceSettings, Worker, WorkerState};
 
 /// How long a parked worker sleeps before checking whether the run is being stopped.
 const PARK_SLICE: Duration = Duration::from_millis(50);
@@ -201,9 +201,21 @@ impl PyWorker {
     }
 
     /// Steps until every dataflow completes or the run is stopped.
-    fn drain(&self, py: Python<'_>) -> PyResult<()> {
+    fn drain(&self, py: Python<'_>, returned: &ReturnedWorkers) -> PyResult<()> {
         self.worker()?.program_returned();
         while self.step_detached(py, Some(PARK_SLICE))? {}
+        // As `Worker::linger`, with the interpreter detached while it waits and steps.
+        returned.arrive();
+        while !returned.all_done() {
+            let guard = self.worker()?;
+            let worker = SameThread(&*guard);
+            py.detach(move || {
+                let worker = worker;
+                worker.0.wait_for_events(PARK_SLICE)
+            });
+            drop(guard);
+            while self.step_detached(py, Some(PARK_SLICE))? {}
+        }
         Ok(())
     }
 }
@@ -405,11 +417,15 @@ pub fn run(
     let (done, finished) = mpsc::channel::<()>();
     let worker_abort = abort.clone();
     let worker_trace = trace.as_ref().map(RunTrace::process);
+    let returned = ReturnedWorkers::new(workers);
     let guards = initialize_from(builders, move |allocator| {
         let trace = worker_trace.as_deref();
         let leave_signal = leave_signal.clone();
+        let abort = worker_abort.clone();
         let outcome =
-            Python::attach(|py| run_worker(py, allocator, &main, worker_abort.clone(), leave_signal, trace));
+            Python::attach(|py| run_worker(py, allocator, &main, abort, leave_signal, trace, &returned));
+        // (A failed worker counts as done: nobody waits for it.)
+        returned.arrive();
         let _ = done.send(());
         outcome
     })
@@ -452,11 +468,12 @@ fn run_worker(
     abort: Arc<AtomicBool>,
     leave_signal: LeaveSignal,
     trace: Option<&ProcessTrace>,
+    returned: &ReturnedWorkers,
 ) -> PyResult<Py<PyAny>> {
     let worker = Py::new(py, PyWorker::new(allocator, abort, leave_signal, trace))?;
     let result = main.call1(py, (worker.clone_ref(py),));
     let result = result.or_else(|error| ended_by_leave(py, &worker, error));
-    let result = result.and_then(|value| worker.borrow(py).drain(py).map(|()| value));
+    let result = result.and_then(|value| worker.borrow(py).drain(py, returned).map(|()| value));
     // The worker's engine state (and the user callbacks its operators hold) is dropped
     // here, on its own thread; what may travel with an exception is an empty shell.
     let parts = worker.borrow_mut(py).parts.take();

@@ -28,7 +28,7 @@ pub fn hold_leaver(worker: &mut Worker, leaver: bool, built: &Arc<AtomicUsize>, 
 
 /// The program of a worker of the leaving process that never builds a dataflow: it steps
 /// until `ready` reaches `stayers` (the other workers built theirs), asks for the leave if it
-/// is the process's first worker (`first`), and returns once it knows of the leave.
+/// is the process's first worker (`first`), and returns.
 pub fn leave_without_building(worker: &mut Worker, first: bool, ready: &AtomicUsize, stayers: usize) {
     while ready.load(Ordering::SeqCst) < stayers {
         worker.step();
@@ -37,9 +37,6 @@ pub fn leave_without_building(worker: &mut Worker, first: bool, ready: &AtomicUs
     if first {
         worker.leave().expect("nothing refuses the leave");
     }
-    // (A worker without dataflows whose program returned ends at once: the other worker of
-    // the process must hear of the leave first, so that it seals it.)
-    while !worker.is_leaving() {
-        worker.step();
-    }
+    // The other worker of the process returns at once, maybe before it hears of the leave:
+    // it still takes part in it (`timely_engine::ReturnedWorkers`).
 }
