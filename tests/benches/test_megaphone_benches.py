@@ -66,7 +66,9 @@ def test_latency_during_a_migration_for_every_strategy_and_layout(binaries, tmp_
         # A planned first step is at 0.5 s; an `@done` controller sends it at the first epoch
         # the feed reaches from 0.5 s on, later if the loaded machine made the feed skip epochs.
         assert start == 500.0 if not m["strategy"].endswith("@done") else 500.0 <= start < 600.0
-        assert 0 < float(m["steady_p50_ms"]) <= float(m["max_ms"])
+        # Latencies, not compared with each other: on a loaded machine the steady state's
+        # median can exceed the migration's worst epoch (the test asserts no timing).
+        assert 0 < float(m["steady_p50_ms"]) < float("inf") and 0 < float(m["max_ms"]) < float("inf")
     fluid = [float(m["duration_ms"]) for m in migrations if m["strategy"] == "fluid"]
     assert all(d >= 127 for d in fluid), "fluid moves one bin per 1 ms epoch"
     spaced = [float(m["duration_ms"]) for m in migrations if m["strategy"] == "batched:8@10"]
