@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use std::rc::{Rc, Weak};
 use std::time::Duration;
 
-use super::messages::{BootstrapMessage, Welcome};
+use super::messages::{BootstrapMessage, ScopeWelcome, Welcome};
 use super::{Initial, Rescaling};
 use crate::cluster_failure::stop_for_program;
 use crate::logging::Event;
@@ -170,6 +170,20 @@ fn check_welcome(welcome: &Welcome, first: usize) -> Result<(), String> {
     let mut channels = HashSet::new();
     if let Some(scope) = welcome.scopes.iter().find(|scope| !channels.insert(scope.channel)) {
         return Err(format!("sent a welcome naming progress channel {} twice", scope.channel));
+    }
+    // A scope's state is of a dataflow the server runs: the joiner counts its operators'
+    // capabilities by that dataflow's workers, which must be there.
+    let runs = |scope: &ScopeWelcome| {
+        scope
+            .address
+            .first()
+            .is_some_and(|&dataflow| matches!(welcome.dataflows.get(dataflow), Some(Some(_))))
+    };
+    if let Some(scope) = welcome.scopes.iter().find(|scope| !runs(scope)) {
+        return Err(format!(
+            "sent a welcome with the progress state of scope {:?}, which is in no dataflow it runs",
+            scope.address
+        ));
     }
     Ok(())
 }

@@ -2,7 +2,8 @@
 //! a panic: a joiner told other departed processes (`--gone`) than its server's view (with
 //! `wire_rescale`'s simulated members, processes 0 and 1, and the engine joining as process 2,
 //! served by worker 0), a progress state in a welcome that names a location outside the scope
-//! or counts that would overflow (the same harness), and a joiner that asks two servers for a
+//! or counts that would overflow, or that belongs to a dataflow the server says it does not
+//! run (the same harness), and a joiner that asks two servers for a
 //! welcome (with engine members and this test joining as process 2).
 
 use crate::common;
@@ -141,4 +142,26 @@ fn a_welcome_whose_state_overflows_a_count() {
         vec![((Location::source(1, 0), 0), i64::MAX), ((Location::source(1, 0), 0), i64::MAX)],
         "progress updates whose deltas add up to more than 4611686018427387904 in magnitude",
     );
+}
+
+/// A welcome that says dataflow 0 no longer runs on the server but sends the progress state
+/// of its scope: the joiner used to panic ("a scope the server runs is in a dataflow it runs")
+/// when it built the dataflow's operators; it now refuses the welcome on arrival, naming the
+/// server.
+#[test]
+fn a_welcome_with_a_scope_of_a_dataflow_it_does_not_run() {
+    common::within(LIMIT, || {
+        let channel = joiners_progress_channel();
+        let mut state = Vec::new();
+        bincode_encode(&(Vec::<((Location, u64), i64)>::new(), vec![0u64, 0]), &mut state);
+        let scope = ScopeWelcome { channel, address: vec![0], state, announced: None };
+        let welcome =
+            Welcome { existing: 2, dataflows: vec![None], scopes: vec![scope], ..Welcome::default() };
+        let (error, _members) = members_send_to_joiner(vec![(0, BootstrapMessage::Welcome(welcome))], false);
+        assert!(!error.contains("panicked"), "not a panic: {error}");
+        let expected =
+            "lost the connection to process 0: it broke the protocol: worker 0 sent a welcome with \
+                        the progress state of scope [0], which is in no dataflow it runs";
+        assert!(error.contains(expected), "expected {expected:?} in: {error}");
+    });
 }
