@@ -50,7 +50,9 @@ def execute_from_args(
     """Like `execute`, configured from command-line arguments: `-w N` threads per process,
     `-n N` processes, `-p I` this process, `-h FILE` hostfile (default `localhost:2101+i`),
     `--join W --nn N [--gone P,Q]` to join a running cluster (`docs/rescaling.md`),
-    `--peer-timeout SECONDS`, `--insecure`, `--trace DIR` a trace of the run (with
+    `--peer-timeout SECONDS`, `--insecure`, `--receive-budget BYTES` and `--early-bytes BYTES`
+    (what received messages may hold in memory, over `TIMELY_RECEIVE_BUDGET` and
+    `TIMELY_EARLY_BYTES`; `docs/networking.md`), `--trace DIR` a trace of the run (with
     `--trace-events LIST`, `--trace-flush SECONDS`; or the environment variables
     `TIMELY_TRACE_DIR`, `TIMELY_TRACE_EVENTS`, `TIMELY_TRACE_FLUSH`).
 
@@ -64,7 +66,8 @@ def execute_from_args(
 
 def program_args(argv: Sequence[str]) -> list[str]:
     """The arguments of `argv` that are the program's own (without `-w`, `-n`, `-p`, `-h`,
-    `--peer-timeout`, `--insecure`, `--trace` and its options)."""
+    `--peer-timeout`, `--insecure`, `--receive-budget`, `--early-bytes`, `--trace` and its
+    options)."""
 
 def runtime_options() -> list[Tuple[list[str], bool, str]]:
     """Every option the runtime reads from a command line: ``(spellings, takes_value, help)``,

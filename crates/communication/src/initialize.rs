@@ -1,7 +1,7 @@
 //! Starting workers: their configuration from command-line arguments and the environment.
 //!
 //! This module owns [`Config`] (how many workers and processes, parsed from `-w`, `-n`, `-p`,
-//! `-h`, and `--join W --nn N [--gone P,Q]` for a process that joins a running cluster; the peer timeout from `--peer-timeout` or the environment; `--insecure`; the cluster's
+//! `-h`, and `--join W --nn N [--gone P,Q]` for a process that joins a running cluster; the peer timeout from `--peer-timeout` or the environment; the receive budgets from `--receive-budget` and `--early-bytes` or the environment; `--insecure`; the cluster's
 //! id and secret and the clock interval from the environment), the refusal to run a cluster reachable from other
 //! machines without a secret (before any socket is opened),
 //! and [`initialize`], which builds each worker's allocator from a [`Config`] and starts the
@@ -70,8 +70,10 @@ pub struct ClusterConfig {
     /// Told of every data frame this process's network threads write and read (the engine's
     /// trace sets it; `None` from [`Config::from_args`]); see [`crate::networking::observe`].
     pub frames: Option<Arc<dyn FrameObserver>>,
-    /// What received messages may hold in memory before they spill to disk
-    /// (`TIMELY_RECEIVE_BUDGET`, `TIMELY_SPILL_DIR`); see [`crate::networking::receive_budget`].
+    /// What received messages may hold in memory before they spill to disk, and what a worker
+    /// keeps for channels it has not built yet (`--receive-budget`, `--early-bytes`, else
+    /// `TIMELY_RECEIVE_BUDGET`, `TIMELY_EARLY_BYTES`; `TIMELY_SPILL_DIR`); see
+    /// [`crate::networking::receive_budget`].
     pub receive_budget: ReceiveBudget,
 }
 
@@ -137,6 +139,8 @@ struct Options {
     join: Given,
     after_join: Given,
     gone: Given,
+    receive_budget: Given,
+    early_bytes: Given,
     insecure: bool,
 }
 
@@ -153,6 +157,8 @@ impl Options {
             join: given(RuntimeOption::Join),
             after_join: given(RuntimeOption::AfterJoin),
             gone: given(RuntimeOption::Gone),
+            receive_budget: given(RuntimeOption::ReceiveBudget),
+            early_bytes: given(RuntimeOption::EarlyBytes),
             insecure: args.has(RuntimeOption::Insecure),
         }
     }
@@ -202,7 +208,7 @@ impl Options {
             insecure: self.insecure || insecure_from_environment()?,
             clock: clock_from_environment()?,
             frames: None,
-            receive_budget: ReceiveBudget::from_environment()?,
+            receive_budget: self.receive_budget()?,
         }))
     }
 
@@ -299,6 +305,13 @@ impl Options {
         Ok(gone)
     }
 
+    /// The receive budgets from `--receive-budget` and `--early-bytes`, else their environment
+    /// variables, else the defaults.
+    fn receive_budget(&self) -> Result<ReceiveBudget, String> {
+        ReceiveBudget::from_options(given(&self.receive_budget), given(&self.early_bytes))
+            .map_err(|error| error.to_string())
+    }
+
     /// The peer timeout from `--peer-timeout`, else `TIMELY_PEER_TIMEOUT`, else the default.
     fn liveness(&self) -> Result<Liveness, String> {
         match (&self.peer_timeout, std::env::var(PEER_TIMEOUT_VARIABLE)) {
@@ -311,6 +324,11 @@ impl Options {
             (None, Err(_)) => Ok(Liveness::default()),
         }
     }
+}
+
+/// An option as `(as written, value)`, if given.
+fn given(option: &Given) -> Option<(&str, &str)> {
+    option.as_ref().map(|(name, value)| (name.as_str(), value.as_str()))
 }
 
 /// The clock interval from `TIMELY_CLOCK_INTERVAL`, else the default.

@@ -1,8 +1,8 @@
 //! The runtime's options on a command line: one list of them, one parser.
 //!
 //! This module owns [`RuntimeOption`] (every option the runtime reads from a program's
-//! arguments: the cluster's `-w -n -p -h --peer-timeout --insecure --join --nn --gone` and the
-//! trace's `--trace --trace-events --trace-flush`, with their spellings and help),
+//! arguments: the cluster's `-w -n -p -h --peer-timeout --insecure --join --nn --gone`, the
+//! receive budgets' `--receive-budget --early-bytes`, and the trace's `--trace --trace-events --trace-flush`, with their spellings and help),
 //! [`RuntimeArgs`] (what a command line gave them, and the program's own arguments in order),
 //! and [`ArgsError`]. Reading lexes with `lexopt`, so `-w4`, `-w 4`, `--workers=4` and
 //! `--workers 4` all work, and the launcher renders the same spellings
@@ -32,6 +32,10 @@ pub enum RuntimeOption {
     AfterJoin,
     /// `--gone P,Q`: processes that left before this one joins.
     Gone,
+    /// `--receive-budget BYTES`: what received messages may hold in memory before they spill.
+    ReceiveBudget,
+    /// `--early-bytes BYTES`: what a worker keeps for channels it has not built yet.
+    EarlyBytes,
     /// `--trace DIR`: write a trace there.
     Trace,
     /// `--trace-events LIST`: the event classes to record.
@@ -42,7 +46,7 @@ pub enum RuntimeOption {
 
 impl RuntimeOption {
     /// Every option, in the order the help lists them.
-    pub const ALL: [RuntimeOption; 12] = [
+    pub const ALL: [RuntimeOption; 14] = [
         RuntimeOption::Workers,
         RuntimeOption::Processes,
         RuntimeOption::Process,
@@ -52,6 +56,8 @@ impl RuntimeOption {
         RuntimeOption::Join,
         RuntimeOption::AfterJoin,
         RuntimeOption::Gone,
+        RuntimeOption::ReceiveBudget,
+        RuntimeOption::EarlyBytes,
         RuntimeOption::Trace,
         RuntimeOption::TraceEvents,
         RuntimeOption::TraceFlush,
@@ -70,6 +76,8 @@ impl RuntimeOption {
             RuntimeOption::Join => (None, &["join"]),
             RuntimeOption::AfterJoin => (None, &["nn"]),
             RuntimeOption::Gone => (None, &["gone"]),
+            RuntimeOption::ReceiveBudget => (None, &["receive-budget"]),
+            RuntimeOption::EarlyBytes => (None, &["early-bytes"]),
             RuntimeOption::Trace => (None, &["trace"]),
             RuntimeOption::TraceEvents => (None, &["trace-events"]),
             RuntimeOption::TraceFlush => (None, &["trace-flush"]),
@@ -103,6 +111,13 @@ impl RuntimeOption {
             RuntimeOption::Join => "join a running cluster, bootstrapped by this worker",
             RuntimeOption::AfterJoin => "the number of processes after the join (-p + 1)",
             RuntimeOption::Gone => "processes that left the cluster before this one joins (P,Q)",
+            RuntimeOption::ReceiveBudget => {
+                "bytes received messages may hold in memory before they spill to disk (64K, 512M, 2G; \
+                 default 256M)"
+            }
+            RuntimeOption::EarlyBytes => {
+                "bytes a worker keeps for channels it has not built yet (64K, 512M, 2G; default 128M)"
+            }
             RuntimeOption::Trace => "write a trace of the run into this directory",
             RuntimeOption::TraceEvents => "the event classes to trace, comma-separated (default all)",
             RuntimeOption::TraceFlush => "seconds between trace file closes (default 1)",

@@ -79,10 +79,14 @@ fn the_environment_gives_defaults_that_flags_override() {
     assert_eq!((set.bytes, set.early_bytes), (1 << 30, 64 << 20), "each variable sets its own limit");
     std::env::set_var(EARLY_BYTES_VARIABLE, "4096");
     assert_eq!(budget(&["-n", "2"]).map(|b| b.early_bytes), Ok(4096));
+    let flags = budget(&["-n", "2", "--early-bytes", "2M", "--receive-budget=3M"]).expect("valid");
+    assert_eq!((flags.bytes, flags.early_bytes), (3 << 20, 2 << 20), "the flags win");
     for bad in ["lots", "12T", "-1", "99999999999999999999G"] {
         std::env::set_var(EARLY_BYTES_VARIABLE, bad);
         let error = budget(&["-n", "2"]).expect_err("a bad early limit");
         assert!(error.contains(EARLY_BYTES_VARIABLE) && error.contains(&format!("{bad:?}")), "{error}");
+        let flag = budget(&["-n", "2", "--early-bytes", "1M"]).map(|b| b.early_bytes);
+        assert_eq!(flag, Ok(1 << 20), "a valid flag overrides a bad variable");
     }
     std::env::remove_var(EARLY_BYTES_VARIABLE);
     std::env::remove_var(RECEIVE_BUDGET_VARIABLE);

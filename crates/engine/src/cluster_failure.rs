@@ -31,11 +31,12 @@ pub(crate) fn stop_for_violation(violations: &ProtocolViolations, worker: usize,
 }
 
 /// Ends this worker's run because this process was configured in a way that does not fit its
-/// cluster (`reason` says how): unwinds with [`ClusterFailure`] without blaming another
-/// process, so that this process's abort frames name this process and the others stop naming
-/// it, as for any failed run.
-pub(crate) fn stop_for_configuration(reason: &str) -> ! {
-    std::panic::resume_unwind(Box::new(ClusterFailure(reason.to_owned())))
+/// cluster (`error` says how): unwinds with [`ClusterFailure`] holding its message, which the
+/// runner returns as the run's error (no panic message, no panic hook), without blaming
+/// another process, so that this process's abort frames name this process and the others stop
+/// naming it, as for any failed run.
+pub(crate) fn stop_for_configuration(error: &dyn std::error::Error) -> ! {
+    std::panic::resume_unwind(Box::new(ClusterFailure(error.to_string())))
 }
 
 /// Ends this worker's run because the program did something the cluster cannot serve

@@ -12,7 +12,7 @@
 
 use crate::dataflow::Scope;
 use crate::logging::{self, Event, EventClasses, Flush, Logger, Timestamped, Wake};
-use crate::progress::{Refines, Subgraph, Timestamp};
+use crate::progress::{ReceivedMagnitude, Refines, Subgraph, Timestamp};
 use crate::rescale::{self, client, Rescaling};
 use crate::returned_workers::ReturnedWorkers;
 use crate::scheduling::{drain_sorted, Activator, ActiveSet, ChannelActivators};
@@ -105,6 +105,9 @@ pub struct WorkerState {
     dataflows: RefCell<Vec<Option<Box<dyn Dataflow>>>>,
     logger: RefCell<Option<Logger>>,
     rescaling: Rescaling,
+    /// What the deltas of the progress batches received so far add up to, shared by the
+    /// progcasters of every scope.
+    received_magnitude: ReceivedMagnitude,
 }
 
 impl WorkerState {
@@ -185,6 +188,12 @@ impl WorkerState {
     pub fn activate_on_progress(&self, channel: usize, activator: Activator) {
         self.progress_channels.borrow_mut().insert(channel);
         self.activate_on_channel(channel, activator);
+    }
+
+    /// What the deltas of the progress batches this worker received add up to, across its
+    /// scopes (each scope's progcaster charges what arrives).
+    pub fn received_magnitude(&self) -> ReceivedMagnitude {
+        self.received_magnitude.clone()
     }
 
     /// The installed logger, if any.
@@ -282,6 +291,7 @@ impl Worker {
             dataflows: RefCell::new(Vec::new()),
             logger: RefCell::new(None),
             rescaling,
+            received_magnitude: ReceivedMagnitude::new(index),
         };
         Worker { state: Rc::new(state), scheduled: Vec::new(), stop: None, worked: false }
     }

@@ -73,8 +73,10 @@ fn execute(
 
 /// Like `execute`, configured from command-line arguments: `-w N` worker threads per process,
 /// `-n N` processes, `-p I` this process's index, `-h FILE` a hostfile (one `host:port` per
-/// process; default `localhost:2101+i`), `--peer-timeout SECONDS`, `--insecure`, `--trace DIR`
-/// (with `--trace-events LIST` and `--trace-flush SECONDS`) a trace of the run. A cluster's
+/// process; default `localhost:2101+i`), `--peer-timeout SECONDS`, `--insecure`,
+/// `--receive-budget BYTES` and `--early-bytes BYTES` (what received messages may hold in
+/// memory; `docs/networking.md`), `--trace DIR` (with `--trace-events LIST` and
+/// `--trace-flush SECONDS`) a trace of the run. A cluster's
 /// processes find each other at those addresses, authenticated by the environment variables
 /// `TIMELY_CLUSTER_ID` and `TIMELY_CLUSTER_SECRET`. Other arguments are ignored.
 ///
@@ -102,8 +104,8 @@ fn execute_from_args(
 }
 
 /// The arguments of `argv` that are the program's own: everything except the runtime's
-/// options (`-w`, `-n`, `-p`, `-h`, `--peer-timeout`, `--insecure`, `--trace...` and their
-/// spellings) that `execute_from_args` reads.
+/// options (`-w`, `-n`, `-p`, `-h`, `--peer-timeout`, `--insecure`, `--receive-budget`,
+/// `--early-bytes`, `--trace...` and their spellings) that `execute_from_args` reads.
 #[pyfunction]
 fn program_args(argv: Vec<String>) -> PyResult<Vec<String>> {
     let (_config, _trace, rest) = runtime_from_args(argv).map_err(pyo3::exceptions::PyValueError::new_err)?;

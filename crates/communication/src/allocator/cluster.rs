@@ -383,7 +383,7 @@ impl ClusterAllocator {
                 Delivered::OverLimit { process, bytes } => {
                     let reason = format!(
                         "its messages for channels this worker has not allocated take up {bytes} bytes, and \
-                         all such messages may take up at most {} (TIMELY_EARLY_BYTES; channel \
+                         all such messages may take up at most {} (--early-bytes or TIMELY_EARLY_BYTES; channel \
                          {channel} would exceed it)",
                         self.inboxes.early_limit()
                     );

@@ -93,7 +93,10 @@ pub use payload::Payload;
 pub use peer_stream::PeerStream;
 pub use proof::Side;
 pub use protection::{decide_protection, Protection};
-pub use receive_budget::{BudgetStats, ReceiveBudget, DEFAULT_EARLY_BYTES, DEFAULT_RECEIVE_BUDGET_BYTES};
+pub use receive_budget::{
+    BudgetError, BudgetStats, ByteCountError, ReceiveBudget, DEFAULT_EARLY_BYTES,
+    DEFAULT_RECEIVE_BUDGET_BYTES,
+};
 pub use seal::{SessionKeys, Violation};
 pub use transport::{
     Delivery, JoinedProcess, ProcessSender, ReceiveStats, Transport, TransportOptions, WakeFn,

@@ -3,7 +3,8 @@
 //!
 //! This module owns [`ReceiveBudget`] (the limit, the spill directory and the limit on each
 //! worker's messages for channels it has not allocated yet, from [`crate::initialize`]'s
-//! `TIMELY_RECEIVE_BUDGET`, `TIMELY_SPILL_DIR` and `TIMELY_EARLY_BYTES`), the process-wide
+//! `--receive-budget` and `--early-bytes`, else `TIMELY_RECEIVE_BUDGET` and
+//! `TIMELY_EARLY_BYTES`, and `TIMELY_SPILL_DIR`), the process-wide
 //! count of the bytes its receive buffers hold ([`BudgetState`]: every receive thread
 //! publishes what its buffers hold, messages not yet taken keep their buffer alive), and each
 //! receive thread's [`Spiller`], which places a message: in its receive buffer while the
@@ -77,35 +78,86 @@ pub const SPILL_DIR_VARIABLE: &str = "TIMELY_SPILL_DIR";
 /// of [`RECEIVE_BUDGET_VARIABLE`] (default [`DEFAULT_EARLY_BYTES`]).
 pub const EARLY_BYTES_VARIABLE: &str = "TIMELY_EARLY_BYTES";
 
+/// A value of a receive budget's setting that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BudgetError {
+    /// A budget (`--receive-budget`, `--early-bytes` or their variables) that is not a byte
+    /// count; `setting` is the option as written or the variable.
+    #[error("{setting}: {error}")]
+    NotAByteCount {
+        /// The option as written (`--early-bytes`) or the environment variable.
+        setting: String,
+        /// What is wrong with the value.
+        error: ByteCountError,
+    },
+    /// `TIMELY_SPILL_DIR` is not a directory.
+    #[error("{SPILL_DIR_VARIABLE}: {0} is not a directory")]
+    NotADirectory(PathBuf),
+}
+
+/// A text that is not a byte count ([`parse_bytes`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ByteCountError {
+    /// Not digits with an optional `K`, `M` or `G`.
+    #[error("expected a byte count such as 1048576, 64K, 512M or 2G, found {0:?}")]
+    Malformed(String),
+    /// More than a `usize` holds.
+    #[error("{0:?} is more bytes than this machine can count")]
+    TooLarge(String),
+}
+
 impl ReceiveBudget {
-    /// The budget `TIMELY_RECEIVE_BUDGET`, `TIMELY_SPILL_DIR` and `TIMELY_EARLY_BYTES` say, the
-    /// default where unset.
+    /// The budget the environment says (`TIMELY_RECEIVE_BUDGET`, `TIMELY_SPILL_DIR`,
+    /// `TIMELY_EARLY_BYTES`), the default where unset.
     ///
     /// # Errors
     ///
-    /// A budget or early limit that is not a byte count, or a spill directory that is not a
-    /// directory.
-    pub fn from_environment() -> Result<ReceiveBudget, String> {
+    /// As [`ReceiveBudget::from_options`].
+    pub fn from_environment() -> Result<ReceiveBudget, BudgetError> {
+        ReceiveBudget::from_options(None, None)
+    }
+
+    /// The budget the command line's `--receive-budget` and `--early-bytes` say (each given as
+    /// `(option as written, value)`), else their environment variables
+    /// (`TIMELY_RECEIVE_BUDGET`, `TIMELY_EARLY_BYTES`), else the default; the spill directory
+    /// from `TIMELY_SPILL_DIR`.
+    ///
+    /// # Errors
+    ///
+    /// A budget or early limit that is not a byte count, naming the option or variable and
+    /// the value, or a spill directory that is not a directory.
+    pub fn from_options(
+        receive_budget: Option<(&str, &str)>,
+        early_bytes: Option<(&str, &str)>,
+    ) -> Result<ReceiveBudget, BudgetError> {
         let mut budget = ReceiveBudget::default();
-        if let Ok(value) = std::env::var(RECEIVE_BUDGET_VARIABLE) {
-            budget.bytes =
-                parse_bytes(&value).map_err(|error| format!("{RECEIVE_BUDGET_VARIABLE}: {error}"))?;
+        if let Some(bytes) = setting(receive_budget, RECEIVE_BUDGET_VARIABLE)? {
+            budget.bytes = bytes;
         }
-        if let Ok(value) = std::env::var(EARLY_BYTES_VARIABLE) {
-            budget.early_bytes =
-                parse_bytes(&value).map_err(|error| format!("{EARLY_BYTES_VARIABLE}: {error}"))?;
+        if let Some(bytes) = setting(early_bytes, EARLY_BYTES_VARIABLE)? {
+            budget.early_bytes = bytes;
         }
         if let Some(dir) = std::env::var_os(SPILL_DIR_VARIABLE).filter(|dir| !dir.is_empty()) {
             budget.spill_dir = PathBuf::from(dir);
             if !budget.spill_dir.is_dir() {
-                return Err(format!(
-                    "{SPILL_DIR_VARIABLE}: {} is not a directory",
-                    budget.spill_dir.display()
-                ));
+                return Err(BudgetError::NotADirectory(budget.spill_dir));
             }
         }
         Ok(budget)
     }
+}
+
+/// The byte count of an option given as `(option as written, value)`, else of the
+/// environment variable `variable`, else `None`.
+fn setting(given: Option<(&str, &str)>, variable: &str) -> Result<Option<usize>, BudgetError> {
+    let (setting, value) = match given {
+        Some((option, value)) => (format!("option {option}"), value.to_owned()),
+        None => match std::env::var(variable) {
+            Ok(value) => (variable.to_owned(), value),
+            Err(_) => return Ok(None),
+        },
+    };
+    parse_bytes(&value).map(Some).map_err(|error| BudgetError::NotAByteCount { setting, error })
 }
 
 /// A byte count such as `1048576`, `64K`, `512M` or `2G` (powers of 1024).
@@ -113,7 +165,7 @@ impl ReceiveBudget {
 /// # Errors
 ///
 /// Anything else, or a count beyond `usize`.
-pub fn parse_bytes(text: &str) -> Result<usize, String> {
+pub fn parse_bytes(text: &str) -> Result<usize, ByteCountError> {
     let text = text.trim();
     let (digits, shift) = match text.char_indices().last() {
         Some((at, 'k' | 'K')) => (&text[..at], 10),
@@ -121,10 +173,8 @@ pub fn parse_bytes(text: &str) -> Result<usize, String> {
         Some((at, 'g' | 'G')) => (&text[..at], 30),
         _ => (text, 0),
     };
-    let count: usize = digits
-        .parse()
-        .map_err(|_| format!("expected a byte count such as 1048576, 64K, 512M or 2G, found {text:?}"))?;
-    count.checked_mul(1 << shift).ok_or_else(|| format!("{text:?} is more bytes than this machine can count"))
+    let count: usize = digits.parse().map_err(|_| ByteCountError::Malformed(text.to_owned()))?;
+    count.checked_mul(1 << shift).ok_or_else(|| ByteCountError::TooLarge(text.to_owned()))
 }
 
 impl Default for ReceiveBudget {

@@ -164,3 +164,40 @@ fn bad_peer_timeouts_and_insecure_values_are_clear_errors() {
         assert!(error.contains(args[2].split('=').next().unwrap()), "{args:?}: names the option: {error}");
     }
 }
+
+/// `--receive-budget` and `--early-bytes` are runtime options like `--peer-timeout`: read in
+/// every spelling, consumed, the last occurrence winning. (They override the environment
+/// variables: `tests/config_environment.rs`, which may set them.)
+#[test]
+fn the_receive_budget_flags_are_read_and_consumed() {
+    let (parsed, rest) =
+        parse(&["-n", "2", "--early-bytes", "8M", "x", "--receive-budget=1G"]).expect("valid flags");
+    let Config::Cluster(config) = parsed else { panic!("a cluster") };
+    assert_eq!((config.receive_budget.early_bytes, config.receive_budget.bytes), (8 << 20, 1 << 30));
+    assert_eq!(rest, strings(&["x"]));
+    let config = cluster(&["-n", "2", "--early-bytes=4096", "--early-bytes", "64K", "--receive-budget", "0"]);
+    assert_eq!((config.receive_budget.early_bytes, config.receive_budget.bytes), (64 << 10, 0));
+}
+
+#[test]
+fn bad_receive_budgets_are_clear_errors_naming_the_option_and_value() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["-n", "2", "--early-bytes"], "requires a value"),
+        (
+            &["-n", "2", "--early-bytes", "lots"],
+            "expected a byte count such as 1048576, 64K, 512M or 2G, found \"lots\"",
+        ),
+        (&["-n", "2", "--early-bytes=-1"], "found \"-1\""),
+        (
+            &["-n", "2", "--early-bytes", "99999999999G"],
+            "\"99999999999G\" is more bytes than this machine can count",
+        ),
+        (&["-n", "2", "--receive-budget", "12T"], "found \"12T\""),
+    ];
+    for (args, expected) in cases {
+        let error = parse(args).expect_err(&format!("{args:?} is invalid"));
+        assert!(error.contains(expected), "{args:?}: {error}");
+        let option = args[2].split('=').next().unwrap();
+        assert!(error.contains(&format!("option {option}")), "{args:?}: names the option: {error}");
+    }
+}

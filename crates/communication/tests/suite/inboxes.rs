@@ -105,7 +105,7 @@ fn run(early_bytes: Option<usize>) -> String {
     let failure = results[0][0].clone().expect("the worker ends").expect_err("process 0 fails");
     assert!(failure.contains("lost the connection to process 1: it broke the protocol"), "{failure}");
     assert!(failure.contains("channels this worker has not allocated"), "{failure}");
-    assert!(failure.contains(&format!("at most {limit} (TIMELY_EARLY_BYTES")), "{failure}");
+    assert!(failure.contains(&format!("at most {limit} (--early-bytes or TIMELY_EARLY_BYTES")), "{failure}");
     assert_eq!(results[1][0], Ok(Ok(())));
     failure
 }

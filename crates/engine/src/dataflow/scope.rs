@@ -99,7 +99,9 @@ impl<T: Timestamp> Scope<T> {
         worker.activate_on_progress(channel, activator.clone());
         let logger = worker.logger();
         logging::log(&logger, || Event::ProgressChannel { id: channel, scope_address: address.clone() });
-        let progcaster = Progcaster::new(&mut worker.allocator(), channel, address.clone(), logger);
+        let magnitude = worker.received_magnitude();
+        let progcaster =
+            Progcaster::new(&mut worker.allocator(), channel, address.clone(), logger, magnitude);
         let ledger: Rc<dyn ScopeLedger> = progcaster.ledger().clone();
         worker.rescaling().register_scope(channel, &address, ledger, activator.clone());
         progcaster

@@ -87,8 +87,9 @@ impl ScopePorts {
 
 /// The most the magnitudes of the deltas in a joining worker's progress state and ranges may
 /// add up to (2^62): far beyond any real count of capabilities or messages, and half of what
-/// an `i64` holds, so that adding them to the other counts of a scope (its own capabilities
-/// and messages, far smaller) cannot overflow.
+/// an `i64` holds, so that adding them to the other counts of a scope (the deltas of batches
+/// received, at most [`super::magnitude::MAX_RECEIVED_MAGNITUDE`] = 2^61, and this worker's
+/// own, far smaller) cannot overflow.
 pub const MAX_BOOTSTRAP_MAGNITUDE: u64 = 1 << 62;
 
 /// A batch whose sequence number is not the next of its sender: one was lost, repeated or

@@ -11,8 +11,9 @@
 //!
 //! Batches from the wire are checked before anything of them is applied: the sender a batch
 //! names must be the worker whose message carried it (checked as it is decoded), every
-//! location must be a port of the scope ([`ScopePorts`]), and sequence numbers must follow on
-//! ([`super::batch_check::OutOfSequence`]). A violation, or a batch the channel dropped as
+//! location must be a port of the scope ([`ScopePorts`]), the deltas the worker received must
+//! add up to no more than [`super::magnitude::MAX_RECEIVED_MAGNITUDE`] (so that no count
+//! overflows), and sequence numbers must follow on ([`super::batch_check::OutOfSequence`]). A violation, or a batch the channel dropped as
 //! undecodable, ends the run with a [`crate::ClusterFailure`] naming the sending process
 //! before the scope propagates anything.
 //!
@@ -26,6 +27,7 @@ use super::batch_check::ScopePorts;
 use super::change_batch::ChangeBatch;
 use super::ledger::{Ledger, Released};
 use super::location::Location;
+use super::magnitude::ReceivedMagnitude;
 use super::timestamp::Timestamp;
 use crate::cluster_failure::{stop_for_violation, stop_if_failed};
 use crate::logging::{self, Event, Logger};
@@ -134,15 +136,19 @@ pub struct Progcaster<T: Timestamp> {
     ports: ScopePorts,
     /// Where batches that break the protocol are reported.
     violations: ProtocolViolations,
+    /// What the deltas received by this worker, in every scope, add up to.
+    magnitude: ReceivedMagnitude,
 }
 
 impl<T: Timestamp> Progcaster<T> {
-    /// Allocates the progress channel `channel` for the scope at `address`.
+    /// Allocates the progress channel `channel` for the scope at `address`; received batches
+    /// are charged to `magnitude`, the worker's total.
     pub fn new(
         allocator: &mut Allocator,
         channel: usize,
         address: Vec<usize>,
         logger: Option<Logger>,
+        magnitude: ReceivedMagnitude,
     ) -> Self {
         let (pusher, puller, joined) = allocator.broadcast::<ProgressBatch<T>>(channel);
         Progcaster {
@@ -159,6 +165,7 @@ impl<T: Timestamp> Progcaster<T> {
             held_back: false,
             ports: ScopePorts::default(),
             violations: allocator.violations(),
+            magnitude,
         }
     }
 
@@ -217,7 +224,8 @@ impl<T: Timestamp> Progcaster<T> {
     /// once its bootstrap is complete: until then batches are held back).
     ///
     /// Unwinds with [`crate::ClusterFailure`] naming the sender of a batch that breaks the
-    /// protocol (a location outside the scope, a sequence number out of order), or when the
+    /// protocol (a location outside the scope, deltas past the worker's bound, naming the
+    /// worker whose deltas take up most of it, a sequence number out of order), or when the
     /// network failed (a batch that did not decode was dropped): nothing is applied then.
     pub fn recv(&mut self, changes: &mut ChangeBatch<(Location, T)>) {
         let mut ledger = self.ledger.borrow_mut();
@@ -225,6 +233,10 @@ impl<T: Timestamp> Progcaster<T> {
             if let Err(reason) = self.ports.check_all(&batch.updates) {
                 let reason = format!("a progress batch of channel {} names {reason}", self.channel);
                 stop_for_violation(&self.violations, batch.source, &reason);
+            }
+            if let Err(error) = self.magnitude.charge(batch.source, &batch.updates) {
+                let reason = format!("a progress batch of channel {} brings {error}", self.channel);
+                stop_for_violation(&self.violations, error.sender, &reason);
             }
             match ledger.admit(batch.source, batch.sequence, batch.after, &batch.updates) {
                 Ok(true) => {

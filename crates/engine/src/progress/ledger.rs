@@ -524,6 +524,21 @@ impl<T: Timestamp> ScopeLedger for std::cell::RefCell<Ledger<T>> {
             return Err(format!("a progress range of worker {sender}, of {}", ledger.next_receive.len()));
         }
         let joining = ledger.joining.as_mut().ok_or("a progress range for a worker that is not joining")?;
+        // Exactly the range asked for: the state and the direct starts it follows from are set
+        // once, before any request. Another start or length would be applied as batches of
+        // `sender`, blamed on it, or replace batches it sends directly.
+        let asked = joining.missing().and_then(|missing| missing.into_iter().find(|(s, _, _)| *s == sender));
+        let got = start.checked_add(batches.len() as u64);
+        match asked {
+            Some((_, first, end)) if (first, Some(end)) == (start, got) => {}
+            Some((_, first, end)) => {
+                return Err(format!(
+                    "{} batches of worker {sender} from batch {start}, where [{first}, {end}) was asked for",
+                    batches.len()
+                ))
+            }
+            None => return Err(format!("a progress range of worker {sender}, which was not asked for")),
+        }
         joining.ranges.push((sender, start, batches));
         Ok(())
     }

@@ -113,3 +113,36 @@ fn a_joining_workers_state_and_ranges_are_checked_before_they_are_applied() {
     let (_, reason) = check(&joining(stranger)).expect_err("a port the node lacks");
     assert!(reason.contains("input 4 of node 1, which has 1"), "{reason}");
 }
+
+/// A range must be exactly the one asked for: another start or length would be applied as
+/// batches of the sender (and a gap blamed on it), or replace batches it sends directly.
+#[test]
+fn a_range_other_than_the_one_asked_for_is_refused() {
+    let ledger = std::cell::RefCell::new(Ledger::<u64>::new(2));
+    ledger.start_joining(2);
+    let mut state = Vec::new();
+    bincode_encode(&(update(0, 1), vec![0u64, 1]), &mut state);
+    ledger.install_state(&state, 1, None).expect("a state");
+    ledger.direct_from(0, 0);
+    ledger.direct_from(1, 3);
+    assert_eq!(ledger.missing_ranges(), Some(vec![(1, 1, 3)]));
+    let range = |count: usize| {
+        let mut batches = Vec::new();
+        bincode_encode(&vec![update(1, 1); count], &mut batches);
+        batches
+    };
+    let cases = [
+        (1, 1, 1, "1 batches of worker 1 from batch 1, where [1, 3) was asked for"),
+        (1, 1, 3, "3 batches of worker 1 from batch 1, where [1, 3) was asked for"),
+        (1, 0, 2, "2 batches of worker 1 from batch 0, where [1, 3) was asked for"),
+        (1, u64::MAX, 2, "from batch 18446744073709551615"),
+        (0, 0, 1, "a progress range of worker 0, which was not asked for"),
+    ];
+    for (sender, start, count, reason) in cases {
+        let error = ledger.install_range(sender, start, &range(count)).expect_err(reason);
+        assert!(error.contains(reason), "{error}");
+    }
+    assert!(!ledger.has_all_ranges(), "nothing of the refused ranges was kept");
+    ledger.install_range(1, 1, &range(2)).expect("the range asked for");
+    assert!(ledger.has_all_ranges());
+}

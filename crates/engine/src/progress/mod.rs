@@ -5,7 +5,7 @@
 //! reachability `Tracker`, the `Operate` interface through which operators describe their
 //! shape and report progress, the `Subgraph` that schedules a scope, the `Progcaster`
 //! that exchanges progress batches between workers, and the checks of received batches
-//! (`batch_check`). It does not know about streams, data channels or the Python layer.
+//! (`batch_check`, `magnitude`). It does not know about streams, data channels or the Python layer.
 
 pub mod antichain;
 pub mod change_batch;
@@ -20,10 +20,12 @@ pub use timestamp::{PathSummary, Refines, Timestamp};
 pub mod batch_check;
 pub mod broadcast;
 pub mod ledger;
+pub mod magnitude;
 pub mod operate;
 pub mod subgraph;
 
 pub use broadcast::{Progcaster, ProgressBatch};
 pub use ledger::{Ledger, ScopeLedger};
+pub use magnitude::ReceivedMagnitude;
 pub use operate::{Operate, SharedProgress};
 pub use subgraph::{Subgraph, SubgraphBuilder};

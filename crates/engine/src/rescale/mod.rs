@@ -29,7 +29,7 @@ pub(crate) mod stranded;
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
-use crate::cluster_failure::stop_for_violation;
+use crate::cluster_failure::{stop_for_configuration, stop_for_violation};
 use crate::progress::ScopeLedger;
 use crate::scheduling::Activator;
 use crate::worker::WorkerState;
@@ -445,7 +445,11 @@ pub(crate) fn handle_events(state: &WorkerState, has_joins: bool) {
             BootstrapMessage::Sealed { .. } => leave::sealed(rescaling, from),
             BootstrapMessage::Left { dataflows, .. } => leave::left(state, from, dataflows),
             BootstrapMessage::Stranded { channels, .. } => stranded::received(state, from, &channels),
-            other => client::receive(state, from, other),
+            other => match client::receive(state, from, other) {
+                Err(client::ClientError::Departed(mismatch)) => stop_for_configuration(&mismatch),
+                Err(client::ClientError::Protocol(reason)) => Err(reason),
+                Ok(()) => Ok(()),
+            },
         };
         if let Err(reason) = checked {
             stop_for_violation(&rescaling.violations, from, &format!("worker {from} {reason}"));

@@ -185,3 +185,39 @@ fn invalid_progress_batches_end_the_run_naming_their_sender() {
         }
     });
 }
+
+/// Deltas that decode but that no honest peer sends: one batch whose two `i64::MAX` at one
+/// place would wrap when added up, and batches of `2^60` each, whose sum passes the bound of
+/// `2^61` on what a worker receives. Each ends the run naming the sender before the batch
+/// that passes the bound is applied; on the old code the first wrapped silently (a release
+/// build does not check overflow) and the second was applied.
+#[test]
+fn deltas_past_the_bound_end_the_run_naming_their_sender() {
+    common::within(LIMIT, || {
+        let at = |delta| ((Location::source(1, 0), 0u64), delta);
+        let cases: [(&str, FrameOn); 2] = [
+            (
+                "two i64::MAX at one place",
+                Box::new(move |c| frame(c.progress, 1, &batch(1, 0, vec![at(i64::MAX), at(i64::MAX)]))),
+            ),
+            (
+                "three batches of 2^60",
+                Box::new(move |c| {
+                    let mut frames = Vec::new();
+                    for (sequence, delta) in [(0, 1 << 60), (1, -(1 << 60)), (2, 1 << 60)] {
+                        frames.extend(frame(c.progress, 1, &batch(1, sequence, vec![at(delta)])));
+                    }
+                    frames
+                }),
+            ),
+        ];
+        for (case, payload) in cases {
+            let (error, blamed) = run_with(payload);
+            let expected = "worker 0 stopped: lost the connection to process 1: it broke the protocol: ";
+            let reason = "brings progress updates whose deltas add up to more than 2305843009213693952 \
+                          in magnitude on worker 0 (worker 1 sent";
+            assert!(error.contains(expected) && error.contains(reason), "{case}: {error}");
+            assert_eq!(blamed, 1, "{case}: the abort frame blames the sender");
+        }
+    });
+}

@@ -2,12 +2,16 @@
 //! a panic: a joiner told other departed processes (`--gone`) than its server's view (with
 //! `wire_rescale`'s simulated members, processes 0 and 1, and the engine joining as process 2,
 //! served by worker 0), a progress state in a welcome that names a location outside the scope
-//! or counts that would overflow (the same harness), and a joiner that asks two servers for a
+//! or counts that would overflow, or that belongs to a dataflow the server says it does not
+//! run (the same harness), a range of batches other than the one the joiner asked for (the
+//! same harness, answering the joiner's request), and a joiner that asks two servers for a
 //! welcome (with engine members and this test joining as process 2).
 
 use crate::common;
 use crate::wire_input::{blamed_by_abort, exchange_and_probe, frame_to, LIMIT};
-use crate::wire_rescale::{join_as_process_2, member, members_send_to_joiner, wire};
+use crate::wire_rescale::{
+    join_as_process_2, member, members_script_joiner, members_send_to_joiner, send_to_joiner, wire,
+};
 
 use std::io::Write;
 use std::net::TcpStream;
@@ -15,12 +19,16 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use timely_communication::exchangeable::bincode_encode;
+use timely_communication::networking::harness::Member;
+use timely_communication::Exchangeable;
 
 use timely_engine::progress::Location;
-use timely_engine::rescale::messages::{BootstrapMessage, ScopeWelcome, Welcome, BOOTSTRAP_CHANNEL};
+use timely_engine::rescale::messages::{
+    BootstrapMessage, Envelope, ScopeWelcome, Welcome, BOOTSTRAP_CHANNEL,
+};
 
 /// Waits up to 10 s for member 0 to record a failure; returns it.
-fn member_failure(member: &timely_communication::networking::harness::Member) -> String {
+fn member_failure(member: &Member) -> String {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         if let Some(failure) = member.transport.health().failure() {
@@ -141,4 +149,83 @@ fn a_welcome_whose_state_overflows_a_count() {
         vec![((Location::source(1, 0), 0), i64::MAX), ((Location::source(1, 0), 0), i64::MAX)],
         "progress updates whose deltas add up to more than 4611686018427387904 in magnitude",
     );
+}
+
+/// A welcome that says dataflow 0 no longer runs on the server but sends the progress state
+/// of its scope: the joiner used to panic ("a scope the server runs is in a dataflow it runs")
+/// when it built the dataflow's operators; it now refuses the welcome on arrival, naming the
+/// server.
+#[test]
+fn a_welcome_with_a_scope_of_a_dataflow_it_does_not_run() {
+    common::within(LIMIT, || {
+        let channel = joiners_progress_channel();
+        let mut state = Vec::new();
+        bincode_encode(&(Vec::<((Location, u64), i64)>::new(), vec![0u64, 0]), &mut state);
+        let scope = ScopeWelcome { channel, address: vec![0], state, announced: None };
+        let welcome =
+            Welcome { existing: 2, dataflows: vec![None], scopes: vec![scope], ..Welcome::default() };
+        let (error, _members) = members_send_to_joiner(vec![(0, BootstrapMessage::Welcome(welcome))], false);
+        assert!(!error.contains("panicked"), "not a panic: {error}");
+        let expected =
+            "lost the connection to process 0: it broke the protocol: worker 0 sent a welcome with \
+                        the progress state of scope [0], which is in no dataflow it runs";
+        assert!(error.contains(expected), "expected {expected:?} in: {error}");
+    });
+}
+
+/// Waits up to 10 s for the joiner's `Range` request to member 0; returns its channel, sender,
+/// start and end.
+fn range_request(member: &mut Member) -> (usize, usize, u64, u64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut scratch = Vec::new();
+    loop {
+        while let Some((header, payload)) = member.workers[0].receiver.try_recv() {
+            if header.channel != BOOTSTRAP_CHANNEL as u64 {
+                continue;
+            }
+            let bytes = payload.read(&mut scratch).expect("the payload");
+            if let Ok(Envelope {
+                message: BootstrapMessage::Range { channel, sender, start, end, .. }, ..
+            }) = Envelope::decode(bytes)
+            {
+                return (channel, sender, start, end);
+            }
+        }
+        assert!(Instant::now() < deadline, "the joiner asks member 0 for a range within 10 s");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The server answers the joiner's request for batches `[0, 2)` of worker 0 with three: the
+/// joiner used to apply all three as worker 0's batches 0 to 2 (and drop worker 0's own batch
+/// 2 when it came), or, for a range too short, blame worker 0 for the gap; it now refuses the
+/// answer, naming the server.
+#[test]
+fn a_range_longer_than_asked_for() {
+    common::within(LIMIT, || {
+        let channel = joiners_progress_channel();
+        let mut state = Vec::new();
+        bincode_encode(&(Vec::<((Location, u64), i64)>::new(), vec![0u64, 0]), &mut state);
+        let scope = ScopeWelcome { channel, address: vec![0], state, announced: None };
+        let welcome =
+            Welcome { existing: 2, dataflows: vec![Some(2)], scopes: vec![scope], ..Welcome::default() };
+        let (error, _members) = members_script_joiner(
+            move |members| {
+                send_to_joiner(members, 0, BootstrapMessage::Welcome(welcome));
+                send_to_joiner(members, 0, BootstrapMessage::Next { from: 0, scopes: vec![(channel, 2)] });
+                send_to_joiner(members, 1, BootstrapMessage::Next { from: 1, scopes: vec![(channel, 0)] });
+                assert_eq!(range_request(&mut members[0]), (channel, 0, 0, 2), "the range missing");
+                let mut batches = Vec::new();
+                bincode_encode(&vec![Vec::<((Location, u64), i64)>::new(); 3], &mut batches);
+                let answer = BootstrapMessage::Batches { channel, sender: 0, start: 0, batches };
+                send_to_joiner(members, 0, answer);
+            },
+            true,
+        );
+        let expected = format!(
+            "lost the connection to process 0: it broke the protocol: worker 0 sent progress batches of \
+             channel {channel} that do not fit: 3 batches of worker 0 from batch 0, where [0, 2) was asked for"
+        );
+        assert!(error.contains(&expected), "expected {expected:?} in: {error}");
+    });
 }

@@ -14,6 +14,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use timely_communication::initialize::ClusterConfig;
+use timely_communication::networking::harness::Member;
 use timely_communication::networking::{establish_as, Connections, Entry};
 use timely_communication::Exchangeable;
 use timely_engine::dataflow::{InputHandle, ProbeHandle};
@@ -340,7 +341,21 @@ fn members_send(messages: Vec<(usize, BootstrapMessage)>, blamed: usize, reason:
 pub(crate) fn members_send_to_joiner(
     messages: Vec<(usize, BootstrapMessage)>,
     bootstrap: bool,
-) -> (String, Vec<timely_communication::networking::harness::Member>) {
+) -> (String, Vec<Member>) {
+    members_script_joiner(
+        move |members| {
+            messages.into_iter().for_each(|(from, message)| send_to_joiner(members, from, message))
+        },
+        bootstrap,
+    )
+}
+
+/// Like [`members_send_to_joiner`], with `script` playing the members (processes 0 and 1, one
+/// worker each) once both know of the joiner (process 2, worker 2).
+pub(crate) fn members_script_joiner(
+    script: impl FnOnce(&mut [Member]),
+    bootstrap: bool,
+) -> (String, Vec<Member>) {
     use timely_communication::networking::harness::start_cluster;
     let addresses = common::free_addresses(3);
     let limit = Duration::from_secs(20);
@@ -371,22 +386,25 @@ pub(crate) fn members_send_to_joiner(
         assert!(Instant::now() < deadline, "the members learn of the join");
         std::thread::sleep(Duration::from_millis(1));
     }
-    for (from, message) in messages {
-        let payload = wire(from, message);
-        let header = timely_communication::networking::MessageHeader {
-            channel: BOOTSTRAP,
-            source: from as u64,
-            target_lower: 2,
-            target_upper: 3,
-            length: payload.len() as u64,
-            seqno: 0,
-        };
-        let sender = members[from].workers[0].senders[2].as_mut().expect("a sender to the joiner");
-        sender.send(header, &payload).expect("send");
-        sender.flush().expect("flush");
-    }
+    script(&mut members);
     let error = joiner.join().expect("the joiner's thread").expect_err("the joiner's run fails").to_string();
     (error, members)
+}
+
+/// Member `from` (worker `from` of process `from`) sends `message` to the joiner, worker 2.
+pub(crate) fn send_to_joiner(members: &mut [Member], from: usize, message: BootstrapMessage) {
+    let payload = wire(from, message);
+    let header = timely_communication::networking::MessageHeader {
+        channel: BOOTSTRAP,
+        source: from as u64,
+        target_lower: 2,
+        target_upper: 3,
+        length: payload.len() as u64,
+        seqno: 0,
+    };
+    let sender = members[from].workers[0].senders[2].as_mut().expect("a sender to the joiner");
+    sender.send(header, &payload).expect("send");
+    sender.flush().expect("flush");
 }
 
 #[test]
