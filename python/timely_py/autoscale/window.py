@@ -1,0 +1,235 @@
+"""A sliding window over trace events as they arrive: operator runs (paired
+``schedule_start``/``schedule_stop`` events) and data messages (``message_send``,
+``message_recv``), kept as small Arrow tables and summed per worker over any stretch of the
+recent past.
+
+Batches come from the trace callback (``trace_callback(worker, batch)``,
+``docs/trace-format.md``), a few per worker and second. Pairing a run's start with its stop
+needs the worker's order only: an operator never runs inside itself, so per worker and
+operator, starts and stops alternate. A run still open at the end of a batch waits for the
+next one. Everything is pyarrow compute: no row is looked at in Python, except the rare
+``operator_created``/``channel_created`` rows, which go to the `Graph`.
+
+This module owns the events' bookkeeping only: which operator a channel feeds, and what the
+sums mean, is for `signals`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Any, Deque, Dict, List, Optional, Tuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .graph import Graph
+
+__all__ = ["EventWindow", "SPANS_SCHEMA", "MESSAGES_SCHEMA"]
+
+#: One operator run: the worker, the operator, its start and stop (ns) and `useful`.
+SPANS_SCHEMA = pa.schema([
+    ("worker", pa.int64()), ("operator", pa.int64()), ("start_ns", pa.int64()),
+    ("stop_ns", pa.int64()), ("useful", pa.bool_()),
+])
+#: One data message as one worker saw it: `sent` for a ``message_send`` (the worker is the
+#: sender), else a ``message_recv`` (the worker is the receiver).
+MESSAGES_SCHEMA = pa.schema([
+    ("worker", pa.int64()), ("time_ns", pa.int64()), ("channel", pa.int64()),
+    ("records", pa.int64()), ("sent", pa.bool_()),
+])
+_OPEN_SCHEMA = pa.schema([
+    ("operator", pa.int64()), ("time_ns", pa.int64()), ("start", pa.bool_()), ("useful", pa.bool_()),
+])
+_SCHEDULE = pa.array(["schedule_start", "schedule_stop"])
+_MESSAGES = pa.array(["message_send", "message_recv"])
+_GRAPH = pa.array(["operator_created", "channel_created"])
+
+
+class EventWindow:
+    """The recent operator runs and messages of the workers whose batches it is given.
+
+    `add` may be called from the thread that delivers trace batches while another thread
+    calls `totals`: one lock guards the state. Events older than `keep` seconds before the
+    latest event seen are dropped as batches arrive.
+
+    >>> import pyarrow as pa
+    >>> window = EventWindow(keep=10.0)
+    >>> window.add(0, pa.RecordBatch.from_pydict({
+    ...     "time_ns": [0, 10, 40, 50], "operator": [3, None, 3, None],
+    ...     "kind": ["schedule_start", "message_recv", "schedule_stop", "message_send"],
+    ...     "useful": [None, None, True, None], "channel": [None, 5, None, 6],
+    ...     "records": [None, 4, None, 2]}))
+    >>> useful, messages = window.totals(0, 100)
+    >>> useful.to_pylist()
+    [{'worker': 0, 'operator': 3, 'useful_ns': 40, 'busy_ns': 40, 'runs': 1}]
+    >>> sorted((m["channel"], m["sent"], m["records"]) for m in messages.to_pylist())
+    [(5, False, 4), (6, True, 2)]
+    """
+
+    def __init__(self, keep: float = 30.0) -> None:
+        self.keep_ns = int(keep * 1e9)
+        self.graph = Graph()
+        self._lock = threading.Lock()
+        self._spans: Deque[Tuple[int, pa.Table]] = deque()
+        self._messages: Deque[Tuple[int, pa.Table]] = deque()
+        self._open: Dict[int, pa.Table] = {}
+        self._last: Dict[int, int] = {}
+        self._first: Dict[int, int] = {}
+
+    # --- input ---------------------------------------------------------------------------
+
+    def add(self, worker: int, batch: Any) -> None:
+        """Takes in a batch of `worker`'s trace events (a `pyarrow.RecordBatch` or `Table`
+        with the format's columns; columns a batch lacks count as null)."""
+        table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+        if table.num_rows == 0:
+            return
+        kind = table.column("kind").cast(pa.string())
+        times = table.column("time_ns").cast(pa.int64())
+        graph_rows = table.filter(pc.is_in(kind, value_set=_GRAPH))
+        with self._lock:
+            if graph_rows.num_rows:
+                self.graph.add_events(graph_rows.to_pylist())
+            self._add_spans(worker, table, kind, times)
+            self._add_messages(worker, table, kind, times)
+            latest = pc.max(times).as_py()
+            earliest = pc.min(times).as_py()
+            if latest is not None:
+                self._last[worker] = max(latest, self._last.get(worker, latest))
+                self._first.setdefault(worker, earliest)
+            self._evict()
+
+    def _add_spans(self, worker: int, table: pa.Table, kind: pa.ChunkedArray, times: pa.ChunkedArray) -> None:
+        """Pairs the batch's schedule events (after the runs left open by earlier batches)
+        into runs."""
+        mask = pc.is_in(kind, value_set=_SCHEDULE)
+        if not pc.any(mask).as_py():
+            return
+        events = pa.table({
+            "operator": _column(table, "operator", pa.int64()).filter(mask),
+            "time_ns": times.filter(mask),
+            "start": pc.equal(kind.filter(mask), "schedule_start"),
+            "useful": _column(table, "useful", pa.bool_()).filter(mask),
+        }, schema=_OPEN_SCHEMA)
+        carried = self._open.get(worker)
+        if carried is not None:
+            events = pa.concat_tables([carried, events])
+        # Per operator, in time order (a stable sort keeps equal times in the worker's order).
+        events = events.take(pc.sort_indices(events, sort_keys=[("operator", "ascending"), ("time_ns", "ascending")]))
+        count = events.num_rows
+        ops, starts = events.column("operator"), events.column("start")
+        if count >= 2:
+            head, tail = slice(0, count - 1), slice(1, count)
+            paired = pc.and_(pc.and_(starts.slice(0, count - 1), pc.invert(starts.slice(1))),
+                             pc.equal(ops.slice(0, count - 1), ops.slice(1)))
+            paired = pc.fill_null(paired, False)
+            del head, tail
+            first = events.slice(0, count - 1).filter(paired)
+            second = events.slice(1).filter(paired)
+            if first.num_rows:
+                spans = pa.table({
+                    "worker": pa.array([worker] * first.num_rows, pa.int64()),
+                    "operator": first.column("operator"),
+                    "start_ns": first.column("time_ns"),
+                    "stop_ns": second.column("time_ns"),
+                    "useful": pc.fill_null(second.column("useful"), False),
+                }, schema=SPANS_SCHEMA)
+                self._spans.append((pc.max(spans.column("stop_ns")).as_py(), spans))
+        # A start that is its operator's last event is a run still going.
+        last_of_operator = pc.not_equal(ops.slice(0, count - 1), ops.slice(1)) if count >= 2 else pa.array([], pa.bool_())
+        is_last = pa.concat_arrays([_combine(last_of_operator), pa.array([True])]) if count else pa.array([], pa.bool_())
+        still_open = events.filter(pc.and_(_combine(starts), is_last))
+        if still_open.num_rows:
+            self._open[worker] = still_open
+        else:
+            self._open.pop(worker, None)
+
+    def _add_messages(self, worker: int, table: pa.Table, kind: pa.ChunkedArray, times: pa.ChunkedArray) -> None:
+        mask = pc.is_in(kind, value_set=_MESSAGES)
+        if not pc.any(mask).as_py():
+            return
+        messages = pa.table({
+            "worker": pa.array([worker] * pc.sum(mask).as_py(), pa.int64()),
+            "time_ns": times.filter(mask),
+            "channel": _column(table, "channel", pa.int64()).filter(mask),
+            "records": pc.fill_null(_column(table, "records", pa.int64()).filter(mask), 0),
+            "sent": pc.equal(kind.filter(mask), "message_send"),
+        }, schema=MESSAGES_SCHEMA)
+        self._messages.append((pc.max(messages.column("time_ns")).as_py(), messages))
+
+    def _evict(self) -> None:
+        """Drops what ended more than `keep_ns` before the latest event seen."""
+        if not self._last:
+            return
+        horizon = max(self._last.values()) - self.keep_ns
+        for store in (self._spans, self._messages):
+            while store and store[0][0] < horizon:
+                store.popleft()
+
+    # --- output --------------------------------------------------------------------------
+
+    def workers(self) -> List[int]:
+        """The workers whose events the window has seen."""
+        with self._lock:
+            return sorted(self._last)
+
+    def latest(self) -> Optional[int]:
+        """The time up to which every worker seen has delivered its events: the earliest of
+        the workers' latest events (None before any event)."""
+        with self._lock:
+            return min(self._last.values()) if self._last else None
+
+    def earliest(self) -> Optional[int]:
+        """The time of the first event seen (None before any event)."""
+        with self._lock:
+            return min(self._first.values()) if self._first else None
+
+    def totals(self, start_ns: int, end_ns: int) -> Tuple[pa.Table, pa.Table]:
+        """Per worker and operator, the time its runs spent inside ``[start_ns, end_ns)``,
+        in all (`busy_ns`) and in runs that did useful work (`useful_ns`), and the `runs`
+        that overlap it; per worker, channel and direction (`sent`), the `records` of the
+        messages in it. Runs that straddle an end count with their part inside."""
+        with self._lock:
+            spans = [t for _, t in self._spans]
+            messages = [t for _, t in self._messages]
+        return _span_totals(spans, start_ns, end_ns), _message_totals(messages, start_ns, end_ns)
+
+
+def _span_totals(parts: List[pa.Table], start_ns: int, end_ns: int) -> pa.Table:
+    spans = pa.concat_tables(parts) if parts else SPANS_SCHEMA.empty_table()
+    inside = pc.and_(pc.less(spans.column("start_ns"), end_ns), pc.greater(spans.column("stop_ns"), start_ns))
+    spans = spans.filter(inside)
+    clipped = pc.subtract(pc.min_element_wise(spans.column("stop_ns"), end_ns),
+                          pc.max_element_wise(spans.column("start_ns"), start_ns))
+    useful = pc.if_else(spans.column("useful"), clipped, 0)
+    table = pa.table({
+        "worker": spans.column("worker"), "operator": spans.column("operator"),
+        "useful_ns": pc.cast(useful, pa.int64()), "busy_ns": pc.cast(clipped, pa.int64()),
+    })
+    grouped = table.group_by(["worker", "operator"]).aggregate(
+        [("useful_ns", "sum"), ("busy_ns", "sum"), ("busy_ns", "count")])
+    grouped = grouped.rename_columns(["worker", "operator", "useful_ns", "busy_ns", "runs"])
+    return grouped.take(pc.sort_indices(grouped, sort_keys=[("worker", "ascending"), ("operator", "ascending")]))
+
+
+def _message_totals(parts: List[pa.Table], start_ns: int, end_ns: int) -> pa.Table:
+    messages = pa.concat_tables(parts) if parts else MESSAGES_SCHEMA.empty_table()
+    times = messages.column("time_ns")
+    messages = messages.filter(pc.and_(pc.greater_equal(times, start_ns), pc.less(times, end_ns)))
+    grouped = messages.group_by(["worker", "channel", "sent"]).aggregate([("records", "sum"), ("records", "count")])
+    grouped = grouped.rename_columns(["worker", "channel", "sent", "records", "messages"])
+    return grouped.take(pc.sort_indices(grouped, sort_keys=[("worker", "ascending"), ("channel", "ascending"),
+                                                            ("sent", "ascending")]))
+
+
+def _column(table: pa.Table, name: str, kind: pa.DataType) -> pa.ChunkedArray:
+    """Column `name` of `table` cast to `kind`, or nulls if the batch lacks it."""
+    if name in table.column_names:
+        return table.column(name).cast(kind)
+    return pa.chunked_array([pa.nulls(table.num_rows, kind)])
+
+
+def _combine(array: Any) -> pa.Array:
+    """One contiguous array of a chunked one."""
+    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array

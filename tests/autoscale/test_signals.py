@@ -1,0 +1,104 @@
+"""Signals from a real traced run (in-process `timely_py.execute` with a trace callback)
+equal what a plain walk over the same events computes, for the whole run and for a window
+that cuts operator runs in two, however the events are split into batches; and the rates
+say what the workload is (a map that sleeps per record)."""
+
+import pytest
+from support.autoscale import reference_totals, sleepy_main, split_batches, time_span, traced_run
+from timely_py.autoscale import EventWindow, compute_signals
+
+pytestmark = pytest.mark.timeout(120)
+
+SLEEP = 0.002
+EPOCHS, PER_EPOCH = 6, 20
+
+
+@pytest.fixture(scope="module")
+def run():
+    results, batches = traced_run(sleepy_main(EPOCHS, PER_EPOCH, SLEEP), 2)
+    records = range(EPOCHS * PER_EPOCH)
+    assert sum(results) == sum(2 * x for x in records)
+    return batches
+
+
+def window_of(batches):
+    window = EventWindow(keep=3600.0)
+    for worker, batch in batches:
+        window.add(worker, batch)
+    return window
+
+
+def as_dicts(useful, messages):
+    spans = {(r["worker"], r["operator"]): (r["useful_ns"], r["busy_ns"]) for r in useful.to_pylist()}
+    sent = {(r["worker"], r["channel"], r["sent"]): r["records"] for r in messages.to_pylist()}
+    return spans, sent
+
+
+@pytest.mark.parametrize("rows", [None, 7, 1])
+def test_window_totals_equal_a_plain_walk_over_the_events(run, rows):
+    batches = run if rows is None else split_batches(run, rows)
+    first, last = time_span(run)
+    window = window_of(batches)
+    middle = (first + last) // 2
+    for start, end in [(first, last + 1), (first + (last - first) // 3, middle), (middle, last + 1)]:
+        spans, sent = as_dicts(*window.totals(start, end))
+        ref_spans, ref_sent = reference_totals(run, start, end)
+        nonzero = lambda totals: {k: v for k, v in totals.items() if v != (0, 0)}  # noqa: E731
+        assert nonzero(spans) == nonzero(ref_spans)
+        assert sent == ref_sent
+
+
+def test_signals_of_the_run_add_up_to_the_workload(run):
+    window = window_of(run)
+    first, last = time_span(run)
+    signals = compute_signals(window.graph, *window.totals(first, last + 1), first, last + 1, window.workers())
+    assert signals.workers == (0, 1)
+    names = [s.operator.name for s in sorted(signals.operators.values(), key=lambda s: s.operator.id)]
+    assert names[:3] == ["Input", "Exchange", "Map"]
+    work = signals.by_name("Map")
+    total = EPOCHS * PER_EPOCH
+    assert work.records_in == total and work.records_out == total
+    assert signals.by_name("Input").records_out == total and signals.by_name("Input").source
+    assert {w.worker: w.records_in for w in work.workers} == {0: total // 2, 1: total // 2}
+    # Each record costs the sleep and a little more: the true rate is at most 1 / SLEEP and,
+    # on a loaded machine, not far below it.
+    assert 0.2 / SLEEP < work.true_processing_rate <= 1 / SLEEP
+    assert work.true_output_rate == pytest.approx(work.true_processing_rate)
+    assert work.useful_s >= total * SLEEP
+    # Every useful second of the map is in its runs; runs are within the window.
+    for w in work.workers:
+        assert w.useful_s <= w.busy_s <= signals.window_s
+    exchange = signals.by_name("Exchange")
+    assert sum(exchange.sent.values()) == total
+    assert exchange.selectivity(next(iter(exchange.sent))) == pytest.approx(1.0)
+
+
+def test_signals_equal_the_reference_rates(run):
+    """The per-worker true rates are the reference's records over its useful time."""
+    window = window_of(run)
+    first, last = time_span(run)
+    start, end = first, last + 1
+    signals = compute_signals(window.graph, *window.totals(start, end), start, end, window.workers())
+    ref_spans, ref_sent = reference_totals(run, start, end)
+    graph = window.graph
+    for op_id, s in signals.operators.items():
+        into = [e.channel for e in graph.inputs(op_id)]
+        for w in s.workers:
+            records = sum(ref_sent.get((w.worker, c, False), 0) for c in into)
+            useful_ns = ref_spans.get((w.worker, op_id), (0, 0))[0]
+            assert w.records_in == records
+            assert w.useful_s == useful_ns / 1e9
+            if useful_ns:
+                assert w.true_processing_rate == records / (useful_ns / 1e9)
+
+
+def test_old_events_leave_the_window():
+    import pyarrow as pa
+
+    window = EventWindow(keep=1.0)
+    batch = lambda t: pa.RecordBatch.from_pydict({  # noqa: E731
+        "time_ns": [t, t + 10], "kind": ["message_send", "message_send"], "channel": [1, 1], "records": [2, 3]})
+    window.add(0, batch(0))
+    window.add(0, batch(3_000_000_000))
+    _, messages = window.totals(0, 10**12)
+    assert messages.to_pylist() == [{"worker": 0, "channel": 1, "sent": True, "records": 5, "messages": 2}]
