@@ -5,30 +5,38 @@ every operator), and adds processes or makes them leave through the launcher, wi
 restart (``docs/autoscaling.md``).
 
     >>> from timely_py import autoscale
-    >>> autoscale.Settings(min_processes=2, max_processes=4, target=0.7).band
+    >>> policy = autoscale.Policy(autoscale.Settings(min_processes=2, max_processes=4, target=0.7))
+    >>> policy.settings.band
     (0.49, 0.85)
 
 The parts, one concern each: `errors` (the exceptions), `settings` (what it may do, checked),
 `graph` (operators and channels from the trace), `window` (recent operator runs and
-messages, pyarrow), `signals` (DS2's rates from them), `testing` (hand-built signals).
+messages, pyarrow), `signals` (DS2's rates from them), `decision` (decisions that explain
+themselves), `policy` (the arithmetic), `testing` (hand-built signals).
 """
 
 from __future__ import annotations
 
+from .decision import ACTIONS, Decision, OperatorDemand
 from .errors import AutoscaleError, AutoscaleSettingsError
 from .graph import Edge, Graph, Operator
+from .policy import Policy
 from .settings import SOURCE_MODES, Settings
 from .signals import OperatorSignals, Signals, WorkerSignals, compute_signals
 from .window import EventWindow
 
 __all__ = [
+    "ACTIONS",
     "AutoscaleError",
     "AutoscaleSettingsError",
+    "Decision",
     "Edge",
     "EventWindow",
     "Graph",
     "Operator",
+    "OperatorDemand",
     "OperatorSignals",
+    "Policy",
     "SOURCE_MODES",
     "Settings",
     "Signals",
