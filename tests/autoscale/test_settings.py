@@ -3,7 +3,7 @@ and a `ValueError`) naming the setting and the value."""
 
 import pytest
 import timely_py
-from timely_py.autoscale import AutoscaleSettingsError, Settings
+from timely_py.autoscale import AutoscaleSettingsError, Autoscaler, Settings
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -39,3 +39,7 @@ def test_good_settings_and_the_default_band():
     assert settings.band == (0.35, 0.75) and (settings.low, settings.high) == (0.35, 0.75)
     assert Settings(band=(0.7, 0.7)).band == (0.7, 0.7)
 
+
+def test_a_tick_without_a_known_cluster_size_says_what_to_pass():
+    with pytest.raises(timely_py.TimelyError, match="pass tick\\(worker\\), or processes= and workers_per_process="):
+        Autoscaler().tick()

@@ -5,18 +5,22 @@ every operator), and adds processes or makes them leave through the launcher, wi
 restart (``docs/autoscaling.md``).
 
     >>> from timely_py import autoscale
-    >>> policy = autoscale.Policy(autoscale.Settings(min_processes=2, max_processes=4, target=0.7))
-    >>> policy.settings.band
+    >>> settings = autoscale.Settings(min_processes=2, max_processes=4, target=0.7)
+    >>> scaler = autoscale.Autoscaler(settings)      # trace_callback=scaler.observe
+    >>> scaler.settings.band
     (0.49, 0.85)
 
 The parts, one concern each: `errors` (the exceptions), `settings` (what it may do, checked),
 `graph` (operators and channels from the trace), `window` (recent operator runs and
 messages, pyarrow), `signals` (DS2's rates from them), `decision` (decisions that explain
-themselves), `policy` (the arithmetic), `testing` (hand-built signals).
+themselves), `policy` (the arithmetic), `actions` (joins and leaves on a thread of their
+own), `controller` (`Autoscaler`: the loop a program drives), `testing` (hand-built signals).
 """
 
 from __future__ import annotations
 
+from .actions import ActionRunner, Actuator, LauncherActuator, RecordingActuator
+from .controller import Autoscaler
 from .decision import ACTIONS, Decision, OperatorDemand
 from .errors import AutoscaleError, AutoscaleSettingsError
 from .graph import Edge, Graph, Operator
@@ -27,16 +31,21 @@ from .window import EventWindow
 
 __all__ = [
     "ACTIONS",
+    "ActionRunner",
+    "Actuator",
     "AutoscaleError",
     "AutoscaleSettingsError",
+    "Autoscaler",
     "Decision",
     "Edge",
     "EventWindow",
     "Graph",
+    "LauncherActuator",
     "Operator",
     "OperatorDemand",
     "OperatorSignals",
     "Policy",
+    "RecordingActuator",
     "SOURCE_MODES",
     "Settings",
     "Signals",

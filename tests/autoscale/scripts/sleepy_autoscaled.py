@@ -1,0 +1,78 @@
+"""A launcher child for the autoscaler's scripted run: worker 0 offers RATE records per
+second for SECONDS seconds (a wall-clock schedule of 10 epochs a second, so the offered rate
+does not depend on how fast the cluster is), a map sleeps SLEEP seconds per record (a
+simulated remote call), and process 0's autoscaler decides from the trace events it receives
+in-process whether to add processes, within [MIN, MAX].
+
+    python -m timely_py.launch -n 2 tests/autoscale/scripts/sleepy_autoscaled.py \
+        RATE SECONDS SLEEP MIN MAX [metrics]
+
+Every worker prints `worker W: seen X -> Y` per record; worker 0 prints each decision that
+is not a wait and differs from the one before (`autoscale: ...`, with its explanation) and when it counts new workers.
+"""
+
+import os
+import sys
+import time
+
+os.environ.setdefault("TIMELY_TRACE_EVENTS", "operators,schedule,messages")
+os.environ.setdefault("TIMELY_TRACE_FLUSH", "0.2")
+
+import timely_py as timely  # noqa: E402
+from timely_py import autoscale  # noqa: E402
+
+args = timely.program_args(sys.argv[1:])
+rate, seconds, sleep = float(args[0]), float(args[1]), float(args[2])
+low, high = int(args[3]), int(args[4])
+metrics_only = len(args) > 5 and args[5] == "metrics"
+EPOCH = 0.1
+per_epoch = int(rate * EPOCH)
+epochs = int(seconds / EPOCH)
+
+scaler = autoscale.Autoscaler(autoscale.Settings(
+    min_processes=low, max_processes=high, target=0.7, window=1.5, stabilisation=3.0, metrics_only=metrics_only,
+))
+
+
+def work(worker_index, x):
+    time.sleep(sleep)
+    y = 3 * x + 1
+    print(f"worker {worker_index}: seen {x} -> {y}")
+    return y
+
+
+def main(worker):
+    inp, probe = timely.InputHandle(), timely.ProbeHandle()
+    index = worker.index
+    with worker.dataflow() as scope:
+        scope.input_from(inp).exchange(lambda x: x).map(lambda x: work(index, x)).probe_with(probe)
+    if worker.bootstrap():  # a joined process: the runtime steps it until the dataflow is done
+        print(f"worker {index}: joined, {worker.peers} workers now")
+        return
+    if index != 0:
+        inp.close()
+        while not probe.done():
+            worker.step_or_park(0.05)
+        return
+    start, epoch, peers, said = time.monotonic(), 0, worker.peers, None
+    while epoch < epochs:
+        due = min(epochs, int((time.monotonic() - start) / EPOCH) + 1)
+        while epoch < due:
+            inp.send_batch(list(range(epoch * per_epoch, (epoch + 1) * per_epoch)))
+            epoch += 1
+            inp.advance_to(epoch)
+        decision = scaler.tick(worker)
+        if decision.action != "wait" and (decision.action, decision.desired) != said:
+            said = (decision.action, decision.desired)
+            print("autoscale: " + decision.explain().replace("\n", "\n  | "))
+        if worker.peers > peers:
+            peers = worker.peers
+            print(f"worker 0: epoch {epoch}, the cluster grew to {peers} workers")
+        worker.step_or_park(0.02)
+    inp.close()
+    while not probe.done():
+        worker.step_or_park(0.05)
+    print(f"worker 0: done, {sum(1 for d in scaler.decisions if d.acted)} actions, {scaler.processes} processes")
+
+
+timely.execute_from_args(sys.argv[1:], main, trace_callback=scaler.observe)
