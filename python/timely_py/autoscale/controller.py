@@ -4,7 +4,8 @@ window's signals into a decision, and carries it out unless in metrics-only mode
 
 Rules of time, on the trace's clock (the latest time every observed worker has delivered):
 
-* a decision uses a full `Settings.window` of events, all after the cluster last changed;
+* a decision uses a full `Settings.window` of events, all after the cluster last changed
+  (and after the first data message: a dataflow being built is not a workload);
 * after a change, nothing changes again for `Settings.stabilisation` seconds, counted from
   when the cluster has the new count (a joiner's workers are members, a leaver left), and
   never while an action is under way;
@@ -141,11 +142,13 @@ class Autoscaler:
                 )
             current = len(live)
         end = self.window.latest()
-        first = self.window.earliest()
+        first = self.window.first_message()
         window_ns = int(self.settings.window * 1e9)
-        if end is None or first is None:
+        if end is None:
             return self._record(self._waiting(current, 0, "no trace events yet (is observe the trace callback?)"))
-        if self._settled_ns is None:
+        if first is None:
+            return self._record(self._waiting(current, end, "no records have flowed yet"))
+        if self._settled_ns is None:  # the first window starts when records start to flow
             self._settled_ns = first
         start = end - window_ns
         if self.busy:

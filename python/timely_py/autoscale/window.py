@@ -76,6 +76,7 @@ class EventWindow:
         self._open: Dict[int, pa.Table] = {}
         self._last: Dict[int, int] = {}
         self._first: Dict[int, int] = {}
+        self._first_message: Optional[int] = None
 
     # --- input ---------------------------------------------------------------------------
 
@@ -157,6 +158,9 @@ class EventWindow:
             "sent": pc.equal(kind.filter(mask), "message_send"),
         }, schema=MESSAGES_SCHEMA)
         self._messages.append((pc.max(messages.column("time_ns")).as_py(), messages))
+        first = pc.min(messages.column("time_ns")).as_py()
+        if self._first_message is None or first < self._first_message:
+            self._first_message = first
 
     def _evict(self) -> None:
         """Drops what ended more than `keep_ns` before the latest event seen."""
@@ -184,6 +188,12 @@ class EventWindow:
         """The time of the first event seen (None before any event)."""
         with self._lock:
             return min(self._first.values()) if self._first else None
+
+    def first_message(self) -> Optional[int]:
+        """The time of the first data message seen: when records started to flow (None
+        before any)."""
+        with self._lock:
+            return self._first_message
 
     def totals(self, start_ns: int, end_ns: int) -> Tuple[pa.Table, pa.Table]:
         """Per worker and operator, the time its runs spent inside ``[start_ns, end_ns)``,
