@@ -25,7 +25,7 @@ from .decision import ACTIONS, Decision, OperatorDemand
 from .errors import AutoscaleError, AutoscaleSettingsError
 from .graph import Edge, Graph, Operator
 from .policy import Policy
-from .settings import SOURCE_MODES, Settings
+from .settings import ENV_AUTOSCALE, SOURCE_MODES, Settings
 from .signals import OperatorSignals, Signals, WorkerSignals, compute_signals
 from .window import EventWindow
 
@@ -37,6 +37,7 @@ __all__ = [
     "AutoscaleSettingsError",
     "Autoscaler",
     "Decision",
+    "ENV_AUTOSCALE",
     "Edge",
     "EventWindow",
     "Graph",

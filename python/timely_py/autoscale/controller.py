@@ -56,6 +56,7 @@ class Autoscaler:
 
         timely.execute_from_args(sys.argv[1:], main, trace_callback=scaler.observe)
 
+    `settings` default to those of the launcher's ``--autoscale`` (`Settings.from_environment`).
     `processes` and `workers_per_process` are read from the worker `tick` is given (or are
     given here, for ticks without a worker). `actuator` changes the cluster (default: the
     launcher's joins and leaves, `LauncherActuator`). `offer` tells it the rate a source is
@@ -65,7 +66,7 @@ class Autoscaler:
     def __init__(self, settings: Optional[Settings] = None, *, processes: Optional[int] = None,
                  workers_per_process: Optional[int] = None, actuator: Optional[Actuator] = None,
                  process: int = 0) -> None:
-        self.settings = settings if settings is not None else Settings()
+        self.settings = settings if settings is not None else Settings.from_environment()
         self.policy = Policy(self.settings)
         self.window = EventWindow(keep=self.settings.window * 2 + self.settings.stabilisation + 5.0)
         self.actuator: Actuator = actuator if actuator is not None else LauncherActuator()

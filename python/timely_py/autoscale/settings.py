@@ -6,13 +6,19 @@ This module owns `Settings` and its checks only; it knows nothing of traces or l
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass, field
-from typing import Optional, Tuple
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping, Optional, Tuple
 
 from .errors import AutoscaleSettingsError
 
-__all__ = ["SOURCE_MODES", "Settings"]
+__all__ = ["ENV_AUTOSCALE", "SOURCE_MODES", "Settings"]
+
+#: The environment variable in which ``python -m timely_py.launch --autoscale`` passes its
+#: settings to every process (a JSON object of `Settings` fields).
+ENV_AUTOSCALE = "TIMELY_AUTOSCALE"
 
 #: How the source rates one process observes stand for the cluster's: ``"local"`` (the
 #: observed workers feed every source record, typically worker 0) or ``"symmetric"`` (every
@@ -93,6 +99,37 @@ class Settings:
             raise AutoscaleSettingsError(f"metrics_only must be True or False, not {self.metrics_only!r}")
         if self.sources not in SOURCE_MODES:
             raise AutoscaleSettingsError(f"sources must be one of {SOURCE_MODES}, not {self.sources!r}")
+
+    @classmethod
+    def from_environment(cls, environ: Optional[Mapping[str, str]] = None, **defaults: Any) -> "Settings":
+        """Settings from `ENV_AUTOSCALE` (a JSON object of fields, which the launcher's
+        ``--autoscale --min N --max M --target T`` sets), over `defaults` (the program's own
+        choices); `defaults` alone when the variable is not set.
+
+        >>> Settings.from_environment({"TIMELY_AUTOSCALE": '{"max_processes": 3}'}, window=2.0).max_processes
+        3
+        """
+        environ = os.environ if environ is None else environ
+        text = environ.get(ENV_AUTOSCALE, "").strip()
+        values = dict(defaults)
+        if text:
+            try:
+                given = json.loads(text)
+            except ValueError:
+                given = None
+            if not isinstance(given, dict):
+                raise AutoscaleSettingsError(f"{ENV_AUTOSCALE} must be a JSON object of settings, not {text!r}")
+            known = {f.name for f in fields(cls)}
+            unknown = sorted(set(given) - known)
+            if unknown:
+                raise AutoscaleSettingsError(f"{ENV_AUTOSCALE} names unknown settings {unknown}")
+            if isinstance(given.get("band"), list):
+                given["band"] = tuple(given["band"])
+            values.update(given)
+        try:
+            return cls(**values)
+        except TypeError as error:
+            raise AutoscaleSettingsError(str(error)) from None
 
     @property
     def low(self) -> float:
