@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .graph import Operator
 from .settings import Settings
@@ -130,6 +130,7 @@ class Decision:
             )
         for name, rate in sorted(self.source_rates.items()):
             lines.append(f"  source {name}: {rate:.1f} rec/s")
+        unjudged: Dict[str, List[str]] = {}
         for d in self.demands:
             if d is self.bottleneck:
                 continue
@@ -137,7 +138,10 @@ class Decision:
                 lines.append(f"  {d.operator.label()}: demand {d.demand:.1f} rec/s, true rate "
                              f"{d.true_rate:.1f}, utilisation {d.utilisation:.2f}")
             else:
-                lines.append(f"  {d.operator.label()}: not judged ({d.note})")
+                note = "too little useful time" if "below min_useful" in d.note else d.note
+                unjudged.setdefault(note, []).append(d.operator.label())
+        if unjudged:
+            lines.append("  not judged: " + "; ".join(f"{', '.join(ops)} ({note})" for note, ops in unjudged.items()))
         window_s = (self.window[1] - self.window[0]) / 1e9
         lines.append(f"  window {window_s:.2f} s over workers {list(self.workers_seen)}")
         if self.outcome:
