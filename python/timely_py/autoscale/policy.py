@@ -132,10 +132,10 @@ class Policy:
                 f"the cluster has {processes} processes, outside [{settings.min_processes}, {settings.max_processes}]")
         elif utilisation > settings.high:
             desired, why = bounded, (f"{bottleneck.operator.label()} is at utilisation {utilisation:.2f}, above "
-                                     f"{settings.high:.2f}, and needs {needed} processes")
+                                     f"{settings.high:.2f}, and needs {_processes(needed)}")
         elif utilisation < settings.low:
             desired, why = bounded, (f"{bottleneck.operator.label()}, the busiest operator, is at utilisation "
-                                     f"{utilisation:.2f}, below {settings.low:.2f}, and needs {needed} processes")
+                                     f"{utilisation:.2f}, below {settings.low:.2f}, and needs {_processes(needed)}")
         else:
             desired, why = processes, (f"{bottleneck.operator.label()}, the busiest operator, is at utilisation "
                                        f"{utilisation:.2f}, within {settings.low:.2f}-{settings.high:.2f}")
@@ -147,7 +147,12 @@ class Policy:
             action = "scale_in"
         else:
             action = "stay"
-            if needed != processes and why.endswith("processes"):
+            if needed != processes and why.endswith(_processes(needed)):
                 limit = "max_processes" if needed > processes else "min_processes"
                 why += f", but {limit} is {processes}"
         return Decision(action=action, desired=desired, reason=why, bottleneck=bottleneck, **common)  # type: ignore[arg-type]
+
+
+def _processes(count: int) -> str:
+    """``"1 process"``, ``"3 processes"``."""
+    return f"{count} process" if count == 1 else f"{count} processes"

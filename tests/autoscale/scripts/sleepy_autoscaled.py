@@ -1,14 +1,16 @@
-"""A launcher child for the autoscaler's scripted run: worker 0 offers RATE records per
-second for SECONDS seconds (a wall-clock schedule of 10 epochs a second, so the offered rate
-does not depend on how fast the cluster is), a map sleeps SLEEP seconds per record (a
+"""A launcher child for the autoscaler's scripted runs: worker 0 offers RATE records per
+second for SECONDS seconds (then, with `step=RATE2:SECONDS2`, RATE2 records per second for
+SECONDS2 more seconds), on a wall-clock schedule of 10 epochs a second, so the offered rate
+does not depend on how fast the cluster is; a map sleeps SLEEP seconds per record (a
 simulated remote call), and process 0's autoscaler decides from the trace events it receives
-in-process whether to add processes, within [MIN, MAX].
+in-process whether to add processes or remove them, within [MIN, MAX].
 
     python -m timely_py.launch -n 2 tests/autoscale/scripts/sleepy_autoscaled.py \
-        RATE SECONDS SLEEP MIN MAX [metrics]
+        RATE SECONDS SLEEP MIN MAX [metrics] [step=RATE2:SECONDS2]
 
 Every worker prints `worker W: seen X -> Y` per record; worker 0 prints each decision that
-is not a wait and differs from the one before (`autoscale: ...`, with its explanation) and when it counts new workers.
+is not a wait and differs from the one before (`autoscale: ...`, with its explanation) and
+when the workers present change.
 """
 
 import os
@@ -24,10 +26,15 @@ from timely_py import autoscale  # noqa: E402
 args = timely.program_args(sys.argv[1:])
 rate, seconds, sleep = float(args[0]), float(args[1]), float(args[2])
 low, high = int(args[3]), int(args[4])
-metrics_only = len(args) > 5 and args[5] == "metrics"
+metrics_only = "metrics" in args[5:]
 EPOCH = 0.1
-per_epoch = int(rate * EPOCH)
-epochs = int(seconds / EPOCH)
+#: Records per epoch, epoch by epoch.
+schedule = [int(rate * EPOCH)] * int(seconds / EPOCH)
+for arg in args[5:]:
+    if arg.startswith("step="):
+        rate2, seconds2 = arg[len("step="):].split(":")
+        schedule += [int(float(rate2) * EPOCH)] * int(float(seconds2) / EPOCH)
+epochs = len(schedule)
 
 scaler = autoscale.Autoscaler(autoscale.Settings(
     min_processes=low, max_processes=high, target=0.7, window=1.5, stabilisation=3.0, metrics_only=metrics_only,
@@ -54,25 +61,27 @@ def main(worker):
         while not probe.done():
             worker.step_or_park(0.05)
         return
-    start, epoch, peers, said = time.monotonic(), 0, worker.peers, None
+    start, epoch, members, said, sent = time.monotonic(), 0, worker.members, None, 0
     while epoch < epochs:
         due = min(epochs, int((time.monotonic() - start) / EPOCH) + 1)
         while epoch < due:
-            inp.send_batch(list(range(epoch * per_epoch, (epoch + 1) * per_epoch)))
+            inp.send_batch(list(range(sent, sent + schedule[epoch])))
+            sent += schedule[epoch]
             epoch += 1
             inp.advance_to(epoch)
         decision = scaler.tick(worker)
         if decision.action != "wait" and (decision.action, decision.desired) != said:
             said = (decision.action, decision.desired)
             print("autoscale: " + decision.explain().replace("\n", "\n  | "))
-        if worker.peers > peers:
-            peers = worker.peers
-            print(f"worker 0: epoch {epoch}, the cluster grew to {peers} workers")
+        if worker.members != members:
+            members = worker.members
+            print(f"worker 0: epoch {epoch}, workers present {members}")
         worker.step_or_park(0.02)
     inp.close()
     while not probe.done():
         worker.step_or_park(0.05)
-    print(f"worker 0: done, {sum(1 for d in scaler.decisions if d.acted)} actions, {scaler.processes} processes")
+    print(f"worker 0: done, {sent} records, {sum(1 for d in scaler.decisions if d.acted)} actions, "
+          f"{scaler.processes} processes")
 
 
 timely.execute_from_args(sys.argv[1:], main, trace_callback=scaler.observe)
