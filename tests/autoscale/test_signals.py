@@ -102,3 +102,32 @@ def test_old_events_leave_the_window():
     window.add(0, batch(3_000_000_000))
     _, messages = window.totals(0, 10**12)
     assert messages.to_pylist() == [{"worker": 0, "channel": 1, "sent": True, "records": 5, "messages": 2}]
+
+
+def test_a_loop_is_one_operator_whose_records_enter_through_its_scope():
+    """The loop's scope is a top-level operator: the records that enter it (on a channel
+    inside it, which the input sends on from the program's code) are its records in, the
+    edge Input -> loop is found, and its true rate is records entered per useful second of
+    the whole loop: each record costs several iterations' sleeps, so it is far below the
+    map's 1 / SLEEP."""
+    from support.autoscale import looping_main
+    from timely_py.autoscale import Policy, Settings
+
+    epochs, per_epoch, sleep = 4, 16, 0.001
+    results, batches = traced_run(looping_main(epochs, per_epoch, sleep), 2)
+    total = epochs * per_epoch
+    assert sum(results) == total
+    window = window_of(batches)
+    first, last = time_span(batches)
+    signals = compute_signals(window.graph, *window.totals(first, last + 1), first, last + 1, window.workers())
+    loop = signals.by_name("Halving")
+    assert [op.name for op in window.graph.topological_order()][:3] == ["Input", "Halving", "Map"]
+    assert loop.records_in == total and loop.records_out == total
+    assert signals.by_name("Input").records_out == total
+    # Every number 1..64 takes floor(log2 x) + 1 halvings: 321 iterations for 64 records.
+    iterations = sum(x.bit_length() for x in range(1, total + 1))
+    assert loop.useful_s >= iterations * sleep
+    assert loop.true_processing_rate < total / (iterations * sleep) * 1.01
+    decision = Policy(Settings(max_processes=8)).decide(signals, processes=1, workers_per_process=2,
+                                                        offered={"Input": 2000.0})
+    assert decision.bottleneck.operator.name == "Halving" and decision.action == "scale_out"

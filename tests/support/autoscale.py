@@ -88,3 +88,36 @@ def time_span(batches):
     """The first and last event time of `batches`."""
     times = [t for _, b in batches for t in b.column("time_ns").to_pylist()]
     return min(times), max(times)
+
+
+def looping_main(epochs, per_epoch, sleep):
+    """`main(worker)`: worker 0 feeds numbers 1.. into a loop that halves them until they
+    reach 0, sleeping `sleep` s per iteration of each record (so a record x costs about
+    log2(x) + 1 sleeps inside the loop), then a map after it. Returns how many records left
+    the loop on this worker."""
+
+    def main(worker):
+        inp, probe = timely.InputHandle(), timely.ProbeHandle()
+        done = [0]
+
+        def halve(x):
+            time.sleep(sleep)
+            return x // 2
+
+        with worker.dataflow() as scope:
+            numbers = scope.input_from(inp)
+            with scope.iterative("Halving") as inner:
+                handle, back = inner.feedback((0, 1))
+                body = numbers.enter(inner).concat(back).exchange(lambda x: x).map(halve)
+                body.filter(lambda x: x > 0).connect_loop(handle)
+                finished = body.filter(lambda x: x == 0).leave(scope)
+            finished.map(lambda x: done.__setitem__(0, done[0] + 1)).probe_with(probe)
+        for epoch in range(epochs):
+            if worker.index == 0:
+                inp.send_batch(list(range(1 + epoch * per_epoch, 1 + (epoch + 1) * per_epoch)))
+            inp.advance_to(epoch + 1)
+            while probe.less_than(inp.time):
+                worker.step_or_park(0.01)
+        return done[0]
+
+    return main

@@ -69,6 +69,10 @@ class Graph:
 
     operators: Dict[int, Operator] = field(default_factory=dict)
     edges: Dict[int, Edge] = field(default_factory=dict)
+    #: Channels inside a top-level scope that start at the scope's own input port: records
+    #: entering the scope. Its parent has no channel for them (`enter` allocates inside), so
+    #: the edge into the scope is found from who sends on them (`resolve`).
+    boundaries: Dict[int, Tuple[Tuple[int, ...], int]] = field(default_factory=dict)
     _by_address: Dict[Tuple[int, ...], int] = field(default_factory=dict)
     _pending: List[Tuple[int, Tuple[int, ...], int, int, int, int]] = field(default_factory=list)
 
@@ -86,6 +90,9 @@ class Graph:
         """Adds the data channel `channel` of the scope at `scope` from its child
         `source_index` to its child `target_index`, if both are top-level operators (index 0,
         the scope's own boundary, and channels inside nested scopes are not edges)."""
+        if len(scope) == 2 and source_index == 0 and target_index != 0:
+            self.boundaries[channel] = (scope, source_port)
+            return
         if len(scope) != 1 or source_index == 0 or target_index == 0:
             return
         source = self._by_address.get(scope + (source_index,))
@@ -108,6 +115,37 @@ class Graph:
                 self.add_channel(int(row["channel"]), scope,  # type: ignore[call-overload]
                                  int(row["source_operator"]), int(row["source_port"]),  # type: ignore[call-overload]
                                  int(row["target_operator"]), int(row["target_port"]))  # type: ignore[call-overload]
+
+    def unresolved(self) -> List[Tuple[int, int, int]]:
+        """``(channel, scope operator, input port)`` of every boundary channel into a
+        top-level scope whose outside sender is not known yet."""
+        found = []
+        for channel, (scope, port) in sorted(self.boundaries.items()):
+            scope_id = self._by_address.get(scope)
+            if scope_id is not None and channel not in self.edges:
+                found.append((channel, scope_id, port))
+        return found
+
+    def resolve(self, channel: int, source: int) -> None:
+        """Records that top-level operator `source` sends the records entering a scope on
+        boundary channel `channel`: the edge into the scope."""
+        scope, port = self.boundaries[channel]
+        target = self._by_address[scope]
+        self.edges[channel] = Edge(channel, source, 0, target, port)
+
+    def program_fed(self, exclude: int) -> Optional[int]:
+        """The one top-level operator that no channel enters or leaves, other than
+        `exclude`: the input whose records the program hands on from its own code (None if
+        there is not exactly one)."""
+        touched = {e.source for e in self.edges.values()} | {e.target for e in self.edges.values()}
+        scopes = {self._by_address.get(scope) for scope, _ in self.boundaries.values()}
+        lone = [op.id for op in self.top_level() if op.id not in touched and op.id != exclude and op.id not in scopes]
+        return lone[0] if len(lone) == 1 else None
+
+    def leaves(self) -> Set[int]:
+        """The operators that are not scopes (no operator lies inside them)."""
+        scopes = {op.address[:-1] for op in self.operators.values()}
+        return {op.id for op in self.operators.values() if op.address not in scopes}
 
     def top_level(self) -> List[Operator]:
         """Every top-level operator, in id order."""

@@ -11,7 +11,10 @@ Definitions (``docs/autoscaling.md`` has the reasoning):
   record twice, once per channel; *records out* counts each port once, by its first channel);
 * *useful time*: the time of ``o``'s runs on ``w`` that did useful work (``schedule_stop``
   with ``useful`` true), clipped to the window; runs that found nothing to do, parks and the
-  program's own code are not useful time;
+  program's own code are not useful time. For a scope (a loop, a region), the useful runs of
+  the operators inside it that are not scopes themselves;
+* *records in* of a top-level scope: those received on the channels inside it that start at
+  its own inputs (``enter`` allocates them inside; `window` finds who sends on them);
 * *true processing rate* = records in / useful time; *true output rate* = records out /
   useful time; *observed rates* are the same records over the window's length;
 * an operator's pooled true rate divides the records of every worker seen by their useful
@@ -170,9 +173,17 @@ def compute_signals(graph: Graph, useful: pa.Table, messages: pa.Table, start_ns
     (`useful`: worker, operator, useful_ns, busy_ns; `messages`: worker, channel, sent,
     records) over ``[start_ns, end_ns)``, for the workers seen, `workers`."""
     window_s = (end_ns - start_ns) / 1e9
+    # A scope's own runs enclose its children's, and whether a scope's run counts as useful
+    # says little about its children's work: a top-level operator's time is that of the
+    # operators that are not scopes, itself or inside it (they never run inside each other).
     time: Dict[Tuple[int, int], Tuple[int, int]] = {}
+    leaves = graph.leaves()
     for row in useful.to_pylist():
-        time[(row["worker"], row["operator"])] = (row["useful_ns"], row["busy_ns"])
+        owner = graph.owner(row["operator"])
+        if owner is None or row["operator"] not in leaves:
+            continue
+        was = time.get((row["worker"], owner), (0, 0))
+        time[(row["worker"], owner)] = (was[0] + row["useful_ns"], was[1] + row["busy_ns"])
     received: Dict[Tuple[int, int], int] = {}
     sent: Dict[Tuple[int, int], int] = {}
     for row in messages.to_pylist():
