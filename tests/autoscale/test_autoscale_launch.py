@@ -15,7 +15,7 @@ from support.launched import Launched
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(180)]
 
 SCRIPT = "tests/autoscale/scripts/sleepy_autoscaled.py"
-RATE, SECONDS, SLEEP = 400, 8, 0.005
+RATE, SECONDS, SLEEP = 400, 10, 0.005
 
 
 def results(out):
@@ -45,7 +45,7 @@ def test_the_autoscaler_adds_a_process_and_results_stay_exact(tmp_path):
     assert "[launch] process 2 started: it joins the cluster through worker 0" in err
     assert "process 3 started" not in err, "one scale-out only: max_processes is 3"
     assert re.search(r"^\[0\] worker 0: epoch \d+, workers present \[0, 1, 2\]$", out, re.MULTILINE)
-    assert "[0] worker 0: done, 3200 records, 1 actions, 3 processes" in out
+    assert f"[0] worker 0: done, {RATE * SECONDS} records, 1 actions, 3 processes" in out
     got = assert_exact(out)
     assert any(w == 2 for _, _, w, _ in got), "the joined process took no share"
 
@@ -59,19 +59,19 @@ def test_metrics_only_in_a_cluster_decides_but_starts_nothing(tmp_path):
     assert re.search(r"^\[0\] autoscale: scale out from 2 to 3 processes \(metrics only: not done\)", out, re.M), \
         out[-3000:]
     assert "outcome: started" not in out and "process 2 started" not in err
-    assert "[0] worker 0: done, 1600 records, 0 actions, 2 processes" in out
+    assert f"[0] worker 0: done, {RATE * SECONDS // 2} records, 0 actions, 2 processes" in out
     offered = int(RATE * 0.1) * int(SECONDS / 2 / 0.1)
     got = results(out)
     assert [(x, y) for x, y, _, _ in got] == [(x, 3 * x + 1) for x in range(offered)]
 
 
 def test_a_rate_step_down_makes_the_added_process_leave_again(tmp_path):
-    """2 -> 3 -> 2: 400 records/s for 6 s, then 80 records/s for 7 s. After the join and the
+    """2 -> 3 -> 2: 400 records/s for 6 s, then 80 records/s for 9 s. After the join and the
     stabilisation interval the map's utilisation on 3 processes falls below the band, and
     the autoscaler removes process 2 (the highest, never its own), which leaves cleanly."""
     hostfile, _ = write_hostfile(tmp_path, 3)
     with Launched(tmp_path, "-n", 2, "--hostfile", hostfile, "--max-processes", 3,
-                  SCRIPT, RATE, 6, SLEEP, 2, 3, "step=80:7") as run:
+                  SCRIPT, RATE, 6, SLEEP, 2, 3, "step=80:9") as run:
         assert run.status(timeout=120) == 0, run.out()[-3000:] + run.err()
     out, err = run.out(), run.err()
     scale_out = out.find("[0] autoscale: scale out from 2 to 3 processes")
@@ -83,7 +83,7 @@ def test_a_rate_step_down_makes_the_added_process_leave_again(tmp_path):
     assert "[launch] process 2 left the cluster" in err
     grew = out.find("[0] worker 0: epoch")
     assert re.search(r"^\[0\] worker 0: epoch \d+, workers present \[0, 1\]$", out[grew:], re.M), out[-3000:]
-    offered = 40 * 60 + 8 * 70
+    offered = 40 * 60 + 8 * 90
     assert f"[0] worker 0: done, {offered} records, 2 actions, 2 processes" in out
     got = assert_exact(out, offered)
     assert any(w == 2 for _, _, w, _ in got), "the joined process took no share"
