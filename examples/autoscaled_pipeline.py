@@ -117,7 +117,7 @@ def main(worker):
     report()
     reference = sum(price(*order(n)[1:]) for n in range(EPOCHS * PER_EPOCH))
     print(f"reference: {EPOCHS * PER_EPOCH} orders, revenue {reference}; "
-          f"{sum(d.acted for d in scaler.decisions)} actions, {scaler.processes} processes at the end")
+          f"{len(scaler.actions)} actions, {scaler.processes} processes at the end")
 
 
 if __name__ == "__main__":

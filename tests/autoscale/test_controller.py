@@ -106,3 +106,64 @@ def test_no_change_during_the_stabilisation_interval_then_the_next_one():
                                  workers_per_process=2, actuator=again)
     run_with(eager)
     assert again.calls[:2] == [("add", 1), ("add", 2)]
+
+
+def synthetic_run(seconds, *, per_second=100, run_ns=5_000_000):
+    """Trace batches of worker 0 for `seconds` s: an input -> work dataflow where work
+    receives `per_second` records a second and runs 5 ms per 10 records."""
+    import pyarrow as pa
+
+    schema = timely._core.trace_format()["schema"]
+    graph = pa.RecordBatch.from_pylist([
+        {"time_ns": 0, "kind": "operator_created", "operator": 1, "address": [0, 1], "name": "Input"},
+        {"time_ns": 0, "kind": "operator_created", "operator": 2, "address": [0, 2], "name": "Work"},
+        {"time_ns": 0, "kind": "channel_created", "address": [0], "channel": 5, "channel_kind": "data",
+         "source_operator": 1, "source_port": 0, "target_operator": 2, "target_port": 0},
+    ], schema=schema)
+    batches = [graph]
+    step = 10**9 * 10 // per_second  # one message of 10 records per step
+    for t in range(10**6, int(seconds * 1e9), step):
+        batches.append(pa.RecordBatch.from_pylist([
+            {"time_ns": t, "kind": "message_send", "channel": 5, "records": 10},
+            {"time_ns": t + 1, "kind": "schedule_start", "operator": 2},
+            {"time_ns": t + 2, "kind": "message_recv", "channel": 5, "records": 10},
+            {"time_ns": t + run_ns, "kind": "schedule_stop", "operator": 2, "useful": True},
+        ], schema=schema))
+    return batches
+
+
+def test_ticks_closer_than_the_interval_return_the_last_decision():
+    scaler = autoscale.Autoscaler(autoscale.Settings(window=1.0, interval=0.5, metrics_only=True),
+                                  processes=1, workers_per_process=1)
+    batches = synthetic_run(3.0)
+    for batch in batches[:16]:  # the graph, then 1.5 s of events
+        scaler.observe(0, batch)
+    first = scaler.tick()
+    assert first.action == "stay" and first.bottleneck.operator.name == "Work"
+    # 10 records per 5 ms run: 2000 records per useful second; 100 records/s offered.
+    assert first.bottleneck.true_rate == pytest.approx(10 / (0.005 - 1e-9), rel=1e-6)
+    assert first.bottleneck.demand == pytest.approx(100, rel=0.02)
+    assert scaler.tick() is first and scaler.tick() is first and len(scaler.decisions) == 1
+    for batch in batches[16:]:
+        scaler.observe(0, batch)
+    later = scaler.tick()
+    assert later is not first and len(scaler.decisions) == 2 and scaler.actions == []
+
+
+def test_a_scale_out_on_synthetic_events_is_recorded_as_an_action():
+    """1000 records/s into an operator that takes 2000 per useful second, on 1 worker:
+    utilisation 0.5 in band; on 2000 offered, 1.0, and it needs 2000 / (2000 x 0.7) = 1.43
+    instances: 2 processes."""
+    actuator = autoscale.RecordingActuator(first_new=1)
+    scaler = autoscale.Autoscaler(autoscale.Settings(window=1.0, stabilisation=0.0), processes=1,
+                                  workers_per_process=1, actuator=actuator)
+    for batch in synthetic_run(2.0, per_second=1000):
+        scaler.observe(0, batch)
+    calm = scaler.tick()
+    assert calm.action == "stay" and calm.bottleneck.utilisation == pytest.approx(0.5, rel=0.02)
+    scaler.offer("Input", 2000.0)
+    scaler.decisions.clear()  # a fresh tick, not the last decision again
+    busy = scaler.tick()
+    scaler.wait(10)
+    assert (busy.action, busy.desired, busy.acted) == ("scale_out", 2, True)
+    assert actuator.calls == [("add", 1)] and scaler.actions == [busy] and scaler.processes == 2

@@ -24,6 +24,7 @@ pytestmark = pytest.mark.timeout(30)
     ({"window": 0}, "window must be a positive number of seconds, not 0"),
     ({"stabilisation": -1}, "stabilisation must be seconds >= 0, not -1"),
     ({"min_useful": -0.1}, "min_useful must be seconds >= 0"),
+    ({"interval": -1.0}, "interval must be seconds >= 0, not -1.0"),
     ({"max_step": 0}, "max_step must be at least 1, not 0"),
     ({"metrics_only": "yes"}, "metrics_only must be True or False, not 'yes'"),
     ({"sources": "everywhere"}, "sources must be one of"),

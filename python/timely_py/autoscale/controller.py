@@ -30,14 +30,18 @@ from .settings import Settings
 from .signals import Signals, compute_signals
 from .window import EventWindow
 
-__all__ = ["Autoscaler"]
+__all__ = ["HISTORY", "Autoscaler"]
+
+#: How many of its latest decisions an `Autoscaler` keeps in `Autoscaler.decisions`.
+HISTORY = 1000
 
 
 class Autoscaler:
     """Sizes the cluster from the trace events of the workers it observes.
 
     Give it every trace batch of its process (``trace_callback=autoscaler.observe``) and
-    call `tick` from one worker (worker 0) once per epoch::
+    call `tick` from one worker (worker 0) once per epoch (ticks closer together than
+    `Settings.interval` return the last decision again)::
 
         import sys, timely_py as timely
         from timely_py import autoscale
@@ -81,7 +85,10 @@ class Autoscaler:
         self._failure: Optional[str] = None
         self._membership_source: Optional[str] = None  # "worker" once tick is given workers
         self._changed = False  # whether the cluster changed since the start
+        #: The latest decisions (at least the last `HISTORY`), oldest first.
         self.decisions: List[Decision] = []
+        #: Every decision that was carried out, oldest first.
+        self.actions: List[Decision] = []
 
     # --- input ---------------------------------------------------------------------------
 
@@ -143,6 +150,11 @@ class Autoscaler:
                 )
             current = len(live)
         end = self.window.latest()
+        with self._lock:
+            last = self.decisions[-1] if self.decisions else None
+        if last is not None and end is not None and end - last.time_ns < self.settings.interval * 1e9 \
+                and last.current == current and not last.acted:
+            return last
         first = self.window.first_message()
         window_ns = int(self.settings.window * 1e9)
         if end is None:
@@ -188,6 +200,10 @@ class Autoscaler:
     def _record(self, decision: Decision) -> Decision:
         with self._lock:
             self.decisions.append(decision)
+            if len(self.decisions) > 2 * HISTORY:
+                del self.decisions[:-HISTORY]
+            if decision.acted:
+                self.actions.append(decision)
         return decision
 
     def _act(self, decision: Decision, live: Sequence[int]) -> Decision:

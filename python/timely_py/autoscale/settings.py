@@ -43,6 +43,8 @@ class Settings:
       never used.
     * ``min_useful``: seconds of useful time an operator needs in the window before its true
       rate is trusted (an idle operator's rate says nothing).
+    * ``interval``: the least time between two decisions; a tick sooner returns the last
+      decision again (ticks once per epoch then cost nothing when epochs are short).
     * ``max_step``: the most processes one decision adds or removes (None: no limit).
     * ``metrics_only``: decide and explain, never act.
     * ``sources``: one of `SOURCE_MODES`.
@@ -62,6 +64,7 @@ class Settings:
     window: float = 5.0
     stabilisation: float = 10.0
     min_useful: float = 0.01
+    interval: float = 0.25
     max_step: Optional[int] = None
     metrics_only: bool = False
     sources: str = "local"
@@ -93,6 +96,8 @@ class Settings:
             raise AutoscaleSettingsError(f"stabilisation must be seconds >= 0, not {self.stabilisation!r}")
         if _number("min_useful", self.min_useful) < 0:
             raise AutoscaleSettingsError(f"min_useful must be seconds >= 0, not {self.min_useful!r}")
+        if _number("interval", self.interval) < 0:
+            raise AutoscaleSettingsError(f"interval must be seconds >= 0, not {self.interval!r}")
         if self.max_step is not None:
             _count("max_step", self.max_step, 1)
         if not isinstance(self.metrics_only, bool):

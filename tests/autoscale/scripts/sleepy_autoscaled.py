@@ -80,7 +80,7 @@ def main(worker):
     inp.close()
     while not probe.done():
         worker.step_or_park(0.05)
-    print(f"worker 0: done, {sent} records, {sum(1 for d in scaler.decisions if d.acted)} actions, "
+    print(f"worker 0: done, {sent} records, {len(scaler.actions)} actions, "
           f"{scaler.processes} processes")
 
 
