@@ -42,7 +42,9 @@ _OPEN_SCHEMA = pa.schema([
     ("operator", pa.int64()), ("time_ns", pa.int64()), ("start", pa.bool_()), ("useful", pa.bool_()),
 ])
 _SCHEDULE = pa.array(["schedule_start", "schedule_stop"])
+_START = pa.array(["schedule_start"])
 _MESSAGES = pa.array(["message_send", "message_recv"])
+_SENT = pa.array(["message_send"])
 _GRAPH = pa.array(["operator_created", "channel_created"])
 
 
@@ -71,8 +73,8 @@ class EventWindow:
         self.keep_ns = int(keep * 1e9)
         self.graph = Graph()
         self._lock = threading.Lock()
-        self._spans: Deque[Tuple[int, pa.Table]] = deque()
-        self._messages: Deque[Tuple[int, pa.Table]] = deque()
+        self._spans: Deque[_Part] = deque()
+        self._messages: Deque[_Part] = deque()
         self._open: Dict[int, pa.Table] = {}
         self._last: Dict[int, int] = {}
         self._first: Dict[int, int] = {}
@@ -86,9 +88,9 @@ class EventWindow:
         table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
         if table.num_rows == 0:
             return
-        kind = table.column("kind").cast(pa.string())
+        kind = _Kinds(table.column("kind"))
         times = table.column("time_ns").cast(pa.int64())
-        graph_rows = table.filter(pc.is_in(kind, value_set=_GRAPH))
+        graph_rows = table.filter(kind.among(_GRAPH))
         with self._lock:
             if graph_rows.num_rows:
                 self.graph.add_events(graph_rows.to_pylist())
@@ -101,16 +103,16 @@ class EventWindow:
                 self._first.setdefault(worker, earliest)
             self._evict()
 
-    def _add_spans(self, worker: int, table: pa.Table, kind: pa.ChunkedArray, times: pa.ChunkedArray) -> None:
+    def _add_spans(self, worker: int, table: pa.Table, kind: "_Kinds", times: pa.ChunkedArray) -> None:
         """Pairs the batch's schedule events (after the runs left open by earlier batches)
         into runs."""
-        mask = pc.is_in(kind, value_set=_SCHEDULE)
+        mask = kind.among(_SCHEDULE)
         if not pc.any(mask).as_py():
             return
         events = pa.table({
             "operator": _column(table, "operator", pa.int64()).filter(mask),
             "time_ns": times.filter(mask),
-            "start": pc.equal(kind.filter(mask), "schedule_start"),
+            "start": kind.among(_START).filter(mask),
             "useful": _column(table, "useful", pa.bool_()).filter(mask),
         }, schema=_OPEN_SCHEMA)
         carried = self._open.get(worker)
@@ -136,7 +138,8 @@ class EventWindow:
                     "stop_ns": second.column("time_ns"),
                     "useful": pc.fill_null(second.column("useful"), False),
                 }, schema=SPANS_SCHEMA)
-                self._spans.append((pc.max(spans.column("stop_ns")).as_py(), spans))
+                self._spans.append(_Part(pc.min(spans.column("start_ns")).as_py(),
+                                         pc.max(spans.column("stop_ns")).as_py(), spans, _span_sums(spans)))
         # A start that is its operator's last event is a run still going.
         last_of_operator = pc.not_equal(ops.slice(0, count - 1), ops.slice(1)) if count >= 2 else pa.array([], pa.bool_())
         is_last = pa.concat_arrays([_combine(last_of_operator), pa.array([True])]) if count else pa.array([], pa.bool_())
@@ -146,8 +149,8 @@ class EventWindow:
         else:
             self._open.pop(worker, None)
 
-    def _add_messages(self, worker: int, table: pa.Table, kind: pa.ChunkedArray, times: pa.ChunkedArray) -> None:
-        mask = pc.is_in(kind, value_set=_MESSAGES)
+    def _add_messages(self, worker: int, table: pa.Table, kind: "_Kinds", times: pa.ChunkedArray) -> None:
+        mask = kind.among(_MESSAGES)
         if not pc.any(mask).as_py():
             return
         messages = pa.table({
@@ -155,10 +158,11 @@ class EventWindow:
             "time_ns": times.filter(mask),
             "channel": _column(table, "channel", pa.int64()).filter(mask),
             "records": pc.fill_null(_column(table, "records", pa.int64()).filter(mask), 0),
-            "sent": pc.equal(kind.filter(mask), "message_send"),
+            "sent": kind.among(_SENT).filter(mask),
         }, schema=MESSAGES_SCHEMA)
-        self._messages.append((pc.max(messages.column("time_ns")).as_py(), messages))
         first = pc.min(messages.column("time_ns")).as_py()
+        self._messages.append(_Part(first, pc.max(messages.column("time_ns")).as_py(), messages,
+                                    _message_sums(messages)))
         if self._first_message is None or first < self._first_message:
             self._first_message = first
 
@@ -168,7 +172,7 @@ class EventWindow:
             return
         horizon = max(self._last.values()) - self.keep_ns
         for store in (self._spans, self._messages):
-            while store and store[0][0] < horizon:
+            while store and store[0].last < horizon:
                 store.popleft()
 
     # --- output --------------------------------------------------------------------------
@@ -201,10 +205,10 @@ class EventWindow:
         that overlap it; per worker, channel and direction (`sent`), the `records` of the
         messages in it. Runs that straddle an end count with their part inside."""
         with self._lock:
-            spans = [t for _, t in self._spans]
-            messages = [t for _, t in self._messages]
+            spans = list(self._spans)
+            messages = list(self._messages)
             if self.graph.unresolved():
-                self._resolve_boundaries(spans, messages)
+                self._resolve_boundaries([p.rows for p in spans], [p.rows for p in messages])
         return _span_totals(spans, start_ns, end_ns), _message_totals(messages, start_ns, end_ns)
 
     def _resolve_boundaries(self, spans: List[pa.Table], messages: List[pa.Table]) -> None:
@@ -236,28 +240,95 @@ class EventWindow:
                     self.graph.resolve(channel, fed)
 
 
-def _span_totals(parts: List[pa.Table], start_ns: int, end_ns: int) -> pa.Table:
-    spans = pa.concat_tables(parts) if parts else SPANS_SCHEMA.empty_table()
-    inside = pc.and_(pc.less(spans.column("start_ns"), end_ns), pc.greater(spans.column("stop_ns"), start_ns))
-    spans = spans.filter(inside)
-    clipped = pc.subtract(pc.min_element_wise(spans.column("stop_ns"), end_ns),
-                          pc.max_element_wise(spans.column("start_ns"), start_ns))
-    useful = pc.if_else(spans.column("useful"), clipped, 0)
-    table = pa.table({
-        "worker": spans.column("worker"), "operator": spans.column("operator"),
-        "useful_ns": pc.cast(useful, pa.int64()), "busy_ns": pc.cast(clipped, pa.int64()),
-    })
-    grouped = table.group_by(["worker", "operator"]).aggregate(
+class _Part:
+    """One batch's runs or messages: the rows, their sums, and the times they span, so that
+    a window sums whole batches inside it from their sums and looks at rows only for the
+    batches its ends cut."""
+
+    __slots__ = ("first", "last", "rows", "sums")
+
+    def __init__(self, first: int, last: int, rows: pa.Table, sums: pa.Table) -> None:
+        self.first, self.last, self.rows, self.sums = first, last, rows, sums
+
+
+class _Kinds:
+    """A batch's `kind` column, compared by dictionary code (the format's `kind` is a
+    dictionary: casting it to strings would cost a string per row)."""
+
+    def __init__(self, column: pa.ChunkedArray) -> None:
+        array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        if pa.types.is_dictionary(array.type):
+            self.codes: Optional[pa.Array] = array.indices
+            self.names: List[Any] = array.dictionary.to_pylist()
+            self.strings: Optional[pa.Array] = None
+        else:
+            self.codes, self.names, self.strings = None, [], array.cast(pa.string())
+
+    def among(self, kinds: pa.Array) -> pa.Array:
+        """True for the rows whose kind is one of `kinds`."""
+        if self.codes is None:
+            return pc.fill_null(pc.is_in(self.strings, value_set=kinds), False)
+        wanted = set(kinds.to_pylist())
+        codes = pa.array([i for i, name in enumerate(self.names) if name in wanted], self.codes.type)
+        return pc.fill_null(pc.is_in(self.codes, value_set=codes), False)
+
+
+def _span_sums(spans: pa.Table) -> pa.Table:
+    """Per worker and operator: useful and busy ns and runs of whole runs."""
+    durations = pc.subtract(spans.column("stop_ns"), spans.column("start_ns"))
+    return _group_spans(spans.column("worker"), spans.column("operator"),
+                        pc.if_else(spans.column("useful"), durations, 0), durations)
+
+
+def _group_spans(workers: Any, operators: Any, useful: Any, busy: Any) -> pa.Table:
+    table = pa.table({"worker": workers, "operator": operators,
+                      "useful_ns": pc.cast(useful, pa.int64()), "busy_ns": pc.cast(busy, pa.int64())})
+    grouped = table.group_by(["worker", "operator"], use_threads=False).aggregate(
         [("useful_ns", "sum"), ("busy_ns", "sum"), ("busy_ns", "count")])
+    return grouped.rename_columns(["worker", "operator", "useful_ns", "busy_ns", "runs"])
+
+
+def _span_totals(parts: List[_Part], start_ns: int, end_ns: int) -> pa.Table:
+    whole = [p.sums for p in parts if start_ns <= p.first and p.last <= end_ns]
+    cut = [p.rows for p in parts if not (start_ns <= p.first and p.last <= end_ns)
+           and p.first < end_ns and p.last > start_ns]
+    pieces = list(whole)
+    if cut:
+        spans = pa.concat_tables(cut)
+        inside = pc.and_(pc.less(spans.column("start_ns"), end_ns), pc.greater(spans.column("stop_ns"), start_ns))
+        spans = spans.filter(inside)
+        clipped = pc.subtract(pc.min_element_wise(spans.column("stop_ns"), end_ns),
+                              pc.max_element_wise(spans.column("start_ns"), start_ns))
+        pieces.append(_group_spans(spans.column("worker"), spans.column("operator"),
+                                   pc.if_else(spans.column("useful"), clipped, 0), clipped))
+    if not pieces:
+        return _group_spans(pa.array([], pa.int64()), pa.array([], pa.int64()), pa.array([], pa.int64()),
+                            pa.array([], pa.int64()))
+    grouped = pa.concat_tables(pieces).group_by(["worker", "operator"], use_threads=False).aggregate(
+        [("useful_ns", "sum"), ("busy_ns", "sum"), ("runs", "sum")])
     grouped = grouped.rename_columns(["worker", "operator", "useful_ns", "busy_ns", "runs"])
     return grouped.take(pc.sort_indices(grouped, sort_keys=[("worker", "ascending"), ("operator", "ascending")]))
 
 
-def _message_totals(parts: List[pa.Table], start_ns: int, end_ns: int) -> pa.Table:
-    messages = pa.concat_tables(parts) if parts else MESSAGES_SCHEMA.empty_table()
-    times = messages.column("time_ns")
-    messages = messages.filter(pc.and_(pc.greater_equal(times, start_ns), pc.less(times, end_ns)))
-    grouped = messages.group_by(["worker", "channel", "sent"]).aggregate([("records", "sum"), ("records", "count")])
+def _message_sums(messages: pa.Table) -> pa.Table:
+    grouped = messages.group_by(["worker", "channel", "sent"], use_threads=False).aggregate([("records", "sum"), ("records", "count")])
+    return grouped.rename_columns(["worker", "channel", "sent", "records", "messages"])
+
+
+def _message_totals(parts: List[_Part], start_ns: int, end_ns: int) -> pa.Table:
+    whole = [p.sums for p in parts if start_ns <= p.first and p.last < end_ns]
+    cut = [p.rows for p in parts if not (start_ns <= p.first and p.last < end_ns)
+           and p.first < end_ns and p.last >= start_ns]
+    pieces = list(whole)
+    if cut:
+        messages = pa.concat_tables(cut)
+        times = messages.column("time_ns")
+        pieces.append(_message_sums(messages.filter(pc.and_(pc.greater_equal(times, start_ns),
+                                                            pc.less(times, end_ns)))))
+    if not pieces:
+        return _message_sums(MESSAGES_SCHEMA.empty_table())
+    grouped = pa.concat_tables(pieces).group_by(["worker", "channel", "sent"], use_threads=False).aggregate(
+        [("records", "sum"), ("messages", "sum")])
     grouped = grouped.rename_columns(["worker", "channel", "sent", "records", "messages"])
     return grouped.take(pc.sort_indices(grouped, sort_keys=[("worker", "ascending"), ("channel", "ascending"),
                                                             ("sent", "ascending")]))
