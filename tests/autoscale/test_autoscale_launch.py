@@ -44,7 +44,7 @@ def test_the_autoscaler_adds_a_process_and_results_stay_exact(tmp_path):
     assert "outcome: started" in out
     assert "[launch] process 2 started: it joins the cluster through worker 0" in err
     assert "process 3 started" not in err, "one scale-out only: max_processes is 3"
-    assert re.search(r"^\[0\] worker 0: epoch \d+, workers present \[0, 1, 2\]$", out, re.MULTILINE)
+    assert re.search(r"^\[0\] worker 0: epoch \d+, workers present \[0, 1, 2\], [\d.]+ s$", out, re.MULTILINE)
     assert f"[0] worker 0: done, {RATE * SECONDS} records, 1 actions, 3 processes" in out
     got = assert_exact(out)
     assert any(w == 2 for _, _, w, _ in got), "the joined process took no share"
@@ -82,7 +82,7 @@ def test_a_rate_step_down_makes_the_added_process_leave_again(tmp_path):
     assert "[launch] process 2 leaves the cluster (asked by a remove request)" in err
     assert "[launch] process 2 left the cluster" in err
     grew = out.find("[0] worker 0: epoch")
-    assert re.search(r"^\[0\] worker 0: epoch \d+, workers present \[0, 1\]$", out[grew:], re.M), out[-3000:]
+    assert re.search(r"^\[0\] worker 0: epoch \d+, workers present \[0, 1\], [\d.]+ s$", out[grew:], re.M), out[-3000:]
     offered = 40 * 60 + 8 * 90
     assert f"[0] worker 0: done, {offered} records, 2 actions, 2 processes" in out
     got = assert_exact(out, offered)

@@ -144,3 +144,11 @@ def test_a_decision_is_plain_data():
     import json
 
     assert json.loads(json.dumps(data)) == data
+
+
+def test_below_the_band_but_already_at_what_it_needs_it_stays_and_says_so():
+    """Offered 1200: Count's demand 2520, utilisation 2520 / 5600 = 0.45, below 0.49; it
+    needs 2520 / 980 = 2.57 instances, 2 processes of 2 workers: the count it has."""
+    decision = Policy(Settings(max_processes=8)).decide(diamond(), offered={"Source": 1200}, **TWO_BY_TWO)
+    assert by_name(decision)["Count"].utilisation == pytest.approx(0.45)
+    assert decision.action == "stay" and decision.reason.endswith("needs 2 processes, as many as it has")

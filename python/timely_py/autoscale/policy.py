@@ -147,9 +147,12 @@ class Policy:
             action = "scale_in"
         else:
             action = "stay"
-            if needed != processes and why.endswith(_processes(needed)):
-                limit = "max_processes" if needed > processes else "min_processes"
-                why += f", but {limit} is {processes}"
+            if why.endswith(_processes(needed)):
+                if needed == processes:
+                    why += ", as many as it has"
+                else:
+                    limit = "max_processes" if needed > processes else "min_processes"
+                    why += f", but {limit} is {processes}"
         return Decision(action=action, desired=desired, reason=why, bottleneck=bottleneck, **common)  # type: ignore[arg-type]
 
 

@@ -6,9 +6,11 @@ simulated remote call), and process 0's autoscaler decides from the trace events
 in-process whether to add processes or remove them, within [MIN, MAX].
 
     python -m timely_py.launch -n 2 tests/autoscale/scripts/sleepy_autoscaled.py \
-        RATE SECONDS SLEEP MIN MAX [metrics] [step=RATE2:SECONDS2]
+        RATE SECONDS SLEEP MIN MAX [metrics] [offer] [step=RATE2:SECONDS2 ...]
 
-Every worker prints `worker W: seen X -> Y` per record; worker 0 prints each decision that
+With `offer`, worker 0 tells the autoscaler the rate it offers at each epoch
+(`Autoscaler.offer`) instead of letting it observe the input's rate, which a worker 0 busy
+with its own share of an overloaded map holds down. Every worker prints `worker W: seen X -> Y` per record; worker 0 prints each decision that
 is not a wait and differs from the one before (`autoscale: ...`, with its explanation) and
 when the workers present change.
 """
@@ -27,6 +29,7 @@ args = timely.program_args(sys.argv[1:])
 rate, seconds, sleep = float(args[0]), float(args[1]), float(args[2])
 low, high = int(args[3]), int(args[4])
 metrics_only = "metrics" in args[5:]
+offering = "offer" in args[5:]
 EPOCH = 0.1
 #: Records per epoch, epoch by epoch.
 schedule = [int(rate * EPOCH)] * int(seconds / EPOCH)
@@ -64,6 +67,8 @@ def main(worker):
     start, epoch, members, said, sent = time.monotonic(), 0, worker.members, None, 0
     while epoch < epochs:
         due = min(epochs, int((time.monotonic() - start) / EPOCH) + 1)
+        if offering:
+            scaler.offer("Input", schedule[min(due, epochs) - 1] / EPOCH)
         while epoch < due:
             inp.send_batch(list(range(sent, sent + schedule[epoch])))
             sent += schedule[epoch]
@@ -73,9 +78,10 @@ def main(worker):
         if decision.action != "wait" and (decision.action, decision.desired) != said:
             said = (decision.action, decision.desired)
             print("autoscale: " + decision.explain().replace("\n", "\n  | "))
+            print(f"worker 0: epoch {epoch}, decided at {time.monotonic() - start:.1f} s")
         if worker.members != members:
             members = worker.members
-            print(f"worker 0: epoch {epoch}, workers present {members}")
+            print(f"worker 0: epoch {epoch}, workers present {members}, {time.monotonic() - start:.1f} s")
         worker.step_or_park(0.02)
     inp.close()
     while not probe.done():
