@@ -131,3 +131,60 @@ def test_a_loop_is_one_operator_whose_records_enter_through_its_scope():
     decision = Policy(Settings(max_processes=8)).decide(signals, processes=1, workers_per_process=2,
                                                         offered={"Input": 2000.0})
     assert decision.bottleneck.operator.name == "Halving" and decision.action == "scale_out"
+
+
+def long_run_batches(stop_ns):
+    """Worker 0: Input -> Work; at 0.5 s Work starts one run and receives 400 records at
+    once (a backlog), and the run stops at `stop_ns` (None: it is still going, and a later
+    event of the worker says it is at 2 s)."""
+    import pyarrow as pa
+    import timely_py
+
+    schema = timely_py._core.trace_format()["schema"]
+    rows = [
+        {"time_ns": 0, "kind": "operator_created", "operator": 1, "address": [0, 1], "name": "Input"},
+        {"time_ns": 0, "kind": "operator_created", "operator": 2, "address": [0, 2], "name": "Work"},
+        {"time_ns": 0, "kind": "channel_created", "address": [0], "channel": 5, "channel_kind": "data",
+         "source_operator": 1, "source_port": 0, "target_operator": 2, "target_port": 0},
+        {"time_ns": 400_000_000, "kind": "message_send", "channel": 5, "records": 400},
+        {"time_ns": 500_000_000, "kind": "schedule_start", "operator": 2},
+        {"time_ns": 500_000_001, "kind": "message_recv", "channel": 5, "records": 400},
+    ]
+    first = pa.RecordBatch.from_pylist(rows, schema=schema)
+    end = {"time_ns": stop_ns, "kind": "schedule_stop", "operator": 2, "useful": True} if stop_ns else \
+        {"time_ns": 2_000_000_000, "kind": "activity_start", "name": "still working"}
+    return [first, pa.RecordBatch.from_pylist([end], schema=schema)]
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_a_run_the_window_cuts_brings_its_share_of_the_records(split):
+    """The run [0.5 s, 2.5 s] received 400 records; the window [1 s, 2.5 s) holds 1.5 s of
+    it, so 300 records: a true rate of 200 records/s, as the whole run says (400 / 2 s)."""
+    window = EventWindow(keep=60.0)
+    batches = long_run_batches(2_500_000_000)
+    if split:  # the start and the receipt in one batch, the stop in the next
+        batches = [b for batch in batches for b in (batch.slice(0, 5), batch.slice(5))]
+    for batch in batches:
+        window.add(0, batch)
+    start, end = 1_000_000_000, 2_500_000_000
+    signals = compute_signals(window.graph, *window.totals(start, end), start, end, window.workers())
+    work = signals.by_name("Work")
+    assert work.records_in == 300 and work.useful_s == pytest.approx(1.5)
+    assert work.true_processing_rate == pytest.approx(200.0)
+    whole = compute_signals(window.graph, *window.totals(0, end), 0, end, window.workers()).by_name("Work")
+    assert whole.records_in == 400 and whole.true_processing_rate == pytest.approx(400 / 2.0, rel=1e-6)
+
+
+def test_a_run_still_going_counts_up_to_the_window_end():
+    """The run started at 0.5 s with 400 records and has not stopped by 2 s, the latest time
+    the worker delivered: it is busy, not idle. The window [1 s, 2 s) holds 1 s of its 1.5 s
+    so far: 267 records, 267 records/s."""
+    window = EventWindow(keep=60.0)
+    for batch in long_run_batches(None):
+        window.add(0, batch)
+    assert window.latest() == 2_000_000_000
+    start, end = 1_000_000_000, 2_000_000_000
+    signals = compute_signals(window.graph, *window.totals(start, end), start, end, window.workers())
+    work = signals.by_name("Work")
+    assert work.useful_s == pytest.approx(1.0) and work.records_in == 267
+    assert work.true_processing_rate == pytest.approx(267.0)

@@ -144,8 +144,12 @@ class Graph:
 
     def leaves(self) -> Set[int]:
         """The operators that are not scopes (no operator lies inside them)."""
-        scopes = {op.address[:-1] for op in self.operators.values()}
-        return {op.id for op in self.operators.values() if op.address not in scopes}
+        return set(self.operators) - self.scopes()
+
+    def scopes(self) -> Set[int]:
+        """The operators that are scopes (a dataflow's root, a loop, a region)."""
+        enclosing = {op.address[:-1] for op in self.operators.values()}
+        return {op.id for op in self.operators.values() if op.address in enclosing}
 
     def top_level(self) -> List[Operator]:
         """Every top-level operator, in id order."""

@@ -6,7 +6,10 @@ per channel the records sent; per source the observed rate.
 Definitions (``docs/autoscaling.md`` has the reasoning):
 
 * *records in* of operator ``o`` on worker ``w``: the records of the ``message_recv`` events
-  on ``w`` of the channels into ``o``; *records out*: those of the ``message_send`` events on
+  inside ``o``'s runs on ``w``; a run the window cuts brings the share of them that its time
+  inside the window is of its whole time, and a run still going counts up to the window's
+  end (records arrive at the start of a run: a run working off a backlog for seconds must
+  not put them all into the window that sees its first second). *Records out*: those of the ``message_send`` events on
   ``w`` of the channels out of ``o`` (an output port that feeds two operators sends every
   record twice, once per channel; *records out* counts each port once, by its first channel);
 * *useful time*: the time of ``o``'s runs on ``w`` that did useful work (``schedule_stop``
@@ -170,13 +173,17 @@ class Signals:
 def compute_signals(graph: Graph, useful: pa.Table, messages: pa.Table, start_ns: int, end_ns: int,
                     workers: List[int]) -> Signals:
     """The signals of `graph`'s top-level operators from an `EventWindow`'s totals
-    (`useful`: worker, operator, useful_ns, busy_ns; `messages`: worker, channel, sent,
-    records) over ``[start_ns, end_ns)``, for the workers seen, `workers`."""
+    (`useful`: worker, operator, useful_ns, busy_ns, records; `messages`: worker, channel,
+    sent, records) over ``[start_ns, end_ns)``, for the workers seen, `workers`."""
     window_s = (end_ns - start_ns) / 1e9
     # A scope's own runs enclose its children's, and whether a scope's run counts as useful
     # says little about its children's work: a top-level operator's time is that of the
     # operators that are not scopes, itself or inside it (they never run inside each other).
     time: Dict[Tuple[int, int], Tuple[int, int]] = {}
+    # What a top-level operator that is not a scope received in its runs, each run cut by
+    # the window bringing its share (records arrive when a run starts; a run of seconds
+    # working off a backlog must not count them all in a window that sees a second of it).
+    run_records: Dict[Tuple[int, int], float] = {}
     leaves = graph.leaves()
     for row in useful.to_pylist():
         owner = graph.owner(row["operator"])
@@ -184,6 +191,8 @@ def compute_signals(graph: Graph, useful: pa.Table, messages: pa.Table, start_ns
             continue
         was = time.get((row["worker"], owner), (0, 0))
         time[(row["worker"], owner)] = (was[0] + row["useful_ns"], was[1] + row["busy_ns"])
+        if owner == row["operator"]:
+            run_records[(row["worker"], owner)] = run_records.get((row["worker"], owner), 0.0) + (row.get("records") or 0.0)
     received: Dict[Tuple[int, int], int] = {}
     sent: Dict[Tuple[int, int], int] = {}
     for row in messages.to_pylist():
@@ -201,9 +210,13 @@ def compute_signals(graph: Graph, useful: pa.Table, messages: pa.Table, start_ns
         per_worker = []
         for w in workers:
             useful_ns, busy_ns = time.get((w, op.id), (0, 0))
+            if op.id in leaves:
+                records_in = round(run_records.get((w, op.id), 0.0))
+            else:  # a scope: what entered it, on its channels
+                records_in = sum(received.get((w, e.channel), 0) for e in inputs)
             per_worker.append(WorkerSignals(
                 worker=w,
-                records_in=sum(received.get((w, e.channel), 0) for e in inputs),
+                records_in=records_in,
                 records_out=sum(sent.get((w, c), 0) for c in first_of_port.values()),
                 useful_s=useful_ns / 1e9, busy_s=busy_ns / 1e9,
             ))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Any, Deque, Dict, List, Optional, Tuple
+from typing import Any, Deque, Dict, List, Optional, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,10 +27,12 @@ from .graph import Graph
 
 __all__ = ["EventWindow", "SPANS_SCHEMA", "MESSAGES_SCHEMA"]
 
-#: One operator run: the worker, the operator, its start and stop (ns) and `useful`.
+#: One operator run: the worker, the operator, its start and stop (ns), `useful`, and the
+#: `records` it received (``message_recv`` events inside the run; counted for operators that
+#: are not scopes, whose runs never overlap on one worker).
 SPANS_SCHEMA = pa.schema([
     ("worker", pa.int64()), ("operator", pa.int64()), ("start_ns", pa.int64()),
-    ("stop_ns", pa.int64()), ("useful", pa.bool_()),
+    ("stop_ns", pa.int64()), ("useful", pa.bool_()), ("records", pa.int64()),
 ])
 #: One data message as one worker saw it: `sent` for a ``message_send`` (the worker is the
 #: sender), else a ``message_recv`` (the worker is the receiver).
@@ -40,11 +42,15 @@ MESSAGES_SCHEMA = pa.schema([
 ])
 _OPEN_SCHEMA = pa.schema([
     ("operator", pa.int64()), ("time_ns", pa.int64()), ("start", pa.bool_()), ("useful", pa.bool_()),
+    ("records", pa.int64()),
 ])
+#: Later than any event: the stop of a run still going.
+_NEVER = (1 << 63) - 1
 _SCHEDULE = pa.array(["schedule_start", "schedule_stop"])
 _START = pa.array(["schedule_start"])
 _MESSAGES = pa.array(["message_send", "message_recv"])
 _SENT = pa.array(["message_send"])
+_RECEIVED = pa.array(["message_recv"])
 _GRAPH = pa.array(["operator_created", "channel_created"])
 
 
@@ -64,7 +70,7 @@ class EventWindow:
     ...     "records": [None, 4, None, 2]}))
     >>> useful, messages = window.totals(0, 100)
     >>> useful.to_pylist()
-    [{'worker': 0, 'operator': 3, 'useful_ns': 40, 'busy_ns': 40, 'runs': 1}]
+    [{'worker': 0, 'operator': 3, 'useful_ns': 40, 'busy_ns': 40, 'runs': 1, 'records': 4.0}]
     >>> sorted((m["channel"], m["sent"], m["records"]) for m in messages.to_pylist())
     [(5, False, 4), (6, True, 2)]
     """
@@ -105,15 +111,28 @@ class EventWindow:
 
     def _add_spans(self, worker: int, table: pa.Table, kind: "_Kinds", times: pa.ChunkedArray) -> None:
         """Pairs the batch's schedule events (after the runs left open by earlier batches)
-        into runs."""
+        into runs, with the records each received."""
+        received_mask = kind.among(_RECEIVED)
+        received_rows = pa.table({
+            "time_ns": times.filter(received_mask),
+            "records": pc.fill_null(_column(table, "records", pa.int64()).filter(received_mask), 0),
+        })
         mask = kind.among(_SCHEDULE)
         if not pc.any(mask).as_py():
+            if received_rows.num_rows and worker in self._open:  # all inside runs still going
+                still_open = self._open[worker]
+                added = _received(_combine(still_open.column("operator")), _combine(still_open.column("time_ns")),
+                                  pa.array([_NEVER] * still_open.num_rows, pa.int64()), self.graph.scopes(),
+                                  received_rows)
+                self._open[worker] = still_open.set_column(
+                    4, "records", pc.add(_combine(still_open.column("records")), added))
             return
         events = pa.table({
             "operator": _column(table, "operator", pa.int64()).filter(mask),
             "time_ns": times.filter(mask),
             "start": kind.among(_START).filter(mask),
             "useful": _column(table, "useful", pa.bool_()).filter(mask),
+            "records": pa.array([0] * pc.sum(mask).as_py(), pa.int64()),
         }, schema=_OPEN_SCHEMA)
         carried = self._open.get(worker)
         if carried is not None:
@@ -122,30 +141,38 @@ class EventWindow:
         events = events.take(pc.sort_indices(events, sort_keys=[("operator", "ascending"), ("time_ns", "ascending")]))
         count = events.num_rows
         ops, starts = events.column("operator"), events.column("start")
+        first = second = _OPEN_SCHEMA.empty_table()
         if count >= 2:
-            head, tail = slice(0, count - 1), slice(1, count)
             paired = pc.and_(pc.and_(starts.slice(0, count - 1), pc.invert(starts.slice(1))),
                              pc.equal(ops.slice(0, count - 1), ops.slice(1)))
             paired = pc.fill_null(paired, False)
-            del head, tail
             first = events.slice(0, count - 1).filter(paired)
             second = events.slice(1).filter(paired)
-            if first.num_rows:
-                spans = pa.table({
-                    "worker": pa.array([worker] * first.num_rows, pa.int64()),
-                    "operator": first.column("operator"),
-                    "start_ns": first.column("time_ns"),
-                    "stop_ns": second.column("time_ns"),
-                    "useful": pc.fill_null(second.column("useful"), False),
-                }, schema=SPANS_SCHEMA)
-                self._spans.append(_Part(pc.min(spans.column("start_ns")).as_py(),
-                                         pc.max(spans.column("stop_ns")).as_py(), spans, _span_sums(spans)))
         # A start that is its operator's last event is a run still going.
         last_of_operator = pc.not_equal(ops.slice(0, count - 1), ops.slice(1)) if count >= 2 else pa.array([], pa.bool_())
         is_last = pa.concat_arrays([_combine(last_of_operator), pa.array([True])]) if count else pa.array([], pa.bool_())
         still_open = events.filter(pc.and_(_combine(starts), is_last))
+        # The records each run received: every message_recv inside it.
+        stops = pa.concat_arrays([_combine(second.column("time_ns")),
+                                  pa.array([_NEVER] * still_open.num_rows, pa.int64())])
+        begins = pa.concat_arrays([_combine(first.column("time_ns")), _combine(still_open.column("time_ns"))])
+        operators = pa.concat_arrays([_combine(first.column("operator")), _combine(still_open.column("operator"))])
+        so_far = pa.concat_arrays([_combine(first.column("records")), _combine(still_open.column("records"))])
+        received = pc.add(so_far, _received(operators, begins, stops, self.graph.scopes(), received_rows))
+        runs = first.num_rows
+        if runs:
+            spans = pa.table({
+                "worker": pa.array([worker] * runs, pa.int64()),
+                "operator": first.column("operator"),
+                "start_ns": first.column("time_ns"),
+                "stop_ns": second.column("time_ns"),
+                "useful": pc.fill_null(second.column("useful"), False),
+                "records": received.slice(0, runs),
+            }, schema=SPANS_SCHEMA)
+            self._spans.append(_Part(pc.min(spans.column("start_ns")).as_py(),
+                                     pc.max(spans.column("stop_ns")).as_py(), spans, _span_sums(spans)))
         if still_open.num_rows:
-            self._open[worker] = still_open
+            self._open[worker] = still_open.set_column(4, "records", received.slice(runs))
         else:
             self._open.pop(worker, None)
 
@@ -201,14 +228,23 @@ class EventWindow:
 
     def totals(self, start_ns: int, end_ns: int) -> Tuple[pa.Table, pa.Table]:
         """Per worker and operator, the time its runs spent inside ``[start_ns, end_ns)``,
-        in all (`busy_ns`) and in runs that did useful work (`useful_ns`), and the `runs`
-        that overlap it; per worker, channel and direction (`sent`), the `records` of the
-        messages in it. Runs that straddle an end count with their part inside."""
+        in all (`busy_ns`) and in runs that did useful work (`useful_ns`), the `runs` that
+        overlap it and the `records` they received (a run cut by an end brings its share);
+        per worker, channel and direction (`sent`), the `records` of the messages in it. Runs
+        that straddle an end count with their part inside; a run still going counts up to
+        `end_ns`, with what it received so far."""
         with self._lock:
             spans = list(self._spans)
             messages = list(self._messages)
             if self.graph.unresolved():
                 self._resolve_boundaries([p.rows for p in spans], [p.rows for p in messages])
+            going = [_going(worker, still_open, end_ns) for worker, still_open in self._open.items()]
+        # A run still going counts up to the window's end, with what it received so far: a
+        # worker working off a backlog in one long run is busy, not idle.
+        going = [t for t in going if t.num_rows]
+        if going:
+            rows = pa.concat_tables(going)
+            spans.append(_Part(pc.min(rows.column("start_ns")).as_py(), _NEVER, rows, rows))
         return _span_totals(spans, start_ns, end_ns), _message_totals(messages, start_ns, end_ns)
 
     def _resolve_boundaries(self, spans: List[pa.Table], messages: List[pa.Table]) -> None:
@@ -273,19 +309,60 @@ class _Kinds:
         return pc.fill_null(pc.is_in(self.codes, value_set=codes), False)
 
 
+def _received(operators: pa.Array, begins: pa.Array, stops: pa.Array, scopes: Set[int],
+              received: pa.Table) -> pa.Array:
+    """Per run (`operators`, `begins`, `stops` of one worker), the records of the `received`
+    rows (time_ns, records) that lie inside it; runs of `scopes` take none (the runs of
+    operators that are not scopes never overlap, so each receipt lies in one of theirs)."""
+    count = len(operators)
+    if count == 0 or received.num_rows == 0:
+        return pa.array([0] * count, pa.int64())
+    leaf = pc.invert(pc.is_in(operators, value_set=pa.array(sorted(scopes), pa.int64())))
+    index = pa.array(range(count), pa.int64())
+    markers = pa.table({"time_ns": begins.filter(leaf), "run": index.filter(leaf),
+                        "order": pa.array([0] * pc.sum(pc.cast(leaf, pa.int64())).as_py(), pa.int8()),
+                        "records": pa.array([0] * pc.sum(pc.cast(leaf, pa.int64())).as_py(), pa.int64())})
+    receipts = pa.table({"time_ns": received.column("time_ns"), "run": pa.nulls(received.num_rows, pa.int64()),
+                         "order": pa.array([1] * received.num_rows, pa.int8()), "records": received.column("records")})
+    merged = pa.concat_tables([markers, receipts])
+    merged = merged.take(pc.sort_indices(merged, sort_keys=[("time_ns", "ascending"), ("order", "ascending")]))
+    runs = pc.fill_null_forward(merged.column("run"))
+    is_receipt = pc.equal(merged.column("order"), 1)
+    runs, times, records = runs.filter(is_receipt), merged.column("time_ns").filter(is_receipt), \
+        merged.column("records").filter(is_receipt)
+    known = pc.is_valid(runs)
+    runs, times, records = runs.filter(known), times.filter(known), records.filter(known)
+    inside = pc.less_equal(times, pc.take(stops, runs))
+    sums = pa.table({"run": runs.filter(inside), "records": records.filter(inside)}).group_by(
+        "run", use_threads=False).aggregate([("records", "sum")])
+    per_run = dict(zip(sums.column("run").to_pylist(), sums.column("records_sum").to_pylist()))
+    return pa.array([per_run.get(i, 0) for i in range(count)], pa.int64())
+
+
+def _going(worker: int, still_open: pa.Table, end_ns: int) -> pa.Table:
+    """The runs of `worker` still going, as runs that stop at `end_ns` (and did useful work)."""
+    rows = still_open.filter(pc.less(still_open.column("time_ns"), end_ns))
+    return pa.table({
+        "worker": pa.array([worker] * rows.num_rows, pa.int64()), "operator": rows.column("operator"),
+        "start_ns": rows.column("time_ns"), "stop_ns": pa.array([end_ns] * rows.num_rows, pa.int64()),
+        "useful": pa.array([True] * rows.num_rows, pa.bool_()), "records": rows.column("records"),
+    }, schema=SPANS_SCHEMA)
+
+
 def _span_sums(spans: pa.Table) -> pa.Table:
-    """Per worker and operator: useful and busy ns and runs of whole runs."""
+    """Per worker and operator: useful and busy ns, runs and records of whole runs."""
     durations = pc.subtract(spans.column("stop_ns"), spans.column("start_ns"))
     return _group_spans(spans.column("worker"), spans.column("operator"),
-                        pc.if_else(spans.column("useful"), durations, 0), durations)
+                        pc.if_else(spans.column("useful"), durations, 0), durations, spans.column("records"))
 
 
-def _group_spans(workers: Any, operators: Any, useful: Any, busy: Any) -> pa.Table:
+def _group_spans(workers: Any, operators: Any, useful: Any, busy: Any, records: Any) -> pa.Table:
     table = pa.table({"worker": workers, "operator": operators,
-                      "useful_ns": pc.cast(useful, pa.int64()), "busy_ns": pc.cast(busy, pa.int64())})
+                      "useful_ns": pc.cast(useful, pa.int64()), "busy_ns": pc.cast(busy, pa.int64()),
+                      "records": pc.cast(records, pa.float64())})
     grouped = table.group_by(["worker", "operator"], use_threads=False).aggregate(
-        [("useful_ns", "sum"), ("busy_ns", "sum"), ("busy_ns", "count")])
-    return grouped.rename_columns(["worker", "operator", "useful_ns", "busy_ns", "runs"])
+        [("useful_ns", "sum"), ("busy_ns", "sum"), ("busy_ns", "count"), ("records", "sum")])
+    return grouped.rename_columns(["worker", "operator", "useful_ns", "busy_ns", "runs", "records"])
 
 
 def _span_totals(parts: List[_Part], start_ns: int, end_ns: int) -> pa.Table:
@@ -299,14 +376,20 @@ def _span_totals(parts: List[_Part], start_ns: int, end_ns: int) -> pa.Table:
         spans = spans.filter(inside)
         clipped = pc.subtract(pc.min_element_wise(spans.column("stop_ns"), end_ns),
                               pc.max_element_wise(spans.column("start_ns"), start_ns))
+        # A run the window cuts brings the share of its records that its time inside is of
+        # its whole time (records arrive at a run's start: spread them over the run).
+        durations = pc.subtract(spans.column("stop_ns"), spans.column("start_ns"))
+        share = pc.if_else(pc.greater(durations, 0),
+                           pc.divide(pc.cast(clipped, pa.float64()), pc.cast(durations, pa.float64())), 1.0)
         pieces.append(_group_spans(spans.column("worker"), spans.column("operator"),
-                                   pc.if_else(spans.column("useful"), clipped, 0), clipped))
+                                   pc.if_else(spans.column("useful"), clipped, 0), clipped,
+                                   pc.multiply(pc.cast(spans.column("records"), pa.float64()), share)))
     if not pieces:
-        return _group_spans(pa.array([], pa.int64()), pa.array([], pa.int64()), pa.array([], pa.int64()),
-                            pa.array([], pa.int64()))
+        empty = pa.array([], pa.int64())
+        return _group_spans(empty, empty, empty, empty, empty)
     grouped = pa.concat_tables(pieces).group_by(["worker", "operator"], use_threads=False).aggregate(
-        [("useful_ns", "sum"), ("busy_ns", "sum"), ("runs", "sum")])
-    grouped = grouped.rename_columns(["worker", "operator", "useful_ns", "busy_ns", "runs"])
+        [("useful_ns", "sum"), ("busy_ns", "sum"), ("runs", "sum"), ("records", "sum")])
+    grouped = grouped.rename_columns(["worker", "operator", "useful_ns", "busy_ns", "runs", "records"])
     return grouped.take(pc.sort_indices(grouped, sort_keys=[("worker", "ascending"), ("operator", "ascending")]))
 
 
