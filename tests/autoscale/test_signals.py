@@ -188,3 +188,19 @@ def test_a_run_still_going_counts_up_to_the_window_end():
     work = signals.by_name("Work")
     assert work.useful_s == pytest.approx(1.0) and work.records_in == 267
     assert work.true_processing_rate == pytest.approx(267.0)
+
+
+def test_the_graph_the_policy_walks_is_a_copy():
+    """Batches may add operators (a dataflow built later) while a tick walks the graph."""
+    window = EventWindow(keep=60.0)
+    for batch in long_run_batches(2_500_000_000):
+        window.add(0, batch)
+    copy = window.graph_copy()
+    import pyarrow as pa
+    import timely_py
+
+    window.add(0, pa.RecordBatch.from_pylist(
+        [{"time_ns": 3_000_000_000, "kind": "operator_created", "operator": 9, "address": [1, 1], "name": "Later"}],
+        schema=timely_py._core.trace_format()["schema"]))
+    assert 9 in window.graph.operators and 9 not in copy.operators
+    assert [op.name for op in copy.topological_order()] == ["Input", "Work"]

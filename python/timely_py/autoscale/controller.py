@@ -130,7 +130,8 @@ class Autoscaler:
             return None
         start = end - int(self.settings.window * 1e9) if start_ns is None else start_ns
         useful, messages = self.window.totals(start, end)
-        return compute_signals(self.window.graph, useful, messages, start, end, self.window.workers())
+        # A copy: the trace callback may add operators while the policy walks the graph.
+        return compute_signals(self.window.graph_copy(), useful, messages, start, end, self.window.workers())
 
     # --- the loop ------------------------------------------------------------------------
 

@@ -199,6 +199,12 @@ class Graph:
             raise ValueError("the dataflow graph has a cycle among its top-level operators")
         return [self.operators[i] for i in order if i in self.operators]
 
+    def copy(self) -> "Graph":
+        """A copy that later additions to this graph leave unchanged (operators and edges
+        are immutable; the dicts are copied)."""
+        return Graph(dict(self.operators), dict(self.edges), dict(self.boundaries), dict(self._by_address),
+                     list(self._pending))
+
     @staticmethod
     def build(operators: Sequence[Operator], edges: Sequence[Edge]) -> "Graph":
         """A graph of the given operators and edges (for hand-built examples and tests)."""

@@ -204,6 +204,11 @@ class EventWindow:
 
     # --- output --------------------------------------------------------------------------
 
+    def graph_copy(self) -> Graph:
+        """A copy of the graph seen so far, which batches arriving meanwhile leave alone."""
+        with self._lock:
+            return self.graph.copy()
+
     def workers(self) -> List[int]:
         """The workers whose events the window has seen."""
         with self._lock:
