@@ -152,3 +152,23 @@ def test_below_the_band_but_already_at_what_it_needs_it_stays_and_says_so():
     decision = Policy(Settings(max_processes=8)).decide(diamond(), offered={"Source": 1200}, **TWO_BY_TWO)
     assert by_name(decision)["Count"].utilisation == pytest.approx(0.45)
     assert decision.action == "stay" and decision.reason.endswith("needs 2 processes, as many as it has")
+
+
+def test_an_operator_that_hardly_ran_passes_demand_on_with_its_last_selectivity():
+    """In the second window Parse received nothing (its worker was busy in Count's long
+    runs): its selectivity of 2 from the first window still carries Source's 2000 records/s
+    on to Count as 4000 (plus Audit's 200), instead of nothing."""
+    policy = Policy(Settings(max_processes=8))
+    first = policy.decide(diamond(), **TWO_BY_TWO)
+    assert by_name(first)["Count"].demand == pytest.approx(4200)
+    idle_parse = signals_of(
+        ["Source", "Parse", "Audit", "Count"],
+        edges=[("Source", "Parse", 1.0), ("Source", "Audit", 1.0), ("Parse", "Count", 1.0), ("Audit", "Count", 1.0)],
+        window_s=2.0, records_in={"Parse": 0, "Audit": 4000, "Count": 8400},
+        records_out={"Source": 4000, "Parse": 0, "Audit": 400, "Count": 0},
+        useful_s={"Source": 0.2, "Parse": 0.0, "Audit": 0.8, "Count": 6.0}, workers=[0, 1, 2, 3])
+    second = policy.decide(idle_parse, **TWO_BY_TWO)
+    assert by_name(second)["Count"].demand == pytest.approx(4200)
+    assert not by_name(second)["Parse"].judged
+    fresh = Policy(Settings(max_processes=8)).decide(idle_parse, **TWO_BY_TWO)
+    assert by_name(fresh)["Count"].demand == pytest.approx(2000 + 200), "one out per record in before any"

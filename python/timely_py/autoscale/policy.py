@@ -9,7 +9,8 @@ bottleneck) decides it.
    (`Policy.decide`'s `offered`).
 2. In topological order, an operator's demand is the sum of its input channels' demanded
    rates, and each output channel carries demand x selectivity (records sent on that
-   channel per record in, over the window).
+   channel per record in, over the window; from a window in which the operator received
+   fewer than `MIN_RECORDS`, the last one measured, or 1 before any).
 3. With one instance's true processing rate ``r`` and ``n`` instances (the workers present),
    the utilisation is ``demand / (r n)``; the instances it needs are ``demand / (r target)``,
    and the processes ``ceil(instances / workers_per_process)``.
@@ -32,7 +33,10 @@ from .decision import Decision, OperatorDemand
 from .settings import Settings
 from .signals import Signals
 
-__all__ = ["Policy"]
+__all__ = ["MIN_RECORDS", "Policy"]
+
+#: The fewest records in over a window from which an operator's selectivities are measured.
+MIN_RECORDS = 10
 
 
 class Policy:
@@ -44,6 +48,9 @@ class Policy:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        #: The last selectivity measured per channel, for windows in which its operator
+        #: received too few records to measure it (its worker was busy elsewhere).
+        self.selectivities: Dict[int, float] = {}
 
     def demands(self, signals: Signals, *, processes: int, workers_per_process: int,
                 offered: Optional[Mapping[Union[int, str], float]] = None) -> List[OperatorDemand]:
@@ -73,12 +80,14 @@ class Policy:
             else:
                 edges = signals.graph.inputs(op.id)
                 demand = sum(on_channel.get(e.channel, 0.0) for e in edges)
-                for channel, records in s.sent.items():
-                    selectivity = s.selectivity(channel)
-                    if selectivity is None:  # no records in: carry what it sent as observed
-                        on_channel[channel] = records / window_s * scale if window_s > 0 else 0.0
-                    else:
-                        on_channel[channel] = demand * selectivity
+                for channel in s.sent:
+                    measured = s.selectivity(channel) if s.records_in >= MIN_RECORDS else None
+                    if measured is not None:
+                        self.selectivities[channel] = measured
+                    # An operator that hardly ran in the window (its worker spent it in another
+                    # operator's long run) says nothing of what it passes on: the last measured
+                    # selectivity stands, and before any, one record out per record in.
+                    on_channel[channel] = demand * self.selectivities.get(channel, 1.0)
                 true_rate = s.true_processing_rate
                 judged = s.useful_s >= settings.min_useful and s.records_in > 0
                 note = "" if judged else (
