@@ -53,14 +53,14 @@ def test_the_autoscaler_adds_a_process_and_results_stay_exact(tmp_path):
 def test_metrics_only_in_a_cluster_decides_but_starts_nothing(tmp_path):
     hostfile, _ = write_hostfile(tmp_path, 3)
     with Launched(tmp_path, "-n", 2, "--hostfile", hostfile, "--max-processes", 3,
-                  SCRIPT, RATE, SECONDS / 2, SLEEP, 2, 3, "metrics") as run:
+                  SCRIPT, RATE, SECONDS, SLEEP, 2, 3, "metrics") as run:
         assert run.status(timeout=120) == 0, run.out()[-3000:] + run.err()
     out, err = run.out(), run.err()
     assert re.search(r"^\[0\] autoscale: scale out from 2 to 3 processes \(metrics only: not done\)", out, re.M), \
         out[-3000:]
     assert "outcome: started" not in out and "process 2 started" not in err
-    assert f"[0] worker 0: done, {RATE * SECONDS // 2} records, 0 actions, 2 processes" in out
-    offered = int(RATE * 0.1) * int(SECONDS / 2 / 0.1)
+    assert f"[0] worker 0: done, {RATE * SECONDS} records, 0 actions, 2 processes" in out
+    offered = int(RATE * 0.1) * int(SECONDS / 0.1)
     got = results(out)
     assert [(x, y) for x, y, _, _ in got] == [(x, 3 * x + 1) for x in range(offered)]
 

@@ -274,9 +274,9 @@ def test_autoscaled_pipeline_grows_to_three_processes_and_stays_exact(tmp_path):
 def test_autoscaled_pipeline_in_metrics_only_mode_explains_and_stays(tmp_path):
     hostfile, _ = write_hostfile(tmp_path, 3)
     with Launched(tmp_path, "-n", 2, "--hostfile", hostfile, "--autoscale", "--max", 3,
-                  EXAMPLES / "autoscaled_pipeline.py", "--seconds", 4, "--metrics-only") as run:
+                  EXAMPLES / "autoscaled_pipeline.py", "--seconds", 8, "--metrics-only") as run:
         assert run.status(timeout=90) == 0, run.out()[-3000:] + run.err()
     out, err = run.out(), run.err()
     assert re.search(r"^\[0\] epoch \d+: scale out from 2 to 3 processes \(metrics only: not done\)", out, re.M), out
     assert "process 2 started" not in err
-    assert re.search(r"^\[0\] reference: 1600 orders, revenue \d+; 0 actions, 2 processes at the end$", out, re.M)
+    assert re.search(r"^\[0\] reference: 3200 orders, revenue \d+; 0 actions, 2 processes at the end$", out, re.M)
