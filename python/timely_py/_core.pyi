@@ -45,7 +45,11 @@ def execute(
     every batch of events as a `pyarrow.RecordBatch`, on the thread that called `execute`."""
 
 def execute_from_args(
-    argv: Sequence[str], main: Callable[[Worker], R], peer_timeout: Optional[float] = None
+    argv: Sequence[str],
+    main: Callable[[Worker], R],
+    peer_timeout: Optional[float] = None,
+    *,
+    trace_callback: Optional[Callable[[int, Any], Any]] = None,
 ) -> list[R]:
     """Like `execute`, configured from command-line arguments: `-w N` threads per process,
     `-n N` processes, `-p I` this process, `-h FILE` hostfile (default `localhost:2101+i`),
@@ -62,7 +66,9 @@ def execute_from_args(
     `--insecure`). A lost process (closed, or silent for longer than the peer timeout) raises
     `ClusterError` in the others. The peer timeout is `--peer-timeout`, else `peer_timeout`,
     else `TIMELY_PEER_TIMEOUT`, else 10 s; a value that is not a positive number of seconds
-    raises `ValueError`."""
+    raises `ValueError`. `trace_callback(worker, batch)` receives every batch of this
+    process's trace events as with `execute`; without `--trace DIR` the run is traced for
+    the callback alone (no files; `TIMELY_TRACE_EVENTS` and `TIMELY_TRACE_FLUSH` apply)."""
 
 def program_args(argv: Sequence[str]) -> list[str]:
     """The arguments of `argv` that are the program's own (without `-w`, `-n`, `-p`, `-h`,

@@ -303,3 +303,36 @@ def test_rescaling_leave_with_an_evacuation_moves_the_bins_first():
               "control_after_p99_us")
     values = [float(v) for v in lines[lines.index(header) + 1].split(",")]
     assert values[1] > 0 and 0 < values[2] < 1500, values
+
+
+def test_autoscale_overhead_runs_every_configuration(tmp_path):
+    """benches/autoscale/overhead.py on a small workload: every configuration's counts are
+    checked by the script; the traced ones deliver events."""
+    out = tmp_path / "overhead.json"
+    subprocess.run(
+        [sys.executable, str(ROOT / "benches" / "autoscale" / "overhead.py"), "--runs", "1", "--epochs", "100",
+         "--records", "20", "--json", str(out)],
+        check=True, timeout=120, capture_output=True,
+    )  # fmt: skip
+    rows = {row["configuration"]: row for row in json.loads(out.read_text())["rows"]}
+    assert list(rows) == ["plain", "traced, callback does nothing", "autoscaler, metrics only"]
+    assert rows["plain"]["events_per_second"] is None
+    assert rows["autoscaler, metrics only"]["events_per_second"] > 0
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_autoscale_convergence_runs_the_three_phases(tmp_path):
+    """benches/autoscale/convergence.py, short phases: the script checks that every record
+    is mapped exactly once; its report has the three phases, and decisions in the first two
+    (the last may still wait for a join or leave of the second on a loaded machine)."""
+    out = tmp_path / "convergence.json"
+    subprocess.run(
+        [sys.executable, str(ROOT / "benches" / "autoscale" / "convergence.py"), "--phases", "4,10,6",
+         "--base-port", str(launcher_base_port(5)), "--json", str(out)],
+        check=True, timeout=240, capture_output=True,
+    )  # fmt: skip
+    report = json.loads(out.read_text())
+    assert [p["phase"] for p in report["phases"]] == [0, 1, 2]
+    assert all(p["first_decision"] is not None for p in report["phases"][:2]), report["events"]
+    assert report["phases"][1]["count"] >= report["phases"][0]["count"]

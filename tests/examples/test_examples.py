@@ -239,3 +239,44 @@ def test_program_args_leave_out_the_runtime_options():
     assert timely.program_args(argv) == ["500", "7", "--", "-w", "9"]
     with pytest.raises(ValueError, match="-w"):
         timely.program_args(["-w"])
+
+
+# --- autoscaled_pipeline.py ------------------------------------------------------------------
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_autoscaled_pipeline_grows_to_three_processes_and_stays_exact(tmp_path):
+    """The docstring's command (on free ports), 10 s of 400 orders/s: two processes cannot
+    keep up with a 5 ms remote call per order, the autoscaler asks for a third, which takes
+    orders; the revenues every worker printed add up to the sequential reference."""
+    hostfile, _ = write_hostfile(tmp_path, 3)
+    with Launched(tmp_path, "-n", 2, "--hostfile", hostfile, "--autoscale", "--max", 3,
+                  EXAMPLES / "autoscaled_pipeline.py", "--seconds", 10) as run:
+        assert run.status(timeout=120) == 0, run.out()[-3000:] + run.err()
+    out, err = run.out(), run.err()
+    assert "[launch] autoscaling between 2 and 3 processes at target utilisation 0.7" in err
+    assert re.search(r"^\[0\] epoch \d+: scale out from 2 to 3 processes: Map#\d+ is at utilisation", out, re.M), out
+    assert "[launch] process 2 started: it joins the cluster through worker 0" in err
+    workers = {int(w): (int(n), int(r)) for w, n, r in
+               re.findall(r"^\[\d\] worker (\d+): (\d+) orders, revenue (\d+)$", out, re.M)}
+    assert sorted(workers) == [0, 1, 2] and workers[2][0] > 0, out
+    reference = re.search(r"^\[0\] reference: (\d+) orders, revenue (\d+); 1 actions, 3 processes at the end$",
+                          out, re.M)
+    assert reference, out
+    assert sum(n for n, _ in workers.values()) == int(reference.group(1)) == 4000
+    assert sum(r for _, r in workers.values()) == int(reference.group(2))
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(120)
+def test_autoscaled_pipeline_in_metrics_only_mode_explains_and_stays(tmp_path):
+    hostfile, _ = write_hostfile(tmp_path, 3)
+    with Launched(tmp_path, "-n", 2, "--hostfile", hostfile, "--autoscale", "--max", 3,
+                  EXAMPLES / "autoscaled_pipeline.py", "--seconds", 8, "--metrics-only") as run:
+        assert run.status(timeout=90) == 0, run.out()[-3000:] + run.err()
+    out, err = run.out(), run.err()
+    assert re.search(r"^\[0\] epoch \d+: scale out from 2 to 3 processes \(metrics only: not done\)", out, re.M), out
+    assert "process 2 started" not in err
+    assert re.search(r"^\[0\] reference: 3200 orders, revenue \d+; 0 actions, 2 processes at the end$", out, re.M)

@@ -109,6 +109,32 @@ def test_a_callback_alone_writes_no_files(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_execute_from_args_takes_a_callback_with_and_without_files(tmp_path, monkeypatch):
+    """The callback sink from the command line's entry point: alone it writes no files and
+    honours TIMELY_TRACE_EVENTS; with --trace DIR it sees what the files hold."""
+    monkeypatch.setenv("TIMELY_TRACE_EVENTS", "schedule,messages")
+    alone = Counter()
+    results = timely.execute_from_args(["-w", "2"], exchange_main,
+                                       trace_callback=lambda worker, batch: alone.update(batch.column("kind").to_pylist()))
+    assert results == [EPOCHS * PER_EPOCH] * 2 and list(tmp_path.iterdir()) == []
+    assert alone["message_recv"] > 0 and alone["schedule_start"] > 0
+    assert set(alone) <= {"schedule_start", "schedule_stop", "progress_push", "message_send", "message_recv",
+                          "trace_wait"}
+    monkeypatch.delenv("TIMELY_TRACE_EVENTS")
+    both = Counter()
+    timely.execute_from_args(["-w", "2", "--trace", str(tmp_path)], exchange_main,
+                             trace_callback=lambda worker, batch: both.update(
+                                 (worker, kind) for kind in batch.column("kind").to_pylist()))
+    table = read(tmp_path)
+    assert both == Counter(zip(table["worker"].to_pylist(), table["kind"].to_pylist()))
+
+
+def test_execute_from_args_refuses_a_bad_flush_interval_for_a_callback(monkeypatch):
+    monkeypatch.setenv("TIMELY_TRACE_FLUSH", "soon")
+    with pytest.raises(ValueError, match="TIMELY_TRACE_FLUSH: expected a positive number of seconds"):
+        timely.execute_from_args(["-w", "1"], exchange_main, trace_callback=lambda worker, batch: None)
+
+
 def test_a_callback_that_raises_fails_the_run_with_its_exception():
     def callback(worker, batch):
         raise KeyError("no room for traces")

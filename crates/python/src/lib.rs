@@ -83,13 +83,17 @@ fn execute(
 /// `peer_timeout` (seconds) is the program's choice of how long another process may stay
 /// silent before it counts as lost: it overrides `TIMELY_PEER_TIMEOUT`, and `--peer-timeout`
 /// on the command line overrides it (whoever runs the program knows the network best).
+/// `trace_callback(worker, batch)` receives every batch of this process's events, as with
+/// `execute`; without `--trace DIR` it traces the run for the callback alone (no files), with
+/// the event classes and flush interval of `TIMELY_TRACE_EVENTS` and `TIMELY_TRACE_FLUSH`.
 #[pyfunction]
-#[pyo3(signature = (argv, main, peer_timeout=None))]
+#[pyo3(signature = (argv, main, peer_timeout=None, *, trace_callback=None))]
 fn execute_from_args(
     py: Python<'_>,
     argv: Vec<String>,
     main: Py<PyAny>,
     peer_timeout: Option<f64>,
+    trace_callback: Option<Py<PyAny>>,
 ) -> PyResult<Vec<Py<PyAny>>> {
     let mut args = Vec::with_capacity(argv.len() + 1);
     if let Some(seconds) = peer_timeout {
@@ -100,7 +104,11 @@ fn execute_from_args(
     }
     args.extend(argv);
     let (config, trace, _rest) = runtime_from_args(args).map_err(pyo3::exceptions::PyValueError::new_err)?;
-    worker::run(py, config, trace, None, main)
+    let trace = match trace {
+        None if trace_callback.is_some() => tracing::callback_settings_from_env()?,
+        trace => trace,
+    };
+    worker::run(py, config, trace, trace_callback, main)
 }
 
 /// The arguments of `argv` that are the program's own: everything except the runtime's

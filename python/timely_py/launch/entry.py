@@ -64,7 +64,11 @@ def _run(options: Options, hostfile: Optional[str], scratch: str, out: Sink, err
     room = hostfile_room(options, hostfile)
     endpoint = _open_endpoint(options, scratch, err)
     address = None if endpoint is None else endpoint.address
-    env = child_environment(options.cluster_id, secrets.token_hex(32), address)
+    env = child_environment(options.cluster_id, secrets.token_hex(32), address, options.autoscale_environment())
+    if options.autoscale is not None:
+        low, high, target = options.autoscale
+        err.say(f"autoscaling between {low} and {high} processes at target utilisation {target:g}: the "
+                "program's timely_py.autoscale.Autoscaler acts on it (docs/autoscaling.md)")
     requests = StopRequests()
     try:
         with catching_stop_signals(requests):

@@ -2,8 +2,8 @@
 
 This module owns: the launcher's options (`Options`, `parse_args`, the help text), the command
 line of each process (`child_command`, with ``--join W --nn N`` for a process added to the
-running cluster) and its environment (`child_environment`: the cluster's id and secret, and
-the address of the launcher's control endpoint).
+running cluster) and its environment (`child_environment`: the cluster's id and secret, the
+address of the launcher's control endpoint, and the autoscaler's settings of ``--autoscale``).
 
 It must not start processes, open sockets or know what the processes compute.
 """
@@ -11,6 +11,7 @@ It must not start processes, open sockets or know what the processes compute.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import secrets
 import sys
@@ -21,6 +22,8 @@ from .. import _core
 
 __all__ = [
     "DEFAULT_BASE_PORT",
+    "DEFAULT_TARGET",
+    "ENV_AUTOSCALE",
     "ENV_CLUSTER_ID",
     "ENV_CLUSTER_SECRET",
     "ENV_LAUNCH_CONTROL",
@@ -39,6 +42,11 @@ ENV_CLUSTER_ID = "TIMELY_CLUSTER_ID"
 ENV_CLUSTER_SECRET = "TIMELY_CLUSTER_SECRET"
 #: The environment variable that carries the launcher's control endpoint (a socket path).
 ENV_LAUNCH_CONTROL = "TIMELY_LAUNCH_CONTROL"
+#: The environment variable that carries ``--autoscale``'s settings (JSON) to every process,
+#: where `timely_py.autoscale.Settings.from_environment` reads them.
+ENV_AUTOSCALE = "TIMELY_AUTOSCALE"
+#: The bottleneck's utilisation the autoscaler aims at by default (``--target``).
+DEFAULT_TARGET = 0.7
 #: How many processes can join a cluster of ``-n N`` by default: ``--max-processes N+4``.
 EXTRA_ROOM = 4
 #: Seconds the others get to end by themselves after a process failed (``--grace``).
@@ -67,6 +75,13 @@ ports:
   a temporary hostfile (127.0.0.1:PORT lines) passed as -h to every process, and says so on
   stderr. --base-port also makes a temporary hostfile. --hostfile FILE is passed on as
   -h FILE. Temporary files are removed when the launcher exits. With -n 1 no ports are used.
+
+autoscaling:
+  --autoscale [--min N --max M --target T] passes the autoscaler's settings to every process
+  in TIMELY_AUTOSCALE (JSON); a program that drives timely_py.autoscale.Autoscaler (worker 0
+  ticks it, docs/autoscaling.md) then adds processes and makes them leave within [N, M],
+  aiming at utilisation T of its bottleneck operator. --min defaults to -n, --max to
+  --max-processes (whose default then becomes --max), --target to 0.7. Needs -n 2 or more.
 
 joining:
   With N >= 2 the launcher keeps a control endpoint (a Unix socket only its user can use),
@@ -136,6 +151,15 @@ class Options:
     max_processes: Optional[int] = None
     """The most processes the cluster may grow to (``--max-processes``); None for the default,
     `processes` + `EXTRA_ROOM` (1 with ``-n 1``: nothing can join a process alone)."""
+    autoscale: Optional[Tuple[int, int, float]] = None
+    """``(min, max, target)`` of ``--autoscale``; None without it."""
+
+    def autoscale_environment(self) -> Optional[str]:
+        """The value of `ENV_AUTOSCALE` for ``--autoscale`` (None without it)."""
+        if self.autoscale is None:
+            return None
+        low, high, target = self.autoscale
+        return json.dumps({"min_processes": low, "max_processes": high, "target": target})
 
     @property
     def room(self) -> int:
@@ -206,7 +230,53 @@ def _parser() -> argparse.ArgumentParser:
         help=f"after Ctrl-C, how long before SIGTERM (default {DEFAULT_STOP_GRACE:g})")
     add("--trace", metavar="DIR",
         help="trace the run: every process writes its part to DIR (docs/trace-format.md)")
+    scaling = parser.add_argument_group("autoscaling (docs/autoscaling.md)")
+    scaling.add_argument("--autoscale", action="store_true",
+                         help="let the program's autoscaler add and remove processes (see below)")
+    scaling.add_argument("--min", type=bounded_int(1, 65535), metavar="N", dest="min_processes",
+                         help="the fewest processes it may shrink to (default: -n)")
+    scaling.add_argument("--max", type=bounded_int(1, 65535), metavar="M", dest="max_processes_scaled",
+                         help="the most processes it may grow to (default: --max-processes)")
+    scaling.add_argument("--target", type=_fraction, metavar="T",
+                         help=f"the bottleneck's utilisation to aim at, in (0, 1) (default {DEFAULT_TARGET:g})")
     return parser
+
+
+def _fraction(text: str) -> float:
+    """An argparse type: a number strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, found {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must lie in (0, 1), found {text}")
+    return value
+
+
+def _autoscale(parser: argparse.ArgumentParser, space: argparse.Namespace) -> Optional[Tuple[int, int, float]]:
+    """``(min, max, target)`` of the autoscaling options (None without ``--autoscale``); sets
+    ``space.max_processes`` to ``--max`` when only that bounds the cluster."""
+    given = [flag for flag, value in (("--min", space.min_processes), ("--max", space.max_processes_scaled),
+                                      ("--target", space.target)) if value is not None]
+    if not space.autoscale:
+        if given:
+            parser.error(f"{', '.join(given)} {'goes' if len(given) == 1 else 'go'} only with --autoscale")
+        return None
+    if space.processes < 2:
+        parser.error("--autoscale needs -n 2 or more (a process alone has no control endpoint to grow by)")
+    low = space.processes if space.min_processes is None else space.min_processes
+    high = space.max_processes_scaled
+    if high is None:
+        high = space.max_processes if space.max_processes is not None else space.processes + EXTRA_ROOM
+    elif space.max_processes is None:
+        space.max_processes = max(high, space.processes)
+    elif high > space.max_processes:
+        parser.error(f"--max {high} is above --max-processes {space.max_processes}: no addresses are planned "
+                     "for the processes past it")
+    if low > high:
+        parser.error(f"--min {low} is above --max {high}")
+    target = DEFAULT_TARGET if space.target is None else space.target
+    return (low, high, target)
 
 
 def _split_command(argv: Sequence[str], value_flags: frozenset[str]) -> Tuple[List[str], List[str]]:
@@ -252,6 +322,7 @@ def parse_args(argv: Sequence[str]) -> Options:
         target, args = _target(command)
     except ValueError as error:
         parser.error(str(error))
+    autoscale = _autoscale(parser, space)
     if space.max_processes is not None and space.max_processes < space.processes:
         parser.error(f"--max-processes {space.max_processes} is below -n {space.processes}")
     options = Options(
@@ -260,7 +331,7 @@ def parse_args(argv: Sequence[str]) -> Options:
         cluster_id=secrets.randbits(64) if space.cluster_id is None else space.cluster_id,
         grace=space.grace, stop_grace=space.stop_grace,
         trace=None if space.trace is None else os.path.abspath(space.trace),
-        max_processes=space.max_processes,
+        max_processes=space.max_processes, autoscale=autoscale,
     )
     if space.base_port is not None and space.base_port + options.room - 1 > 65535:
         parser.error(f"--base-port {space.base_port} leaves no port for process {options.room - 1}")
@@ -290,10 +361,12 @@ def child_command(
     return [options.python, *options.target, *args[:cut], *runtime, *args[cut:]]
 
 
-def child_environment(cluster_id: int, secret: str, control: Optional[str] = None) -> dict[str, str]:
+def child_environment(cluster_id: int, secret: str, control: Optional[str] = None,
+                      autoscale: Optional[str] = None) -> dict[str, str]:
     """The environment of every process: the launcher's, unbuffered, with the cluster's
-    identity (replacing any id or secret the launcher inherited) and the launcher's control
-    endpoint (removed when there is none, so a process never reaches another launcher's)."""
+    identity (replacing any id or secret the launcher inherited), the launcher's control
+    endpoint (removed when there is none, so a process never reaches another launcher's) and
+    ``--autoscale``'s settings (likewise removed without it)."""
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"
     env[ENV_CLUSTER_ID] = str(cluster_id)
@@ -301,4 +374,7 @@ def child_environment(cluster_id: int, secret: str, control: Optional[str] = Non
     env.pop(ENV_LAUNCH_CONTROL, None)
     if control is not None:
         env[ENV_LAUNCH_CONTROL] = control
+    env.pop(ENV_AUTOSCALE, None)
+    if autoscale is not None:
+        env[ENV_AUTOSCALE] = autoscale
     return env

@@ -1,0 +1,276 @@
+"""The autoscaler a program drives: it takes the trace batches in (`Autoscaler.observe`,
+the trace callback), and at each `Autoscaler.tick` (once per epoch, or on a timer) turns the
+window's signals into a decision, and carries it out unless in metrics-only mode.
+
+Rules of time, on the trace's clock (the latest time every observed worker has delivered):
+
+* a decision uses a full `Settings.window` of events, all after the cluster last changed
+  (and after the first data message: a dataflow being built is not a workload);
+* after a change, nothing changes again for `Settings.stabilisation` seconds, counted from
+  when the cluster has the new count (a joiner's workers are members, a leaver left), and
+  never while an action is under way;
+* the controller's own process (``process``, default 0) is never removed; scale-in removes
+  the highest-numbered processes first.
+
+This module owns that loop and its state; the arithmetic is `policy`'s, the side effects
+are `actions`'.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+
+from .actions import ActionRunner, Actuator, LauncherActuator
+from .decision import Decision
+from .errors import AutoscaleError
+from .policy import Policy
+from .settings import Settings
+from .signals import Signals, compute_signals
+from .window import EventWindow
+
+__all__ = ["HISTORY", "Autoscaler"]
+
+#: How many of its latest decisions an `Autoscaler` keeps in `Autoscaler.decisions`.
+HISTORY = 1000
+
+
+class Autoscaler:
+    """Sizes the cluster from the trace events of the workers it observes.
+
+    Give it every trace batch of its process (``trace_callback=autoscaler.observe``) and
+    call `tick` from one worker (worker 0) once per epoch (ticks closer together than
+    `Settings.interval` return the last decision again)::
+
+        import sys, timely_py as timely
+        from timely_py import autoscale
+
+        scaler = autoscale.Autoscaler(autoscale.Settings(min_processes=2, max_processes=4))
+
+        def main(worker):
+            ...build the dataflow...
+            if worker.bootstrap():
+                return
+            for epoch in range(epochs):
+                ...feed the epoch...
+                if worker.index == 0:
+                    decision = scaler.tick(worker)   # acts unless metrics_only
+                ...step...
+
+        timely.execute_from_args(sys.argv[1:], main, trace_callback=scaler.observe)
+
+    `settings` default to those of the launcher's ``--autoscale`` (`Settings.from_environment`).
+    `processes` and `workers_per_process` are read from the worker `tick` is given (or are
+    given here, for ticks without a worker). `actuator` changes the cluster (default: the
+    launcher's joins and leaves, `LauncherActuator`). `offer` tells it the rate a source is
+    offered when its observed rate is not that (records wait before it).
+    """
+
+    def __init__(self, settings: Optional[Settings] = None, *, processes: Optional[int] = None,
+                 workers_per_process: Optional[int] = None, actuator: Optional[Actuator] = None,
+                 process: int = 0) -> None:
+        self.settings = settings if settings is not None else Settings.from_environment()
+        self.policy = Policy(self.settings)
+        self.window = EventWindow(keep=self.settings.window * 2 + self.settings.stabilisation + 5.0)
+        self.actuator: Actuator = actuator if actuator is not None else LauncherActuator()
+        self.process = process
+        self.workers_per_process = workers_per_process
+        self._lock = threading.Lock()
+        self._live: Optional[List[int]] = list(range(processes)) if processes is not None else None
+        self._expected: Optional[List[int]] = None  # the processes an action under way leads to
+        self._settled_ns: Optional[int] = None  # when the cluster last reached its count
+        self._offered: Dict[Union[int, str], float] = {}
+        self._runner = ActionRunner()
+        self._failure: Optional[str] = None
+        self._membership_source: Optional[str] = None  # "worker" once tick is given workers
+        self._changed = False  # whether the cluster changed since the start
+        #: The latest decisions (at least the last `HISTORY`), oldest first.
+        self.decisions: List[Decision] = []
+        #: Every decision that was carried out, oldest first.
+        self.actions: List[Decision] = []
+
+    # --- input ---------------------------------------------------------------------------
+
+    def observe(self, worker: int, batch: Any) -> None:
+        """The trace callback: takes in one batch of `worker`'s events."""
+        self.window.add(worker, batch)
+
+    __call__ = observe
+
+    def offer(self, source: Union[int, str], rate: Optional[float]) -> None:
+        """Says that source operator `source` (id or name) is offered `rate` records per
+        second, cluster-wide (None: use its observed rate again)."""
+        with self._lock:
+            if rate is None:
+                self._offered.pop(source, None)
+            else:
+                self._offered[source] = float(rate)
+
+    # --- state ---------------------------------------------------------------------------
+
+    @property
+    def processes(self) -> Optional[int]:
+        """The processes of the cluster as the autoscaler knows them (None before it knows)."""
+        with self._lock:
+            return len(self._live) if self._live is not None else None
+
+    @property
+    def busy(self) -> bool:
+        """True while an action is under way or the cluster has not reached its new count."""
+        with self._lock:
+            return self._runner.busy or self._expected is not None
+
+    def signals(self, end_ns: Optional[int] = None, start_ns: Optional[int] = None) -> Optional[Signals]:
+        """The signals of the window ending at `end_ns` (default: the latest time every
+        observed worker delivered) and starting `Settings.window` earlier (or at
+        `start_ns`); None before any event."""
+        end = self.window.latest() if end_ns is None else end_ns
+        if end is None:
+            return None
+        start = end - int(self.settings.window * 1e9) if start_ns is None else start_ns
+        useful, messages = self.window.totals(start, end)
+        # A copy: the trace callback may add operators while the policy walks the graph.
+        return compute_signals(self.window.graph_copy(), useful, messages, start, end, self.window.workers())
+
+    # --- the loop ------------------------------------------------------------------------
+
+    def tick(self, worker: Any = None) -> Decision:
+        """Decides (and acts, unless metrics-only or stabilising) from the latest window.
+        `worker` (a `timely_py.Worker`, typically worker 0's) tells the cluster's current
+        membership; without it, the autoscaler counts on its own actions. Returns the
+        decision, also appended to `decisions`."""
+        if worker is not None:
+            self._update_membership(worker)
+        with self._lock:
+            live = self._live
+            if live is None or self.workers_per_process is None:
+                raise AutoscaleError(
+                    "the autoscaler does not know the cluster's size: pass tick(worker), or "
+                    "processes= and workers_per_process= to Autoscaler"
+                )
+            current = len(live)
+        end = self.window.latest()
+        with self._lock:
+            last = self.decisions[-1] if self.decisions else None
+        if last is not None and end is not None and end - last.time_ns < self.settings.interval * 1e9 \
+                and last.current == current and not last.acted:
+            return last
+        first = self.window.first_message()
+        window_ns = int(self.settings.window * 1e9)
+        if end is None:
+            return self._record(self._waiting(current, 0, "no trace events yet (is observe the trace callback?)"))
+        if first is None:
+            return self._record(self._waiting(current, end, "no records have flowed yet"))
+        if self._settled_ns is None:  # the first window starts when records start to flow
+            self._settled_ns = first
+        start = end - window_ns
+        if self.busy:
+            return self._record(self._waiting(current, end, self._busy_reason()))
+        if start < self._settled_ns:
+            left = (self._settled_ns - start) / 1e9
+            return self._record(self._waiting(
+                current, end, f"collecting a full window since the cluster last changed ({left:.1f} s to go)"))
+        signals = self.signals(end, start)
+        assert signals is not None
+        with self._lock:
+            offered = dict(self._offered)
+        decision = self.policy.decide(signals, processes=current, workers_per_process=self.workers_per_process,
+                                      offered=offered, time_ns=end)
+        stable_at = self._settled_ns + int(self.settings.stabilisation * 1e9)
+        if decision.changes and self._changed and end < stable_at:
+            left = (stable_at - end) / 1e9
+            decision = replace(decision, action="wait",
+                               reason=f"stabilising after the last change ({left:.1f} s to go); would "
+                                      f"{decision.action.replace('_', ' ')} to {decision.desired}: {decision.reason}")
+        if decision.changes and not self.settings.metrics_only:
+            decision = self._act(decision, live)
+        return self._record(decision)
+
+    def _waiting(self, current: int, time_ns: int, reason: str) -> Decision:
+        return Decision(time_ns=time_ns, action="wait", current=current, desired=current, reason=reason,
+                        settings=self.settings)
+
+    def _busy_reason(self) -> str:
+        with self._lock:
+            expected = self._expected
+        if self._runner.busy:
+            return "an action is under way"
+        return f"waiting for the cluster to reach processes {expected}"
+
+    def _record(self, decision: Decision) -> Decision:
+        with self._lock:
+            self.decisions.append(decision)
+            if len(self.decisions) > 2 * HISTORY:
+                del self.decisions[:-HISTORY]
+            if decision.acted:
+                self.actions.append(decision)
+        return decision
+
+    def _act(self, decision: Decision, live: Sequence[int]) -> Decision:
+        """Starts the action `decision` calls for on the runner's thread."""
+        actuator = self.actuator
+        if decision.action == "scale_out":
+            count = decision.desired - decision.current
+
+            def action() -> List[int]:
+                return [actuator.add_process() for _ in range(count)]
+
+            expected = None
+        else:
+            leaving = [p for p in sorted(live, reverse=True) if p != self.process][: decision.current - decision.desired]
+
+            def action() -> List[int]:
+                return [actuator.remove_process(p) for p in leaving]
+
+            expected = [p for p in live if p not in leaving]
+        with self._lock:
+            self._expected = expected if expected is not None else []
+            self._failure = None
+        self._runner.start(action, self._done(decision.action))
+        return replace(decision, acted=True, outcome="started")
+
+    def _done(self, action: str) -> Callable[[object, Optional[BaseException]], None]:
+        def done(result: object, error: Optional[BaseException]) -> None:
+            with self._lock:
+                if error is not None:
+                    self._failure = f"{action} failed: {error}"
+                    self._expected = None
+                    return
+                assert isinstance(result, list) and self._live is not None
+                if action == "scale_out":
+                    self._expected = sorted(set(self._live) | set(result))
+                else:
+                    self._expected = [p for p in self._live if p not in result]
+                self._changed = True
+                if self._membership_source is None:  # nobody reports membership: trust the action
+                    self._live, self._expected = self._expected, None
+                    self._settled_ns = self.window.latest() or self._settled_ns
+        return done
+
+    def _update_membership(self, worker: Any) -> None:
+        """Reads the processes present from `worker` (its `members`, grouped by process)."""
+        per_process = len(worker.workers_of(self.process))
+        members = list(worker.members)
+        present = sorted({m // per_process for m in members})
+        with self._lock:
+            self._membership_source = "worker"
+            if self.workers_per_process is None:
+                self.workers_per_process = per_process
+            if self._live is None or self._expected is None:
+                self._live = present
+                return
+            if present == self._expected:
+                self._live, self._expected = present, None
+                self._settled_ns = self.window.latest() or self._settled_ns
+
+    @property
+    def failure(self) -> Optional[str]:
+        """Why the last action failed (None if it did not)."""
+        with self._lock:
+            return self._failure
+
+    def wait(self, timeout: Optional[float] = None) -> None:
+        """Waits for the action under way (if any) to return."""
+        self._runner.join(timeout)
+

@@ -1,0 +1,170 @@
+"""The policy: from the signals and the graph, how many processes the workload needs.
+
+DS2's arithmetic, carried to SPMD timely: every worker runs every operator, so one process
+count serves all operators, and the operator that needs the most instances (the
+bottleneck) decides it.
+
+1. The demanded rate leaves each source: its observed output rate over the window (scaled
+   to the cluster under ``sources="symmetric"``), or the rate the program says it offers
+   (`Policy.decide`'s `offered`).
+2. In topological order, an operator's demand is the sum of its input channels' demanded
+   rates, and each output channel carries demand x selectivity (records sent on that
+   channel per record in, over the window; from a window in which the operator received
+   fewer than `MIN_RECORDS`, the last one measured, or 1 before any).
+3. With one instance's true processing rate ``r`` and ``n`` instances (the workers present),
+   the utilisation is ``demand / (r n)``; the instances it needs are ``demand / (r target)``,
+   and the processes ``ceil(instances / workers_per_process)``.
+4. The judged operator with the highest utilisation is the bottleneck. Outside the band
+   ``(low, high)`` the count moves to what it needs, within ``[min, max]`` and at most
+   ``max_step`` at a time; within the band it stays (hysteresis: no oscillation around one
+   threshold).
+
+Sources fed by one worker (``sources="local"``) cannot go faster with more processes, so
+they are not judged; under ``"symmetric"`` they are, with their true output rate.
+
+This module owns the arithmetic only: no trace, no clock, no launcher.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Mapping, Optional, Union
+
+from .decision import Decision, OperatorDemand
+from .settings import Settings
+from .signals import Signals
+
+__all__ = ["MIN_RECORDS", "Policy"]
+
+#: The fewest records in over a window from which an operator's selectivities are measured.
+MIN_RECORDS = 10
+
+
+class Policy:
+    """DS2-style decisions under `settings`.
+
+    A worked example, the graph ``source -> parse -> count`` (see
+    ``tests/autoscale/test_policy.py`` for the full arithmetic): see `decide`.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        #: The last selectivity measured per channel, for windows in which its operator
+        #: received too few records to measure it (its worker was busy elsewhere).
+        self.selectivities: Dict[int, float] = {}
+
+    def demands(self, signals: Signals, *, processes: int, workers_per_process: int,
+                offered: Optional[Mapping[Union[int, str], float]] = None) -> List[OperatorDemand]:
+        """Every top-level operator's `OperatorDemand`, in topological order."""
+        settings = self.settings
+        instances = processes * workers_per_process
+        seen = max(1, len(signals.workers))
+        scale = instances / seen if settings.sources == "symmetric" else 1.0
+        offered = dict(offered or {})
+        on_channel: Dict[int, float] = {}
+        result: List[OperatorDemand] = []
+        window_s = signals.window_s
+        for op in signals.graph.topological_order():
+            s = signals.operators.get(op.id)
+            if s is None:
+                continue
+            if s.source:
+                rate = offered.get(op.id, offered.get(op.name))
+                for channel, records in s.sent.items():
+                    on_channel[channel] = rate if rate is not None else (records / window_s * scale if window_s > 0 else 0.0)
+                demand = rate if rate is not None else (s.records_out / window_s * scale if window_s > 0 else 0.0)
+                true_rate = s.true_output_rate
+                judged = settings.sources == "symmetric" and s.useful_s >= settings.min_useful and s.records_out > 0
+                note = "" if judged else (
+                    "a source fed by the workers seen does not scale with processes"
+                    if settings.sources == "local" else "too little useful time in the window")
+            else:
+                edges = signals.graph.inputs(op.id)
+                demand = sum(on_channel.get(e.channel, 0.0) for e in edges)
+                for channel in s.sent:
+                    measured = s.selectivity(channel) if s.records_in >= MIN_RECORDS else None
+                    if measured is not None:
+                        self.selectivities[channel] = measured
+                    # An operator that hardly ran in the window (its worker spent it in another
+                    # operator's long run) says nothing of what it passes on: the last measured
+                    # selectivity stands, and before any, one record out per record in.
+                    on_channel[channel] = demand * self.selectivities.get(channel, 1.0)
+                true_rate = s.true_processing_rate
+                judged = s.useful_s >= settings.min_useful and s.records_in > 0
+                note = "" if judged else (
+                    "no records in the window" if s.records_in == 0 else
+                    f"{s.useful_s * 1000:.1f} ms of useful time, below min_useful")
+            result.append(OperatorDemand(op, demand, true_rate, instances, settings.target,
+                                         workers_per_process, judged, note))
+        return result
+
+    def decide(self, signals: Signals, *, processes: int, workers_per_process: int,
+               offered: Optional[Mapping[Union[int, str], float]] = None, time_ns: Optional[int] = None) -> Decision:
+        """The decision for a cluster of `processes` processes of `workers_per_process`
+        workers, from `signals`; `offered` maps source operators (by id or name) to the rate
+        (records per second, cluster-wide) they are offered, for sources whose observed rate
+        is not what they are asked to take (a backlog builds up before them).
+
+        >>> from timely_py.autoscale import Settings, Policy
+        >>> from timely_py.autoscale.testing import signals_of
+        >>> signals = signals_of(
+        ...     ["Input", "Work"], edges=[("Input", "Work", 1.0)], window_s=2.0,
+        ...     records_in={"Work": 1800}, useful_s={"Work": 3.6, "Input": 0.1},
+        ...     records_out={"Input": 1800}, workers=[0, 1])
+        >>> decision = Policy(Settings(max_processes=8)).decide(signals, processes=2, workers_per_process=1)
+        >>> decision.action, decision.desired, decision.bottleneck.operator.name
+        ('scale_out', 3, 'Work')
+        """
+        settings = self.settings
+        time_ns = signals.end_ns if time_ns is None else time_ns
+        demands = self.demands(signals, processes=processes, workers_per_process=workers_per_process,
+                               offered=offered)
+        sources = {f"{d.operator.label()}": d.demand for d in demands
+                   if signals.operators[d.operator.id].source}
+        judged = [d for d in demands if d.judged and d.utilisation is not None]
+        common = dict(time_ns=time_ns, current=processes, settings=settings, demands=tuple(demands),
+                      source_rates=sources, window=(signals.start_ns, signals.end_ns),
+                      workers_seen=signals.workers)
+        if not judged:
+            desired = min(max(processes, settings.min_processes), settings.max_processes)
+            action = "no_data" if desired == processes else ("scale_out" if desired > processes else "scale_in")
+            return Decision(action=action, desired=desired,
+                            reason="no operator did enough useful work in the window to judge"
+                            + ("" if desired == processes else f"; moving into [{settings.min_processes}, "
+                                                               f"{settings.max_processes}]"), **common)  # type: ignore[arg-type]
+        bottleneck = max(judged, key=lambda d: (d.utilisation, -d.operator.id))
+        utilisation = bottleneck.utilisation
+        needed = bottleneck.processes_needed
+        assert utilisation is not None and needed is not None
+        bounded = min(max(needed, settings.min_processes), settings.max_processes)
+        if processes < settings.min_processes or processes > settings.max_processes:
+            desired, why = min(max(processes, settings.min_processes), settings.max_processes), (
+                f"the cluster has {processes} processes, outside [{settings.min_processes}, {settings.max_processes}]")
+        elif utilisation > settings.high:
+            desired, why = bounded, (f"{bottleneck.operator.label()} is at utilisation {utilisation:.2f}, above "
+                                     f"{settings.high:.2f}, and needs {_processes(needed)}")
+        elif utilisation < settings.low:
+            desired, why = bounded, (f"{bottleneck.operator.label()}, the busiest operator, is at utilisation "
+                                     f"{utilisation:.2f}, below {settings.low:.2f}, and needs {_processes(needed)}")
+        else:
+            desired, why = processes, (f"{bottleneck.operator.label()}, the busiest operator, is at utilisation "
+                                       f"{utilisation:.2f}, within {settings.low:.2f}-{settings.high:.2f}")
+        if settings.max_step is not None:
+            desired = max(processes - settings.max_step, min(processes + settings.max_step, desired))
+        if desired > processes:
+            action = "scale_out"
+        elif desired < processes:
+            action = "scale_in"
+        else:
+            action = "stay"
+            if why.endswith(_processes(needed)):
+                if needed == processes:
+                    why += ", as many as it has"
+                else:
+                    limit = "max_processes" if needed > processes else "min_processes"
+                    why += f", but {limit} is {processes}"
+        return Decision(action=action, desired=desired, reason=why, bottleneck=bottleneck, **common)  # type: ignore[arg-type]
+
+
+def _processes(count: int) -> str:
+    """``"1 process"``, ``"3 processes"``."""
+    return f"{count} process" if count == 1 else f"{count} processes"
