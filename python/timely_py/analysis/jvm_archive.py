@@ -83,12 +83,13 @@ def archive_path(settings: Mapping[str, str], java: str) -> Optional[Path]:
 
 
 def _identity(java: str) -> list:
-    """What an archive depends on besides settings: the java binary and Spark's jars (each file's
-    name, size and modification time)."""
+    """What an archive depends on besides settings: the java binary, the JDK's class image and
+    Spark's jars (each file's name, size and modification time)."""
     import pyspark
 
     real = os.path.realpath(shutil.which(java) or java)
-    parts = [real, _stamp(real), os.path.realpath(os.path.join(os.path.dirname(real), "..", "lib", "modules"))]
+    modules = os.path.realpath(os.path.join(os.path.dirname(real), "..", "lib", "modules"))  # the JDK's classes
+    parts = [real, _stamp(real), modules, _stamp(modules)]
     jars = Path(os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)) / "jars"
     parts += [f"{entry.name}:{_stamp(str(entry))}" for entry in sorted(jars.glob("*.jar"))]
     return parts
