@@ -10,13 +10,12 @@ import os
 import tempfile
 import time
 
-from pyspark.sql import functions as F
 
 from timely_py.analysis import activities as acts
 from timely_py.analysis import get_session, worker_stage
 from timely_py.analysis.critical_path import critical_paths
 from timely_py.analysis.events import count_events
-from timely_py.analysis.pipeline import cached_events
+from timely_py.analysis.pipeline import cached_events, with_operator_names
 from timely_py.analysis.profiles import all_profiles
 from timely_py.analysis.session import parse_conf
 from timely_py.analysis.slicing import parse_duration, slice_activities
@@ -48,11 +47,8 @@ def main():
     known = step("catalogue", lambda: acts.catalogue(events))
     communications = acts.communications(events, info.workers_per_process).cache()
     step("communications (joins)", communications.count)
-    names = spark.createDataFrame([(op, n) for op, (n, _) in known.operators.items()] or [(-1, "")],
-                                  "operator long, op_name string")  # fmt: skip
     activities = worker_stage.worker_activities(events, communications, known)
-    activities = activities.join(F.broadcast(names), "operator", "left")
-    activities = activities.withColumn("name", F.coalesce("name", "op_name")).drop("op_name").cache()
+    activities = with_operator_names(activities, known).cache()
     step("activities (worker kernels)", activities.count)
     sliced = slice_activities(activities, parse_duration(args.slice), known.origin).cache()
     step("slices", sliced.count)

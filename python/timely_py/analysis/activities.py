@@ -32,7 +32,7 @@ Columns: ``docs/critical-path.md``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
@@ -125,12 +125,18 @@ def native_rows(events: "DataFrame", known: Catalogue) -> "DataFrame":
     return events.select(*PIECE_COLUMNS).groupBy("worker").applyInArrow(kernel, spark_schema(WORKER_ROWS))
 
 
-def _lookup(mapping: Dict[int, int], column: str) -> "Column":
-    """``mapping[column]`` as a column expression (null for a key it lacks)."""
+def operator_names(known: Catalogue) -> "Column":
+    """The name of each row's ``operator`` in the catalogue, as a column expression (null for an
+    operator it lacks): a lookup in a literal map, so no join, no broadcast and no Spark job."""
+    return _lookup({op: name for op, (name, _) in known.operators.items()}, "operator", "string")
+
+
+def _lookup(mapping: Dict[int, Any], column: str, kind: str = "long") -> "Column":
+    """``mapping[column]`` as a column expression of type ``kind`` (null for a key it lacks)."""
     from pyspark.sql import functions as F
 
     if not mapping:
-        return F.lit(None).cast("long")
+        return F.lit(None).cast(kind)
     pairs = [F.lit(value) for item in sorted(mapping.items()) for value in item]
     return F.element_at(F.create_map(*pairs), F.col(column))
 

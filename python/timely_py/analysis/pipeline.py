@@ -107,21 +107,15 @@ def build_activities(
     of :mod:`.kernels`: ``"rust"`` makes each worker's pieces and its wait states natively,
     ``"python"`` the pieces with Spark's queries and the wait states in Python). Returns the
     trace's info, the communications and the activities (with operator names) as DataFrames."""
-    from pyspark.sql import functions as F
-
     events, info = cached_events(spark, trace_dir)
     known = acts.catalogue(events)
     communications = acts.communications(events, info.workers_per_process).cache()
-    names = spark.createDataFrame(
-        [(op, name) for op, (name, _) in known.operators.items()] or [(-1, "")], "operator long, op_name string"
-    )
     if kernels == "rust":
         activities = worker_stage.worker_activities(events, communications, known)
     else:
         rows = piece_rows(acts.pieces(events, known)).unionByName(delivery_rows(communications))
         activities = wait_states(rows, kernels)
-    activities = activities.join(F.broadcast(names), "operator", "left")
-    activities = activities.withColumn("name", F.coalesce("name", "op_name")).drop("op_name")
+    activities = with_operator_names(activities, known)
     return {
         "info": info,
         "events": events,
@@ -129,6 +123,16 @@ def build_activities(
         "activities": activities,
         "origin": known.origin,
     }
+
+
+def with_operator_names(activities: "DataFrame", known: acts.Catalogue) -> "DataFrame":
+    """``activities`` with each operator's name from the catalogue where the kernels left none,
+    ``operator`` first (the columns in the order of the join with a table of names that this
+    lookup replaced: that join ran a Spark job of its own and started a Python worker)."""
+    from pyspark.sql import functions as F
+
+    activities = activities.select("operator", *[c for c in activities.columns if c != "operator"])
+    return activities.withColumn("name", F.coalesce("name", acts.operator_names(known)))
 
 
 def analyze(

@@ -2,8 +2,9 @@
 
 This module owns how the analysis gets its Spark: the defaults for a laptop (``local[*]``,
 quiet logs, a modest driver memory, Arrow transfers on, few shuffle partitions), how a
-``master`` URL and ``spark.*`` settings reach a new session, and the check that Java is there
-before PySpark tries to start it. It must not configure a session the caller passed in (that
+``master`` URL and ``spark.*`` settings reach a new session, the check that Java is there
+before PySpark tries to start it, and which JVM options map Spark's classes from an archive
+(:mod:`.jvm_archive` owns the archive). It must not configure a session the caller passed in (that
 one is used as it is), and it knows nothing about traces.
 """
 
@@ -16,6 +17,7 @@ import sys
 from typing import TYPE_CHECKING, Dict, Mapping, Optional
 
 from .._core import TimelyError
+from . import jvm_archive
 
 if TYPE_CHECKING:  # pragma: no cover - imported for annotations only
     from pyspark.sql import SparkSession
@@ -149,11 +151,13 @@ def get_session(
     trace of ``events``, when known).
 
     A running session of this process with another master is reused as Spark does
-    (``getOrCreate``); its static settings then stay as they were.
+    (``getOrCreate``); its static settings then stay as they were. A session that starts the
+    driver's JVM maps the class-data-sharing archive of :mod:`.jvm_archive` when there is
+    one, and has one made after this process exits when there is none.
     """
     if spark is not None:
         return spark
-    require_java()
+    java = require_java()
     try:
         from pyspark.sql import SparkSession
     except ImportError as error:
@@ -161,14 +165,23 @@ def get_session(
             f"the analysis needs PySpark ({error}); install it with: pip install 'timely_py[analysis]'"
         ) from error
 
+    from pyspark import SparkContext
+
     # Spark's Python workers run this interpreter, which has timely_py (the kernels) installed,
     # unless the caller chose another with PYSPARK_PYTHON.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    settings = session_settings(master, conf, events)
+    starts_jvm = SparkContext._gateway is None
+    archive = jvm_archive.archive_path(settings, java) if starts_jvm else None
+    mapped = jvm_archive.java_options(archive)
+    if mapped:
+        settings["spark.driver.extraJavaOptions"] = f"{mapped} {settings['spark.driver.extraJavaOptions']}"
     builder = SparkSession.builder
-    for key, value in session_settings(master, conf, events).items():
+    for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    jvm_archive.create_later(archive, settings)
     return session
 
 
