@@ -15,7 +15,10 @@
 #      to it and worker 0 checks that the counts stay exact;
 #   7. a cluster that shrinks while it runs: worker 0 asks the launcher to remove process 1 of
 #      three in epoch 4; the per-epoch counts stay exact without it;
-#   8. the engine's per-round latency (the Rust hello example).
+#   8. a cluster that sizes itself: process 0's autoscaler reads its own workers' trace events
+#      and asks the launcher for a third process when the enrichment step cannot keep up; the
+#      totals stay exact (the decision lines are printed, their details filtered out);
+#   9. the engine's per-round latency (the Rust hello example).
 # It ends by saying where the outputs are and how to do the same with your own program.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,6 +57,9 @@ section "a running cluster grows: worker 0 asks the launcher for a third process
 
 section "a running cluster shrinks: worker 0 asks the launcher to remove process 1 of 3 in epoch 4 (examples/scale_in.py)"
 .venv/bin/python -m timely_py.launch -n 3 -w 1 examples/scale_in.py 12 4
+
+section "the cluster sizes itself: process 0's autoscaler reads its trace and adds a process (examples/autoscaled_pipeline.py)"
+.venv/bin/python -m timely_py.launch -n 2 --autoscale --max 3 examples/autoscaled_pipeline.py 2>&1 | grep -v '^\[0\]   '
 
 section "the engine's per-round latency (the Rust example hello; compiled on first use)"
 # With timely-python in the selection, cargo resolves the shared crates' features as for the
