@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Style that tools enforce: rustfmt, clippy with warnings as errors, the layout of the Python
-# and analysis crates (no circles between their files, no file over 600 lines), and the type
+# Style that tools enforce: rustfmt, clippy with warnings as errors, the layout of every crate
+# (no circles between its files, no file over 600 lines), and the type
 # stub of timely_py._core against the built module (mypy.stubtest). Needs .venv with timely_py and
 # mypy installed (`bash scripts/build.sh --tests` makes it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --release -q -- -D warnings
-.venv/bin/python scripts/check_crate_layout.py crates/{python,analysis,megaphone,bytes,trace,communication}/src
+.venv/bin/python scripts/check_crate_layout.py crates/{python,analysis,megaphone,bytes,trace,communication,engine}/src
 # stubtest imports the installed package, so run it away from the source tree.
 (cd /tmp && "$OLDPWD/.venv/bin/python" -m mypy.stubtest timely_py._core \
     --allowlist "$OLDPWD/python/stubtest-allowlist.txt")

@@ -2,7 +2,9 @@
 //!
 //! Layout: `order` (partial orders), `progress` (timestamps, frontiers, reachability,
 //! the progress protocol, scopes at run time), `scheduling` (activations), `dataflow`
-//! (scopes, streams, channels, operators), `worker` and `execute` (running workers),
+//! (scopes, streams, channels, operators), `worker` and `execute` (running workers; a
+//! worker's state, in `worker`, lies below what runs it), `rescale` (processes joining and
+//! leaving a running cluster: the state a worker keeps, below the protocols that change it),
 //! `cluster_failure` (stopping a worker whose cluster failed), `logging` (trace event
 //! points), `trace` (tracing a run into files), `clock_watch` (clock measurements into the
 //! trace).

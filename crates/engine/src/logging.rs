@@ -8,8 +8,9 @@
 //! timestamp from the process's trace clock (`timely_communication::clock`). When no logger
 //! is installed the engine holds `None` and pays one branch.
 //!
-//! This module owns the event vocabulary and the buffering logger; writing trace files is
-//! someone else's job (the action installed with the logger, see `crate::trace`).
+//! This module owns the event vocabulary, the buffering logger and the [`Activity`] guard that
+//! records a user activity; writing trace files is someone else's job (the action installed
+//! with the logger, see `crate::trace`).
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -270,5 +271,27 @@ pub fn intern_address(address: &[usize]) -> &'static [usize] {
 pub fn log(logger: &Option<Logger>, event: impl FnOnce() -> Event) {
     if let Some(logger) = logger {
         logger.log(event());
+    }
+}
+
+/// A user activity in progress; it ends (and is recorded as ended) when dropped.
+#[must_use = "the activity ends when this guard is dropped"]
+pub struct Activity {
+    logger: Option<Logger>,
+    name: String,
+}
+
+impl Activity {
+    /// Records the start of activity `name` in `logger`'s trace (nothing without a logger);
+    /// its stop is recorded when the returned guard is dropped.
+    pub fn begin(logger: Option<Logger>, name: &str) -> Activity {
+        log(&logger, || Event::Activity { name: name.to_owned(), start: true });
+        Activity { logger, name: name.to_owned() }
+    }
+}
+
+impl Drop for Activity {
+    fn drop(&mut self) {
+        log(&self.logger, || Event::Activity { name: self.name.clone(), start: false });
     }
 }

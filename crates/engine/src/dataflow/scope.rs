@@ -5,19 +5,40 @@
 //! closure that installs the scope when it is finished. That keeps handles free of
 //! lifetimes, so a scope can be held by the Python layer as well as by Rust closures.
 //!
-//! This module owns scope construction (adding operators, edges, nested scopes, finishing);
-//! operators themselves live in `dataflow::operators`.
+//! This module owns scope construction (adding operators, edges, nested scopes, finishing)
+//! and the form in which a finished root scope is handed to the worker (a `Dataflow` to
+//! schedule); operators themselves live in `dataflow::operators`.
 
 use crate::logging::{self, Event, Logger};
 use crate::progress::{
-    Operate, Progcaster, Refines, ScopeLedger, Source, SubgraphBuilder, Target, Timestamp,
+    Operate, Progcaster, Refines, ScopeLedger, Source, Subgraph, SubgraphBuilder, Target, Timestamp,
 };
 use crate::scheduling::Activator;
-use crate::worker::{RootScope, WorkerState};
+use crate::worker::{Dataflow, WorkerState};
 use std::cell::RefCell;
 use std::rc::Rc;
 
 type Install<T> = Box<dyn FnOnce(SubgraphBuilder<T>)>;
+
+/// A dataflow's root scope (its outer timestamp is its own: it has no inputs or outputs) as
+/// the worker runs it. Each run is one step of the dataflow; when tracing, it is recorded as a
+/// run of the root scope, an operator `id` at address `[dataflow index]` (`docs/trace-format.md`),
+/// useful when a child's run in it was.
+struct RootScope<T: Timestamp> {
+    id: usize,
+    scope: Subgraph<T, T>,
+    logger: Option<Logger>,
+}
+
+impl<T: Timestamp + Refines<T>> Dataflow for RootScope<T> {
+    fn schedule(&mut self) -> bool {
+        let Some(logger) = &self.logger else { return Operate::schedule(&mut self.scope) };
+        logger.log(Event::Schedule { id: self.id, start: true, useful: false });
+        let incomplete = Operate::schedule(&mut self.scope);
+        logger.log(Event::Schedule { id: self.id, start: false, useful: self.scope.worked() });
+        incomplete
+    }
+}
 
 struct ScopeState<T: Timestamp> {
     worker: Rc<WorkerState>,
@@ -48,7 +69,7 @@ impl<T: Timestamp> Scope<T> {
         name: &str,
         index: usize,
         activator: Activator,
-        install: Box<dyn FnOnce(Box<dyn crate::worker::Dataflow>)>,
+        install: Box<dyn FnOnce(Box<dyn Dataflow>)>,
     ) -> Self {
         let address = vec![index];
         let logger = worker.logger();

@@ -4,7 +4,7 @@
 //! `Next` message); the worker a joiner names as its server also welcomes it (snapshot of every
 //! scope's progress state, announcement of the capabilities it hands over) and answers its
 //! range requests as soon as it has the batches, at the start of its steps, while it keeps
-//! running its own dataflows. This module must not block.
+//! running its own dataflows. This module must not block; what it keeps between steps is in `server_state`.
 //!
 //! A joining process asks one server (`--join W`) for the welcomes of all its workers. So that
 //! a joiner cannot be welcomed, and its capabilities announced, by two servers, a server tells
@@ -15,46 +15,15 @@
 //! capabilities twice only holds frontiers back, and the run ends when the `Serving` messages
 //! arrive.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::ops::Range;
 
 use super::messages::{BootstrapMessage, ScopeWelcome, Welcome};
-use super::Rescaling;
+use super::phases::{self, phase};
+use super::state::Rescaling;
 use crate::cluster_failure::stop_for_violation;
+use crate::logging::Activity;
 use crate::worker::WorkerState;
-
-/// What the server side keeps between steps.
-#[derive(Default)]
-pub(crate) struct ServerState {
-    /// Joining workers that asked for a welcome.
-    pub(crate) hellos: Vec<usize>,
-    /// Range requests not yet answered: `(from, channel, sender, start, end)`.
-    pub(crate) ranges: Vec<(usize, usize, usize, u64, u64)>,
-    /// The workers of every process admitted so far.
-    joined: Vec<Range<usize>>,
-    /// Joining workers welcomed and not yet done (on their server).
-    active: HashSet<usize>,
-    /// Joined workers admitted and not yet done: this worker does not end its run before.
-    admitted: HashSet<usize>,
-    /// Joined workers that said they are done (a `Done` can arrive before this worker learns
-    /// of the join from its network: the two travel separately).
-    finished: HashSet<usize>,
-    /// Every range request taken, `(from, channel, sender)`: a joiner asks once for each.
-    requested: HashSet<(usize, usize, usize)>,
-    /// Per joining process, the worker that welcomes its workers (this one, or another that
-    /// said so with `Serving`).
-    servers: BTreeMap<usize, usize>,
-}
-
-impl ServerState {
-    /// True if worker `worker` of a cluster of `peers` workers is one this worker admitted,
-    /// or may be one whose join it has not yet learned of (`worker >= peers`): a worker below
-    /// `peers` outside every admitted process was there from the start, or is this worker's
-    /// own, and never joined.
-    fn may_have_joined(&self, worker: usize, peers: usize) -> bool {
-        worker >= peers || self.joined.iter().any(|workers| workers.contains(&worker))
-    }
-}
 
 /// A `Hello` of worker `from` arrived: it waits for this worker's welcome.
 ///
@@ -173,11 +142,6 @@ pub(crate) fn admit(state: &WorkerState, workers: Range<usize>) {
     server.joined.push(workers);
 }
 
-/// True while a joined worker this worker admitted has not finished its bootstrap.
-pub(crate) fn is_busy(rescaling: &Rescaling) -> bool {
-    !rescaling.server.borrow().admitted.is_empty()
-}
-
 /// Welcomes admitted joiners and answers range requests whose batches have arrived.
 pub(crate) fn serve(state: &WorkerState) {
     let rescaling = state.rescaling();
@@ -191,7 +155,7 @@ pub(crate) fn serve(state: &WorkerState) {
         let waiting = std::mem::take(&mut rescaling.server.borrow_mut().hellos);
         let (now, later): (Vec<usize>, Vec<usize>) = waiting.into_iter().partition(|&from| from < peers);
         rescaling.server.borrow_mut().hellos = later;
-        now.into_iter().for_each(|from| super::phase(state, super::phases::STATE, || welcome(state, from)));
+        now.into_iter().for_each(|from| phase(state, phases::STATE, || welcome(state, from)));
     }
     if !ranges {
         answer_ranges(state);
@@ -209,7 +173,7 @@ fn welcome(state: &WorkerState, to: usize) {
         process.start
     };
     let operators = held_capabilities(rescaling);
-    let announced = super::phase(state, super::phases::HANDOVER, || announce(rescaling, &operators));
+    let announced = phase(state, phases::HANDOVER, || announce(rescaling, &operators));
     let scopes = rescaling
         .live_scopes()
         .into_iter()
@@ -276,7 +240,7 @@ fn held_capabilities(rescaling: &Rescaling) -> Vec<(Vec<usize>, usize, Vec<u8>)>
 /// Answers the range requests whose batches this worker has received.
 fn answer_ranges(state: &WorkerState) {
     let rescaling = state.rescaling();
-    let _activity = crate::worker::Activity::begin(state.logger(), super::phases::RANGES);
+    let _activity = Activity::begin(state.logger(), phases::RANGES);
     let requests = std::mem::take(&mut rescaling.server.borrow_mut().ranges);
     let scopes = rescaling.recording_scopes();
     let mut later = Vec::new();

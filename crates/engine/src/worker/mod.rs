@@ -1,29 +1,31 @@
 //! The worker: owns a thread's dataflows and runs them.
 //!
-//! A `Worker` holds the allocator, the dataflows built on it, and the activations that say
-//! which dataflows must run. `step` receives arrived data and progress (turning channel
-//! events into operator activations), schedules every active dataflow once, and flushes.
-//! An idle worker parks in `step_or_park` until data or progress arrives. Dataflows that
-//! complete are dropped.
+//! A `Worker` holds its [`WorkerState`] (the allocator, the dataflows built on it, and the
+//! activations that say which dataflows must run; `state`) and runs it: `step` receives
+//! arrived data and progress (turning channel events into operator activations), runs the
+//! rescaling protocol's part of the step (`crate::rescale`), schedules every active dataflow
+//! once, and flushes. An idle worker parks in `step_or_park` until data or progress arrives.
+//! Dataflows that complete are dropped.
 //!
-//! `WorkerState` is the part shared with scopes while dataflows are built (allocator,
-//! identifiers, channel activations, logger). This module does not know about particular
-//! operators.
+//! This module does not know about particular operators; the state it runs is in `state`,
+//! which knows nothing of this module nor of the rescaling protocol.
+
+mod state;
+
+pub use crate::logging::Activity;
+pub use state::{Dataflow, WorkerState};
 
 use crate::dataflow::Scope;
 use crate::logging::{self, Event, EventClasses, Flush, Logger, Timestamped, Wake};
-use crate::progress::{ReceivedMagnitude, Refines, Subgraph, Timestamp};
-use crate::rescale::{self, client, Rescaling};
+use crate::progress::Timestamp;
+use crate::rescale::{self, bootstrap};
 use crate::returned_workers::ReturnedWorkers;
-use crate::scheduling::{drain_sorted, Activator, ActiveSet, ChannelActivators};
-use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
+use crate::scheduling::drain_sorted;
+use state::Arrivals;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use timely_communication::allocator::inboxes::InboxStats;
-use timely_communication::networking::BudgetStats;
 use timely_communication::Allocator;
 
 /// How long a joining worker parks at most between checks of its bootstrap.
@@ -64,207 +66,6 @@ pub struct StoppedByPeer;
 
 pub use crate::cluster_failure::ClusterFailure;
 
-/// A dataflow as the worker sees it: something to schedule until it completes.
-pub trait Dataflow {
-    /// Runs the dataflow's active operators; returns true while it is incomplete.
-    fn schedule(&mut self) -> bool;
-}
-
-/// A dataflow's root scope (its outer timestamp is its own: it has no inputs or outputs) as
-/// the worker runs it. Each run is one step of the dataflow; when tracing, it is recorded as a
-/// run of the root scope, an operator `id` at address `[dataflow index]` (`docs/trace-format.md`),
-/// useful when a child's run in it was.
-pub(crate) struct RootScope<T: Timestamp> {
-    pub(crate) id: usize,
-    pub(crate) scope: Subgraph<T, T>,
-    pub(crate) logger: Option<Logger>,
-}
-
-impl<T: Timestamp + Refines<T>> Dataflow for RootScope<T> {
-    fn schedule(&mut self) -> bool {
-        let Some(logger) = &self.logger else { return crate::progress::Operate::schedule(&mut self.scope) };
-        logger.log(Event::Schedule { id: self.id, start: true, useful: false });
-        let incomplete = crate::progress::Operate::schedule(&mut self.scope);
-        logger.log(Event::Schedule { id: self.id, start: false, useful: self.scope.worked() });
-        incomplete
-    }
-}
-
-/// State of a worker that scopes and operators share while dataflows are built and run.
-pub struct WorkerState {
-    allocator: RefCell<Allocator>,
-    index: usize,
-    identifiers: Cell<usize>,
-    channel_activators: RefCell<ChannelActivators>,
-    /// Channels that received data before anything was arranged to activate on them: the
-    /// first activator arranged for one is activated at once.
-    unclaimed: RefCell<HashSet<usize>>,
-    /// The channels that carry progress batches (the others carry records).
-    progress_channels: RefCell<HashSet<usize>>,
-    active_dataflows: ActiveSet,
-    dataflows: RefCell<Vec<Option<Box<dyn Dataflow>>>>,
-    logger: RefCell<Option<Logger>>,
-    rescaling: Rescaling,
-    /// What the deltas of the progress batches received so far add up to, shared by the
-    /// progcasters of every scope.
-    received_magnitude: ReceivedMagnitude,
-}
-
-impl WorkerState {
-    /// This worker's index among all workers.
-    pub fn index(&self) -> usize {
-        self.index
-    }
-
-    /// The number of worker indices used so far (it grows when workers join; indices of
-    /// workers that left stay used): workers are `0..peers`, the present ones [`members`].
-    ///
-    /// [`members`]: WorkerState::members
-    pub fn peers(&self) -> usize {
-        self.allocator.borrow().peers()
-    }
-
-    /// The workers present, ascending: every worker that joined and whose process is neither
-    /// leaving nor gone.
-    pub fn members(&self) -> Vec<usize> {
-        self.rescaling.leaves().members(self.peers())
-    }
-
-    /// The workers of process `process`: processes run the same number of workers, numbered
-    /// in process order, and indices stay with their process when others leave.
-    pub fn workers_of(&self, process: usize) -> std::ops::Range<usize> {
-        let threads = self.allocator.borrow().threads();
-        process * threads..(process + 1) * threads
-    }
-
-    /// In a cluster, what this process's received messages hold against its receive budget
-    /// and what spilled, with what this worker keeps for channels it has not allocated.
-    pub fn network_stats(&self) -> Option<(BudgetStats, InboxStats)> {
-        let allocator = self.allocator.borrow();
-        Some((allocator.budget_stats()?, allocator.inbox_stats()?))
-    }
-
-    /// A fresh identifier, unique on this worker and the same on every worker that builds
-    /// the same dataflows in the same order (used for channels and operators).
-    pub fn new_identifier(&self) -> usize {
-        let id = self.identifiers.get();
-        self.identifiers.set(id + 1);
-        id
-    }
-
-    /// The channels that received messages nothing of this worker took (no activator was
-    /// arranged for them): on a leaver, channels of dataflows it never built.
-    pub(crate) fn unclaimed_channels(&self) -> Vec<usize> {
-        let mut channels: Vec<usize> = self.unclaimed.borrow().iter().copied().collect();
-        channels.sort_unstable();
-        channels
-    }
-
-    /// The dataflow whose records travel on channel `channel`, if this worker built it and it
-    /// has not completed (`None` for progress channels and for channels it does not know).
-    pub(crate) fn live_dataflow_of_data_channel(&self, channel: usize) -> Option<usize> {
-        if self.progress_channels.borrow().contains(&channel) {
-            return None;
-        }
-        let dataflow = self.channel_activators.borrow().get(&channel)?.dataflow()?;
-        let live = self.dataflows.borrow().get(dataflow).is_some_and(Option::is_some);
-        live.then_some(dataflow)
-    }
-
-    /// Mutable access to the allocator.
-    pub fn allocator(&self) -> std::cell::RefMut<'_, Allocator> {
-        self.allocator.borrow_mut()
-    }
-
-    /// Arranges that data arriving on channel `channel` activates `activator`.
-    pub fn activate_on_channel(&self, channel: usize, activator: Activator) {
-        if self.unclaimed.borrow_mut().remove(&channel) {
-            activator.activate();
-        }
-        self.channel_activators.borrow_mut().insert(channel, activator);
-    }
-
-    /// Arranges that progress batches arriving on channel `channel` activate `activator`.
-    pub fn activate_on_progress(&self, channel: usize, activator: Activator) {
-        self.progress_channels.borrow_mut().insert(channel);
-        self.activate_on_channel(channel, activator);
-    }
-
-    /// What the deltas of the progress batches this worker received add up to, across its
-    /// scopes (each scope's progcaster charges what arrives).
-    pub fn received_magnitude(&self) -> ReceivedMagnitude {
-        self.received_magnitude.clone()
-    }
-
-    /// The installed logger, if any.
-    pub fn logger(&self) -> Option<Logger> {
-        self.logger.borrow().clone()
-    }
-
-    /// Takes in what arrived; unwinds with [`ClusterFailure`] if the cluster failed, since
-    /// what a lost process would have sent can never arrive. An arrival on a channel that
-    /// nothing activates on yet (a joining worker waits for its welcome before it builds
-    /// anything) is kept for the activator arranged later. With `classify`, says whether
-    /// records and whether progress arrived.
-    pub(crate) fn receive_events(&self, classify: bool) -> Arrivals {
-        let mut allocator = self.allocator.borrow_mut();
-        if let Some(failure) = allocator.failure() {
-            drop(allocator);
-            std::panic::resume_unwind(Box::new(ClusterFailure(failure)));
-        }
-        allocator.receive();
-        let activators = self.channel_activators.borrow();
-        let mut arrivals = Arrivals::default();
-        for channel in allocator.events().borrow_mut().drain(..) {
-            if classify {
-                match self.progress_channels.borrow().contains(&channel) {
-                    true => arrivals.progress = true,
-                    false => arrivals.records = true,
-                }
-            }
-            match activators.get(&channel) {
-                Some(activator) => activator.activate(),
-                None if self.rescaling.notice(channel) => {}
-                None => {
-                    self.unclaimed.borrow_mut().insert(channel);
-                }
-            }
-        }
-        arrivals
-    }
-
-    /// The worker's part in joins of new processes.
-    pub fn rescaling(&self) -> &Rescaling {
-        &self.rescaling
-    }
-
-    /// Per dataflow slot, whether it holds a dataflow that has not completed.
-    pub(crate) fn dataflow_slots(&self) -> Vec<bool> {
-        self.dataflows.borrow().iter().map(Option::is_some).collect()
-    }
-
-    fn new_dataflow_slot(&self) -> (usize, Activator) {
-        let mut dataflows = self.dataflows.borrow_mut();
-        dataflows.push(None);
-        let index = dataflows.len() - 1;
-        drop(dataflows);
-        // A joining worker builds with what its server's welcome says.
-        client::await_welcome(self);
-        assert!(
-            !self.rescaling.leaves().has_left(),
-            "this worker left the cluster: it cannot build a dataflow any more"
-        );
-        // The workers that left hold no initial capability of a dataflow they did not build.
-        self.rescaling.dataflow_started(index, self.rescaling.leaves().builders(index, self.peers()));
-        (index, Activator::new(vec![(self.active_dataflows.clone(), index)]))
-    }
-
-    fn install_dataflow(&self, index: usize, dataflow: Box<dyn Dataflow>) {
-        self.dataflows.borrow_mut()[index] = Some(dataflow);
-        self.active_dataflows.borrow_mut().push(index);
-    }
-}
-
 /// A worker: one thread's share of every dataflow.
 pub struct Worker {
     state: Rc<WorkerState>,
@@ -277,22 +78,8 @@ pub struct Worker {
 impl Worker {
     /// A worker communicating through `allocator`.
     ///
-    pub fn new(mut allocator: Allocator) -> Self {
-        let index = allocator.index();
-        let rescaling = Rescaling::new(&mut allocator);
-        let state = WorkerState {
-            allocator: RefCell::new(allocator),
-            index,
-            identifiers: Cell::new(0),
-            channel_activators: RefCell::default(),
-            unclaimed: RefCell::default(),
-            progress_channels: RefCell::new(HashSet::new()),
-            active_dataflows: Default::default(),
-            dataflows: RefCell::new(Vec::new()),
-            logger: RefCell::new(None),
-            rescaling,
-            received_magnitude: ReceivedMagnitude::new(index),
-        };
+    pub fn new(allocator: Allocator) -> Self {
+        let state = WorkerState::new(allocator);
         Worker { state: Rc::new(state), scheduled: Vec::new(), stop: None, worked: false }
     }
 
@@ -301,12 +88,12 @@ impl Worker {
     /// every other worker. Call it after building every dataflow, as every worker builds them;
     /// a joining worker then only steps (its operators run once the state is complete).
     pub fn bootstrap(&mut self) -> bool {
-        client::await_welcome(&self.state);
-        let Some(server) = client::pending(&self.state) else {
+        bootstrap::await_welcome(&self.state);
+        let Some(server) = bootstrap::pending(&self.state) else {
             return self.state.rescaling.is_joining();
         };
         let _activity = Activity::begin(self.state.logger(), rescale::phases::RANGES);
-        while !client::advance(&self.state, server) {
+        while !bootstrap::advance(&self.state, server) {
             self.step_or_park(Some(BOOTSTRAP_WAIT));
         }
         self.state.rescaling.bootstrapped();
@@ -355,7 +142,10 @@ impl Worker {
     /// Starts describing a dataflow; `Scope::finish` installs it. Prefer `dataflow`; this
     /// form serves callers that cannot pass a closure (the Python layer).
     pub fn new_dataflow<T: Timestamp>(&mut self, name: &str) -> Scope<T> {
-        let (index, activator) = self.state.new_dataflow_slot();
+        let index = self.state.new_dataflow_slot();
+        // A joining worker builds with what its server's welcome says.
+        bootstrap::await_welcome(&self.state);
+        let activator = self.state.start_dataflow(index);
         let state = self.state.clone();
         let install = Box::new(move |dataflow: Box<dyn Dataflow>| state.install_dataflow(index, dataflow));
         Scope::new_root(self.state.clone(), name, index, activator, install)
@@ -554,35 +344,6 @@ impl Worker {
         } else {
             Wake::Timeout
         }
-    }
-}
-
-/// What arrived on a worker's channels.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct Arrivals {
-    records: bool,
-    progress: bool,
-}
-
-/// A user activity in progress; it ends (and is recorded as ended) when dropped.
-#[must_use = "the activity ends when this guard is dropped"]
-pub struct Activity {
-    logger: Option<Logger>,
-    name: String,
-}
-
-impl Activity {
-    /// Records the start of activity `name` in `logger`'s trace (nothing without a logger);
-    /// its stop is recorded when the returned guard is dropped.
-    pub fn begin(logger: Option<Logger>, name: &str) -> Activity {
-        logging::log(&logger, || Event::Activity { name: name.to_owned(), start: true });
-        Activity { logger, name: name.to_owned() }
-    }
-}
-
-impl Drop for Activity {
-    fn drop(&mut self) {
-        logging::log(&self.logger, || Event::Activity { name: self.name.clone(), start: false });
     }
 }
 
