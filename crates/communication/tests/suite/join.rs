@@ -8,6 +8,8 @@
 use crate::common;
 
 use std::net::TcpListener;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use timely_communication::initialize::ClusterConfig;
@@ -260,9 +262,9 @@ fn cluster_config(process: usize, processes: usize, join: Option<usize>, address
 }
 
 /// An old worker waits until it learns of the joiner; a joining worker checks its server.
-fn learn_of_join(mut allocator: Allocator) -> (usize, Option<usize>, Vec<usize>) {
+fn learn_of_join(allocator: &mut Allocator) -> (usize, Option<usize>, Vec<usize>) {
     let index = allocator.index();
-    let Allocator::Cluster(cluster) = &mut allocator else { panic!("a cluster allocator") };
+    let Allocator::Cluster(cluster) = allocator else { panic!("a cluster allocator") };
     let server = cluster.join_server();
     let mut joined = Vec::new();
     let deadline = Instant::now() + SETUP;
@@ -281,8 +283,11 @@ fn workers_learn_of_a_join_through_their_allocator() {
     common::within(LIMIT, || {
         let addresses = common::free_addresses(3);
         // Each worker reports that it runs, which it does once its process is set up: the joiner
-        // starts only then (a join during setup is refused).
+        // starts only then. Every worker stays until all six learned of the join (the joiner's
+        // run once its set-up is done): a member that ended before would cut the joiner's
+        // set-up short.
         let (running, started) = crossbeam_channel::unbounded();
+        let learned = Arc::new(AtomicUsize::new(0));
         let runs: Vec<_> = [(0, 2, None), (1, 2, None), (2, 3, Some(1))]
             .into_iter()
             .map(|(process, processes, join)| {
@@ -290,10 +295,18 @@ fn workers_learn_of_a_join_through_their_allocator() {
                     (0..2 * THREADS).for_each(|_| started.recv_timeout(SETUP).expect("the cluster runs"));
                 }
                 let config = cluster_config(process, processes, join, &addresses[..processes]);
-                let running = running.clone();
-                let work = move |allocator: Allocator| {
+                let (running, learned) = (running.clone(), learned.clone());
+                let work = move |mut allocator: Allocator| {
                     running.send(()).expect("the test listens");
-                    learn_of_join(allocator)
+                    let result = learn_of_join(&mut allocator);
+                    learned.fetch_add(1, Ordering::SeqCst);
+                    let deadline = Instant::now() + SETUP;
+                    while learned.load(Ordering::SeqCst) < 3 * THREADS {
+                        assert!(Instant::now() < deadline, "not every worker learned of the join");
+                        allocator.await_events(Some(Duration::from_millis(1)));
+                        allocator.receive();
+                    }
+                    result
                 };
                 std::thread::spawn(move || initialize(config, work).expect("start").join())
             })
