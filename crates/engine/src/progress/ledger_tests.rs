@@ -82,6 +82,21 @@ fn a_joined_worker_drops_what_its_state_holds() {
     assert!(ledger.admit(1, 1, None, &update(0, -1)).unwrap());
 }
 
+/// The ledger of a joining worker of 2 whose server (worker 1) sent its state at batches
+/// `[0, 1)`, and whose first direct batch from worker 1 is `first_direct`: it is missing worker
+/// 1's batches `[1, first_direct)`.
+fn joining_ledger(first_direct: u64) -> std::cell::RefCell<Ledger<u64>> {
+    let ledger = std::cell::RefCell::new(Ledger::<u64>::new(2));
+    ledger.start_joining(2);
+    let mut state = Vec::new();
+    bincode_encode(&(update(0, 1), vec![0u64, 1]), &mut state);
+    ledger.install_state(&state, 1, None).expect("a state");
+    ledger.direct_from(0, 0);
+    ledger.direct_from(1, first_direct);
+    assert_eq!(ledger.missing_ranges(), Some(vec![(1, 1, first_direct)]));
+    ledger
+}
+
 /// What a joining worker's server sent, its state and its ranges alike, is checked whole
 /// before anything is applied, and the error names the server.
 #[test]
@@ -89,14 +104,7 @@ fn a_joining_workers_state_and_ranges_are_checked_before_they_are_applied() {
     use super::super::batch_check::ScopePorts;
     let ports = ScopePorts::new(vec![(0, 0), (1, 1)]);
     let joining = |range: Updates<u64>| {
-        let ledger = std::cell::RefCell::new(Ledger::<u64>::new(2));
-        ledger.start_joining(2);
-        let mut state = Vec::new();
-        bincode_encode(&(update(0, 1), vec![0u64, 1]), &mut state);
-        ledger.install_state(&state, 1, None).expect("a state");
-        ledger.direct_from(0, 0);
-        ledger.direct_from(1, 2);
-        assert_eq!(ledger.missing_ranges(), Some(vec![(1, 1, 2)]));
+        let ledger = joining_ledger(2);
         let mut batches = Vec::new();
         bincode_encode(&vec![range], &mut batches);
         ledger.install_range(1, 1, &batches).expect("a range");
@@ -118,14 +126,7 @@ fn a_joining_workers_state_and_ranges_are_checked_before_they_are_applied() {
 /// batches of the sender (and a gap blamed on it), or replace batches it sends directly.
 #[test]
 fn a_range_other_than_the_one_asked_for_is_refused() {
-    let ledger = std::cell::RefCell::new(Ledger::<u64>::new(2));
-    ledger.start_joining(2);
-    let mut state = Vec::new();
-    bincode_encode(&(update(0, 1), vec![0u64, 1]), &mut state);
-    ledger.install_state(&state, 1, None).expect("a state");
-    ledger.direct_from(0, 0);
-    ledger.direct_from(1, 3);
-    assert_eq!(ledger.missing_ranges(), Some(vec![(1, 1, 3)]));
+    let ledger = joining_ledger(3);
     let range = |count: usize| {
         let mut batches = Vec::new();
         bincode_encode(&vec![update(1, 1); count], &mut batches);

@@ -151,6 +151,16 @@ fn a_welcome_whose_state_overflows_a_count() {
     );
 }
 
+/// A welcome from a server of 2 workers with dataflow 0 as `dataflow` (`Some(2)`: it runs,
+/// built by both; `None`: it does not run) and the empty progress state of scope `[0]` on
+/// `channel`.
+fn welcome_with_one_scope(channel: usize, dataflow: Option<u64>) -> Welcome {
+    let mut state = Vec::new();
+    bincode_encode(&(Vec::<((Location, u64), i64)>::new(), vec![0u64, 0]), &mut state);
+    let scope = ScopeWelcome { channel, address: vec![0], state, announced: None };
+    Welcome { existing: 2, dataflows: vec![dataflow], scopes: vec![scope], ..Welcome::default() }
+}
+
 /// A welcome that says dataflow 0 no longer runs on the server but sends the progress state
 /// of its scope: the joiner used to panic ("a scope the server runs is in a dataflow it runs")
 /// when it built the dataflow's operators; it now refuses the welcome on arrival, naming the
@@ -159,11 +169,7 @@ fn a_welcome_whose_state_overflows_a_count() {
 fn a_welcome_with_a_scope_of_a_dataflow_it_does_not_run() {
     common::within(LIMIT, || {
         let channel = joiners_progress_channel();
-        let mut state = Vec::new();
-        bincode_encode(&(Vec::<((Location, u64), i64)>::new(), vec![0u64, 0]), &mut state);
-        let scope = ScopeWelcome { channel, address: vec![0], state, announced: None };
-        let welcome =
-            Welcome { existing: 2, dataflows: vec![None], scopes: vec![scope], ..Welcome::default() };
+        let welcome = welcome_with_one_scope(channel, None);
         let (error, _members) = members_send_to_joiner(vec![(0, BootstrapMessage::Welcome(welcome))], false);
         assert!(!error.contains("panicked"), "not a panic: {error}");
         let expected =
@@ -204,11 +210,7 @@ fn range_request(member: &mut Member) -> (usize, usize, u64, u64) {
 fn a_range_longer_than_asked_for() {
     common::within(LIMIT, || {
         let channel = joiners_progress_channel();
-        let mut state = Vec::new();
-        bincode_encode(&(Vec::<((Location, u64), i64)>::new(), vec![0u64, 0]), &mut state);
-        let scope = ScopeWelcome { channel, address: vec![0], state, announced: None };
-        let welcome =
-            Welcome { existing: 2, dataflows: vec![Some(2)], scopes: vec![scope], ..Welcome::default() };
+        let welcome = welcome_with_one_scope(channel, Some(2));
         let (error, _members) = members_script_joiner(
             move |members| {
                 send_to_joiner(members, 0, BootstrapMessage::Welcome(welcome));
