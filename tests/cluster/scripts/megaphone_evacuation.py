@@ -45,12 +45,15 @@ def main(worker):
         ctl.advance_to(epoch)
         worker.step_while(lambda: probe.less_than(epoch) and not worker.leaving)
     left = worker.leaving
+    # Taken before the inputs close: once every dataflow is complete, process 1 may end, and
+    # a process that ended is no longer a member.
+    members = worker.members
     words.close()
     ctl.close()
     while worker.step_or_park(0.01):
         pass
     sys.stdout.write(json.dumps({"worker": worker.index, "fed": fed, "counts": counts, "left": left,
-                                 "members": worker.members, **report}) + "\n")
+                                 "members": members, **report}) + "\n")
     sys.stdout.flush()
 
 

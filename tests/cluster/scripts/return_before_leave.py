@@ -27,7 +27,10 @@ def main(worker):
     while worker.members != [0, 1]:
         worker.step()
         time.sleep(0.001)
-    print(f"worker {worker.index}: members {worker.members}", flush=True)
+    # One write per line: `print` writes the text and the newline apart, so two workers'
+    # lines could interleave.
+    sys.stdout.write(f"worker {worker.index}: members {worker.members}\n")
+    sys.stdout.flush()
 
 
 timely.execute_from_args(sys.argv[1:], main)
