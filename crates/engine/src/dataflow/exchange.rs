@@ -94,8 +94,8 @@ impl<T> Members<T> for AllWorkers {
 }
 
 /// Every worker that has not left, leaving ones included (what a leaver still needs, such as
-/// the announcements of membership changes, reaches it until it goes), except those
-/// [`NotGone::excluding`] names.
+/// the announcements of membership changes, reaches it until it is drained and asks for no
+/// more), except those [`NotGone::excluding`] names.
 #[derive(Clone, Debug, Default)]
 pub struct NotGone {
     /// The version of the workers present and the number of workers `members` was set for.
@@ -118,7 +118,7 @@ impl<T> Members<T> for NotGone {
     fn update(&mut self, _time: &T, worker: &WorkerState, members: &mut Vec<usize>) {
         let now = Some((worker.rescaling().leaves().version(), worker.peers()));
         if self.seen != now {
-            *members = worker.rescaling().leaves().not_gone(worker.peers());
+            *members = worker.rescaling().leaves().receivers(worker.peers());
             members.retain(|w| !self.excluded.contains(w));
             self.seen = now;
         }

@@ -77,6 +77,8 @@ pub(crate) fn handle_events(state: &WorkerState, has_joins: bool) {
             BootstrapMessage::Sealed { .. } => leave::sealed(rescaling, from),
             BootstrapMessage::Left { dataflows, .. } => leave::left(state, from, dataflows),
             BootstrapMessage::Stranded { channels, .. } => stranded::received(state, from, &channels),
+            BootstrapMessage::Drained { .. } => leave::drained_from(state, from),
+            BootstrapMessage::Released { .. } => leave::released(rescaling, from),
             other => match client::receive(state, from, other) {
                 Err(client::ClientError::Departed(mismatch)) => stop_for_configuration(&mismatch),
                 Err(client::ClientError::Protocol(reason)) => Err(reason),

@@ -16,6 +16,7 @@ use std::rc::Weak;
 use super::messages::BootstrapMessage;
 use super::phases;
 use super::state::Rescaling;
+use crate::cluster_failure::stop_for_program;
 use crate::logging::Activity;
 use crate::worker::WorkerState;
 
@@ -73,10 +74,32 @@ pub(crate) fn notice(state: &WorkerState, from: usize) {
     drop(leaving);
     if grew {
         leaves.changed();
+        if leaves.members(state.peers()).is_empty() {
+            no_process_stays(state);
+        }
     }
     if starts {
         leaves.release_inputs();
     }
+}
+
+/// Every process still present is leaving: their leaves were asked for at about the same
+/// time, each before its process heard of the others' (a leave is refused only when no other
+/// process is present as it is asked for). No process would stay to take their work, so the
+/// run stops with an error on every process rather than end with records lost.
+fn no_process_stays(state: &WorkerState) -> ! {
+    let threads = state.allocator().threads();
+    let mut processes: Vec<usize> = state.rescaling().leaves.leaving().iter().map(|w| w / threads).collect();
+    processes.sort_unstable();
+    processes.dedup();
+    let listed: Vec<String> = processes.iter().map(usize::to_string).collect();
+    stop_for_program(&format!(
+        "every process of the cluster is leaving: processes {} asked to leave at about the same \
+         time, each before it heard of the others' leave, and no process would stay to take their \
+         work. Ask for one leave at a time and keep one process (the launcher's `remove` does \
+         both; docs/rescaling.md, \"Leaving a running cluster\")",
+        listed.join(", ")
+    ))
 }
 
 /// A leave's notice of worker `from` arrived: its process leaves.
@@ -200,7 +223,14 @@ pub(crate) fn departed(state: &WorkerState, processes: Vec<usize>) {
 }
 
 /// True on a leaving worker that may go: every other worker not gone sealed it, it sealed
-/// every other leaver, and its operators hold no capability.
+/// every other leaver, its operators hold no capability, and every other worker not gone
+/// answered its `Drained` (sent here once the rest holds) with `Released`.
+///
+/// A sealed leaver still receives membership announcements: a worker that hears of another
+/// change after it sealed this one (a second leave, a join) announces it to every worker not
+/// gone, since a leaver that still holds records must route them by it. A drained leaver
+/// holds none, but what was sent to it is counted everywhere until it takes it, so it asks
+/// for nothing more and goes only once everything sent before each answer arrived.
 pub(crate) fn drained(state: &WorkerState) -> bool {
     let rescaling = state.rescaling();
     let leaves = &rescaling.leaves;
@@ -208,14 +238,59 @@ pub(crate) fn drained(state: &WorkerState) -> bool {
         return false;
     }
     let me = state.index();
-    let departed = leaves.departed.borrow();
-    let sealed = leaves.sealed_from.borrow();
-    let all_sealed =
-        (0..state.peers()).filter(|w| *w != me && !departed.contains(w)).all(|w| sealed.contains(&w));
-    let drained = all_sealed && !leaves.seals_pending() && !rescaling.holds_capabilities();
-    if drained {
-        leaves.activity.take();
-        leaves.drained.set(true);
+    let others: Vec<usize> = {
+        let departed = leaves.departed.borrow();
+        (0..state.peers()).filter(|w| *w != me && !departed.contains(w)).collect()
+    };
+    let all_sealed = others.iter().all(|w| leaves.sealed_from.borrow().contains(w));
+    if !all_sealed || leaves.seals_pending() || rescaling.holds_capabilities() {
+        return false;
     }
-    drained
+    for &worker in &others {
+        if leaves.drained_to.borrow_mut().insert(worker) {
+            rescaling.send(worker, BootstrapMessage::Drained { from: me });
+        }
+    }
+    if !others.iter().all(|w| leaves.released_from.borrow().contains(w)) {
+        return false;
+    }
+    leaves.activity.take();
+    leaves.drained.set(true);
+    true
+}
+
+/// Leaving worker `from` is drained: this worker sends it nothing more from now on (its
+/// broadcasts leave it out) and answers `Released`, after everything it sent it before.
+///
+/// # Errors
+///
+/// `from` is not leaving, or said so before.
+pub(crate) fn drained_from(state: &WorkerState, from: usize) -> Result<(), String> {
+    let rescaling = state.rescaling();
+    let leaves = &rescaling.leaves;
+    if !leaves.leaving.borrow().contains(&from) {
+        return Err("said it is drained, but it is not leaving".into());
+    }
+    if !leaves.released_to.borrow_mut().insert(from) {
+        return Err("said twice that it is drained".into());
+    }
+    leaves.changed();
+    rescaling.send(from, BootstrapMessage::Released { from: state.index() });
+    Ok(())
+}
+
+/// Worker `from` sends this drained leaver nothing more.
+///
+/// # Errors
+///
+/// This worker did not tell `from` that it is drained, or `from` answered before.
+pub(crate) fn released(rescaling: &Rescaling, from: usize) -> Result<(), String> {
+    let leaves = &rescaling.leaves;
+    if !leaves.drained_to.borrow().contains(&from) {
+        return Err(format!("released worker {}, which had not said it is drained", rescaling.index));
+    }
+    match leaves.released_from.borrow_mut().insert(from) {
+        true => Ok(()),
+        false => Err(format!("released worker {} twice", rescaling.index)),
+    }
 }

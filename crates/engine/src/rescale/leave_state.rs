@@ -51,6 +51,12 @@ pub struct Leaves {
     pub(super) sealed_to: RefCell<BTreeSet<usize>>,
     /// On a leaver: the workers that told it so.
     pub(super) sealed_from: RefCell<BTreeSet<usize>>,
+    /// On a drained leaver: the workers it told so (`Drained`).
+    pub(super) drained_to: RefCell<BTreeSet<usize>>,
+    /// On a drained leaver: the workers that answered that they send it nothing more.
+    pub(super) released_from: RefCell<BTreeSet<usize>>,
+    /// Drained leavers this worker sends nothing more, not even membership announcements.
+    pub(super) released_to: RefCell<BTreeSet<usize>>,
     /// True once this worker is leaving.
     pub(super) this_leaves: Cell<bool>,
     /// True once this worker sent `Left`: it builds no more dataflows.
@@ -85,6 +91,13 @@ impl Leaves {
     pub fn not_gone(&self, peers: usize) -> Vec<usize> {
         let departed = self.departed.borrow();
         (0..peers).filter(|w| !departed.contains(w)).collect()
+    }
+
+    /// The workers among `0..peers` that may still be sent something: those that have not
+    /// left, leaving ones included, but no drained leaver this worker released.
+    pub fn receivers(&self, peers: usize) -> Vec<usize> {
+        let (departed, released) = (self.departed.borrow(), self.released_to.borrow());
+        (0..peers).filter(|w| !departed.contains(w) && !released.contains(w)).collect()
     }
 
     /// The workers among `0..peers` whose initial capabilities the operators of dataflow

@@ -123,6 +123,18 @@ pub enum BootstrapMessage {
         /// The channels.
         channels: Vec<usize>,
     },
+    /// A drained leaving worker tells every other worker not gone to send it nothing more,
+    /// not even the membership announcements that reach leavers until they go.
+    Drained {
+        /// The leaving worker.
+        from: usize,
+    },
+    /// The answer to `Drained`: the worker sends the leaver nothing more, after its last
+    /// message (so the leaver goes only once it took everything sent to it).
+    Released {
+        /// The worker that answers.
+        from: usize,
+    },
     /// A server that welcomed joining worker `joiner` tells every other worker before the
     /// joiner's process: a joining process asks one server, so a worker that hears another
     /// worker of that process ask it too, or welcomed it itself, refuses the second hello.
@@ -146,6 +158,8 @@ impl BootstrapMessage {
             | BootstrapMessage::Sealed { from }
             | BootstrapMessage::Left { from, .. }
             | BootstrapMessage::Stranded { from, .. }
+            | BootstrapMessage::Drained { from }
+            | BootstrapMessage::Released { from }
             | BootstrapMessage::Serving { from, .. } => Some(*from),
             BootstrapMessage::Welcome(_) | BootstrapMessage::Batches { .. } => None,
         }
@@ -164,6 +178,8 @@ impl BootstrapMessage {
             BootstrapMessage::Sealed { .. } => "Sealed",
             BootstrapMessage::Left { .. } => "Left",
             BootstrapMessage::Stranded { .. } => "Stranded",
+            BootstrapMessage::Drained { .. } => "Drained",
+            BootstrapMessage::Released { .. } => "Released",
             BootstrapMessage::Serving { .. } => "Serving",
         }
     }

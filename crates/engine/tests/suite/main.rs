@@ -23,6 +23,7 @@ mod cluster;
 mod hashing;
 mod leave_model;
 mod leaving;
+mod leaving_at_once;
 mod leaving_dataflows;
 mod leaving_joined_dataflows;
 mod leaving_unbuilt;
