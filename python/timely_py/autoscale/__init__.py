@@ -14,7 +14,8 @@ The parts, one concern each: `errors` (the exceptions), `settings` (what it may 
 `graph` (operators and channels from the trace), `window` (recent operator runs and
 messages, pyarrow), `signals` (DS2's rates from them), `decision` (decisions that explain
 themselves), `policy` (the arithmetic), `actions` (joins and leaves on a thread of their
-own), `controller` (`Autoscaler`: the loop a program drives), `testing` (hand-built signals).
+own), `keyed` (Megaphone bins moved around joins and leaves), `controller`
+(`Autoscaler`: the loop a program drives), `testing` (hand-built signals).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .controller import Autoscaler
 from .decision import ACTIONS, Decision, OperatorDemand
 from .errors import AutoscaleError, AutoscaleSettingsError
 from .graph import Edge, Graph, Operator
+from .keyed import DEFAULT_STRATEGY, KeyedState
 from .policy import Policy
 from .settings import ENV_AUTOSCALE, SOURCE_MODES, Settings
 from .signals import OperatorSignals, Signals, WorkerSignals, compute_signals
@@ -36,11 +38,13 @@ __all__ = [
     "AutoscaleError",
     "AutoscaleSettingsError",
     "Autoscaler",
+    "DEFAULT_STRATEGY",
     "Decision",
     "ENV_AUTOSCALE",
     "Edge",
     "EventWindow",
     "Graph",
+    "KeyedState",
     "LauncherActuator",
     "Operator",
     "OperatorDemand",
