@@ -29,6 +29,7 @@ from ..megaphone import Controller, Strategy
 from .actions import ActionRunner, Actuator, LauncherActuator
 from .decision import Decision
 from .errors import AutoscaleError
+from .contributors import CriticalPaths, from_signals
 from .keyed import DEFAULT_STRATEGY, KeyedState, KeyedStates
 from .policy import Policy
 from .settings import Settings
@@ -93,6 +94,7 @@ class Autoscaler:
         self._membership_source: Optional[str] = None  # "worker" once tick is given workers
         self._changed = False  # whether the cluster changed since the start
         self._keyed = KeyedStates()
+        self._paths = CriticalPaths()
         self._members: List[int] = []  # the workers present, as the ticking worker last saw them
         self._phase: Optional[str] = None  # "evacuating" or "rebalancing" keyed state
         self._leaving: List[int] = []  # the processes to remove once evacuated
@@ -108,6 +110,14 @@ class Autoscaler:
         self.window.add(worker, batch)
 
     __call__ = observe
+
+    def observe_critical_path(self, slice: Any) -> None:
+        """Takes in one slice of the live analysis running beside the autoscaler (a
+        `timely_py.analysis.follow.SliceResult`: ``for s in follow(trace_dir):
+        scaler.observe_critical_path(s)``, on a thread of its own); each decision then names
+        the critical path's top contributors over its window, instead of the operators'
+        useful time. The slices must be of this run's trace, whose clock the window uses."""
+        self._paths.add(slice)
 
     def offer(self, source: Union[int, str], rate: Optional[float]) -> None:
         """Says that source operator `source` (id or name) is offered `rate` records per
@@ -224,6 +234,7 @@ class Autoscaler:
             offered = dict(self._offered)
         decision = self.policy.decide(signals, processes=current, workers_per_process=self.workers_per_process,
                                       offered=offered, time_ns=end)
+        decision = replace(decision, contributors=self._paths.over(start, end) or from_signals(signals))
         stable_at = self._settled_ns + int(self.settings.stabilisation * 1e9)
         if decision.changes and self._changed and end < stable_at:
             left = (stable_at - end) / 1e9
