@@ -18,11 +18,15 @@ end ``worker 0: done, R records, A actions, P processes``.
 import os
 import sys
 import time
+from pathlib import Path
 
 os.environ.setdefault("TIMELY_TRACE_EVENTS", "operators,schedule,messages")
 os.environ.setdefault("TIMELY_TRACE_FLUSH", "0.2")
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/, for `support`
+
 import timely_py as timely  # noqa: E402
+from support.autoscale import ChangeReporter  # noqa: E402
 from timely_py import autoscale  # noqa: E402
 from timely_py.megaphone import Control, Controller, RoutingTable  # noqa: E402
 
@@ -79,7 +83,8 @@ def main(worker):
 
 def feed(worker, inp, ctl, probe, controller, keyed):
     """Worker 0's loop: feeds the schedule, ticks the autoscaler, reports; returns the records sent."""
-    start, epoch, members, said, sent, moved = time.monotonic(), 0, worker.members, None, 0, 0
+    start, epoch, sent, moved = time.monotonic(), 0, 0, 0
+    report = ChangeReporter(worker, start, say)
     while epoch < len(schedule):
         due = min(len(schedule), int((time.monotonic() - start) / EPOCH) + 1)
         while epoch < due:
@@ -88,14 +93,7 @@ def feed(worker, inp, ctl, probe, controller, keyed):
             epoch += 1
             inp.advance_to(epoch)
             ctl.advance_to(epoch)
-        decision = scaler.tick(worker)
-        if decision.action != "wait" and (decision.action, decision.desired) != said:
-            said = (decision.action, decision.desired)
-            say("autoscale: " + decision.explain().replace("\n", "\n  | "))
-            say(f"worker 0: epoch {epoch}, decided at {time.monotonic() - start:.1f} s")
-        if worker.members != members:
-            members = worker.members
-            say(f"worker 0: epoch {epoch}, workers present {members}, {time.monotonic() - start:.1f} s")
+        report(scaler.tick(worker), epoch)
         if keyed.moved != moved and controller.idle:
             moved = keyed.moved
             say(f"worker 0: bins {controller.table.loads(worker.peers)} after {moved} moves, "
