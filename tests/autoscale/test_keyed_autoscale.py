@@ -4,7 +4,8 @@ record (a remote call per key: only a bin's owner can make it) cannot keep up wi
 records/s on 2 processes of 1 worker, so the autoscaler adds a third process and moves its
 share of the bins to it; when the rate steps down to 80 records/s it moves process 2's bins
 off it and only then asks for its leave. Every word's counts are exactly those of a
-sequential count, the joined worker counted words, and it held bins until the evacuation."""
+sequential count, the joined worker counted words, and it held bins until the evacuation.
+When the leave fails after the evacuation, the bins are spread over the three workers again."""
 
 import re
 from collections import Counter
@@ -34,6 +35,16 @@ def bins_lines(out):
             re.findall(r"^\[0\] worker 0: bins \[([\d, ]+)\] after \d+ moves, epoch \d+, ([\d.]+) s$", out, re.M)]
 
 
+def assert_exact(out, sent):
+    """Every word's counts are 1..n, each once, n its count among the `sent` records; returns
+    the folds per worker."""
+    reference = Counter(f"w{x % WORDS}" for x in range(sent))
+    counts, by_worker = counted(out)
+    assert {word: sorted(ns) for word, ns in counts.items()} == \
+        {word: list(range(1, n + 1)) for word, n in reference.items()}
+    return by_worker
+
+
 def test_bins_follow_the_autoscalers_joins_and_leaves_and_counts_stay_exact(tmp_path):
     hostfile, _ = write_hostfile(tmp_path, 3)
     with Launched(tmp_path, "-n", 2, "--hostfile", hostfile, "--max-processes", 3,
@@ -47,12 +58,8 @@ def test_bins_follow_the_autoscalers_joins_and_leaves_and_counts_stay_exact(tmp_
     assert evacuation and int(evacuation.group(1)) > 0, out[-3000:]
     assert "[launch] process 2 left the cluster" in err
 
-    # Exact: every word's counts are 1..n, each once, n its count among the records sent.
     sent = int(re.search(r"^\[0\] worker 0: done, (\d+) records, 2 actions, 2 processes$", out, re.M).group(1))
-    reference = Counter(f"w{x % WORDS}" for x in range(sent))
-    counts, by_worker = counted(out)
-    assert {word: sorted(ns) for word, ns in counts.items()} == \
-        {word: list(range(1, n + 1)) for word, n in reference.items()}
+    by_worker = assert_exact(out, sent)
 
     # The joined worker got bins after the join, counted with them, and gave them back before
     # its process left; the bins ended even over the workers present.
@@ -65,6 +72,22 @@ def test_bins_follow_the_autoscalers_joins_and_leaves_and_counts_stay_exact(tmp_
     assert last[2] == 0 and sorted(last[:2]) == [16, 16], tables
     left_at = float(re.search(r"^\[0\] worker 0: epoch \d+, workers present \[0, 1\], ([\d.]+) s$", out, re.M).group(1))
     assert evacuated_at <= left_at, "the leave happened before the bins were moved off"
+
+
+def test_a_refused_leave_spreads_the_evacuated_bins_again(tmp_path):
+    hostfile, _ = write_hostfile(tmp_path, 3)
+    with Launched(tmp_path, "-n", 2, "--hostfile", hostfile, "--max-processes", 3,
+                  SCRIPT, 400, 6, 80, 9, 0.005, 2, 3, "refuse") as run:
+        assert run.status(timeout=150) == 0, run.out()[-3000:] + run.err()
+    out, err = run.out(), run.err()
+    assert "[0] worker 0: failure scale_in failed: this test refuses to remove process 2" in out, out[-3000:]
+    assert "left the cluster" not in err
+    done = re.search(r"^\[0\] worker 0: done, (\d+) records, (\d+) actions, 3 processes$", out, re.M)
+    assert done and int(done.group(2)) >= 2, out[-3000:]
+    assert_exact(out, int(done.group(1)))
+    tables = [loads for loads, _ in bins_lines(out)]
+    evacuated = tables.index([16, 16, 0])
+    assert evacuated > 0 and sorted(tables[evacuated + 1]) == [10, 11, 11], tables
 
 
 @pytest.mark.timeout(30)

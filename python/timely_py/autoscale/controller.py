@@ -96,7 +96,8 @@ class Autoscaler:
         self._keyed = KeyedStates()
         self._paths = CriticalPaths()
         self._members: List[int] = []  # the workers present, as the ticking worker last saw them
-        self._phase: Optional[str] = None  # "evacuating" or "rebalancing" keyed state
+        # "evacuating" or "rebalancing" keyed state; "replan" after a failed leave
+        self._phase: Optional[str] = None
         self._leaving: List[int] = []  # the processes to remove once evacuated
         #: The latest decisions (at least the last `HISTORY`), oldest first.
         self.decisions: List[Decision] = []
@@ -254,7 +255,7 @@ class Autoscaler:
             expected, phase, leaving = self._expected, self._phase, self._leaving
         if phase == "evacuating":
             return f"moving the bins of processes {leaving} off them before they leave"
-        if phase == "rebalancing":
+        if phase in ("rebalancing", "replan"):
             return "rebalancing keyed state over the workers present"
         if self._runner.busy:
             return "an action is under way"
@@ -313,6 +314,12 @@ class Autoscaler:
         self._keyed.send()
         with self._lock:
             phase, leaving = self._phase, self._leaving
+        if phase == "replan":  # a leave failed after its evacuation: even the bins out again
+            self._keyed.rebalance(self._members)
+            with self._lock:
+                self._phase = "rebalancing"
+            self._keyed.send()
+            return
         if phase is None or not self._keyed.done:
             return
         if phase == "evacuating":
@@ -331,6 +338,8 @@ class Autoscaler:
                 if error is not None:
                     self._failure = f"{action} failed: {error}"
                     self._expected = None
+                    if action == "scale_in" and self._keyed:
+                        self._phase = "replan"
                     return
                 assert isinstance(result, list) and self._live is not None
                 if action == "scale_out":

@@ -7,12 +7,15 @@ per key: only the bins' owners can do it). Process 0's autoscaler, given the wor
 join and leave and evacuates a leaving process's bins before asking for its leave.
 
     python -m timely_py.launch -n 2 tests/autoscale/scripts/keyed_autoscaled.py \\
-        RATE SECONDS RATE2 SECONDS2 SLEEP MIN MAX
+        RATE SECONDS RATE2 SECONDS2 SLEEP MIN MAX [refuse]
+
+With `refuse`, the autoscaler's actuator refuses every leave (after the evacuation): the
+bins are then spread over the workers present again.
 
 Every fold prints ``worker W: counted WORD N``; worker 0 prints each decision that is not a
 wait (``autoscale: ...``), the workers present when they change, the bins per worker each
 time the autoscaler's moves are all out (``worker 0: bins [..] after M moves``), and at the
-end ``worker 0: done, R records, A actions, P processes``.
+end ``worker 0: done, R records, A actions, P processes`` and ``worker 0: failure F``.
 """
 
 import os
@@ -39,9 +42,18 @@ BINS = 32
 #: Records per epoch, epoch by epoch.
 schedule = [int(rate * EPOCH)] * int(seconds / EPOCH) + [int(rate2 * EPOCH)] * int(seconds2 / EPOCH)
 
+
+
+class RefusingLeaves(autoscale.LauncherActuator):
+    """Joins through the launcher; every leave fails."""
+
+    def remove_process(self, process):
+        raise RuntimeError(f"this test refuses to remove process {process}")
+
+
 scaler = autoscale.Autoscaler(autoscale.Settings(
     min_processes=low, max_processes=high, target=0.7, window=1.5, stabilisation=3.0,
-))
+), actuator=RefusingLeaves() if "refuse" in args[7:] else None)
 
 
 def say(line):
@@ -79,6 +91,7 @@ def main(worker):
     while not probe.done():
         worker.step_or_park(0.05)
     say(f"worker 0: done, {sent} records, {len(scaler.actions)} actions, {scaler.processes} processes")
+    say(f"worker 0: failure {scaler.failure}")
 
 
 def feed(worker, inp, ctl, probe, controller, keyed):
