@@ -110,3 +110,63 @@ def test_keep_balanced_checks_what_it_is_given_and_needs_the_ticking_worker():
         with pytest.raises(autoscale.AutoscaleError, match=r"needs tick\(worker\)"):
             scaler.tick()
     assert state.released and state.send() == 0
+
+
+def paced_run(with_probe):
+    """2 workers in one process count words with a Megaphone `state_machine`; worker 0's
+    `KeyedState` sends a plan that gathers every bin on worker 0 (batched(2): 4 steps). The
+    workers step only every other epoch, so a probe is behind every other time. Returns the
+    steps sent, whether the state ended done, and every (word, count) output."""
+    import timely_py as timely
+    from timely_py import autoscale
+    from timely_py.megaphone import Control, Controller, RoutingTable, Strategy
+
+    def main(worker):
+        data, ctl, probe, outputs = timely.InputHandle(), timely.InputHandle(), timely.ProbeHandle(), []
+        with worker.dataflow() as scope:
+            control = Control(scope.input_from(ctl), bins=16)
+            (scope.input_from(data)
+             .state_machine(control, lambda w, n, c: ((c or 0) + n, [(w, (c or 0) + n)]))
+             .inspect(outputs.append).probe_with(probe))
+        controller = Controller(RoutingTable.round_robin(16, 2))
+        controller.move_to(RoutingTable([0] * 16), Strategy.batched(2))
+        with autoscale.KeyedState(controller, ctl, Strategy.batched(2), probe if with_probe else None) as state:
+            for epoch in range(12):
+                data.send_batch([(f"w{i}", 1) for i in range(epoch % 5 + 3)])
+                if worker.index == 0:
+                    state.send()
+                data.advance_to(epoch + 1)
+                ctl.advance_to(epoch + 1)
+                while epoch % 2 and probe.less_than(epoch + 1):
+                    worker.step()
+            steps, done = list(state.steps), state.done
+        data.close()
+        ctl.close()
+        while worker.step():
+            pass
+        return steps, done, outputs
+
+    return timely.execute(main, workers=2)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("with_probe", [False, True])
+def test_keyed_moves_go_one_step_per_time_and_with_a_probe_once_the_last_is_complete(with_probe):
+    results = paced_run(with_probe)
+    steps, done, _ = results[0]
+    # Without a probe, one step per control time; with one, a step waits until the probe has
+    # passed the previous step's time, which happens only after the odd epochs' stepping.
+    assert [t for t, _ in steps] == ([0, 2, 4, 6] if with_probe else [0, 1, 2, 3])
+    assert [n for _, n in steps] == [2, 2, 2, 2] and done
+    # Exact: each word's counts are 1..n, n its count over the 12 epochs, on both workers.
+    fed = {}
+    for epoch in range(12):
+        for i in range(epoch % 5 + 3):
+            fed[f"w{i}"] = fed.get(f"w{i}", 0) + 2
+    got = {}
+    for _, _, outputs in results:
+        for word, count in outputs:
+            got.setdefault(word, []).append(count)
+    assert {w: sorted(c) for w, c in got.items()} == {w: list(range(1, n + 1)) for w, n in fed.items()}
+    # The last outputs (after every move) all came from worker 0.
+    assert not [o for o in results[1][2] if o[1] == fed[o[0]]], "worker 1 still counted at the end"
