@@ -9,13 +9,16 @@ Run it under the launcher, which carries out the joins the autoscaler asks for:
 
 Worker 0 offers RATE orders per second for SECONDS seconds, on a wall-clock schedule of ten
 epochs a second (so the rate offered does not depend on how fast the cluster is). Orders are
-exchanged by id; `enrich` waits CALL seconds per order (the remote call: work that waits,
-which more processes speed up even on a machine with few cores) and adds a price; totals per
-customer are summed per worker. Process 0's autoscaler reads the trace events of its own
+numbered; worker 0 only says which numbers each epoch holds, and the workers present make
+the orders and enrich them, each its share of every epoch (`timely_py.shares.numbered`: a
+joined process takes a share from the epoch it is a member on). `enrich` waits CALL seconds
+per order (the remote call: work that waits, which more processes speed up even on a
+machine with few cores) and adds a price; totals are summed per worker. Process 0's autoscaler reads the trace events of its own
 workers in-process (`trace_callback=scaler.observe`), and worker 0 ticks it once per loop:
 when the enrichment step's utilisation is above the band, it asks the launcher for more
 processes (up to `--max`), and the joined process takes its share of the orders. The
-program tells the autoscaler the rate it offers (`scaler.offer`), see below.
+program tells the autoscaler the rate it offers (`scaler.offer`: one range of order numbers
+per epoch, which the autoscaler carries through the graph to orders per second).
 
 Each decision that changes something is printed with its explanation; at the end every
 worker prints its order count and revenue, and worker 0 prints the sequential reference
@@ -34,7 +37,7 @@ os.environ.setdefault("TIMELY_TRACE_EVENTS", "operators,schedule,messages")
 os.environ.setdefault("TIMELY_TRACE_FLUSH", "0.2")
 
 import timely_py as timely  # noqa: E402
-from timely_py import autoscale  # noqa: E402
+from timely_py import autoscale, shares  # noqa: E402
 
 parser = argparse.ArgumentParser(description="An autoscaled enrichment pipeline.")
 parser.add_argument("--rate", type=float, default=400.0, help="orders offered per second")
@@ -50,10 +53,10 @@ EPOCHS = int(options.seconds / EPOCH)
 scaler = autoscale.Autoscaler(autoscale.Settings.from_environment(
     min_processes=2, max_processes=3, window=1.5, stabilisation=3.0, metrics_only=options.metrics_only,
 ))
-# What the source is offered. Worker 0 feeds and also runs its share of the operators, so
-# when they fall behind its feeding slows down with them: its observed rate then says what
-# the cluster managed, not what it was asked to take.
-scaler.offer("Input", options.rate)
+# What the source is offered: one range of order numbers per epoch. Worker 0 feeds and also
+# runs its share of the operators, so when they fall behind its feeding slows down with
+# them: its observed rate then says what the cluster managed, not what it was asked to take.
+scaler.offer("Input", 1 / EPOCH)
 
 
 def order(n):
@@ -81,8 +84,7 @@ def main(worker):
         totals["revenue"] += record[1]
 
     with worker.dataflow("Orders") as scope:
-        (scope.input_from(inp)
-              .exchange(lambda o: o[0])
+        (shares.numbered(scope.input_from(inp), make=order)  # this worker's share of each epoch's orders
               .map(enrich)
               .inspect(book)
               .probe_with(probe))
@@ -103,7 +105,7 @@ def main(worker):
     while epoch < EPOCHS:
         due = min(EPOCHS, int((time.monotonic() - start) / EPOCH) + 1)
         while epoch < due:
-            inp.send_batch([order(n) for n in range(epoch * PER_EPOCH, (epoch + 1) * PER_EPOCH)])
+            inp.send((epoch * PER_EPOCH, (epoch + 1) * PER_EPOCH))  # the order numbers of this epoch
             epoch += 1
             inp.advance_to(epoch)
         decision = scaler.tick(worker)

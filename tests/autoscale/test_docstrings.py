@@ -1,4 +1,5 @@
-"""The examples in the docstrings of `timely_py.autoscale` run as written."""
+"""The examples in the docstrings of `timely_py.autoscale` and of `timely_py.shares` (sources
+that scale with the cluster) run as written."""
 
 import doctest
 import importlib
@@ -11,7 +12,7 @@ MODULES = sorted(m.name for m in pkgutil.iter_modules(timely_py.autoscale.__path
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("name", ["timely_py.autoscale", *MODULES])
+@pytest.mark.parametrize("name", ["timely_py.autoscale", *MODULES, "timely_py.shares"])
 def test_docstring_examples(name):
     module = importlib.import_module(name)
     failed, _ = doctest.testmod(module, optionflags=doctest.ELLIPSIS)

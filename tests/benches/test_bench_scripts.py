@@ -320,6 +320,18 @@ def test_autoscale_overhead_runs_every_configuration(tmp_path):
     assert rows["autoscaler, metrics only"]["events_per_second"] > 0
 
 
+def test_autoscale_shares_runs_every_configuration():
+    """benches/autoscale/shares.py on a small workload: the script checks that every record
+    was made once in every run; the table has a rate per worker count and way of making."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benches" / "autoscale" / "shares.py"), "--runs", "1", "--epochs", "2",
+         "--records", "10", "--make", "0.0001"],
+        check=True, timeout=120, capture_output=True, text=True,
+    )  # fmt: skip
+    rows = [line.split() for line in done.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert [row[0] for row in rows] == ["1", "2", "3"] and all(float(v) > 0 for row in rows for v in row[1:])
+
+
 @pytest.mark.cluster
 @pytest.mark.slow
 def test_autoscale_convergence_runs_the_three_phases(tmp_path):

@@ -121,3 +121,24 @@ def looping_main(epochs, per_epoch, sleep):
         return done[0]
 
     return main
+
+
+class ChangeReporter:
+    """Worker 0's lines in the autoscaler's scripted runs (`autoscale/scripts/`): each
+    decision that is not a wait and differs from the one before (``autoscale: ...``, its
+    explanation on ``  | `` lines) and the workers present when they change, with the epoch
+    and the seconds since `start`, written by `say`."""
+
+    def __init__(self, worker, start, say=print):
+        self.worker, self.start, self.say = worker, start, say
+        self.members, self.said = worker.members, None
+
+    def __call__(self, decision, epoch):
+        at = time.monotonic() - self.start
+        if decision.action != "wait" and (decision.action, decision.desired) != self.said:
+            self.said = (decision.action, decision.desired)
+            self.say("autoscale: " + decision.explain().replace("\n", "\n  | "))
+            self.say(f"worker 0: epoch {epoch}, decided at {at:.1f} s")
+        if self.worker.members != self.members:
+            self.members = self.worker.members
+            self.say(f"worker 0: epoch {epoch}, workers present {self.members}, {at:.1f} s")

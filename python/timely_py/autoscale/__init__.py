@@ -13,17 +13,21 @@ restart (``docs/autoscaling.md``).
 The parts, one concern each: `errors` (the exceptions), `settings` (what it may do, checked),
 `graph` (operators and channels from the trace), `window` (recent operator runs and
 messages, pyarrow), `signals` (DS2's rates from them), `decision` (decisions that explain
-themselves), `policy` (the arithmetic), `actions` (joins and leaves on a thread of their
-own), `controller` (`Autoscaler`: the loop a program drives), `testing` (hand-built signals).
+themselves), `policy` (the arithmetic), `contributors` (where the window's time went:
+critical path or useful time), `actions` (joins and leaves on a thread of their own),
+`keyed` (Megaphone bins moved around joins and leaves), `controller` (`Autoscaler`: the
+loop a program drives), `testing` (hand-built signals).
 """
 
 from __future__ import annotations
 
 from .actions import ActionRunner, Actuator, LauncherActuator, RecordingActuator
+from .contributors import Contributor, Contributors, CriticalPaths
 from .controller import Autoscaler
 from .decision import ACTIONS, Decision, OperatorDemand
 from .errors import AutoscaleError, AutoscaleSettingsError
 from .graph import Edge, Graph, Operator
+from .keyed import DEFAULT_STRATEGY, KeyedState
 from .policy import Policy
 from .settings import ENV_AUTOSCALE, SOURCE_MODES, Settings
 from .signals import OperatorSignals, Signals, WorkerSignals, compute_signals
@@ -36,11 +40,16 @@ __all__ = [
     "AutoscaleError",
     "AutoscaleSettingsError",
     "Autoscaler",
+    "Contributor",
+    "Contributors",
+    "CriticalPaths",
+    "DEFAULT_STRATEGY",
     "Decision",
     "ENV_AUTOSCALE",
     "Edge",
     "EventWindow",
     "Graph",
+    "KeyedState",
     "LauncherActuator",
     "Operator",
     "OperatorDemand",

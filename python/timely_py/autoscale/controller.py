@@ -10,7 +10,10 @@ Rules of time, on the trace's clock (the latest time every observed worker has d
   when the cluster has the new count (a joiner's workers are members, a leaver left), and
   never while an action is under way;
 * the controller's own process (``process``, default 0) is never removed; scale-in removes
-  the highest-numbered processes first.
+  the highest-numbered processes first;
+* with keyed state to keep balanced (`Autoscaler.keep_balanced`), a scale-in first moves the
+  leaving processes' bins off them and asks for the leave only then, and a change counts as
+  reached only once the bins are rebalanced over the workers present (`keyed`).
 
 This module owns that loop and its state; the arithmetic is `policy`'s, the side effects
 are `actions`'.
@@ -22,9 +25,12 @@ import threading
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
+from ..megaphone import Controller, Strategy
 from .actions import ActionRunner, Actuator, LauncherActuator
 from .decision import Decision
 from .errors import AutoscaleError
+from .contributors import CriticalPaths, from_signals
+from .keyed import DEFAULT_STRATEGY, KeyedState, KeyedStates
 from .policy import Policy
 from .settings import Settings
 from .signals import Signals, compute_signals
@@ -64,7 +70,9 @@ class Autoscaler:
     `processes` and `workers_per_process` are read from the worker `tick` is given (or are
     given here, for ticks without a worker). `actuator` changes the cluster (default: the
     launcher's joins and leaves, `LauncherActuator`). `offer` tells it the rate a source is
-    offered when its observed rate is not that (records wait before it).
+    offered when its observed rate is not that (records wait before it). `keep_balanced`
+    hands it a Megaphone control whose bins it evacuates before each leave and rebalances
+    after each change.
     """
 
     def __init__(self, settings: Optional[Settings] = None, *, processes: Optional[int] = None,
@@ -85,6 +93,12 @@ class Autoscaler:
         self._failure: Optional[str] = None
         self._membership_source: Optional[str] = None  # "worker" once tick is given workers
         self._changed = False  # whether the cluster changed since the start
+        self._keyed = KeyedStates()
+        self._paths = CriticalPaths()
+        self._members: List[int] = []  # the workers present, as the ticking worker last saw them
+        # "evacuating" or "rebalancing" keyed state; "replan" after a failed leave
+        self._phase: Optional[str] = None
+        self._leaving: List[int] = []  # the processes to remove once evacuated
         #: The latest decisions (at least the last `HISTORY`), oldest first.
         self.decisions: List[Decision] = []
         #: Every decision that was carried out, oldest first.
@@ -98,6 +112,14 @@ class Autoscaler:
 
     __call__ = observe
 
+    def observe_critical_path(self, slice: Any) -> None:
+        """Takes in one slice of the live analysis running beside the autoscaler (a
+        `timely_py.analysis.follow.SliceResult`: ``for s in follow(trace_dir):
+        scaler.observe_critical_path(s)``, on a thread of its own); each decision then names
+        the critical path's top contributors over its window, instead of the operators'
+        useful time. The slices must be of this run's trace, whose clock the window uses."""
+        self._paths.add(slice)
+
     def offer(self, source: Union[int, str], rate: Optional[float]) -> None:
         """Says that source operator `source` (id or name) is offered `rate` records per
         second, cluster-wide (None: use its observed rate again)."""
@@ -106,6 +128,38 @@ class Autoscaler:
                 self._offered.pop(source, None)
             else:
                 self._offered[source] = float(rate)
+
+    def keep_balanced(self, controller: Controller, control: Any, *, strategy: Optional[Strategy] = None,
+                      probe: Any = None) -> KeyedState:
+        """Keeps the bins of a Megaphone control even over the workers present: before each
+        scale-in the leaving processes' bins move off them (`Controller.evacuate`), and after
+        each join or leave they are spread over ``worker.members`` (`Controller.rebalance`),
+        with `strategy` (default `DEFAULT_STRATEGY`, batched). `controller` is the program's
+        `timely_py.megaphone.Controller` of the control, `control` the input handle the
+        control stream is fed from on the worker that ticks (the autoscaler sends the moves
+        on it, one step per time; the program keeps advancing it), and `probe` (optional) a
+        probe after the keyed operators: each step is then sent only once the previous one
+        is complete. Call it on the worker that ticks, which must pass itself to `tick`.
+        Returns the state, whose `steps` say what was sent; use it as a context manager
+        around the worker's loop, so that the handle is let go of on its worker's thread::
+
+            with scaler.keep_balanced(controller, ctl):
+                for epoch in range(epochs):
+                    ...feed, advance ctl, scaler.tick(worker), step...
+        """
+        if not isinstance(controller, Controller):
+            raise TypeError(f"keep_balanced: controller must be a timely_py.megaphone.Controller, "
+                            f"not {type(controller).__name__}")
+        if not callable(getattr(control, "send_batch", None)) or not hasattr(control, "time"):
+            raise TypeError(f"keep_balanced: control must be the control stream's InputHandle, "
+                            f"not {type(control).__name__}")
+        if strategy is not None and not isinstance(strategy, Strategy):
+            raise TypeError(f"keep_balanced: strategy must be a timely_py.megaphone.Strategy, "
+                            f"not {type(strategy).__name__}")
+        state = KeyedState(controller, control, strategy or DEFAULT_STRATEGY, probe)
+        with self._lock:
+            self._keyed.add(state)
+        return state
 
     # --- state ---------------------------------------------------------------------------
 
@@ -119,7 +173,7 @@ class Autoscaler:
     def busy(self) -> bool:
         """True while an action is under way or the cluster has not reached its new count."""
         with self._lock:
-            return self._runner.busy or self._expected is not None
+            return self._runner.busy or self._expected is not None or self._phase is not None
 
     def signals(self, end_ns: Optional[int] = None, start_ns: Optional[int] = None) -> Optional[Signals]:
         """The signals of the window ending at `end_ns` (default: the latest time every
@@ -142,6 +196,10 @@ class Autoscaler:
         decision, also appended to `decisions`."""
         if worker is not None:
             self._update_membership(worker)
+        elif self._keyed:
+            raise AutoscaleError("an autoscaler that keeps keyed state balanced needs tick(worker): "
+                                 "the worker that ticks sends the moves")
+        self._drive_keyed()
         with self._lock:
             live = self._live
             if live is None or self.workers_per_process is None:
@@ -177,6 +235,7 @@ class Autoscaler:
             offered = dict(self._offered)
         decision = self.policy.decide(signals, processes=current, workers_per_process=self.workers_per_process,
                                       offered=offered, time_ns=end)
+        decision = replace(decision, contributors=self._paths.over(start, end) or from_signals(signals))
         stable_at = self._settled_ns + int(self.settings.stabilisation * 1e9)
         if decision.changes and self._changed and end < stable_at:
             left = (stable_at - end) / 1e9
@@ -193,7 +252,11 @@ class Autoscaler:
 
     def _busy_reason(self) -> str:
         with self._lock:
-            expected = self._expected
+            expected, phase, leaving = self._expected, self._phase, self._leaving
+        if phase == "evacuating":
+            return f"moving the bins of processes {leaving} off them before they leave"
+        if phase in ("rebalancing", "replan"):
+            return "rebalancing keyed state over the workers present"
         if self._runner.busy:
             return "an action is under way"
         return f"waiting for the cluster to reach processes {expected}"
@@ -219,16 +282,55 @@ class Autoscaler:
             expected = None
         else:
             leaving = [p for p in sorted(live, reverse=True) if p != self.process][: decision.current - decision.desired]
+            expected = [p for p in live if p not in leaving]
+            if self._keyed:
+                return self._evacuate(decision, leaving, expected)
 
             def action() -> List[int]:
                 return [actuator.remove_process(p) for p in leaving]
 
-            expected = [p for p in live if p not in leaving]
         with self._lock:
             self._expected = expected if expected is not None else []
             self._failure = None
         self._runner.start(action, self._done(decision.action))
         return replace(decision, acted=True, outcome="started")
+
+    def _evacuate(self, decision: Decision, leaving: List[int], expected: List[int]) -> Decision:
+        """Plans the moves of the `leaving` processes' bins; `_drive_keyed` asks for the
+        leave once they are out."""
+        per_process = self.workers_per_process or 1
+        workers = [p * per_process + i for p in leaving for i in range(per_process)]
+        moves = self._keyed.evacuate(workers, self._members)
+        with self._lock:
+            self._expected, self._failure = expected, None
+            self._phase, self._leaving = "evacuating", leaving
+        return replace(decision, acted=True, outcome=f"started: {moves} bins move off processes {leaving} first")
+
+    def _drive_keyed(self) -> None:
+        """Sends the keyed moves whose turn has come; starts the leave once an evacuation is
+        out, and ends a rebalance once it is."""
+        if not self._keyed:
+            return
+        self._keyed.send()
+        with self._lock:
+            phase, leaving = self._phase, self._leaving
+        if phase == "replan":  # a leave failed after its evacuation: even the bins out again
+            self._keyed.rebalance(self._members)
+            with self._lock:
+                self._phase = "rebalancing"
+            self._keyed.send()
+            return
+        if phase is None or not self._keyed.done:
+            return
+        if phase == "evacuating":
+            actuator = self.actuator
+            with self._lock:
+                self._phase, self._leaving = None, []
+            self._runner.start(lambda: [actuator.remove_process(p) for p in leaving], self._done("scale_in"))
+        else:
+            with self._lock:
+                self._phase = None
+                self._settled_ns = self.window.latest() or self._settled_ns
 
     def _done(self, action: str) -> Callable[[object, Optional[BaseException]], None]:
         def done(result: object, error: Optional[BaseException]) -> None:
@@ -236,6 +338,8 @@ class Autoscaler:
                 if error is not None:
                     self._failure = f"{action} failed: {error}"
                     self._expected = None
+                    if action == "scale_in" and self._keyed:
+                        self._phase = "replan"
                     return
                 assert isinstance(result, list) and self._live is not None
                 if action == "scale_out":
@@ -255,14 +359,20 @@ class Autoscaler:
         present = sorted({m // per_process for m in members})
         with self._lock:
             self._membership_source = "worker"
+            self._members = members
             if self.workers_per_process is None:
                 self.workers_per_process = per_process
             if self._live is None or self._expected is None:
                 self._live = present
                 return
-            if present == self._expected:
-                self._live, self._expected = present, None
+            if present != self._expected or self._phase is not None:
+                return
+            self._live, self._expected = present, None
+            if not self._keyed:
                 self._settled_ns = self.window.latest() or self._settled_ns
+                return
+            self._phase = "rebalancing"
+        self._keyed.rebalance(members)
 
     @property
     def failure(self) -> Optional[str]:

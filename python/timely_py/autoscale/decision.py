@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from .contributors import Contributors
 from .graph import Operator
 from .settings import Settings
 
@@ -102,6 +103,9 @@ class Decision:
     workers_seen: Tuple[int, ...] = ()
     acted: bool = False
     outcome: str = ""
+    #: Where the time went over the window (`contributors`): the critical path's top
+    #: contributors from the live analysis, else the operators' useful time.
+    contributors: Optional[Contributors] = None
 
     @property
     def changes(self) -> bool:
@@ -128,6 +132,8 @@ class Decision:
                 f"{b.utilisation:.2f} (band {self.settings.low:.2f}-{self.settings.high:.2f}), needs "
                 f"{b.required_instances:.2f} instances at target {self.settings.target:.2f}"
             )
+        if self.contributors is not None:
+            lines.append(f"  {self.contributors.describe()}")
         for name, rate in sorted(self.source_rates.items()):
             lines.append(f"  source {name}: {rate:.1f} rec/s")
         unjudged: Dict[str, List[str]] = {}
@@ -157,4 +163,5 @@ class Decision:
             "bottleneck": self.bottleneck.to_dict() if self.bottleneck else None,
             "demands": [d.to_dict() for d in self.demands], "source_rates": dict(self.source_rates),
             "window": list(self.window), "workers_seen": list(self.workers_seen),
+            "contributors": self.contributors.to_dict() if self.contributors else None,
         }

@@ -18,11 +18,15 @@ when the workers present change.
 import os
 import sys
 import time
+from pathlib import Path
 
 os.environ.setdefault("TIMELY_TRACE_EVENTS", "operators,schedule,messages")
 os.environ.setdefault("TIMELY_TRACE_FLUSH", "0.2")
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/, for `support`
+
 import timely_py as timely  # noqa: E402
+from support.autoscale import ChangeReporter  # noqa: E402
 from timely_py import autoscale  # noqa: E402
 
 args = timely.program_args(sys.argv[1:])
@@ -64,7 +68,8 @@ def main(worker):
         while not probe.done():
             worker.step_or_park(0.05)
         return
-    start, epoch, members, said, sent = time.monotonic(), 0, worker.members, None, 0
+    start, epoch, sent = time.monotonic(), 0, 0
+    report = ChangeReporter(worker, start)
     while epoch < epochs:
         due = min(epochs, int((time.monotonic() - start) / EPOCH) + 1)
         if offering:
@@ -74,14 +79,7 @@ def main(worker):
             sent += schedule[epoch]
             epoch += 1
             inp.advance_to(epoch)
-        decision = scaler.tick(worker)
-        if decision.action != "wait" and (decision.action, decision.desired) != said:
-            said = (decision.action, decision.desired)
-            print("autoscale: " + decision.explain().replace("\n", "\n  | "))
-            print(f"worker 0: epoch {epoch}, decided at {time.monotonic() - start:.1f} s")
-        if worker.members != members:
-            members = worker.members
-            print(f"worker 0: epoch {epoch}, workers present {members}, {time.monotonic() - start:.1f} s")
+        report(scaler.tick(worker), epoch)
         worker.step_or_park(0.02)
     inp.close()
     while not probe.done():
