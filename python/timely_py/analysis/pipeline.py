@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import threading
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -22,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import activities as acts
-from . import driver_profiles, profiles, worker_stage
+from . import driver_profiles, plots, profiles, worker_stage
 from .clocks import correct_clocks
 from .critical_path import critical_paths
 from .events import TraceInfo, count_events, load_events
@@ -161,8 +162,10 @@ def analyze(
     length = parse_duration(slice)
     check_kernels(kernels)
     started = time.monotonic()
-    session = spark or get_session(master=master, conf=conf, events=count_events(trace_dir))
-    started = _stage(progress, "spark session", started)
+    if spark is None:  # a session passed in was made, and timed, by the caller
+        spark = get_session(master=master, conf=conf, events=count_events(trace_dir))
+        started = _stage(progress, "spark session", started)
+    session = spark
     built = build_activities(session, trace_dir, kernels)
     return analyze_built(
         built, trace_dir, out, length, progress=progress, views=views, started=started, kernels=kernels
@@ -189,16 +192,18 @@ def analyze_built(
     collected critical path (:mod:`.driver_profiles`) rather than Spark's queries; by default
     when the trace is small (:data:`.session.SMALL_TRACE_EVENTS`)."""
     started = time.monotonic() if started is None else started
+    if views:  # matplotlib's import, while the driver waits for Spark
+        threading.Thread(target=plots.preload, name="preload-plots", daemon=True).start()
     activities = built["activities"].cache()
-    activities.count()
-    started = _stage(progress, "activities and waits", started)
     sliced = slice_activities(activities, length, built["origin"] if origin is None else origin).cache()
     path = critical_paths(sliced, kernels).repartition(1).cache()
     on_driver = count_events(trace_dir) < SMALL_TRACE_EVENTS if on_driver is None else on_driver
+    # One action materialises the three caches (no count of the activities first: a Spark
+    # job of its own), so the activities and the paths are one stage of the progress.
     path_table = path.toArrow() if on_driver else None
     if path_table is None:
         path.count()
-    started = _stage(progress, "slices and critical paths", started)
+    started = _stage(progress, "activities and waits, slices and critical paths", started)
     large = {"communications": built["communications"], "activities": activities}
     workers = built["info"].workers
     if path_table is None:
