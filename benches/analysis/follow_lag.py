@@ -13,6 +13,7 @@ Prints a JSON object (the follower's progress lines go to WORK/follower.log): th
 follower's exit minus the run's), and the load average at the start.
 
     .venv/bin/python benches/analysis/follow_lag.py --python python --seconds 90 --slice 5s --json lag.json
+    .venv/bin/python benches/analysis/follow_lag.py --plot lag.png before=main.json after=lag.json
 """
 
 import argparse
@@ -48,8 +49,29 @@ def first_event_s(trace):
     return pc.min(times).as_py() / 1e9
 
 
+def plot(path, labelled):
+    """Lag against slice end, one line per ``label=figures.json``, into the PNG ``path``."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(7, 4), layout="constrained")
+    axes = figure.subplots()
+    for item in labelled:
+        label, _, name = item.partition("=")
+        figures = json.loads(Path(name).read_text())
+        slices = figures["slices"]
+        axes.plot([x["end_s"] for x in slices], [x["lag_s"] for x in slices], marker="o", label=f"{label} (load {figures['load']:.0f})")
+    bound = 2 * figures["slice_s"] + 5
+    axes.axhline(bound, color="grey", linestyle="--", label=f"goal: {bound:.0f} s")
+    axes.set(xlabel="slice end (s after the run started)", ylabel="lag (s)", ylim=(0, None))
+    axes.set_title("timely-py analyze --follow: lag per slice")
+    axes.legend()
+    figure.savefig(path, dpi=100)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--plot", default=None, help="only plot the LABEL=JSON files given into this PNG")
+    parser.add_argument("inputs", nargs="*", help="with --plot: LABEL=FIGURES.json")
     parser.add_argument("--python", default=str(ROOT / "python"), help="the timely_py checkout's python/ to follow with")
     parser.add_argument("--seconds", type=float, default=90.0, help="how long the traced run goes on")
     parser.add_argument("--slice", default="5s")
@@ -58,6 +80,8 @@ def main():
     parser.add_argument("--work", default=None, help="directory for the trace and the output (default: a new temporary one)")
     parser.add_argument("--json", default=None, help="also write the figures here")
     args = parser.parse_args()
+    if args.plot:
+        return plot(args.plot, args.inputs)
     work = Path(args.work or tempfile.mkdtemp(prefix="follow_lag_"))
     work.mkdir(parents=True, exist_ok=True)
     trace, out, stop = work / "trace", work / "out", work / "stop"
