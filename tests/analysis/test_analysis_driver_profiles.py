@@ -1,15 +1,21 @@
-"""The profiles of a small trace computed on the driver (`analysis.driver_profiles`: from the
-collected critical path and one query of the sliced activities) against Spark's queries of
-`analysis.profiles`: every table `analyze` writes, schema (nullability included) and rows
+"""A small trace's communications and profiles computed on the driver
+(`analysis.driver_communications`: the message events collected once and joined in pyarrow;
+`analysis.driver_profiles`: from the collected critical path and one query of the sliced
+activities) against Spark's joins and queries (`analysis.activities.communications`,
+`analysis.profiles`): every table `analyze` writes, schema (nullability included) and rows
 (sorted, floats compared exactly), on the hand-built traces of `support.analysis_traces` (one
-of them with three workers) and on a traced BFS run; and the ordered tables in Spark's order."""
+of them with three workers) and on a traced BFS run; the ordered tables in Spark's order; and
+the communications of random message events (duplicates, null keys, unmatched sends) both ways."""
+
+import random
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from support.analysis_traces import ANALYSIS_TABLES as TABLES
 from support.analysis_traces import BUILDERS, ordered, write_all
-from timely_py.analysis import analyze, driver_profiles, pipeline
+from timely_py.analysis import activities as acts
+from timely_py.analysis import analyze, driver_communications, driver_profiles, pipeline
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +33,8 @@ def written(result):
 
 
 def by_spark_and_by_driver(spark, trace_dir, out, monkeypatch, slice="500ns"):
-    """Every table `analyze` writes with the profiles from Spark's queries, then from the driver."""
+    """Every table `analyze` writes with the communications and profiles from Spark's joins and
+    queries, then from the driver."""
     with monkeypatch.context() as patched:
         patched.setattr(pipeline, "SMALL_TRACE_EVENTS", 0)  # no trace is small: Spark's queries
         by_spark = analyze(trace_dir, out=out / "spark", slice=slice, spark=spark, views=False)
@@ -80,3 +87,29 @@ def test_a_slice_of_zero_length_edges_has_no_shares_and_nulls_sort_first():
     assert [r["busy_ns"] for r in rows] == [0, 3, 0]
     first = tables["slices"].to_pylist()[0]
     assert (first["edges"], first["complete"], first["imbalance_ns"], first["imbalance"]) == (2, True, 0.0, 0.0)
+
+
+def random_message_events(rng, count):
+    """Message, progress and network events over few keys: duplicates, nulls and unmatched sends."""
+    kinds = driver_communications.MESSAGE_KINDS
+    maybe = lambda values: None if rng.random() < 0.05 else rng.choice(values)  # noqa: E731
+    return [
+        (rng.choice(kinds), rng.choice(["data", "progress", None]), maybe([0, 1]), maybe([0, 1, 2]), maybe([0, 1, 2, 3]),
+         maybe([0, 1, 2]), rng.randrange(1000), rng.choice([0, 1]), rng.randrange(5))
+        for _ in range(count)
+    ]  # fmt: skip
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_communications_joined_on_the_driver_equal_sparks(spark, seed):
+    rows = random_message_events(random.Random(seed), 400)
+    schema = ("kind string, channel_kind string, channel long, source_worker long, target_worker long, seq long, "
+              "t long, process long, records long")  # fmt: skip
+    events = spark.createDataFrame(rows, schema)
+    by_spark = acts.communications(events, 2).toArrow()
+    by_driver = driver_communications.communications(events, 2).toArrow()
+    assert by_driver.schema == by_spark.schema
+    assert ordered(by_driver.to_pylist()) == ordered(by_spark.to_pylist())
+    assert {r["type"] for r in by_spark.to_pylist()} == {"data_message", "progress_message"}
+    assert any(r["net_send"] is not None for r in by_spark.to_pylist())

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import activities as acts
-from . import driver_profiles, plots, profiles, worker_stage
+from . import driver_communications, driver_profiles, plots, profiles, worker_stage
 from .clocks import correct_clocks
 from .critical_path import critical_paths
 from .events import TraceInfo, count_events, load_events
@@ -106,11 +106,14 @@ def build_activities(
 ) -> Dict[str, Any]:
     """Stages 0 to 3: events, clocks, activity construction, wait states (with the ``kernels``
     of :mod:`.kernels`: ``"rust"`` makes each worker's pieces and its wait states natively,
-    ``"python"`` the pieces with Spark's queries and the wait states in Python). Returns the
+    ``"python"`` the pieces with Spark's queries and the wait states in Python); a small
+    trace's communications are joined on the driver (:mod:`.driver_communications`). Returns the
     trace's info, the communications and the activities (with operator names) as DataFrames."""
     events, info = cached_events(spark, trace_dir)
     known = acts.catalogue(events)
-    communications = acts.communications(events, info.workers_per_process).cache()
+    joined_on_driver = count_events(trace_dir) < SMALL_TRACE_EVENTS
+    communicate = driver_communications.communications if joined_on_driver else acts.communications
+    communications = communicate(events, info.workers_per_process).cache()
     if kernels == "rust":
         activities = worker_stage.worker_activities(events, communications, known)
     else:
