@@ -30,7 +30,7 @@ from .critical_path import critical_paths
 from .kernels import check_kernels
 from .horizon import EVERYTHING, run_finished, stable_horizon
 from .pipeline import AnalysisResult, Contributor, Progress, analyze_built, build_activities, contributors
-from .events import count_events
+from .events import count_events, trace_info
 from .session import get_session
 from .together import run_together
 from .slicing import parse_duration, slice_activities
@@ -116,6 +116,8 @@ class Follower:
         activities = built["activities"].cache()
         horizon = stable_horizon(built["events"], built["communications"], built["info"])
         started = self._progress("follow batch: activities and horizon", started)
+        if _run_finished_now(self.trace_dir):  # the last batch, next, emits every slice: sooner than this one
+            horizon = None
         if horizon is not None:
             self._origin = built["origin"] if self._origin is None else self._origin
             last = _last_final_slice(activities, horizon, self._origin, self.length)
@@ -221,6 +223,14 @@ def _last_final_slice(activities: "DataFrame", horizon: int, origin: int, length
         return (horizon - origin) // length - 1
     row = activities.agg(F.max(F.greatest(F.col("end") - 1, F.col("start")))).first()
     return -1 if row is None or row[0] is None else (int(row[0]) - origin) // length
+
+
+def _run_finished_now(trace_dir: Path) -> bool:
+    """Whether the run has finished by now (its metadata read again)."""
+    try:
+        return run_finished(trace_info(trace_dir))
+    except (trace.TraceFormatError, OSError):
+        return False
 
 
 def _from_slice(table: pa.Table, first: int) -> pa.Table:
