@@ -258,7 +258,7 @@ def _data_messages(events: "DataFrame") -> "DataFrame":
     net_out = _network(events, "network_send_start", "data", keys, "net_send")
     net_in = _network(events, "network_recv_end", "data", keys, "net_recv")
     joined = sends.join(reads, keys).join(net_out, keys, "left").join(net_in, keys, "left")
-    return _timed(joined.withColumn("type", F.lit("data_message")))
+    return timed(joined.withColumn("type", F.lit("data_message")))
 
 
 def _progress_batches(events: "DataFrame", workers_per_process: int) -> "DataFrame":
@@ -272,7 +272,7 @@ def _progress_batches(events: "DataFrame", workers_per_process: int) -> "DataFra
     net_in = _network(events, "network_recv_end", "progress", keys + ["target_worker"], "net_recv")
     joined = sends.join(reads, keys).join(net_out.drop("target_worker"), keys + ["dst_process"], "left")
     joined = joined.join(net_in, keys + ["target_worker"], "left")
-    return _timed(joined.withColumn("type", F.lit("progress_message")))
+    return timed(joined.withColumn("type", F.lit("progress_message")))
 
 
 def _side(events: "DataFrame", kind: str, keys: List[str], renamed: Dict[str, str]) -> "DataFrame":
@@ -289,7 +289,7 @@ def _network(events: "DataFrame", kind: str, channel_kind: str, keys: List[str],
     return rows.groupBy(*keys).agg(F.min("t").alias(name))
 
 
-def _timed(joined: "DataFrame") -> "DataFrame":
+def timed(joined: "DataFrame") -> "DataFrame":
     """The communication's times: it starts at the send and arrives when the receiving process
     has it (the send itself within a process; ``network_recv_end`` across processes, or the
     read when the trace has no network events, ``arrival_known`` false)."""

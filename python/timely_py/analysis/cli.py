@@ -12,10 +12,11 @@ from __future__ import annotations
 import argparse
 import io
 import sys
+import time
 from typing import TYPE_CHECKING, Callable, Dict
 
 from .kernels import KERNELS
-from .session import parse_conf, require_extra
+from .session import parse_conf, require_extra, session_soon
 
 if TYPE_CHECKING:  # pragma: no cover - the analysis needs the extra; imported when it runs
     from .follow import SliceResult
@@ -57,18 +58,27 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 
 def _analyze(arguments: argparse.Namespace) -> int:
     require_extra()  # without the extra: MissingDependencyError, exit status 2 (timely_py.cli)
-    from .pipeline import analyze
-
     conf = parse_conf(arguments.conf)
+    started, session = time.monotonic(), None
+    if not arguments.follow:  # the JVM starts while the pipeline's modules are imported
+        from .events import count_events
+        from .slicing import parse_duration
+
+        parse_duration(arguments.slice)  # a bad slice length is an error before Spark starts
+        session = session_soon(master=arguments.master, conf=conf, events=count_events(arguments.directory))
+    from .pipeline import analyze
 
     def progress(stage: str, seconds: float) -> None:
         print(f"[analyze] {stage}: {seconds:.1f} s", file=sys.stderr, flush=True)
 
     if arguments.follow:
         return _follow(arguments, conf, progress)
+    assert session is not None
+    spark = session.result()
+    progress("spark session", time.monotonic() - started)
     result = analyze(
-        arguments.directory, out=arguments.out, slice=arguments.slice, master=arguments.master, conf=conf,
-        progress=progress, views=not arguments.no_views, kernels=arguments.kernels,
+        arguments.directory, out=arguments.out, slice=arguments.slice, spark=spark, progress=progress,
+        views=not arguments.no_views, kernels=arguments.kernels,
     )  # fmt: skip
     print(report(result))
     return 0

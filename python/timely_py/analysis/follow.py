@@ -25,12 +25,14 @@ import pyarrow.parquet as pq
 
 from .. import trace
 from ..trace.reader import part_files
-from . import profiles
+from . import driver_profiles
 from .critical_path import critical_paths
 from .kernels import check_kernels
 from .horizon import EVERYTHING, run_finished, stable_horizon
 from .pipeline import AnalysisResult, Contributor, Progress, analyze_built, build_activities, contributors
+from .events import count_events, trace_info
 from .session import get_session
+from .together import run_together
 from .slicing import parse_duration, slice_activities
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -77,7 +79,10 @@ class Follower:
         self._began = time.monotonic()
         timeout, poll = self.options["timeout"], self.options["poll"]
         deadline = None if timeout is None else self._began + timeout
-        session = get_session(self.options["spark"], master=self.options["master"], conf=self.options["conf"])
+        # A run being followed is small when the follow starts (at least when it starts with
+        # the run): its session gets a small trace's settings, as analyze gives them.
+        events = count_events(self.trace_dir)
+        session = get_session(self.options["spark"], master=self.options["master"], conf=self.options["conf"], events=events)
         seen: Optional[Tuple[Any, ...]] = None
         while True:
             state = _fingerprint(self.trace_dir)
@@ -105,25 +110,36 @@ class Follower:
         except trace.TraceFormatError as error:  # a process has not written its metadata yet
             self._progress(f"follow batch: not a whole trace yet ({error})", started)
             return
+        if run_finished(built["info"]):
+            yield from self._finish(built)
+            return
         activities = built["activities"].cache()
         horizon = stable_horizon(built["events"], built["communications"], built["info"])
-        finished = horizon == EVERYTHING and run_finished(built["info"])
         started = self._progress("follow batch: activities and horizon", started)
+        if _run_finished_now(self.trace_dir):  # the last batch, next, emits every slice: sooner than this one
+            horizon = None
         if horizon is not None:
             self._origin = built["origin"] if self._origin is None else self._origin
             last = _last_final_slice(activities, horizon, self._origin, self.length)
             if last >= self._next:
                 yield from self._emit(activities, built["info"].workers, last)
                 started = self._progress(f"follow batch: slices up to {last} emitted", started)
-        if finished:  # the last batch: the whole run's tables, from the activities cached above
-            self.final = analyze_built(
-                built, self.trace_dir, self.out, self.length, origin=self._origin,
-                progress=self.options["progress"], views=self.options["views"], kernels=self.options["kernels"],
-            )  # fmt: skip
-            self.stopped_by = "finished"
-        else:
-            for frame in (built["events"], built["communications"], activities):
-                frame.unpersist()
+        for frame in (built["events"], built["communications"], activities):
+            frame.unpersist()
+
+    def _finish(self, built: Dict[str, Any]) -> Iterator[SliceResult]:
+        """The last batch: the whole run's tables (everything :func:`.analyze` writes), then
+        the slices not emitted yet, taken from those tables (a slice's rows are the same
+        whichever slices are computed with it)."""
+        self._origin = built["origin"] if self._origin is None else self._origin
+        self.final = analyze_built(
+            built, self.trace_dir, self.out, self.length, origin=self._origin,
+            progress=self.options["progress"], views=self.options["views"], kernels=self.options["kernels"],
+        )  # fmt: skip
+        tables = {name: _from_slice(pq.read_table(self.final.tables[name]), self._next) for name in SLICE_TABLES}
+        for row in sorted(tables["slices"].to_pylist(), key=lambda r: r["slice"]):
+            yield self._slice_result(row, tables)
+        self.stopped_by = "finished"
 
     def _emit(self, activities: "DataFrame", workers: int, last: int) -> Iterator[SliceResult]:
         from pyspark.sql import functions as F
@@ -131,12 +147,10 @@ class Follower:
         sliced = slice_activities(activities, self.length, self._origin)  # type: ignore[arg-type]
         sliced = sliced.where(F.col("slice").between(self._next, last)).cache()
         path = critical_paths(sliced, self.options["kernels"]).cache()
-        imbalances = profiles.imbalance(sliced, path, workers)
-        tables = {
-            "critical_path": path.toArrow(),
-            "slices": profiles.imbalance_per_slice(imbalances, profiles.slices(path)).toArrow(),
-            "profile_operator": profiles.by_operator(path).toArrow(),
-        }
+        collected = run_together({"path": path.toArrow, "busy": driver_profiles.busy_per_worker(sliced).toArrow})
+        computed = driver_profiles.all_profiles(collected["path"], collected["busy"], workers)
+        tables = {"critical_path": collected["path"], "slices": computed["slices"]}
+        tables["profile_operator"] = computed["profile_operator"]
         for frame in (path, sliced):
             frame.unpersist()
         for row in sorted(tables["slices"].to_pylist(), key=lambda r: r["slice"]):
@@ -209,6 +223,20 @@ def _last_final_slice(activities: "DataFrame", horizon: int, origin: int, length
         return (horizon - origin) // length - 1
     row = activities.agg(F.max(F.greatest(F.col("end") - 1, F.col("start")))).first()
     return -1 if row is None or row[0] is None else (int(row[0]) - origin) // length
+
+
+def _run_finished_now(trace_dir: Path) -> bool:
+    """Whether the run has finished by now (its metadata read again)."""
+    try:
+        return run_finished(trace_info(trace_dir))
+    except (trace.TraceFormatError, OSError):
+        return False
+
+
+def _from_slice(table: pa.Table, first: int) -> pa.Table:
+    import pyarrow.compute as pc
+
+    return table.filter(pc.greater_equal(table.column("slice"), first))
 
 
 def _rows_of(table: pa.Table, index: int) -> pa.Table:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import threading
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -22,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import activities as acts
-from . import worker_stage
+from . import driver_communications, driver_profiles, plots, profiles, worker_stage
 from .clocks import correct_clocks
 from .critical_path import critical_paths
 from .events import TraceInfo, count_events, load_events
@@ -31,7 +32,7 @@ from .kernels import check_kernels
 from .perfetto_export import write_perfetto
 from .plots import write_plots
 from .profiles import all_profiles
-from .session import get_session
+from .session import SMALL_TRACE_EVENTS, get_session
 from .slicing import parse_duration, slice_activities
 from .together import run_together
 from .viewer import write_viewer
@@ -105,11 +106,14 @@ def build_activities(
 ) -> Dict[str, Any]:
     """Stages 0 to 3: events, clocks, activity construction, wait states (with the ``kernels``
     of :mod:`.kernels`: ``"rust"`` makes each worker's pieces and its wait states natively,
-    ``"python"`` the pieces with Spark's queries and the wait states in Python). Returns the
+    ``"python"`` the pieces with Spark's queries and the wait states in Python); a small
+    trace's communications are joined on the driver (:mod:`.driver_communications`). Returns the
     trace's info, the communications and the activities (with operator names) as DataFrames."""
     events, info = cached_events(spark, trace_dir)
     known = acts.catalogue(events)
-    communications = acts.communications(events, info.workers_per_process).cache()
+    joined_on_driver = count_events(trace_dir) < SMALL_TRACE_EVENTS
+    communicate = driver_communications.communications if joined_on_driver else acts.communications
+    communications = communicate(events, info.workers_per_process).cache()
     if kernels == "rust":
         activities = worker_stage.worker_activities(events, communications, known)
     else:
@@ -161,8 +165,10 @@ def analyze(
     length = parse_duration(slice)
     check_kernels(kernels)
     started = time.monotonic()
-    session = spark or get_session(master=master, conf=conf, events=count_events(trace_dir))
-    started = _stage(progress, "spark session", started)
+    if spark is None:  # a session passed in was made, and timed, by the caller
+        spark = get_session(master=master, conf=conf, events=count_events(trace_dir))
+        started = _stage(progress, "spark session", started)
+    session = spark
     built = build_activities(session, trace_dir, kernels)
     return analyze_built(
         built, trace_dir, out, length, progress=progress, views=views, started=started, kernels=kernels
@@ -180,21 +186,34 @@ def analyze_built(
     views: bool = True,
     started: Optional[float] = None,
     kernels: str = "rust",
+    on_driver: Optional[bool] = None,
 ) -> AnalysisResult:
     """What :func:`analyze` does after :func:`build_activities`: slices of ``length`` ns from
     ``origin`` (default: the trace's first event), critical paths, profiles, the tables and
     views in ``out``, with the ``kernels`` of :mod:`.kernels`. Follow mode calls it on its
-    last batch with the origin it sliced by."""
+    last batch with the origin it sliced by. ``on_driver``: whether the profiles come from the
+    collected critical path (:mod:`.driver_profiles`) rather than Spark's queries; by default
+    when the trace is small (:data:`.session.SMALL_TRACE_EVENTS`)."""
     started = time.monotonic() if started is None else started
+    if views:  # matplotlib's import, while the driver waits for Spark
+        threading.Thread(target=plots.preload, name="preload-plots", daemon=True).start()
     activities = built["activities"].cache()
-    activities.count()
-    started = _stage(progress, "activities and waits", started)
     sliced = slice_activities(activities, length, built["origin"] if origin is None else origin).cache()
     path = critical_paths(sliced, kernels).repartition(1).cache()
-    path.count()
-    started = _stage(progress, "slices and critical paths", started)
-    large = {"communications": built["communications"], "activities": activities, "critical_path": path}
-    written, small = _write_tables(large, all_profiles(sliced, path, built["info"].workers), Path(out))
+    on_driver = count_events(trace_dir) < SMALL_TRACE_EVENTS if on_driver is None else on_driver
+    # One action materialises the three caches (no count of the activities first: a Spark
+    # job of its own), so the activities and the paths are one stage of the progress.
+    path_table = path.toArrow() if on_driver else None
+    if path_table is None:
+        path.count()
+    started = _stage(progress, "activities and waits, slices and critical paths", started)
+    large = {"communications": built["communications"], "activities": activities}
+    workers = built["info"].workers
+    if path_table is None:
+        large["critical_path"] = path
+        written, small = _write_tables(large, all_profiles(sliced, path, workers), Path(out))
+    else:
+        written, small = _write_tables_from_path(large, sliced, path, path_table, workers, Path(out))
     started = _stage(progress, "profiles written", started)
     for frame in (built["events"], built["communications"], activities, sliced, path):
         frame.unpersist()
@@ -218,22 +237,56 @@ def _write_tables(
     large: Dict[str, "DataFrame"], small: Dict[str, Callable[[], "DataFrame"]], out: Path
 ) -> Tuple[Dict[str, Path], Dict[str, pa.Table]]:
     """Writes the ``large`` tables (as large as the trace: by Spark, a directory of part files
-    each) and collects the ``small`` ones (summaries, a row per slice and contributor at
-    most: each built by its function), all Spark's jobs side by side; then writes each small
-    table as one file in a directory of the same shape as Spark's. Returns the paths
-    written and the small tables."""
+    each) and the ``small`` ones (summaries, a row per slice and contributor at most: each
+    built by its function, collected, written from the driver). Returns the paths written
+    and the small tables."""
+    written, tables = _write_and_collect(large, small, out)
+    for name, table in tables.items():
+        _driver_write(table, out / name)
+        written[name] = out / name
+    return written, tables
+
+
+def _write_and_collect(
+    large: Dict[str, "DataFrame"], small: Dict[str, Callable[[], "DataFrame"]], out: Path
+) -> Tuple[Dict[str, Path], Dict[str, pa.Table]]:
+    """Writes the ``large`` tables by Spark and collects the ``small`` queries as Arrow, all
+    Spark's jobs side by side. Returns the paths written and the collected tables."""
     actions: Dict[str, Callable[[], Any]] = {
         name: partial(_spark_write, frame, out / name) for name, frame in large.items()
     }
     actions.update({name: partial(_collected, build) for name, build in small.items()})
     done = run_together(actions)
-    tables = {name: done[name] for name in small}
+    return {name: out / name for name in large}, {name: done[name] for name in small}
+
+
+def _write_tables_from_path(
+    large: Dict[str, "DataFrame"], sliced: "DataFrame", path: "DataFrame", path_table: pa.Table, workers: int, out: Path
+) -> Tuple[Dict[str, Path], Dict[str, pa.Table]]:
+    """What :func:`_write_tables` writes, for a trace small enough that its critical path
+    (``path_table``, collected) is a small table: the profiles but ``slack`` come from it and
+    from one collected query of the sliced activities (:mod:`.driver_profiles`), so the Spark
+    jobs left are the two large tables' writes and two collects."""
+    leaders = driver_profiles.slack_leaders(path_table, profiles.TOP_SLACK)
+    queries = {
+        "busy": lambda: driver_profiles.busy_per_worker(sliced),
+        "slack": lambda: profiles.slack(sliced, path, leaders=leaders),
+    }
+    written, collected = _write_and_collect(large, queries, out)
+    tables = driver_profiles.all_profiles(path_table, collected["busy"], workers)
+    tables.update(slack=collected["slack"], critical_path=path_table)
     for name, table in tables.items():
-        if (out / name).exists():
-            shutil.rmtree(out / name)
-        (out / name).mkdir(parents=True)
-        pq.write_table(table, out / name / "part-00000.parquet")
-    return {name: out / name for name in actions}, tables
+        _driver_write(table, out / name)
+        written[name] = out / name
+    return written, tables
+
+
+def _driver_write(table: pa.Table, directory: Path) -> None:
+    """``table`` as one file in ``directory`` (replaced), the shape of a table Spark writes."""
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    pq.write_table(table, directory / "part-00000.parquet")
 
 
 def _spark_write(frame: "DataFrame", path: Path) -> None:

@@ -51,6 +51,13 @@ def write_plots(out: PathLike) -> List[Path]:
     return written
 
 
+def preload() -> None:
+    """Imports what drawing needs (matplotlib's figures and its PNG canvas: about a second), so
+    a caller can have it done on another thread while it waits for something else."""
+    import matplotlib.backends.backend_agg  # noqa: F401
+    import matplotlib.figure  # noqa: F401
+
+
 def _figure(width: float, height: float) -> "Figure":
     from matplotlib.figure import Figure
 

@@ -9,7 +9,7 @@ Definitions and columns: ``docs/critical-path.md`` ("Profiles").
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Dict
+from typing import TYPE_CHECKING, Callable, Dict, Optional, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
@@ -131,23 +131,27 @@ def imbalance_per_slice(imbalances: "DataFrame", slice_table: "DataFrame") -> "D
     return joined.withColumn("imbalance", F.col("imbalance_ns") / F.greatest(F.col("length_ns"), F.lit(1)))
 
 
-def slack(sliced: "DataFrame", path: "DataFrame", top: int = TOP_SLACK) -> "DataFrame":
-    """For the ``top`` contributors: per contributor, its activities, how many are on a critical
+def slack(
+    sliced: "DataFrame", path: "DataFrame", top: int = TOP_SLACK, leaders: Optional[Sequence[str]] = None
+) -> "DataFrame":
+    """For the ``top`` contributors (``leaders``, when the caller knows them already: no Spark
+    job to find them): per contributor, its activities, how many are on a critical
     path, and the slack of the others: how much longer one could run before the wait that
     follows it on its worker (in its slice) is used up; 0 on the path, and an activity with no
     wait after it in its slice has none."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    timed = overall(path).where(~F.col("type").isin(*NO_SLACK_TYPES))
-    leaders = [r["contributor"] for r in timed.limit(top).collect()]
+    if leaders is None:
+        timed = overall(path).where(~F.col("type").isin(*NO_SLACK_TYPES))
+        leaders = [r["contributor"] for r in timed.limit(top).collect()]
     wait = F.col("type").isin("waiting", "waiting_for_input")
     # The first wait after each activity is the last one seen walking the worker's slice
     # backwards: a growing frame, linear in Spark (a frame to unboundedFollowing is quadratic).
     later = Window.partitionBy("slice", "worker").orderBy(F.desc("start")).rowsBetween(Window.unboundedPreceding, -1)
     next_wait = F.last(F.when(wait, F.col("end") - F.col("start")), ignorenulls=True).over(later)
     activities = sliced.withColumn("slack_ns", F.coalesce(next_wait, F.lit(0)))
-    activities = activities.withColumn("contributor", contributor()).where(F.col("contributor").isin(leaders))
+    activities = activities.withColumn("contributor", contributor()).where(F.col("contributor").isin(list(leaders)))
     on_path = path.where(F.col("activity_id").isNotNull()).select("slice", "activity_id").distinct()
     on_path = on_path.withColumn("critical", F.lit(True))
     marked = activities.join(on_path, ["slice", "activity_id"], "left").fillna(False, ["critical"])

@@ -81,6 +81,37 @@ CRITICAL_PATH = pa.schema(
 )
 
 
+_F64 = pa.float64()
+
+#: The profile tables (``docs/critical-path.md``, "Profiles") as Spark's queries of
+#: :mod:`.profiles` make them, nullability included: :mod:`.driver_profiles` makes the same.
+SLICES = pa.schema(
+    [
+        ("slice", _I64), ("start", _I64), ("end", _I64), ("critical_ns", _I64),
+        pa.field("edges", _I64, nullable=False), ("crossings", _I64), ("complete", _BOOL), ("length_ns", _I64),
+        pa.field("imbalance_ns", _F64, nullable=False), ("imbalance", _F64),
+    ]
+)  # fmt: skip
+PROFILE = pa.schema([("contributor", _STR), ("type", _STR), ("critical_ns", _I64), ("share", _F64)])
+PROFILE_TYPE = pa.schema([("slice", _I64), ("type", _STR), ("critical_ns", _I64), ("share", _F64)])
+PROFILE_OPERATOR = pa.schema([("slice", _I64)]).append(PROFILE.field(0)).append(PROFILE.field(1))
+PROFILE_OPERATOR = PROFILE_OPERATOR.append(PROFILE.field(2)).append(PROFILE.field(3))
+PROFILE_WORKER = pa.schema([("slice", _I64), ("worker", _I64), ("critical_ns", _I64), ("share", _F64)])
+PROFILE_CONTRIBUTOR_WORKER = pa.schema(
+    [("contributor", _STR), ("type", _STR), ("worker", _I64), ("critical_ns", _I64), ("busy_ns", _I64)]
+)
+IMBALANCE = pa.schema(
+    [
+        ("slice", _I64), ("contributor", _STR), ("critical_ns", _I64),
+        pa.field("mean_worker_ns", _F64, nullable=False), ("imbalance_ns", _F64),
+    ]
+)  # fmt: skip
+
+#: The sliced activities' busy time per slice, contributor, type and worker (the profiles'
+#: one query of the sliced activities on the driver's path, :mod:`.driver_profiles`).
+BUSY = pa.schema([("slice", _I64), ("contributor", _STR), ("type", _STR), ("worker", _I64), ("busy_ns", _I64)])
+
+
 def spark_types(schema: pa.Schema) -> Dict[str, str]:
     """The Spark SQL type of each column of ``schema``."""
     names = {pa.int64(): "bigint", pa.string(): "string", pa.bool_(): "boolean"}

@@ -14,6 +14,7 @@ import importlib.util
 import os
 import shutil
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Dict, Mapping, Optional
 
 from .._core import TimelyError
@@ -183,6 +184,19 @@ def get_session(
     session.sparkContext.setLogLevel("ERROR")
     jvm_archive.create_later(archive, settings)
     return session
+
+
+def session_soon(
+    *, master: Optional[str] = None, conf: Optional[Mapping[str, str]] = None, events: Optional[int] = None
+) -> "Future[SparkSession]":
+    """:func:`get_session` on a thread of its own: the driver's JVM starts (seconds, in another
+    process) while the caller goes on importing and reading; ``result()`` gives the session
+    or raises what :func:`get_session` raised."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spark-session")
+    try:
+        return pool.submit(get_session, master=master, conf=conf, events=events)
+    finally:
+        pool.shutdown(wait=False)
 
 
 def parse_conf(pairs: Optional[list]) -> Dict[str, str]:
