@@ -3,9 +3,9 @@
 //! A `VecTime` is a vector of `u64` coordinates, product ordered (`a <= b` when every
 //! coordinate of `a` is at most that of `b`): a dataflow's root uses one coordinate, and
 //! each loop around a scope adds one, as `Product` does with one type per depth. Absent
-//! trailing coordinates are zero, and a `VecTime` is kept without trailing zeros, so the
-//! least time (`minimum()`, the empty vector) is the least time of every depth and entering
-//! a loop (appending a zero coordinate) changes nothing. How many coordinates a scope's
+//! trailing coordinates are zero, and a time with trailing zeros is the same time without
+//! them, so the least time (`minimum()`, all zeros) is the least time of every depth and
+//! entering a loop (appending a zero coordinate) changes nothing. How many coordinates a scope's
 //! times have is known to whoever built the scope, not to the times: `VecLoop` nests a loop
 //! given the number of coordinates of its parent.
 //!
@@ -18,39 +18,65 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use smallvec::SmallVec;
 use std::fmt;
 
-/// Coordinates held without allocating: a dataflow's root and three loops.
+/// Coordinates held in place: a dataflow's root and three loops.
 const INLINE: usize = 4;
 
-/// A product-ordered vector of `u64` coordinates, without trailing zeros (see the module doc).
+/// A product-ordered vector of `u64` coordinates, absent ones zero (see the module doc).
 ///
-/// `Ord` is lexicographic, with absent coordinates as zeros: a linear extension of the
-/// product order.
+/// The first `INLINE` coordinates are held in place, zeros included, so that times of up
+/// to three loops copy, compare and hash as a small array; coordinates past them, if any
+/// is non-zero, are in `more`, up to the last non-zero one. Every time therefore has one
+/// representation, and the derived `Eq`, `Hash` and `Ord` (lexicographic, absent
+/// coordinates as zeros: a linear extension of the product order) are those of the
+/// coordinates.
 #[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct VecTime {
-    coordinates: SmallVec<[u64; INLINE]>,
+    inline: [u64; INLINE],
+    more: Option<Box<[u64]>>,
 }
 
 impl VecTime {
     /// The time with these coordinates (trailing zeros may be given or left out).
     pub fn new(coordinates: &[u64]) -> Self {
-        let mut time = VecTime { coordinates: SmallVec::from_slice(coordinates) };
-        time.trim();
-        time
+        let mut inline = [0; INLINE];
+        let head = coordinates.len().min(INLINE);
+        inline[..head].copy_from_slice(&coordinates[..head]);
+        VecTime { inline, more: Self::rest(&coordinates[head..]) }
+    }
+
+    /// Coordinates from `INLINE` on, up to the last non-zero one (`None` if all are zero).
+    fn rest(coordinates: &[u64]) -> Option<Box<[u64]>> {
+        let used = coordinates.iter().rposition(|c| *c != 0)? + 1;
+        Some(coordinates[..used].into())
     }
 
     /// The time at a dataflow's root with this one coordinate.
     pub fn root(epoch: u64) -> Self {
-        VecTime::new(&[epoch])
+        let mut inline = [0; INLINE];
+        inline[0] = epoch;
+        VecTime { inline, more: None }
     }
 
-    /// The coordinates up to the last non-zero one.
-    pub fn coordinates(&self) -> &[u64] {
-        &self.coordinates
+    /// Number of coordinates up to the last non-zero one.
+    pub fn len(&self) -> usize {
+        match &self.more {
+            Some(more) => INLINE + more.len(),
+            None => self.inline.iter().rposition(|c| *c != 0).map_or(0, |last| last + 1),
+        }
+    }
+
+    /// True for the least time (every coordinate zero).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Coordinate `index` (zero when absent).
+    #[inline]
     pub fn get(&self, index: usize) -> u64 {
-        self.coordinates.get(index).copied().unwrap_or(0)
+        match self.inline.get(index) {
+            Some(c) => *c,
+            None => self.more.as_ref().and_then(|more| more.get(index - INLINE).copied()).unwrap_or(0),
+        }
     }
 
     /// The first `len` coordinates, zeros included, as a scope with `len` coordinates
@@ -62,35 +88,42 @@ impl VecTime {
     /// The time with coordinates from `len` on dropped.
     pub fn truncated(&self, len: usize) -> Self {
         let mut time = self.clone();
-        time.coordinates.truncate(len);
-        time.trim();
-        time
-    }
-
-    fn trim(&mut self) {
-        while self.coordinates.last() == Some(&0) {
-            self.coordinates.pop();
+        for c in time.inline.iter_mut().skip(len) {
+            *c = 0;
         }
+        time.more = match (&self.more, len.checked_sub(INLINE)) {
+            (Some(more), Some(kept)) if kept > 0 => Self::rest(&more[..kept.min(more.len())]),
+            _ => None,
+        };
+        time
     }
 
     /// Coordinate-wise `op`, or `None` if it fails for a coordinate.
     #[inline]
     fn zip_with(&self, other: &Self, op: impl Fn(u64, u64) -> Option<u64>) -> Option<Self> {
-        let len = self.coordinates.len().max(other.coordinates.len());
-        let mut coordinates = SmallVec::with_capacity(len);
-        for index in 0..len {
-            coordinates.push(op(self.get(index), other.get(index))?);
+        let mut inline = [0; INLINE];
+        for (index, c) in inline.iter_mut().enumerate() {
+            *c = op(self.inline[index], other.inline[index])?;
         }
-        let mut time = VecTime { coordinates };
-        time.trim();
-        Some(time)
+        let more = match (&self.more, &other.more) {
+            (None, None) => None,
+            _ => {
+                let len = self.len().max(other.len()) - INLINE;
+                let mut rest = SmallVec::<[u64; INLINE]>::with_capacity(len);
+                for index in INLINE..INLINE + len {
+                    rest.push(op(self.get(index), other.get(index))?);
+                }
+                Self::rest(&rest)
+            }
+        };
+        Some(VecTime { inline, more })
     }
 }
 
 /// Encoded as the sequence of its coordinates.
 impl Serialize for VecTime {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.coordinates.serialize(serializer)
+        serializer.collect_seq(self.padded(self.len()))
     }
 }
 
@@ -98,20 +131,18 @@ impl Serialize for VecTime {
 /// equal times stay equal.
 impl<'de> Deserialize<'de> for VecTime {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let mut time = VecTime { coordinates: SmallVec::deserialize(deserializer)? };
-        time.trim();
-        Ok(time)
+        let coordinates = SmallVec::<[u64; 2 * INLINE]>::deserialize(deserializer)?;
+        Ok(VecTime::new(&coordinates))
     }
 }
 
 /// Shown as a `Product` of the same coordinates would be, flat: `3`, `(3, 1)`.
 impl fmt::Debug for VecTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.coordinates.as_slice() {
-            [] => write!(f, "0"),
-            [epoch] => write!(f, "{}", epoch),
-            coordinates => {
-                let shown: Vec<String> = coordinates.iter().map(|c| c.to_string()).collect();
+        match self.len() {
+            0 | 1 => write!(f, "{}", self.get(0)),
+            len => {
+                let shown: Vec<String> = self.padded(len).map(|c| c.to_string()).collect();
                 write!(f, "({})", shown.join(", "))
             }
         }
@@ -121,10 +152,15 @@ impl fmt::Debug for VecTime {
 impl PartialOrder for VecTime {
     #[inline]
     fn less_equal(&self, other: &Self) -> bool {
-        // Without trailing zeros, a longer vector has a non-zero coordinate past the end
-        // of a shorter one, where the shorter has zero.
-        self.coordinates.len() <= other.coordinates.len()
-            && self.coordinates.iter().zip(other.coordinates.iter()).all(|(a, b)| a <= b)
+        self.inline.iter().zip(other.inline.iter()).all(|(a, b)| a <= b)
+            && match (&self.more, &other.more) {
+                (None, _) => true,
+                // `self` has a non-zero coordinate where `other` has none.
+                (Some(_), None) => false,
+                (Some(mine), Some(theirs)) => {
+                    mine.len() <= theirs.len() && mine.iter().zip(theirs.iter()).all(|(a, b)| a <= b)
+                }
+            }
     }
 }
 
@@ -189,7 +225,13 @@ mod tests {
     fn trailing_zeros_do_not_count() {
         assert_eq!(t(&[3, 0, 0]), t(&[3]));
         assert_eq!(t(&[0, 0]), VecTime::minimum());
-        assert_eq!(t(&[3, 0, 2]).coordinates(), &[3, 0, 2]);
+        assert_eq!(t(&[3, 0, 2]).len(), 3);
+        assert_eq!(t(&[1, 2, 3, 4, 5, 0, 0]), t(&[1, 2, 3, 4, 5]));
+        assert_eq!(t(&[1, 2, 3, 4, 0, 0]), t(&[1, 2, 3, 4]));
+        assert_eq!(t(&[1, 2, 3, 4, 0, 6]).len(), 6);
+        assert_eq!(t(&[1, 2, 3, 4, 5, 6]).truncated(5), t(&[1, 2, 3, 4, 5]));
+        assert_eq!(t(&[1, 2, 3, 4, 0, 6]).truncated(5), t(&[1, 2, 3, 4]));
+        assert_eq!(t(&[1, 2, 3, 4, 5, 6]).truncated(3), t(&[1, 2, 3]));
         assert_eq!(t(&[3]).padded(3).collect::<Vec<_>>(), vec![3, 0, 0]);
         assert_eq!(t(&[3, 1, 2]).truncated(2), t(&[3, 1]));
         assert_eq!(t(&[3, 0, 2]).truncated(2), t(&[3]));
@@ -211,6 +253,33 @@ mod tests {
             }
         }
         assert!(VecTime::minimum().less_equal(&t(&[0, 0, 7])));
+    }
+
+    #[test]
+    fn order_past_the_inline_coordinates() {
+        // Six coordinates, two of them past those held in place, every value 0 to 2.
+        let mut vectors = Vec::new();
+        for seed in 0..3u64.pow(6) {
+            let mut v = [0u64; 6];
+            let mut rest = seed;
+            for c in v.iter_mut() {
+                *c = rest % 3;
+                rest /= 3;
+            }
+            if seed % 7 == 0 || v[4] + v[5] > 0 && seed % 5 == 0 {
+                vectors.push(v);
+            }
+        }
+        for a in &vectors {
+            for b in &vectors {
+                let product = a.iter().zip(b.iter()).all(|(x, y)| x <= y);
+                assert_eq!(t(a).less_equal(&t(b)), product, "{:?} <= {:?}", a, b);
+                assert_eq!(t(a).cmp(&t(b)), a.cmp(b), "{:?} cmp {:?}", a, b);
+                assert_eq!(t(a) == t(b), a == b);
+                let sum: Vec<u64> = a.iter().zip(b.iter()).map(|(x, y)| x + y).collect();
+                assert_eq!(t(a).results_in(&t(b)), Some(t(&sum)));
+            }
+        }
     }
 
     #[test]
