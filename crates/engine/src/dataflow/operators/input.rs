@@ -370,3 +370,20 @@ impl<T: Timestamp> Scope<T> {
         })
     }
 }
+
+/// `iterator.to_stream(&scope)`: any iterator's items as a stream, as `Scope::to_stream`
+/// makes it (timely's `ToStream`).
+pub trait ToStream<D: Data> {
+    /// The items as a stream at the minimum time of `scope`, produced by every worker.
+    fn to_stream<T: Timestamp>(self, scope: &Scope<T>) -> Stream<T, D>;
+}
+
+impl<I> ToStream<I::Item> for I
+where
+    I: IntoIterator + 'static,
+    I::Item: Data,
+{
+    fn to_stream<T: Timestamp>(self, scope: &Scope<T>) -> Stream<T, I::Item> {
+        scope.to_stream(self)
+    }
+}
