@@ -44,12 +44,12 @@ pub struct Run {
 
 /// The programs and their parameters, with defaults.
 pub const PROGRAMS: &[(&str, &[(&str, u64)])] = &[
-    ("pingpong", &[("iterations", 1_000), ("elements", 100_000)]),
-    ("hashjoin", &[("keys", 1_000_000), ("values", 2_000_000), ("batch", 100_000)]),
+    ("pingpong", &[("iterations", 1_000), ("elements", 1_000_000)]),
+    ("hashjoin", &[("keys", 1_000_000), ("values", 1_000_000), ("batch", 100_000)]),
     ("bfs", &[("nodes", 1_000_000), ("edges", 4_000_000)]),
-    ("barrier", &[("iterations", 200_000)]),
-    ("event_driven", &[("dataflows", 1_000), ("length", 10), ("rounds", 20_000), ("record", 1)]),
-    ("pagerank", &[("nodes", 100_000), ("edges", 400_000), ("rounds", 500), ("changes", 4)]),
+    ("barrier", &[("iterations", 300_000)]),
+    ("event_driven", &[("dataflows", 1_000), ("length", 10), ("rounds", 5_000), ("record", 1)]),
+    ("pagerank", &[("nodes", 100_000), ("edges", 400_000), ("rounds", 300), ("changes", 4)]),
 ];
 
 impl Run {
@@ -77,7 +77,8 @@ impl Run {
 }
 
 fn usage() -> String {
-    let mut text = String::from("usage: PROGRAM [PARAMETERS] [-w WORKERS] [-n PROCESSES -p PROCESS]\nprograms:");
+    let mut text =
+        String::from("usage: PROGRAM [PARAMETERS] [-w WORKERS] [-n PROCESSES -p PROCESS]\nprograms:");
     for (name, params) in PROGRAMS {
         let params: Vec<String> = params.iter().map(|(p, v)| format!("{p}={v}")).collect();
         text.push_str(&format!("\n  {name} {}", params.join(" ")));

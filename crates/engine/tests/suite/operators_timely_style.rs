@@ -42,14 +42,19 @@ fn unary_notify_from_delivers_the_initial_notifications_in_a_loop_without_record
             worker.dataflow::<usize, _>(|scope| {
                 let (handle, stream) = scope.feedback::<()>(1);
                 stream
-                    .unary_notify_from(Pipeline, "Barrier", [0, 2], move |_input, _output: &mut _, notificator| {
-                        while let Some((capability, count)) = notificator.next() {
-                            out.borrow_mut().push((*capability.time(), count));
-                            if *capability.time() < 5 {
-                                notificator.notify_at(capability.delayed(&(capability.time() + 1)));
+                    .unary_notify_from(
+                        Pipeline,
+                        "Barrier",
+                        [0, 2],
+                        move |_input, _output: &mut _, notificator| {
+                            while let Some((capability, count)) = notificator.next() {
+                                out.borrow_mut().push((*capability.time(), count));
+                                if *capability.time() < 5 {
+                                    notificator.notify_at(capability.delayed(&(capability.time() + 1)));
+                                }
                             }
-                        }
-                    })
+                        },
+                    )
                     .connect_loop(handle);
             });
             while worker.step_or_park(None) {}
@@ -68,16 +73,27 @@ fn binary_notify_from_counts_records_of_both_inputs_from_an_initial_notification
     for workers in [1, 2] {
         let got = dataflow_output(workers, vec![left.clone(), right.clone()], |s| {
             let mut counts: HashMap<u64, u64> = HashMap::new();
-            s[0].binary_notify_from(&s[1], Exchange::new(|x| *x), Exchange::new(|x| *x), "Count", [0], move |a, b, output, notificator| {
-                a.for_each(|time, data| *counts.entry(*time.time()).or_default() += data.drain(..).count() as u64);
-                b.for_each(|time, data| *counts.entry(*time.time()).or_default() += data.drain(..).count() as u64);
-                notificator.for_each(|capability, _, notificator| {
-                    output.session(&capability).give(counts.remove(capability.time()).unwrap_or(0));
-                    if *capability.time() < 11 {
-                        notificator.notify_at(capability.delayed(&(capability.time() + 1)));
-                    }
-                });
-            })
+            s[0].binary_notify_from(
+                &s[1],
+                Exchange::new(|x| *x),
+                Exchange::new(|x| *x),
+                "Count",
+                [0],
+                move |a, b, output, notificator| {
+                    a.for_each(|time, data| {
+                        *counts.entry(*time.time()).or_default() += data.drain(..).count() as u64
+                    });
+                    b.for_each(|time, data| {
+                        *counts.entry(*time.time()).or_default() += data.drain(..).count() as u64
+                    });
+                    notificator.for_each(|capability, _, notificator| {
+                        output.session(&capability).give(counts.remove(capability.time()).unwrap_or(0));
+                        if *capability.time() < 11 {
+                            notificator.notify_at(capability.delayed(&(capability.time() + 1)));
+                        }
+                    });
+                },
+            )
         });
         // Every worker is notified at each time 0..=11 and sends its own count.
         let mut totals = HashMap::new();
@@ -102,7 +118,9 @@ fn a_capability_keys_a_map_and_equals_its_time() {
                 let mut stash: HashMap<Capability<u64>, Vec<u64>> = HashMap::new();
                 move |input, frontier, output| {
                     input.for_each(|time, data| stash.entry(time.retain()).or_default().append(data));
-                    for (time, records) in stash.iter_mut().filter(|(time, _)| !frontier.less_equal(time.time())) {
+                    for (time, records) in
+                        stash.iter_mut().filter(|(time, _)| !frontier.less_equal(time.time()))
+                    {
                         assert!(*time == *time.time(), "a capability equals its time");
                         output.session(time).give_vec(records);
                     }
@@ -147,7 +165,10 @@ fn an_iterator_becomes_a_stream_of_its_items() {
         run(workers, move |worker| {
             let (index, peers) = (worker.index(), worker.peers());
             worker.dataflow::<u64, _>(|scope| {
-                (0..1000u32).filter(move |x| *x as usize % peers == index).to_stream(scope).capture_into(&shared);
+                (0..1000u32)
+                    .filter(move |x| *x as usize % peers == index)
+                    .to_stream(scope)
+                    .capture_into(&shared);
             });
         });
         let expected: Vec<(u64, u32)> = (0..1000).map(|x| (0, x)).collect();

@@ -28,46 +28,52 @@ pub fn run(worker: &mut Worker, nodes: u64, edges: u64) -> Shared {
         let mut adjacency = None;
         let mut parent = vec![u32::MAX; nodes as usize / peers + 1];
         graph
-            .binary_notify(&reached, Exchange::new(by_source), Exchange::new(by_source), "BFS", move |input1, input2, output, notificator| {
-                input1.for_each(|time, data| {
-                    notificator.notify_at(time.retain());
-                    edge_batches.push(std::mem::take(data));
-                });
-                input2.for_each(|time, data| {
-                    arrivals
-                        .entry(*time.time())
-                        .or_insert_with(|| {
-                            notificator.notify_at(time.retain());
-                            Vec::new()
-                        })
-                        .push(std::mem::take(data));
-                });
-                notificator.for_each(|time, _count, _notificator| {
-                    if *time.time() == 0 {
-                        let edges = edge_batches.drain(..).flatten().collect();
-                        adjacency = Some(Adjacency::new(edges, nodes as usize, peers));
-                    }
-                    let graph = adjacency.as_ref().expect("the graph is complete at time 0");
-                    let Some(batches) = arrivals.remove(time.time()) else { return };
-                    let mut session = output.session(&time);
-                    let (mut reached, mut sent) = (0, 0);
-                    for (node, from) in batches.into_iter().flatten() {
-                        let local = node as usize / peers;
-                        if parent[local] == u32::MAX {
-                            parent[local] = from;
-                            reached += 1;
-                            for &target in graph.neighbours(local) {
-                                session.give((target, node));
-                                sent += 1;
+            .binary_notify(
+                &reached,
+                Exchange::new(by_source),
+                Exchange::new(by_source),
+                "BFS",
+                move |input1, input2, output, notificator| {
+                    input1.for_each(|time, data| {
+                        notificator.notify_at(time.retain());
+                        edge_batches.push(std::mem::take(data));
+                    });
+                    input2.for_each(|time, data| {
+                        arrivals
+                            .entry(*time.time())
+                            .or_insert_with(|| {
+                                notificator.notify_at(time.retain());
+                                Vec::new()
+                            })
+                            .push(std::mem::take(data));
+                    });
+                    notificator.for_each(|time, _count, _notificator| {
+                        if *time.time() == 0 {
+                            let edges = edge_batches.drain(..).flatten().collect();
+                            adjacency = Some(Adjacency::new(edges, nodes as usize, peers));
+                        }
+                        let graph = adjacency.as_ref().expect("the graph is complete at time 0");
+                        let Some(batches) = arrivals.remove(time.time()) else { return };
+                        let mut session = output.session(&time);
+                        let (mut reached, mut sent) = (0, 0);
+                        for (node, from) in batches.into_iter().flatten() {
+                            let local = node as usize / peers;
+                            if parent[local] == u32::MAX {
+                                parent[local] = from;
+                                reached += 1;
+                                for &target in graph.neighbours(local) {
+                                    session.give((target, node));
+                                    sent += 1;
+                                }
                             }
                         }
-                    }
-                    let mut out = out.borrow_mut();
-                    add(&mut out, "reached", reached);
-                    add(&mut out, "distance_sum", reached * *time.time() as u64);
-                    add(&mut out, "messages", sent);
-                });
-            })
+                        let mut out = out.borrow_mut();
+                        add(&mut out, "reached", reached);
+                        add(&mut out, "distance_sum", reached * *time.time() as u64);
+                        add(&mut out, "messages", sent);
+                    });
+                },
+            )
             .concat(&[(0u32, 0u32)].to_stream(scope))
             .connect_loop(handle);
     });

@@ -19,30 +19,36 @@ pub fn run(worker: &mut Worker, keys: u64, values: u64, batch: u64) -> Shared {
         let stream2 = scope.input_from(&mut input2);
         let by_key = |pair: &(u64, u64)| pair.0;
         stream1
-            .binary(&stream2, Exchange::new(by_key), Exchange::new(by_key), "HashJoin", |_capability, _info| {
-                let mut map1 = HashMap::<u64, Vec<u64>>::new();
-                let mut map2 = HashMap::<u64, Vec<u64>>::new();
-                move |input1, input2, output| {
-                    input1.for_each(|time, data| {
-                        let mut session = output.session(&time);
-                        for (key, value1) in data.drain(..) {
-                            for &value2 in map2.get(&key).into_iter().flatten() {
-                                session.give((value1, value2));
+            .binary(
+                &stream2,
+                Exchange::new(by_key),
+                Exchange::new(by_key),
+                "HashJoin",
+                |_capability, _info| {
+                    let mut map1 = HashMap::<u64, Vec<u64>>::new();
+                    let mut map2 = HashMap::<u64, Vec<u64>>::new();
+                    move |input1, input2, output| {
+                        input1.for_each(|time, data| {
+                            let mut session = output.session(&time);
+                            for (key, value1) in data.drain(..) {
+                                for &value2 in map2.get(&key).into_iter().flatten() {
+                                    session.give((value1, value2));
+                                }
+                                map1.entry(key).or_default().push(value1);
                             }
-                            map1.entry(key).or_default().push(value1);
-                        }
-                    });
-                    input2.for_each(|time, data| {
-                        let mut session = output.session(&time);
-                        for (key, value2) in data.drain(..) {
-                            for &value1 in map1.get(&key).into_iter().flatten() {
-                                session.give((value1, value2));
+                        });
+                        input2.for_each(|time, data| {
+                            let mut session = output.session(&time);
+                            for (key, value2) in data.drain(..) {
+                                for &value1 in map1.get(&key).into_iter().flatten() {
+                                    session.give((value1, value2));
+                                }
+                                map2.entry(key).or_default().push(value2);
                             }
-                            map2.entry(key).or_default().push(value2);
-                        }
-                    });
-                }
-            })
+                        });
+                    }
+                },
+            )
             .inspect_batch(move |_time, pairs| {
                 let mut out = out.borrow_mut();
                 add(&mut out, "pairs", pairs.len() as u64);

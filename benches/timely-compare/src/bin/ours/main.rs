@@ -1,4 +1,4 @@
-//! The six programs on `timely_engine`: `ours PROGRAM [PARAMETERS] [-w N] [-n N -p I]`
+//! The six programs on `timely_engine`: `compare-ours PROGRAM [PARAMETERS] [-w N] [-n N -p I]`
 //! (see the crate's documentation for what is printed).
 
 mod barrier;

@@ -15,17 +15,22 @@ pub fn run(worker: &mut Worker, iterations: u64) -> Shared {
     worker.dataflow::<usize, _, _>(move |scope| {
         let (handle, stream) = scope.feedback::<Vec<()>>(1);
         stream
-            .unary_notify::<CapacityContainerBuilder<Vec<()>>, _, _>(Pipeline, "Barrier", vec![0], move |_input, _output, notificator| {
-                while let Some((capability, _count)) = notificator.next() {
-                    let mut out = out.borrow_mut();
-                    add(&mut out, "notifications", 1);
-                    add(&mut out, "time_sum", *capability as u64);
-                    let next = *capability + 1;
-                    if next < iterations {
-                        notificator.notify_at(capability.delayed(&next));
+            .unary_notify::<CapacityContainerBuilder<Vec<()>>, _, _>(
+                Pipeline,
+                "Barrier",
+                vec![0],
+                move |_input, _output, notificator| {
+                    while let Some((capability, _count)) = notificator.next() {
+                        let mut out = out.borrow_mut();
+                        add(&mut out, "notifications", 1);
+                        add(&mut out, "time_sum", *capability as u64);
+                        let next = *capability + 1;
+                        if next < iterations {
+                            notificator.notify_at(capability.delayed(&next));
+                        }
                     }
-                }
-            })
+                },
+            )
             .connect_loop(handle);
     });
     summary

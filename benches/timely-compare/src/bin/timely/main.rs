@@ -1,4 +1,4 @@
-//! The six programs on timely 0.29 (crates.io): `timely PROGRAM [PARAMETERS] [-w N] [-n N -p I]`
+//! The six programs on timely 0.29 (crates.io): `compare-timely PROGRAM [PARAMETERS] [-w N] [-n N -p I]`
 //! (see the crate's documentation for what is printed).
 
 mod barrier;

@@ -26,49 +26,62 @@ pub fn run(worker: &mut Worker, nodes: u64, edges: u64, rounds: u64, changes: u6
         let by_edge_source = |change: &((usize, usize), i64)| change.0 .0 as u64;
         let by_node = |change: &(usize, i64)| change.0 as u64;
         edge_stream
-            .binary_frontier(rank_stream, Exchange::new(by_edge_source), Exchange::new(by_node), "PageRank", |_capability, _info| {
-                let mut edge_stash: Stash<((usize, usize), i64)> = HashMap::new();
-                let mut rank_stash: Stash<(usize, i64)> = HashMap::new();
-                let mut ranks = Ranks::default();
-                move |(input1, frontier1), (input2, frontier2), output| {
-                    input1.for_each_time(|time, data| {
-                        let entry = edge_stash.entry(time.retain(output.output_index())).or_default();
-                        data.for_each(|data| entry.append(data));
-                    });
-                    input2.for_each_time(|time, data| {
-                        let entry = rank_stash.entry(time.retain(output.output_index())).or_default();
-                        data.for_each(|data| entry.append(data));
-                    });
-                    let frontiers = [frontier1, frontier2];
-                    let complete = |time: &Capability<usize>| frontiers.iter().all(|f| !f.less_equal(time));
-                    let mut out = out.borrow_mut();
-                    for (time, changes) in edge_stash.iter_mut().filter(|(time, _)| complete(time)) {
-                        let mut session = output.session(time);
-                        timely_compare::consolidate(changes);
-                        for ((source, target), diff) in changes.drain(..) {
-                            ranks.apply(source, Change::Edge(target, diff), |node, diff| session.give((node, diff)));
+            .binary_frontier(
+                rank_stream,
+                Exchange::new(by_edge_source),
+                Exchange::new(by_node),
+                "PageRank",
+                |_capability, _info| {
+                    let mut edge_stash: Stash<((usize, usize), i64)> = HashMap::new();
+                    let mut rank_stash: Stash<(usize, i64)> = HashMap::new();
+                    let mut ranks = Ranks::default();
+                    move |(input1, frontier1), (input2, frontier2), output| {
+                        input1.for_each_time(|time, data| {
+                            let entry = edge_stash.entry(time.retain(output.output_index())).or_default();
+                            data.for_each(|data| entry.append(data));
+                        });
+                        input2.for_each_time(|time, data| {
+                            let entry = rank_stash.entry(time.retain(output.output_index())).or_default();
+                            data.for_each(|data| entry.append(data));
+                        });
+                        let frontiers = [frontier1, frontier2];
+                        let complete =
+                            |time: &Capability<usize>| frontiers.iter().all(|f| !f.less_equal(time));
+                        let mut out = out.borrow_mut();
+                        for (time, changes) in edge_stash.iter_mut().filter(|(time, _)| complete(time)) {
+                            let mut session = output.session(time);
+                            timely_compare::consolidate(changes);
+                            for ((source, target), diff) in changes.drain(..) {
+                                ranks.apply(source, Change::Edge(target, diff), |node, diff| {
+                                    session.give((node, diff))
+                                });
+                            }
                         }
-                    }
-                    edge_stash.retain(|_time, changes| !changes.is_empty());
-                    for (time, changes) in rank_stash.iter_mut().filter(|(time, _)| complete(time)) {
-                        let mut session = output.session(time);
-                        timely_compare::consolidate(changes);
-                        let mut sent = 0;
-                        for &(node, diff) in changes.iter() {
-                            ranks.apply(node, Change::Rank(diff), |node, diff| {
-                                session.give((node, diff));
-                                sent += 1;
-                            });
+                        edge_stash.retain(|_time, changes| !changes.is_empty());
+                        for (time, changes) in rank_stash.iter_mut().filter(|(time, _)| complete(time)) {
+                            let mut session = output.session(time);
+                            timely_compare::consolidate(changes);
+                            let mut sent = 0;
+                            for &(node, diff) in changes.iter() {
+                                ranks.apply(node, Change::Rank(diff), |node, diff| {
+                                    session.give((node, diff));
+                                    sent += 1;
+                                });
+                            }
+                            add(&mut out, "rank_changes", changes.len() as u64);
+                            add(
+                                &mut out,
+                                "rank_change_abs",
+                                changes.iter().map(|(_, d)| d.unsigned_abs()).sum(),
+                            );
+                            add(&mut out, "rank_change_rounds", (changes.len() * **time) as u64);
+                            add(&mut out, "sent", sent);
+                            changes.clear();
                         }
-                        add(&mut out, "rank_changes", changes.len() as u64);
-                        add(&mut out, "rank_change_abs", changes.iter().map(|(_, d)| d.unsigned_abs()).sum());
-                        add(&mut out, "rank_change_rounds", (changes.len() * **time) as u64);
-                        add(&mut out, "sent", sent);
-                        changes.clear();
+                        rank_stash.retain(|_time, changes| !changes.is_empty());
                     }
-                    rank_stash.retain(|_time, changes| !changes.is_empty());
-                }
-            })
+                },
+            )
             .probe_with(&probe)
             .connect_loop(handle);
     });

@@ -191,7 +191,10 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
 
     /// Splits the stream in two by time: whole batches at times for which `condition` is
     /// false go to the first stream, those at times for which it is true to the second.
-    pub fn branch_when<L: FnMut(&T) -> bool + 'static>(&self, mut condition: L) -> (Stream<T, D>, Stream<T, D>) {
+    pub fn branch_when<L: FnMut(&T) -> bool + 'static>(
+        &self,
+        mut condition: L,
+    ) -> (Stream<T, D>, Stream<T, D>) {
         let mut builder = OperatorBuilder::new("BranchWhen", self.scope());
         builder.set_notify(false);
         let mut input = builder.new_input(self, Pipeline);

@@ -99,7 +99,13 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
     /// Like `unary_notify`, with a notification requested at each of `initial` (times at or
     /// after the minimum) before any record arrives; the logic receives their capabilities
     /// as it receives any notification's (timely's `unary_notify` with its `init` list).
-    pub fn unary_notify_from<D2, P, I, L>(&self, pact: P, name: &str, initial: I, mut logic: L) -> Stream<T, D2>
+    pub fn unary_notify_from<D2, P, I, L>(
+        &self,
+        pact: P,
+        name: &str,
+        initial: I,
+        mut logic: L,
+    ) -> Stream<T, D2>
     where
         D2: Data,
         P: Pact<T, D>,
