@@ -13,7 +13,7 @@
 //! of `p` makes the records whose index is `w` modulo `p`. Summaries are then the same on
 //! any number of workers and processes, and the same on both engines.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 /// The summary of one worker (or of several, merged): named sums.
@@ -250,4 +250,92 @@ pub fn edge_changes(
     }
     let first = (round - 1) * changes;
     mine(changes, index, peers).flat_map(|k| [(edge(edges + first + k), 1), (edge(first + k), -1)]).collect()
+}
+
+/// `hashjoin`'s step for one record of one side: calls `matched` with each value of the
+/// other side under `key`, then files `value` under `key` on this side.
+pub fn join_one(
+    key: u64,
+    value: u64,
+    this_side: &mut HashMap<u64, Vec<u64>>,
+    other_side: &HashMap<u64, Vec<u64>>,
+    mut matched: impl FnMut(u64),
+) {
+    for &other in other_side.get(&key).into_iter().flatten() {
+        matched(other);
+    }
+    this_side.entry(key).or_default().push(value);
+}
+
+/// The count of `hashjoin`'s output pairs and a sum of their hashes (order-independent).
+pub fn count_pairs(summary: &mut Summary, pairs: &[(u64, u64)]) {
+    add(summary, "pairs", pairs.len() as u64);
+    add(summary, "pair_hash", pairs.iter().fold(0u64, |sum, &(a, b)| sum.wrapping_add(mix(a ^ mix(b)))));
+}
+
+/// `bfs`'s round at time `time`: every `(node, from)` that arrived whose node (owned by this
+/// worker) was not reached before is reached now, and `send` gets `(neighbour, node)` for
+/// each of its out-neighbours.
+pub fn visit(
+    arrivals: Vec<Vec<(u32, u32)>>,
+    time: usize,
+    parent: &mut [u32],
+    graph: &Adjacency,
+    peers: usize,
+    summary: &mut Summary,
+    mut send: impl FnMut((u32, u32)),
+) {
+    let (mut reached, mut sent) = (0, 0);
+    for (node, from) in arrivals.into_iter().flatten() {
+        let local = node as usize / peers;
+        if parent[local] == u32::MAX {
+            parent[local] = from;
+            reached += 1;
+            for &target in graph.neighbours(local) {
+                send((target, node));
+                sent += 1;
+            }
+        }
+    }
+    add(summary, "reached", reached);
+    add(summary, "distance_sum", reached * time as u64);
+    add(summary, "messages", sent);
+}
+
+impl Ranks {
+    /// Applies the edge changes of one time (consolidated first), leaving `changes` empty.
+    pub fn apply_edges(
+        &mut self,
+        changes: &mut Vec<((usize, usize), i64)>,
+        mut send: impl FnMut(usize, i64),
+    ) {
+        consolidate(changes);
+        for ((source, target), diff) in changes.drain(..) {
+            self.apply(source, Change::Edge(target, diff), &mut send);
+        }
+    }
+
+    /// Applies the rank changes of time `time` (consolidated first), leaving `changes` empty,
+    /// and adds what they were to `summary`.
+    pub fn apply_ranks(
+        &mut self,
+        changes: &mut Vec<(usize, i64)>,
+        time: usize,
+        summary: &mut Summary,
+        mut send: impl FnMut(usize, i64),
+    ) {
+        consolidate(changes);
+        let mut sent = 0;
+        for &(node, diff) in changes.iter() {
+            self.apply(node, Change::Rank(diff), |node, diff| {
+                send(node, diff);
+                sent += 1;
+            });
+        }
+        add(summary, "rank_changes", changes.len() as u64);
+        add(summary, "rank_change_abs", changes.iter().map(|(_, d)| d.unsigned_abs()).sum());
+        add(summary, "rank_change_rounds", (changes.len() * time) as u64);
+        add(summary, "sent", sent);
+        changes.clear();
+    }
 }

@@ -3,7 +3,7 @@
 
 use crate::Shared;
 use std::collections::HashMap;
-use timely_compare::{add, mine, mix, pair};
+use timely_compare::{mine, pair};
 use timely_engine::dataflow::{Exchange, InputHandle, ProbeHandle};
 use timely_engine::Worker;
 
@@ -31,29 +31,24 @@ pub fn run(worker: &mut Worker, keys: u64, values: u64, batch: u64) -> Shared {
                         input1.for_each(|time, data| {
                             let mut session = output.session(&time);
                             for (key, value1) in data.drain(..) {
-                                for &value2 in map2.get(&key).into_iter().flatten() {
-                                    session.give((value1, value2));
-                                }
-                                map1.entry(key).or_default().push(value1);
+                                timely_compare::join_one(key, value1, &mut map1, &map2, |other| {
+                                    session.give((value1, other))
+                                });
                             }
                         });
                         input2.for_each(|time, data| {
                             let mut session = output.session(&time);
                             for (key, value2) in data.drain(..) {
-                                for &value1 in map1.get(&key).into_iter().flatten() {
-                                    session.give((value1, value2));
-                                }
-                                map2.entry(key).or_default().push(value2);
+                                timely_compare::join_one(key, value2, &mut map2, &map1, |other| {
+                                    session.give((other, value2))
+                                });
                             }
                         });
                     }
                 },
             )
             .inspect_batch(move |_time, pairs| {
-                let mut out = out.borrow_mut();
-                add(&mut out, "pairs", pairs.len() as u64);
-                let hash = pairs.iter().fold(0u64, |sum, &(a, b)| sum.wrapping_add(mix(a ^ mix(b))));
-                add(&mut out, "pair_hash", hash);
+                timely_compare::count_pairs(&mut out.borrow_mut(), pairs);
             })
             .probe_with(&probe);
     });

@@ -5,7 +5,7 @@
 
 use crate::Shared;
 use std::collections::HashMap;
-use timely_compare::{add, edge_changes, Change, Ranks};
+use timely_compare::{edge_changes, Ranks};
 use timely_engine::dataflow::operators::Capability;
 use timely_engine::dataflow::{Exchange, InputHandle, ProbeHandle};
 use timely_engine::Worker;
@@ -45,33 +45,14 @@ pub fn run(worker: &mut Worker, nodes: u64, edges: u64, rounds: u64, changes: u6
                         let mut out = out.borrow_mut();
                         for (time, changes) in edge_stash.iter_mut().filter(|(time, _)| complete(time)) {
                             let mut session = output.session(time);
-                            timely_compare::consolidate(changes);
-                            for ((source, target), diff) in changes.drain(..) {
-                                ranks.apply(source, Change::Edge(target, diff), |node, diff| {
-                                    session.give((node, diff))
-                                });
-                            }
+                            ranks.apply_edges(changes, |node, diff| session.give((node, diff)));
                         }
                         edge_stash.retain(|_time, changes| !changes.is_empty());
                         for (time, changes) in rank_stash.iter_mut().filter(|(time, _)| complete(time)) {
                             let mut session = output.session(time);
-                            timely_compare::consolidate(changes);
-                            let mut sent = 0;
-                            for &(node, diff) in changes.iter() {
-                                ranks.apply(node, Change::Rank(diff), |node, diff| {
-                                    session.give((node, diff));
-                                    sent += 1;
-                                });
-                            }
-                            add(&mut out, "rank_changes", changes.len() as u64);
-                            add(
-                                &mut out,
-                                "rank_change_abs",
-                                changes.iter().map(|(_, d)| d.unsigned_abs()).sum(),
-                            );
-                            add(&mut out, "rank_change_rounds", (changes.len() * time.time()) as u64);
-                            add(&mut out, "sent", sent);
-                            changes.clear();
+                            ranks.apply_ranks(changes, *time.time(), &mut out, |node, diff| {
+                                session.give((node, diff))
+                            });
                         }
                         rank_stash.retain(|_time, changes| !changes.is_empty());
                     }

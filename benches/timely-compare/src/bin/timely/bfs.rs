@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::{Concat, ConnectLoop, Feedback, ToStream};
-use timely_compare::{add, mine, pair, Adjacency};
+use timely_compare::{mine, pair, Adjacency};
 
 pub fn run(worker: &mut Worker, nodes: u64, edges: u64) -> Shared {
     let (index, peers) = (worker.index(), worker.peers());
@@ -57,22 +57,10 @@ pub fn run(worker: &mut Worker, nodes: u64, edges: u64) -> Shared {
                         let graph = adjacency.as_ref().expect("the graph is complete at time 0");
                         let Some(batches) = arrivals.remove(&*time) else { return };
                         let mut session = output.session(&time);
-                        let (mut reached, mut sent) = (0, 0);
-                        for (node, from) in batches.into_iter().flatten() {
-                            let local = node as usize / peers;
-                            if parent[local] == u32::MAX {
-                                parent[local] = from;
-                                reached += 1;
-                                for &target in graph.neighbours(local) {
-                                    session.give((target, node));
-                                    sent += 1;
-                                }
-                            }
-                        }
                         let mut out = out.borrow_mut();
-                        add(&mut out, "reached", reached);
-                        add(&mut out, "distance_sum", reached * *time as u64);
-                        add(&mut out, "messages", sent);
+                        timely_compare::visit(batches, *time, &mut parent, graph, peers, &mut out, |m| {
+                            session.give(m)
+                        });
                     });
                 },
             )

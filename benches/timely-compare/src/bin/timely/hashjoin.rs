@@ -7,7 +7,7 @@ use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::{Input, Inspect, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
-use timely_compare::{add, mine, mix, pair};
+use timely_compare::{mine, pair};
 
 pub fn run(worker: &mut Worker, keys: u64, values: u64, batch: u64) -> Shared {
     let (index, peers) = (worker.index(), worker.peers());
@@ -33,29 +33,24 @@ pub fn run(worker: &mut Worker, keys: u64, values: u64, batch: u64) -> Shared {
                         input1.for_each_time(|time, data| {
                             let mut session = output.session(&time);
                             for (key, value1) in data.flat_map(|d| d.drain(..)) {
-                                for &value2 in map2.get(&key).into_iter().flatten() {
-                                    session.give((value1, value2));
-                                }
-                                map1.entry(key).or_default().push(value1);
+                                timely_compare::join_one(key, value1, &mut map1, &map2, |other| {
+                                    session.give((value1, other))
+                                });
                             }
                         });
                         input2.for_each_time(|time, data| {
                             let mut session = output.session(&time);
                             for (key, value2) in data.flat_map(|d| d.drain(..)) {
-                                for &value1 in map1.get(&key).into_iter().flatten() {
-                                    session.give((value1, value2));
-                                }
-                                map2.entry(key).or_default().push(value2);
+                                timely_compare::join_one(key, value2, &mut map2, &map1, |other| {
+                                    session.give((other, value2))
+                                });
                             }
                         });
                     }
                 },
             )
             .inspect_batch(move |_time, pairs: &Vec<(u64, u64)>| {
-                let mut out = out.borrow_mut();
-                add(&mut out, "pairs", pairs.len() as u64);
-                let hash = pairs.iter().fold(0u64, |sum, &(a, b)| sum.wrapping_add(mix(a ^ mix(b))));
-                add(&mut out, "pair_hash", hash);
+                timely_compare::count_pairs(&mut out.borrow_mut(), pairs);
             })
             .probe_with(&probe);
     });

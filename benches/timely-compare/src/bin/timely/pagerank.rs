@@ -9,7 +9,7 @@ use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::{Capability, ConnectLoop, Feedback, Input, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
-use timely_compare::{add, edge_changes, Change, Ranks};
+use timely_compare::{edge_changes, Ranks};
 
 type Stash<D> = HashMap<Capability<usize>, Vec<D>>;
 
@@ -50,33 +50,14 @@ pub fn run(worker: &mut Worker, nodes: u64, edges: u64, rounds: u64, changes: u6
                         let mut out = out.borrow_mut();
                         for (time, changes) in edge_stash.iter_mut().filter(|(time, _)| complete(time)) {
                             let mut session = output.session(time);
-                            timely_compare::consolidate(changes);
-                            for ((source, target), diff) in changes.drain(..) {
-                                ranks.apply(source, Change::Edge(target, diff), |node, diff| {
-                                    session.give((node, diff))
-                                });
-                            }
+                            ranks.apply_edges(changes, |node, diff| session.give((node, diff)));
                         }
                         edge_stash.retain(|_time, changes| !changes.is_empty());
                         for (time, changes) in rank_stash.iter_mut().filter(|(time, _)| complete(time)) {
                             let mut session = output.session(time);
-                            timely_compare::consolidate(changes);
-                            let mut sent = 0;
-                            for &(node, diff) in changes.iter() {
-                                ranks.apply(node, Change::Rank(diff), |node, diff| {
-                                    session.give((node, diff));
-                                    sent += 1;
-                                });
-                            }
-                            add(&mut out, "rank_changes", changes.len() as u64);
-                            add(
-                                &mut out,
-                                "rank_change_abs",
-                                changes.iter().map(|(_, d)| d.unsigned_abs()).sum(),
-                            );
-                            add(&mut out, "rank_change_rounds", (changes.len() * **time) as u64);
-                            add(&mut out, "sent", sent);
-                            changes.clear();
+                            ranks.apply_ranks(changes, **time, &mut out, |node, diff| {
+                                session.give((node, diff))
+                            });
                         }
                         rank_stash.retain(|_time, changes| !changes.is_empty());
                     }

@@ -489,6 +489,12 @@ impl<T: Timestamp, D: Data> OutputPort<T, D> {
         self.session(capability).give_vec(data);
     }
 
+    /// True when records given to this output wait in its buffer: the operator has not run
+    /// (which sends them) since the first of them was given.
+    pub(crate) fn has_buffered(&self) -> bool {
+        !self.buffer.borrow().data.is_empty()
+    }
+
     /// Sends what is buffered now rather than at the end of the operator's run.
     pub fn flush(&mut self) {
         self.buffer.borrow_mut().flush();

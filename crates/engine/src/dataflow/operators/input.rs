@@ -160,11 +160,9 @@ impl<T: Timestamp, D: Data> InputHandle<T, D> {
         feed.open()?;
         if let Some((last, rest)) = feed.attachments.split_last_mut() {
             for attachment in rest {
-                attachment.output.session(&attachment.capability).give(datum.clone());
-                attachment.activator.activate();
+                attachment.give(datum.clone());
             }
-            last.output.session(&last.capability).give(datum);
-            last.activator.activate();
+            last.give(datum);
         }
         Ok(())
     }
@@ -271,6 +269,20 @@ impl<T: Timestamp, D: Data> InputHandle<T, D> {
         capability.downgrade(&self.now);
         output.flush();
         self.feed().attachments.push(Attachment { output, capability, activator });
+    }
+}
+
+impl<T: Timestamp, D: Data> Attachment<T, D> {
+    /// Gives one record to the input operator's output. The operator is activated by the
+    /// first record into an empty buffer: until it runs (and sends the buffer) that one
+    /// activation stands, so the records after it need none (one per record, alternating
+    /// between two inputs, filled the scope's activation heap).
+    fn give(&mut self, datum: D) {
+        let waiting = self.output.has_buffered();
+        self.output.session(&self.capability).give(datum);
+        if !waiting {
+            self.activator.activate();
+        }
     }
 }
 
