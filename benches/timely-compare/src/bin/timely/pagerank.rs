@@ -13,6 +13,8 @@ use timely_compare::{edge_changes, Ranks};
 
 type Stash<D> = HashMap<Capability<usize>, Vec<D>>;
 
+// Capabilities key the stashes: they hash by their time, which never changes.
+#[allow(clippy::mutable_key_type)]
 pub fn run(worker: &mut Worker, nodes: u64, edges: u64, rounds: u64, changes: u64) -> Shared {
     assert!(changes <= edges, "pagerank removes edges it added: changes must not exceed edges");
     let (index, peers) = (worker.index(), worker.peers());
