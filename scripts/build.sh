@@ -8,7 +8,8 @@
 #                                    extra (PySpark, pandas, numpy, rich, matplotlib); the
 #                                    same build packed as a wheel into target/wheels
 #   bash scripts/build.sh --tests    also the test tools and every Rust test binary, example
-#                                    and benchmark binary that scripts/test.sh runs
+#                                    and benchmark binary that scripts/test.sh runs (with
+#                                    benches/timely-compare, a workspace of its own)
 #   bash scripts/build.sh --analysis-later
 #                                    as the first, but returns as soon as timely_py is
 #                                    installed, with the analysis extra still installing in
@@ -145,6 +146,13 @@ if [ "$mode" = tests ]; then
     rust=$SECONDS
     cargo test --workspace --release --no-run
     took "Rust tests, examples and benchmark binaries" "$rust"
+    # Timely's own programs on our engine and on timely 0.29 (tests/benches/test_timely_compare.py):
+    # a workspace of its own, so that nothing in ours depends on timely; built into the same
+    # target directory, where it reuses the engine and the dependencies compiled above.
+    step "compiling benches/timely-compare (timely 0.29 from crates.io, and ours)"
+    rust=$SECONDS
+    CARGO_TARGET_DIR="$PWD/target" cargo build --release --manifest-path benches/timely-compare/Cargo.toml
+    took "benches/timely-compare" "$rust"
 fi
 
 step "compiling the extension module timely_py._core (release; a first build takes minutes)"

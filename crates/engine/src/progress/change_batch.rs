@@ -33,10 +33,23 @@ impl<T: Ord> ChangeBatch<T> {
     /// Adds `delta` to the count of `item`.
     #[inline]
     pub fn update(&mut self, item: T, delta: i64) {
-        if delta != 0 {
-            self.updates.push((item, delta));
-            self.maintain();
+        if delta == 0 {
+            return;
         }
+        // Runs of updates to one item (a message's count, then the next message's at the
+        // same time) merge into the last entry instead of growing the list.
+        if let Some(last) = self.updates.last_mut() {
+            if last.0 == item {
+                last.1 += delta;
+                if last.1 == 0 {
+                    // A zero must not stay in the compacted prefix: the entry is dirty again.
+                    self.clean = self.clean.min(self.updates.len() - 1);
+                }
+                return;
+            }
+        }
+        self.updates.push((item, delta));
+        self.maintain();
     }
 
     /// Adds every update of `iter`.
@@ -90,7 +103,9 @@ impl<T: Ord> ChangeBatch<T> {
     /// Sorts, merges equal items and drops zero deltas.
     pub fn compact(&mut self) {
         if self.clean < self.updates.len() && self.updates.len() > 1 {
-            self.updates.sort_by(|a, b| a.0.cmp(&b.0));
+            // Unstable: equal items merge, so their order does not matter, and a stable sort
+            // would allocate a scratch buffer at every compaction.
+            self.updates.sort_unstable_by(|a, b| a.0.cmp(&b.0));
             let mut write = 0;
             for read in 1..self.updates.len() {
                 if self.updates[write].0 == self.updates[read].0 {

@@ -104,7 +104,7 @@ macro_rules! integer_timestamp {
         }
     )*};
 }
-integer_timestamp!(u8, u16, u32, u64, u128, usize);
+integer_timestamp!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize);
 
 impl Timestamp for () {
     type Summary = ();

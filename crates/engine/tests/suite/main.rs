@@ -34,6 +34,7 @@ mod operators_execute;
 mod operators_generic;
 mod operators_handles;
 mod operators_scopes;
+mod operators_timely_style;
 mod randomized;
 mod randomized_joining;
 mod randomized_leaving;

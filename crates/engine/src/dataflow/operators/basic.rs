@@ -1,5 +1,5 @@
-//! Record-at-a-time operators: map, flat_map, filter, inspect, exchange, broadcast,
-//! concat, partition, branch, delay.
+//! Record-at-a-time operators: map, map_in_place, flat_map, filter, inspect, exchange,
+//! broadcast, concat, partition, branch, branch_when, delay.
 
 use super::builder::OperatorBuilder;
 use crate::dataflow::channels::{Data, ExchangeData, Pipeline};
@@ -15,6 +15,18 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
             move |input, output| {
                 input.for_each(|time, data| {
                     output.session(&time).give_iterator(data.drain(..).map(&mut logic))
+                });
+            }
+        })
+    }
+
+    /// Changes every record in place: each batch moves on whole, in the buffer it came in.
+    pub fn map_in_place<L: FnMut(&mut D) + 'static>(&self, mut logic: L) -> Stream<T, D> {
+        self.unary(Pipeline, "MapInPlace", move |_, _| {
+            move |input, output| {
+                input.for_each(|time, data| {
+                    data.iter_mut().for_each(&mut logic);
+                    output.session(&time).give_vec(data);
                 });
             }
         })
@@ -171,6 +183,27 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
                         no.give(datum);
                     }
                 }
+            });
+            false
+        });
+        (stream_false, stream_true)
+    }
+
+    /// Splits the stream in two by time: whole batches at times for which `condition` is
+    /// false go to the first stream, those at times for which it is true to the second.
+    pub fn branch_when<L: FnMut(&T) -> bool + 'static>(
+        &self,
+        mut condition: L,
+    ) -> (Stream<T, D>, Stream<T, D>) {
+        let mut builder = OperatorBuilder::new("BranchWhen", self.scope());
+        builder.set_notify(false);
+        let mut input = builder.new_input(self, Pipeline);
+        let (mut output_false, stream_false) = builder.new_output();
+        let (mut output_true, stream_true) = builder.new_output();
+        builder.build_logic(move |_frontiers| {
+            input.for_each(|time, data| {
+                let output = if condition(time.time()) { &mut output_true } else { &mut output_false };
+                output.session(&time).give_vec(data);
             });
             false
         });

@@ -368,9 +368,12 @@ impl<T: Timestamp, D: Data> InputPort<T, D> {
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Option<(InputCapability<T>, &mut Vec<D>)> {
         if let Some(mut used) = self.current.take() {
-            // The operator is done with the previous batch: its buffer goes back for reuse.
-            used.data.clear();
-            self.puller.recycle(used);
+            // The operator is done with the previous batch: its buffer goes back for reuse
+            // (unless it has none: the operator kept the records and left an empty vector).
+            if used.data.capacity() > 0 {
+                used.data.clear();
+                self.puller.recycle(used);
+            }
         }
         let message = self.puller.recv()?;
         self.shared.borrow_mut().consumeds[self.port].update(message.time.clone(), message.data.len() as i64);
@@ -410,19 +413,26 @@ impl<T: Timestamp, D: Data> OutputBuffer<T, D> {
             self.shared.borrow_mut().produceds[self.port].update(time.clone(), data.len() as i64);
             let mut slot = Some(Message::new(time, data, self.worker));
             self.tee.push(&mut slot);
-            // A consumer may give an emptied buffer back; otherwise start a new one.
+            // A consumer may give an emptied buffer back; otherwise the next record allocates
+            // one (`give`). Not allocating here matters when whole batches pass through
+            // (`give_vec` swaps this buffer out): an eager allocation would be swapped into
+            // the input, given back upstream, and mostly freed, once per batch and hop.
             self.data = match slot {
                 Some(recycled) if recycled.data.capacity() > 0 => {
                     let mut data = recycled.data;
                     data.clear();
                     data
                 }
-                _ => Vec::with_capacity(BUFFER_SIZE),
+                _ => Vec::new(),
             };
         }
     }
 
+    #[inline]
     fn give(&mut self, datum: D) {
+        if self.data.capacity() == 0 {
+            self.data.reserve(BUFFER_SIZE);
+        }
         self.data.push(datum);
         if self.data.len() >= BUFFER_SIZE {
             self.flush();
@@ -477,6 +487,12 @@ impl<T: Timestamp, D: Data> OutputPort<T, D> {
     /// Sends a whole batch at `capability`'s time.
     pub fn give_vec<C: CapabilityRef<T>>(&mut self, capability: &C, data: &mut Vec<D>) {
         self.session(capability).give_vec(data);
+    }
+
+    /// True when records given to this output wait in its buffer: the operator has not run
+    /// (which sends them) since the first of them was given.
+    pub(crate) fn has_buffered(&self) -> bool {
+        !self.buffer.borrow().data.is_empty()
     }
 
     /// Sends what is buffered now rather than at the end of the operator's run.

@@ -5,6 +5,9 @@
 //! record `+1`/`-1` changes in the operator's capability batch, which the operator reports
 //! after each run. An `InputCapability` comes with received records and can be retained.
 //! `CapabilitySet` keeps the minimal capabilities of a set of times.
+//!
+//! A `Capability` compares equal to a time and is a map key (`Eq`, `Hash` by time): an
+//! operator can stash records by the capability that lets it send them.
 
 use crate::progress::{Antichain, ChangeBatch, Timestamp};
 use std::cell::RefCell;
@@ -167,6 +170,22 @@ impl<T: Timestamp> fmt::Debug for Capability<T> {
 impl<T: Timestamp> PartialEq for Capability<T> {
     fn eq(&self, other: &Self) -> bool {
         self.time == other.time && Rc::ptr_eq(&self.changes, &other.changes)
+    }
+}
+
+impl<T: Timestamp> Eq for Capability<T> {}
+
+/// By time alone: equal capabilities have equal times, and one operator's capabilities for
+/// different times hash apart.
+impl<T: Timestamp> std::hash::Hash for Capability<T> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.time.hash(state);
+    }
+}
+
+impl<T: Timestamp> PartialEq<T> for Capability<T> {
+    fn eq(&self, other: &T) -> bool {
+        &self.time == other
     }
 }
 

@@ -87,17 +87,37 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
 
     /// A one-input, one-output operator with notifications: the logic requests them with
     /// `notify_at` and receives each once its time is complete, in time order.
-    pub fn unary_notify<D2, P, L>(&self, pact: P, name: &str, mut logic: L) -> Stream<T, D2>
+    pub fn unary_notify<D2, P, L>(&self, pact: P, name: &str, logic: L) -> Stream<T, D2>
     where
         D2: Data,
         P: Pact<T, D>,
         L: FnMut(&mut InputPort<T, D>, &mut OutputPort<T, D2>, &mut Notificator<T>) + 'static,
     {
-        let mut notificator = FrontierNotificator::new();
-        self.unary_frontier(pact, name, move |_capability, _info| {
+        self.unary_notify_from(pact, name, None, logic)
+    }
+
+    /// Like `unary_notify`, with a notification requested at each of `initial` (times at or
+    /// after the minimum) before any record arrives; the logic receives their capabilities
+    /// as it receives any notification's (timely's `unary_notify` with its `init` list).
+    pub fn unary_notify_from<D2, P, I, L>(
+        &self,
+        pact: P,
+        name: &str,
+        initial: I,
+        mut logic: L,
+    ) -> Stream<T, D2>
+    where
+        D2: Data,
+        P: Pact<T, D>,
+        I: IntoIterator<Item = T>,
+        L: FnMut(&mut InputPort<T, D>, &mut OutputPort<T, D2>, &mut Notificator<T>) + 'static,
+    {
+        let mut notificator = requested_at(initial);
+        self.unary_frontier(pact, name, move |capability, _info| {
+            notificator.hold(&capability);
             move |input, frontier, output| {
                 let frontiers = [frontier];
-                let mut notificator = Notificator::new(&frontiers, &mut notificator);
+                let mut notificator = Notificator::new(&frontiers, &mut notificator.inner);
                 logic(input, output, &mut notificator);
             }
         })
@@ -217,7 +237,7 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
         pact1: P1,
         pact2: P2,
         name: &str,
-        mut logic: L,
+        logic: L,
     ) -> Stream<T, D3>
     where
         D2: Data,
@@ -227,13 +247,58 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
         L: FnMut(&mut InputPort<T, D>, &mut InputPort<T, D2>, &mut OutputPort<T, D3>, &mut Notificator<T>)
             + 'static,
     {
-        let mut notificator = FrontierNotificator::new();
-        self.binary_frontier(other, pact1, pact2, name, move |_capability, _info| {
+        self.binary_notify_from(other, pact1, pact2, name, None, logic)
+    }
+
+    /// Like `binary_notify`, with a notification requested at each of `initial` before any
+    /// record arrives (timely's `binary_notify` with its `init` list).
+    #[allow(clippy::too_many_arguments)]
+    pub fn binary_notify_from<D2, D3, P1, P2, I, L>(
+        &self,
+        other: &Stream<T, D2>,
+        pact1: P1,
+        pact2: P2,
+        name: &str,
+        initial: I,
+        mut logic: L,
+    ) -> Stream<T, D3>
+    where
+        D2: Data,
+        D3: Data,
+        P1: Pact<T, D>,
+        P2: Pact<T, D2>,
+        I: IntoIterator<Item = T>,
+        L: FnMut(&mut InputPort<T, D>, &mut InputPort<T, D2>, &mut OutputPort<T, D3>, &mut Notificator<T>)
+            + 'static,
+    {
+        let mut notificator = requested_at(initial);
+        self.binary_frontier(other, pact1, pact2, name, move |capability, _info| {
+            notificator.hold(&capability);
             move |input1, frontier1, input2, frontier2, output| {
                 let frontiers = [frontier1, frontier2];
-                let mut notificator = Notificator::new(&frontiers, &mut notificator);
+                let mut notificator = Notificator::new(&frontiers, &mut notificator.inner);
                 logic(input1, input2, output, &mut notificator);
             }
         })
+    }
+}
+
+/// A notificator and the times it is to notify at first, before the operator's initial
+/// capability (from which their capabilities come) exists.
+struct Initial<T: Timestamp> {
+    times: Vec<T>,
+    inner: FrontierNotificator<T>,
+}
+
+fn requested_at<T: Timestamp>(initial: impl IntoIterator<Item = T>) -> Initial<T> {
+    Initial { times: initial.into_iter().collect(), inner: FrontierNotificator::new() }
+}
+
+impl<T: Timestamp> Initial<T> {
+    /// Requests the initial notifications with capabilities delayed from `capability`.
+    fn hold(&mut self, capability: &Capability<T>) {
+        for time in self.times.drain(..) {
+            self.inner.notify_at(capability.delayed(&time));
+        }
     }
 }

@@ -160,11 +160,9 @@ impl<T: Timestamp, D: Data> InputHandle<T, D> {
         feed.open()?;
         if let Some((last, rest)) = feed.attachments.split_last_mut() {
             for attachment in rest {
-                attachment.output.session(&attachment.capability).give(datum.clone());
-                attachment.activator.activate();
+                attachment.give(datum.clone());
             }
-            last.output.session(&last.capability).give(datum);
-            last.activator.activate();
+            last.give(datum);
         }
         Ok(())
     }
@@ -274,6 +272,20 @@ impl<T: Timestamp, D: Data> InputHandle<T, D> {
     }
 }
 
+impl<T: Timestamp, D: Data> Attachment<T, D> {
+    /// Gives one record to the input operator's output. The operator is activated by the
+    /// first record into an empty buffer: until it runs (and sends the buffer) that one
+    /// activation stands, so the records after it need none (one per record, alternating
+    /// between two inputs, filled the scope's activation heap).
+    fn give(&mut self, datum: D) {
+        let waiting = self.output.has_buffered();
+        self.output.session(&self.capability).give(datum);
+        if !waiting {
+            self.activator.activate();
+        }
+    }
+}
+
 impl<T: Timestamp, D: Data> Feed<T, D> {
     /// Ok while the handle accepts records.
     fn open(&self) -> Result<(), InputError> {
@@ -368,5 +380,22 @@ impl<T: Timestamp> Scope<T> {
                 capability = None;
             }
         })
+    }
+}
+
+/// `iterator.to_stream(&scope)`: any iterator's items as a stream, as `Scope::to_stream`
+/// makes it (timely's `ToStream`).
+pub trait ToStream<D: Data> {
+    /// The items as a stream at the minimum time of `scope`, produced by every worker.
+    fn to_stream<T: Timestamp>(self, scope: &Scope<T>) -> Stream<T, D>;
+}
+
+impl<I> ToStream<I::Item> for I
+where
+    I: IntoIterator + 'static,
+    I::Item: Data,
+{
+    fn to_stream<T: Timestamp>(self, scope: &Scope<T>) -> Stream<T, I::Item> {
+        scope.to_stream(self)
     }
 }

@@ -17,7 +17,7 @@ pub use builder::{InputPort, OperatorBuilder, OperatorInfo, OutputPort, Session}
 pub use capability::{Capability, CapabilityError, CapabilityRef, CapabilitySet, InputCapability};
 pub use capture::Captured;
 pub use hashing::{hash_of, StableHasher};
-pub use input::{InputError, InputHandle};
+pub use input::{InputError, InputHandle, ToStream};
 pub use iterate::LoopHandle;
 pub use keyed::keyed_pact;
 pub use notificator::{FrontierNotificator, Notificator};
