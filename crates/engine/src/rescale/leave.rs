@@ -144,9 +144,14 @@ pub(crate) fn seal(state: &WorkerState) {
         let leaving = leaves.leaving.borrow();
         leaving.iter().copied().filter(|w| *w != me && *w < peers && !sealed.contains(w)).collect()
     };
+    // A drained leaver (it asked for nothing more: every other worker sealed it and it holds
+    // no capability) routes nothing any more, and hears of no change: it seals a leave it
+    // learns of afterwards at once.
+    let drained = !leaves.drained_to.borrow().is_empty();
     for leaver in unsealed {
         let routes = leaves.routes.borrow();
-        let busy = routes.iter().filter_map(Weak::upgrade).any(|routes| routes.may_route_to(leaver));
+        let busy =
+            !drained && routes.iter().filter_map(Weak::upgrade).any(|routes| routes.may_route_to(leaver));
         drop(routes);
         if !busy {
             rescaling.send(leaver, BootstrapMessage::Sealed { from: me });

@@ -1,7 +1,8 @@
 //! Randomized runs of generated dataflow programs on a cluster that a process leaves while the
 //! program runs (`docs/rescaling.md`, "Leaving a running cluster"): three processes of one
-//! worker, one of them leaving at a random epoch; and two processes, a third joining at a
-//! random epoch and then one of the three, the joined one included, leaving at a later one.
+//! worker, one of them leaving at a random epoch, or two of them at the same epoch; and two
+//! processes, a third joining at a random epoch and then one of the three, the joined one
+//! included, leaving at a later one.
 //!
 //! The programs, the sequential reference and the checking operators are those of
 //! `randomized.rs`, in `randomized_support`; `randomized_support/run.rs` explains the expected
@@ -29,10 +30,11 @@ fn leave(rng: &mut Rng, workers: u64, first: u64, program: &Program) -> Leave {
         return Leave {
             worker: worker.parse().expect("a worker index"),
             epoch: epoch.parse().expect("an epoch"),
+            also: None,
         };
     }
     let worker = rng.below(workers) as usize;
-    Leave { worker, epoch: rng.range(first, program.max_epoch + 1) }
+    Leave { worker, epoch: rng.range(first, program.max_epoch + 1), also: None }
 }
 
 /// Programs on three processes of one worker, one of them (process 0, 1 or 2, drawn from the
@@ -46,6 +48,21 @@ fn random_programs_with_a_process_leaving() {
     run_with_changes("with a process leaving", |seed, program| {
         let mut rng = Rng::new(mix(seed, 0x1EAF));
         Plan { processes: 3, join: None, leave: Some(leave(&mut rng, 3, 0, program)) }
+    });
+}
+
+/// Programs on three processes of one worker, two of them leaving when they reach the same
+/// random epoch, each on its own (so the two leaves often overlap: each asked for before its
+/// process heard of the other's): the one that stays ends with the reference's outputs, and
+/// sees both depart. (Before `Drained`, a leaver could go while a stayer's announcement of
+/// the other leave was on its way to it, and keyed counts never completed that time.)
+#[test]
+fn random_programs_with_two_processes_leaving_at_once() {
+    run_with_changes("with two processes leaving at once", |seed, program| {
+        let mut rng = Rng::new(mix(seed, 0x2EA5));
+        let Leave { worker, epoch, .. } = leave(&mut rng, 3, 0, program);
+        let also = (worker + 1 + rng.below(2) as usize) % 3;
+        Plan { processes: 3, join: None, leave: Some(Leave { worker, epoch, also: Some(also) }) }
     });
 }
 

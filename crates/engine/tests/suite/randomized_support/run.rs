@@ -49,11 +49,21 @@ pub struct Plan {
 }
 
 /// A leave: worker `worker`'s process leaves when the worker reaches epoch `epoch` (in its
-/// own loop over epochs, before feeding that epoch; `max_epoch + 1`: after the last one).
+/// own loop over epochs, before feeding that epoch; `max_epoch + 1`: after the last one), and
+/// so does worker `also`'s, if there is one, when it reaches the same epoch: two leaves asked
+/// for at about the same moment, as processes started by hand may.
 #[derive(Clone, Copy, Debug)]
 pub struct Leave {
     pub worker: usize,
     pub epoch: u64,
+    pub also: Option<usize>,
+}
+
+impl Leave {
+    /// The workers whose process leaves.
+    pub fn workers(&self) -> impl Iterator<Item = usize> {
+        std::iter::once(self.worker).chain(self.also)
+    }
 }
 
 impl Plan {
@@ -88,8 +98,11 @@ impl Setup {
                 if let Some(epoch) = plan.join {
                     text += &format!(", one joining after worker 0 reaches epoch {}", epoch);
                 }
-                if let Some(Leave { worker, epoch }) = plan.leave {
+                if let Some(Leave { worker, epoch, also }) = plan.leave {
                     text += &format!(", worker {}'s process leaving at epoch {}", worker, epoch);
+                    if let Some(also) = also {
+                        text += &format!(", worker {}'s too", also);
+                    }
                 }
                 text
             }

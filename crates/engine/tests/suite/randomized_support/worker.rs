@@ -112,7 +112,7 @@ pub(super) fn run_worker(worker: &mut Worker, run: &Run) {
     };
     let feeders = run.setup.feeders() as u64;
     let plan = run.setup.plan();
-    let leave = plan.leave.filter(|leave| leave.worker == index).map(|leave| leave.epoch);
+    let leave = plan.leave.filter(|leave| leave.workers().any(|w| w == index)).map(|leave| leave.epoch);
     // This worker's records: per input, per epoch.
     let mut mine: Vec<BTreeMap<u64, Vec<u64>>> = program
         .inputs
@@ -306,13 +306,17 @@ fn stay(
     if let Some(leave) = plan.leave {
         advance_all(handles, end + FAR);
         // (Other processes that ended count as departed too.)
-        let gone = |w: &Worker| w.state().rescaling().leaves().departed().contains(&leave.worker);
-        if !step_until(worker, ctx, run, &format!("the departure of worker {}", leave.worker), gone) {
+        let gone = |w: &Worker| {
+            let departed = w.state().rescaling().leaves().departed();
+            leave.workers().all(|leaver| departed.contains(&leaver))
+        };
+        let leavers: Vec<usize> = leave.workers().collect();
+        if !step_until(worker, ctx, run, &format!("the departure of workers {leavers:?}"), gone) {
             return;
         }
         let members = worker.state().members();
-        if members.contains(&leave.worker) {
-            ctx.violation(format!("worker {} departed but is still a member: {:?}", leave.worker, members));
+        if leave.workers().any(|leaver| members.contains(&leaver)) {
+            ctx.violation(format!("workers {leavers:?} departed but one is still a member: {members:?}"));
         }
     }
     for handle in handles.iter_mut().flatten() {
