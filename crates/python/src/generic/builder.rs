@@ -1,6 +1,6 @@
 //! Building a generic operator from a `Spec` with the engine's `OperatorBuilder`: its
 //! inputs (pipelined or exchanged by key), output, notificator, the Python objects handed
-//! to its logic at every run, and its constructor call.
+//! to its logic at every run, and its constructor call. Written once for any depth.
 
 use crate::errors::{add_note, catch_panic, WorkerContext};
 use crate::generic::capability::{Held, PyCapability};
@@ -11,7 +11,7 @@ use crate::generic::ports::{InputCell, OutputCell, PyInputPort, PyOutputPort};
 use crate::generic::state::{Kind, OpState, Spec};
 use crate::operators::exchange::KeyPartition;
 use crate::record::Record;
-use crate::time::Time;
+use crate::time::PyTime;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -23,30 +23,30 @@ use timely_engine::MutableAntichain;
 
 /// An operator input's stream: as is (pipeline), or settled for a keyed exchange by a key
 /// function, with the membership table it is routed by.
-enum Feed {
-    Pipelined(Stream<Time, Record>),
-    Keyed(Stream<Time, Record>, SharedMembership<Time>, KeyPartition),
+enum Feed<T: PyTime> {
+    Pipelined(Stream<T, Record>),
+    Keyed(Stream<T, Record>, SharedMembership<T>, KeyPartition),
 }
 
 /// The operator's engine parts, before its logic is installed.
-struct Parts {
+struct Parts<T: PyTime> {
     info: OperatorInfo,
-    op: Rc<OpState>,
-    inputs: Vec<Rc<InputCell>>,
-    output: Option<Rc<OutputCell>>,
-    stream: Option<Stream<Time, Record>>,
-    notify: Option<Rc<NotifyCell>>,
-    builder: OperatorBuilder<Time>,
+    op: Rc<OpState<T>>,
+    inputs: Vec<Rc<InputCell<T>>>,
+    output: Option<Rc<OutputCell<T>>>,
+    stream: Option<Stream<T, Record>>,
+    notify: Option<Rc<NotifyCell<T>>>,
+    builder: OperatorBuilder<T>,
 }
 
 /// The feeds of `inputs`: exchanged inputs are keyed exchanges, so that state kept per time
 /// and key stays on one worker while processes join.
-fn feeds(
+fn feeds<T: PyTime>(
     context: &Rc<WorkerContext>,
     name: &str,
-    inputs: Vec<&Stream<Time, Record>>,
+    inputs: Vec<&Stream<T, Record>>,
     exchanges: Vec<Option<Py<PyAny>>>,
-) -> Vec<Feed> {
+) -> Vec<Feed<T>> {
     let single = inputs.len() == 1;
     let mut feeds = Vec::with_capacity(inputs.len());
     for (i, (stream, exchange)) in inputs.into_iter().zip(exchanges).enumerate() {
@@ -64,7 +64,7 @@ fn feeds(
 }
 
 /// Adds the operator's ports to a new `OperatorBuilder` in `scope`.
-fn parts(scope: &Scope<Time>, depth: usize, name: &str, kind: Kind, feeds: Vec<Feed>, output: bool) -> Parts {
+fn parts<T: PyTime>(scope: &Scope<T>, name: &str, kind: Kind, feeds: Vec<Feed<T>>, output: bool) -> Parts<T> {
     let mut builder = OperatorBuilder::new(name, scope);
     if kind == Kind::Plain {
         builder.set_notify(false);
@@ -72,7 +72,6 @@ fn parts(scope: &Scope<Time>, depth: usize, name: &str, kind: Kind, feeds: Vec<F
     let info = builder.info().clone();
     let op = Rc::new(OpState {
         name: name.to_owned(),
-        depth,
         live: Cell::new(false),
         generation: Cell::new(0),
         activator: info.activator.clone(),
@@ -103,7 +102,7 @@ fn parts(scope: &Scope<Time>, depth: usize, name: &str, kind: Kind, feeds: Vec<F
 }
 
 /// The arguments of the logic: its input ports, output port and notificator.
-fn logic_args(py: Python<'_>, parts: &Parts) -> PyResult<Py<PyTuple>> {
+fn logic_args<T: PyTime>(py: Python<'_>, parts: &Parts<T>) -> PyResult<Py<PyTuple>> {
     let mut args: Vec<Py<PyAny>> = Vec::new();
     for input in parts.inputs.iter() {
         args.push(Py::new(py, PyInputPort::new(input.clone()))?.into_any());
@@ -119,12 +118,12 @@ fn logic_args(py: Python<'_>, parts: &Parts) -> PyResult<Py<PyTuple>> {
 
 /// Installs the operator's closure, which calls the logic once set in `logic`; returns the
 /// operator's initial capability.
-fn install(
-    parts: Parts,
+fn install<T: PyTime>(
+    parts: Parts<T>,
     context: &Rc<WorkerContext>,
     logic: &Rc<OnceCell<Py<PyAny>>>,
     args: Py<PyTuple>,
-) -> PyResult<Capability<Time>> {
+) -> PyResult<Capability<T>> {
     let Parts { op, inputs, notify, builder, .. } = parts;
     let python = Attached::new((logic.clone(), args));
     let context = context.clone();
@@ -132,7 +131,7 @@ fn install(
     catch_panic(|| {
         builder.build(|capability| {
             initial = Some(capability);
-            move |frontiers: &[MutableAntichain<Time>]| {
+            move |frontiers: &[MutableAntichain<T>]| {
                 let (logic, args) = python.get();
                 let Some(logic) = logic.get() else {
                     // The constructor failed: the run is being stopped.
@@ -187,18 +186,18 @@ fn construct(
     Ok(constructed.unbind())
 }
 
-/// Builds the operator of `spec` reading `inputs` in `scope`, `depth` loops deep; returns
-/// its output stream, if it has one.
-pub fn build_operator(
+/// Builds the operator of `spec` reading `inputs` in `scope`; returns its output stream,
+/// if it has one.
+pub fn build_operator<T: PyTime>(
     py: Python<'_>,
-    (scope, depth): (&Scope<Time>, usize),
+    scope: &Scope<T>,
     context: &Rc<WorkerContext>,
-    inputs: Vec<&Stream<Time, Record>>,
+    inputs: Vec<&Stream<T, Record>>,
     spec: Spec,
-) -> PyResult<Option<Stream<Time, Record>>> {
+) -> PyResult<Option<Stream<T, Record>>> {
     let Spec { name, kind, callable, constructed, exchanges, output } = spec;
     let mut parts =
-        catch_panic(|| parts(scope, depth, &name, kind, feeds(context, &name, inputs, exchanges), output))?;
+        catch_panic(|| parts(scope, &name, kind, feeds(context, &name, inputs, exchanges), output))?;
     let args = logic_args(py, &parts)?;
     let (info, op) = (parts.info.clone(), parts.op.clone());
     let stream = parts.stream.take();

@@ -5,7 +5,7 @@ use crate::generic::capability::{Held, PyCapability, PyInputCapability};
 use crate::generic::frontier::PyFrontier;
 use crate::generic::local::Local;
 use crate::generic::state::OpState;
-use crate::time::{show, to_py, Time};
+use crate::time::{dispatch, show, Depth, Family, PyTime};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use std::cell::RefCell;
@@ -14,18 +14,18 @@ use timely_engine::dataflow::operators::{Capability, FrontierNotificator};
 use timely_engine::MutableAntichain;
 
 /// An operator's notificator with the state of its operator.
-pub struct NotifyCell {
-    notificator: RefCell<FrontierNotificator<Time>>,
-    op: Rc<OpState>,
+pub struct NotifyCell<T: PyTime> {
+    notificator: RefCell<FrontierNotificator<T>>,
+    op: Rc<OpState<T>>,
 }
 
-impl NotifyCell {
+impl<T: PyTime> NotifyCell<T> {
     /// The notificator of the operator of `op`.
-    pub fn new(op: &Rc<OpState>) -> Self {
+    pub fn new(op: &Rc<OpState<T>>) -> Self {
         NotifyCell { notificator: RefCell::new(FrontierNotificator::new()), op: op.clone() }
     }
 
-    fn request(&self, capability: Capability<Time>) -> PyResult<()> {
+    fn request(&self, capability: Capability<T>) -> PyResult<()> {
         self.notificator
             .try_borrow_mut()
             .map_err(|_| PyRuntimeError::new_err("the notificator is in use"))?
@@ -49,7 +49,7 @@ impl NotifyCell {
     fn next(&self) -> PyResult<Option<(PyCapability, usize)>> {
         self.op.ensure_live("the notificator")?;
         let frontiers = self.op.frontiers.borrow();
-        let frontiers: Vec<&MutableAntichain<Time>> = frontiers.iter().collect();
+        let frontiers: Vec<&MutableAntichain<T>> = frontiers.iter().collect();
         let next = self
             .notificator
             .try_borrow_mut()
@@ -60,15 +60,15 @@ impl NotifyCell {
     }
 
     /// The pending times, sorted.
-    fn pending(&self) -> Vec<Time> {
+    fn pending(&self) -> Vec<T> {
         let notificator = self.notificator.borrow();
-        let mut times: Vec<Time> = notificator.pending().cloned().collect();
+        let mut times: Vec<T> = notificator.pending().cloned().collect();
         times.sort();
         times
     }
 
     fn describe(&self) -> String {
-        let pending = self.pending().iter().map(|t| show(t, self.op.depth)).collect::<Vec<_>>();
+        let pending = self.pending().iter().map(show).collect::<Vec<_>>();
         format!("Notificator(operator='{}', pending=[{}])", self.op.name, pending.join(", "))
     }
 
@@ -79,6 +79,13 @@ impl NotifyCell {
         let deliverable = notificator.pending().any(|t| !frontiers.iter().any(|f| f.less_equal(t)));
         deliverable
     }
+}
+
+/// The family of notificators, one per timestamp depth.
+pub struct Notificators;
+
+impl Family for Notificators {
+    type At<T: PyTime> = Rc<NotifyCell<T>>;
 }
 
 /// Notifications of a `unary_notify`/`binary_notify` operator.
@@ -92,13 +99,13 @@ impl NotifyCell {
 /// Valid only while the operator's logic runs.
 #[pyclass(name = "Notificator", module = "timely_py._core")]
 pub struct PyNotificator {
-    inner: Local<Rc<NotifyCell>>,
+    inner: Local<Depth<Notificators>>,
 }
 
 impl PyNotificator {
     /// Hands `notify` to Python.
-    pub fn new(notify: Rc<NotifyCell>) -> Self {
-        PyNotificator { inner: Local::new("this Notificator", notify) }
+    pub fn new<T: PyTime>(notify: Rc<NotifyCell<T>>) -> Self {
+        PyNotificator { inner: Local::new("this Notificator", T::wrap::<Notificators>(notify)) }
     }
 }
 
@@ -106,7 +113,7 @@ impl PyNotificator {
 impl PyNotificator {
     /// Requests a notification once the input frontiers have passed `capability`'s time.
     fn notify_at(&self, capability: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.inner.get()?.notify_at(capability)
+        dispatch!(&self.inner.get()?, n => n.notify_at(capability))
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -114,7 +121,7 @@ impl PyNotificator {
     }
 
     fn __next__(&self) -> PyResult<Option<PyCapability>> {
-        Ok(self.inner.get()?.next()?.map(|(capability, _)| capability))
+        Ok(dispatch!(&self.inner.get()?, n => n.next())?.map(|(capability, _)| capability))
     }
 
     /// An iterator of `(capability, count)` for the deliverable notifications, in time
@@ -126,20 +133,21 @@ impl PyNotificator {
     /// The times of requested notifications not yet delivered, sorted.
     #[getter]
     fn pending<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        let n = self.inner.get()?;
-        n.op.ensure_live("the notificator")?;
-        n.pending().iter().map(|t| to_py(py, t, n.op.depth)).collect()
+        dispatch!(&self.inner.get()?, n => {
+            n.op.ensure_live("the notificator")?;
+            n.pending().iter().map(|t| t.to_py(py)).collect()
+        })
     }
 
     /// The frontier of input `input` (0 or 1), as of the start of this run.
     #[pyo3(signature = (input=0))]
     fn frontier(&self, input: usize) -> PyResult<PyFrontier> {
-        self.inner.get()?.op.frontier(input)
+        dispatch!(&self.inner.get()?, n => n.op.frontier(input))
     }
 
     fn __repr__(&self) -> String {
         match self.inner.get() {
-            Ok(inner) => inner.describe(),
+            Ok(inner) => dispatch!(&inner, n => n.describe()),
             Err(_) => "Notificator(<another worker's>)".to_owned(),
         }
     }
@@ -148,7 +156,7 @@ impl PyNotificator {
 /// Iterator over `(capability, count)` notifications (from `Notificator.items()`).
 #[pyclass(name = "NotificationItems", module = "timely_py._core")]
 pub struct PyNotificationItems {
-    inner: Local<Rc<NotifyCell>>,
+    inner: Local<Depth<Notificators>>,
 }
 
 #[pymethods]
@@ -158,6 +166,6 @@ impl PyNotificationItems {
     }
 
     fn __next__(&self) -> PyResult<Option<(PyCapability, usize)>> {
-        self.inner.get()?.next()
+        dispatch!(&self.inner.get()?, n => n.next())
     }
 }

@@ -2,8 +2,7 @@
 //!
 //! `enter` brings a stream of a scope into one of its nested scopes (times become
 //! `Refines::to_inner`), `leave` takes a stream of a nested scope to its parent
-//! (`to_outer`); `enter_nested` and `leave_nested` do the same for a scope made with
-//! `Scope::new_nested`, through its `Nesting`. Records entering a scope are counted for progress tracking; records
+//! (`to_outer`). Records entering a scope are counted for progress tracking; records
 //! leaving are accounted for by the nested scope's own progress reports. A loop is made of
 //! a `feedback` operator, whose output is available at once and whose input is connected
 //! later with `connect_loop`; its summary must strictly advance timestamps.
@@ -11,28 +10,25 @@
 use super::builder::{OperatorBuilder, OutputPort};
 use crate::dataflow::channels::{Data, Message, Pipeline, Tee};
 use crate::dataflow::{Scope, Stream};
-use crate::progress::{
-    Antichain, ByRefines, ChangeBatch, Nesting, PathSummary, Refines, Source, Target, Timestamp,
-};
+use crate::progress::{Antichain, ChangeBatch, PathSummary, Refines, Source, Target, Timestamp};
 use crate::scheduling::Activator;
 use std::cell::RefCell;
 use std::rc::Rc;
 use timely_communication::Push;
 
-struct Ingress<TInner: Timestamp, D, N> {
+struct Ingress<TInner: Timestamp, D> {
     tee: Tee<TInner, D>,
     counts: Rc<RefCell<ChangeBatch<TInner>>>,
     activator: Activator,
-    nesting: N,
 }
 
-impl<TOuter: Timestamp, TInner: Timestamp, D: Data, N: Nesting<TOuter, TInner>> Push<Message<TOuter, D>>
-    for Ingress<TInner, D, N>
+impl<TOuter: Timestamp, TInner: Timestamp + Refines<TOuter>, D: Data> Push<Message<TOuter, D>>
+    for Ingress<TInner, D>
 {
     fn push(&mut self, element: &mut Option<Message<TOuter, D>>) {
         match element.take() {
             Some(message) => {
-                let time = self.nesting.to_inner(message.time);
+                let time = TInner::to_inner(message.time);
                 self.counts.borrow_mut().update(time.clone(), message.data.len() as i64);
                 self.tee.send(Message { time, data: message.data, from: message.from, seq: message.seq });
                 self.activator.activate();
@@ -42,18 +38,17 @@ impl<TOuter: Timestamp, TInner: Timestamp, D: Data, N: Nesting<TOuter, TInner>> 
     }
 }
 
-struct Egress<TOuter, D, N> {
+struct Egress<TOuter, D> {
     tee: Tee<TOuter, D>,
-    nesting: N,
 }
 
-impl<TOuter: Timestamp, TInner: Timestamp, D: Data, N: Nesting<TOuter, TInner>> Push<Message<TInner, D>>
-    for Egress<TOuter, D, N>
+impl<TOuter: Timestamp, TInner: Timestamp + Refines<TOuter>, D: Data> Push<Message<TInner, D>>
+    for Egress<TOuter, D>
 {
     fn push(&mut self, element: &mut Option<Message<TInner, D>>) {
         match element.take() {
             Some(message) => {
-                let time = self.nesting.to_outer(message.time);
+                let time = message.time.to_outer();
                 self.tee.send(Message { time, data: message.data, from: message.from, seq: message.seq });
             }
             None => self.tee.done(),
@@ -64,15 +59,6 @@ impl<TOuter: Timestamp, TInner: Timestamp, D: Data, N: Nesting<TOuter, TInner>> 
 impl<T: Timestamp, D: Data> Stream<T, D> {
     /// Brings the stream into `inner`, a scope nested directly in this stream's scope.
     pub fn enter<TInner: Timestamp + Refines<T>>(&self, inner: &Scope<TInner>) -> Stream<TInner, D> {
-        self.enter_nested(inner, ByRefines)
-    }
-
-    /// Brings the stream into `inner`, made by `Scope::new_nested` with `nesting`.
-    pub fn enter_nested<TInner: Timestamp, N: Nesting<T, TInner>>(
-        &self,
-        inner: &Scope<TInner>,
-        nesting: N,
-    ) -> Stream<TInner, D> {
         assert!(
             self.scope().is_parent_of(inner),
             "enter: scope {:?} is not nested directly in the stream's scope {:?}",
@@ -86,7 +72,6 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
             tee: tee.clone(),
             counts,
             activator: inner.activator().clone(),
-            nesting,
         }));
         self.scope().add_edge(self.source(), Target::new(inner.index_in_parent(), input));
         Stream::new(Source::new(0, input), inner.clone(), tee)
@@ -97,16 +82,6 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
     where
         T: Refines<TOuter>,
     {
-        self.leave_nested(outer, ByRefines)
-    }
-
-    /// Takes the stream out of its scope, made by `Scope::new_nested` with `nesting`, into
-    /// `outer`.
-    pub fn leave_nested<TOuter: Timestamp, N: Nesting<TOuter, T>>(
-        &self,
-        outer: &Scope<TOuter>,
-        nesting: N,
-    ) -> Stream<TOuter, D> {
         assert!(
             outer.is_parent_of(self.scope()),
             "leave: scope {:?} is not the parent of the stream's scope {:?}",
@@ -116,7 +91,7 @@ impl<T: Timestamp, D: Data> Stream<T, D> {
         let output = self.scope().new_scope_output();
         self.scope().add_edge(self.source(), Target::new(0, output));
         let tee = Tee::default();
-        self.tee().add_pusher(Box::new(Egress { tee: tee.clone(), nesting }));
+        self.tee().add_pusher(Box::new(Egress { tee: tee.clone() }));
         Stream::new(Source::new(self.scope().index_in_parent(), output), outer.clone(), tee)
     }
 
