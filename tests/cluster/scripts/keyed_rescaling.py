@@ -178,6 +178,10 @@ def run(worker, data, ctl, probe, out, state):
         ctl.advance_to(epoch)
         while probe.less_than(epoch):
             worker.step_or_park(0.01)
+        if worker.leaving:
+            # Its dataflows may be complete (the probe shows no time) before the answers that
+            # end its leave arrive: a leaver that feeds on steps each epoch to take them in.
+            worker.step_or_park(0.01)
     data.close()
     ctl.close()
     left = worker.leaving
