@@ -2,7 +2,7 @@
 //! program runs (`docs/rescaling.md`, "Leaving a running cluster"): three processes of one
 //! worker, one of them leaving at a random epoch, or two of them at the same epoch; and two
 //! processes, a third joining at a random epoch and then one of the three, the joined one
-//! included, leaving at a later one.
+//! included, leaving at a later one, or two of the three leaving at once after the join.
 //!
 //! The programs, the sequential reference and the checking operators are those of
 //! `randomized.rs`, in `randomized_support`; `randomized_support/run.rs` explains the expected
@@ -75,5 +75,21 @@ fn random_programs_with_a_join_then_a_leave() {
         let mut rng = Rng::new(mix(seed, 0x101E));
         let join = rng.below(program.max_epoch + 1);
         Plan { processes: 2, join: Some(join), leave: Some(leave(&mut rng, 3, join, program)) }
+    });
+}
+
+/// Programs on two processes of one worker, a third joining at a random epoch, and then two
+/// of the three (the joined one among them or not) leaving when they reach the same later
+/// random epoch, each on its own: the leaves overlap on a cluster whose membership already
+/// changed once, and the joined worker fed its share too. The one that stays ends with the
+/// reference's outputs and sees both depart.
+#[test]
+fn random_programs_with_a_join_then_two_leaving_at_once() {
+    run_with_changes("with a join, then two processes leaving at once", |seed, program| {
+        let mut rng = Rng::new(mix(seed, 0x21E5));
+        let join = rng.below(program.max_epoch + 1);
+        let Leave { worker, epoch, .. } = leave(&mut rng, 3, join, program);
+        let also = (worker + 1 + rng.below(2) as usize) % 3;
+        Plan { processes: 2, join: Some(join), leave: Some(Leave { worker, epoch, also: Some(also) }) }
     });
 }
