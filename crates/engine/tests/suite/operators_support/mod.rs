@@ -10,6 +10,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 use timely_engine::dataflow::operators::{Capability, Captured};
 use timely_engine::dataflow::{ExchangeData, InputHandle, ProbeHandle, Scope, Stream};
 use timely_engine::scheduling::Activator;
@@ -94,15 +95,15 @@ pub fn reference<D: Ord, I: IntoIterator<Item = (u64, D)>>(
     out
 }
 
-/// Steps `worker` until `condition` holds; fails after many steps.
+/// Steps `worker` until `condition` holds; fails after a minute. (A bound on the number of
+/// steps failed on a loaded machine: a worker that does not park can take thousands of steps
+/// while another worker's thread waits for a core.)
 pub fn step_until(worker: &mut Worker, mut condition: impl FnMut() -> bool) {
-    for _ in 0..10_000 {
-        if condition() {
-            return;
-        }
-        worker.step();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !condition() {
+        assert!(Instant::now() < deadline, "condition still false after 60 s of steps");
+        worker.step_or_park(Some(Duration::from_millis(1)));
     }
-    panic!("condition still false after 10000 steps");
 }
 
 /// Steps `worker` a few times, to let anything that could happen happen.
