@@ -4,7 +4,7 @@
 //! any allocator (thread, process or cluster) can carry it, and its default implementation
 //! through bincode for every serde type. Decoding reads bytes that arrived from another
 //! process: it must never panic or allocate more than the input justifies, and reports
-//! malformed input as an error. It must not know which types travel.
+//! malformed input as a [`DecodeError`]. It must not know which types travel.
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -21,8 +21,8 @@ pub trait Exchangeable: Send + Sized + 'static {
     ///
     /// # Errors
     ///
-    /// Bytes that are not such an encoding; the message says what is wrong.
-    fn decode(bytes: &[u8]) -> Result<Self, String>;
+    /// Bytes that are not such an encoding; the error says what is wrong.
+    fn decode(bytes: &[u8]) -> Result<Self, DecodeError>;
     /// Like [`Exchangeable::decode`], into `target`, an element no longer used, whose buffers
     /// an implementation may reuse so that receiving allocates nothing. On error `target` may
     /// be left in any state.
@@ -30,7 +30,7 @@ pub trait Exchangeable: Send + Sized + 'static {
     /// # Errors
     ///
     /// As [`Exchangeable::decode`].
-    fn decode_into(bytes: &[u8], target: &mut Self) -> Result<(), String> {
+    fn decode_into(bytes: &[u8], target: &mut Self) -> Result<(), DecodeError> {
         *target = Self::decode(bytes)?;
         Ok(())
     }
@@ -41,8 +41,8 @@ pub trait Exchangeable: Send + Sized + 'static {
     ///
     /// # Errors
     ///
-    /// The element claims another sender; the message says which.
-    fn check_sender(&self, worker: usize) -> Result<(), String> {
+    /// The element claims another sender ([`DecodeError::WrongSender`]).
+    fn check_sender(&self, worker: usize) -> Result<(), DecodeError> {
         let _ = worker;
         Ok(())
     }
@@ -53,8 +53,39 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> Exchangeable for T {
         bincode_encode(self, out);
     }
 
-    fn decode(bytes: &[u8]) -> Result<Self, String> {
+    fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
         bincode_decode(bytes)
+    }
+}
+
+/// Why bytes that arrived from another process are not an element of the type expected. Every
+/// variant ends the run naming the sender's process; the variants say what kind of fault it
+/// was, for tests and for the message.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// The bytes cannot be read as a `what`: cut short, a length past the end, trailing
+    /// bytes, an unknown variant.
+    #[error("malformed {what}: {reason}")]
+    Malformed { what: &'static str, reason: String },
+    /// The bytes end before a part that the format requires.
+    #[error("{what} shorter than its {part}")]
+    Short { what: &'static str, part: &'static str },
+    /// A worker index that does not fit in this machine's `usize`.
+    #[error("{what} naming worker {index}")]
+    WorkerIndex { what: &'static str, index: u64 },
+    /// An element that names a sender other than the worker whose connection carried it.
+    #[error("{what} that claims to come from worker {claimed}")]
+    WrongSender { what: &'static str, claimed: usize },
+    /// Bytes that read, but break a rule of their own format (a key not in its canonical
+    /// form, say): the error of the crate that owns the format.
+    #[error(transparent)]
+    Format(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl DecodeError {
+    /// A format's own rule broken, said in words.
+    pub fn invalid(reason: impl Into<String>) -> DecodeError {
+        DecodeError::Format(reason.into().into())
     }
 }
 
@@ -79,8 +110,11 @@ fn decoding_options(bytes: &[u8]) -> impl bincode::Options {
 }
 
 /// What went wrong decoding a `T` from `bytes`.
-fn malformed<T>(bytes: &[u8], error: bincode::Error) -> String {
-    format!("malformed {} ({} bytes): {error}", std::any::type_name::<T>(), bytes.len())
+fn malformed<T>(bytes: &[u8], error: bincode::Error) -> DecodeError {
+    DecodeError::Malformed {
+        what: std::any::type_name::<T>(),
+        reason: format!("{error} ({} bytes)", bytes.len()),
+    }
 }
 
 /// Appends the elements of a sequence encoded by [`bincode_encode`] (a slice or a `Vec`) to
@@ -89,7 +123,10 @@ fn malformed<T>(bytes: &[u8], error: bincode::Error) -> String {
 /// # Errors
 ///
 /// Bytes that do not hold exactly one encoded sequence of `T`.
-pub fn bincode_decode_extend<T: DeserializeOwned>(bytes: &[u8], into: &mut Vec<T>) -> Result<(), String> {
+pub fn bincode_decode_extend<T: DeserializeOwned>(
+    bytes: &[u8],
+    into: &mut Vec<T>,
+) -> Result<(), DecodeError> {
     use bincode::Options;
     decoding_options(bytes)
         .deserialize_seed(Extend(into), bytes)
@@ -130,7 +167,7 @@ impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Extend<'_, T> 
 /// # Errors
 ///
 /// Bytes that do not hold exactly one encoded `T`.
-pub fn bincode_decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+pub fn bincode_decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
     use bincode::Options;
     decoding_options(bytes).deserialize(bytes).map_err(|error| malformed::<T>(bytes, error))
 }
@@ -176,6 +213,6 @@ mod tests {
         // A length claiming far more elements than the input holds is refused, not allocated.
         let huge = u64::MAX.to_le_bytes();
         let error = Vec::<u64>::decode(&huge).unwrap_err();
-        assert!(error.contains("malformed"), "{error}");
+        assert!(matches!(error, DecodeError::Malformed { .. }), "{error}");
     }
 }

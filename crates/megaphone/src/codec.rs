@@ -9,9 +9,41 @@
 //!
 //! A batch is a sequence of length-prefixed sections (`u64` little endian); decoding checks
 //! every length against the bytes present and returns an error, never panics, on bytes that
-//! are not such an encoding. This module owns the byte layout only.
+//! are not such an encoding ([`CodecError`]). This module owns the byte layout only.
 
-use timely_engine::dataflow::ExchangeData;
+use timely_engine::dataflow::{DecodeError, ExchangeData};
+
+/// Why bytes are not a batch of this module's wire types.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CodecError {
+    /// A length or value past the bytes present.
+    #[error("{expected} bytes expected, {left} left")]
+    Short { expected: usize, left: usize },
+    /// A length or index that does not fit in a `usize`.
+    #[error("{0} does not fit a usize")]
+    TooLarge(u64),
+    /// A section of `u64`s whose length is not a multiple of 8.
+    #[error("{0} bytes are not a list of u64")]
+    NotU64s(usize),
+    /// Bytes after the last section.
+    #[error("{0} bytes left over")]
+    LeftOver(usize),
+    /// A bin whose keys and states, or notification times and keys, differ in number.
+    #[error("bin {0}: keys, states and notifications of different lengths")]
+    Lengths(usize),
+    /// A keyed binary operator's record tagged neither 0 (first input) nor 1 (second).
+    #[error("a side tag other than 0 and 1: {0}")]
+    Tag(u8),
+    /// Tags and records of a keyed binary operator's batch that differ in number.
+    #[error("the side tags and the records of a batch differ in number")]
+    TagCount,
+}
+
+impl From<CodecError> for DecodeError {
+    fn from(error: CodecError) -> Self {
+        DecodeError::Format(Box::new(error))
+    }
+}
 
 /// A record routed by F to worker `target`.
 ///
@@ -31,7 +63,7 @@ impl<D: ExchangeData> ExchangeData for Routed<D> {
         D::encode_batch(&records, out);
     }
 
-    fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, String> {
+    fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, DecodeError> {
         let records = D::decode_batch(bytes)?;
         Ok(records.into_iter().map(|record| Routed { target: usize::MAX, record }).collect())
     }
@@ -67,7 +99,7 @@ impl<K: ExchangeData, S: ExchangeData> ExchangeData for BinState<K, S> {
         }
     }
 
-    fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, String> {
+    fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, DecodeError> {
         let mut reader = Reader::new(bytes);
         let count = reader.u64()?;
         let mut batch = Vec::new();
@@ -79,7 +111,7 @@ impl<K: ExchangeData, S: ExchangeData> ExchangeData for BinState<K, S> {
             let notify_times = Reader::new(reader.section()?).u64s()?;
             let notify_keys = K::decode_batch(reader.section()?)?;
             if keys.len() != states.len() || notify_times.len() != notify_keys.len() {
-                return Err(format!("bin {bin}: keys, states and notifications of different lengths"));
+                return Err(CodecError::Lengths(bin).into());
             }
             batch.push(BinState { target, bin, keys, states, notify_times, notify_keys });
         }
@@ -118,7 +150,7 @@ impl<A: ExchangeData, B: ExchangeData> ExchangeData for Side<A, B> {
         put_section(out, |out| B::encode_batch(&seconds, out));
     }
 
-    fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, String> {
+    fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, DecodeError> {
         let mut reader = Reader::new(bytes);
         let tags = reader.section()?;
         let mut firsts = A::decode_batch(reader.section()?)?.into_iter();
@@ -127,13 +159,13 @@ impl<A: ExchangeData, B: ExchangeData> ExchangeData for Side<A, B> {
         let batch = tags
             .iter()
             .map(|tag| match tag {
-                0 => firsts.next().map(Side::First).ok_or("fewer first-input records than tags"),
-                1 => seconds.next().map(Side::Second).ok_or("fewer second-input records than tags"),
-                _ => Err("a side tag other than 0 and 1"),
+                0 => firsts.next().map(Side::First).ok_or(CodecError::TagCount),
+                1 => seconds.next().map(Side::Second).ok_or(CodecError::TagCount),
+                &other => Err(CodecError::Tag(other)),
             })
             .collect::<Result<Vec<_>, _>>()?;
         if firsts.next().is_some() || seconds.next().is_some() {
-            return Err("more records than tags".to_owned());
+            return Err(CodecError::TagCount.into());
         }
         Ok(batch)
     }
@@ -162,33 +194,33 @@ impl<'a> Reader<'a> {
         Reader { bytes }
     }
 
-    fn take(&mut self, length: usize) -> Result<&'a [u8], String> {
+    fn take(&mut self, length: usize) -> Result<&'a [u8], CodecError> {
         if length > self.bytes.len() {
-            return Err(format!("{length} bytes expected, {} left", self.bytes.len()));
+            return Err(CodecError::Short { expected: length, left: self.bytes.len() });
         }
         let (taken, rest) = self.bytes.split_at(length);
         self.bytes = rest;
         Ok(taken)
     }
 
-    fn u64(&mut self) -> Result<u64, String> {
+    fn u64(&mut self) -> Result<u64, CodecError> {
         Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("eight bytes")))
     }
 
-    fn usize(&mut self) -> Result<usize, String> {
+    fn usize(&mut self) -> Result<usize, CodecError> {
         let value = self.u64()?;
-        usize::try_from(value).map_err(|_| format!("{value} does not fit a usize"))
+        usize::try_from(value).map_err(|_| CodecError::TooLarge(value))
     }
 
-    fn section(&mut self) -> Result<&'a [u8], String> {
+    fn section(&mut self) -> Result<&'a [u8], CodecError> {
         let length = self.usize()?;
         self.take(length)
     }
 
     /// Every remaining `u64`.
-    fn u64s(mut self) -> Result<Vec<u64>, String> {
+    fn u64s(mut self) -> Result<Vec<u64>, CodecError> {
         if !self.bytes.len().is_multiple_of(8) {
-            return Err(format!("{} bytes are not a list of u64", self.bytes.len()));
+            return Err(CodecError::NotU64s(self.bytes.len()));
         }
         let mut values = Vec::with_capacity(self.bytes.len() / 8);
         while !self.bytes.is_empty() {
@@ -197,25 +229,25 @@ impl<'a> Reader<'a> {
         Ok(values)
     }
 
-    fn finish(self) -> Result<(), String> {
+    fn finish(self) -> Result<(), CodecError> {
         if self.bytes.is_empty() {
             Ok(())
         } else {
-            Err(format!("{} bytes left over", self.bytes.len()))
+            Err(CodecError::LeftOver(self.bytes.len()))
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::codec::{put_section, put_u64, BinState, Routed, Side};
+    use crate::codec::{put_section, put_u64, BinState, CodecError, Routed, Side};
     use proptest::prelude::*;
-    use timely_engine::dataflow::ExchangeData;
+    use timely_engine::dataflow::{DecodeError, ExchangeData};
 
     fn round_trip<D: ExchangeData + PartialEq + std::fmt::Debug>(batch: Vec<D>) {
         let mut bytes = Vec::new();
         D::encode_batch(&batch, &mut bytes);
-        assert_eq!(D::decode_batch(&bytes), Ok(batch));
+        assert_eq!(D::decode_batch(&bytes).expect("a batch"), batch);
         // Every strict prefix is rejected with an error, never a panic.
         for cut in 0..bytes.len() {
             let _ = D::decode_batch(&bytes[..cut]);
@@ -289,6 +321,10 @@ mod tests {
         put_section(&mut forged, |_| ());
         put_section(&mut forged, |out| u64::encode_batch(&[], out));
         let error = BinState::<u64, u64>::decode_batch(&forged).unwrap_err();
-        assert!(error.contains("different lengths"), "{error}");
+        let cause = match &error {
+            DecodeError::Format(cause) => cause.downcast_ref::<CodecError>(),
+            _ => None,
+        };
+        assert_eq!(cause, Some(&CodecError::Lengths(1)), "{error}");
     }
 }

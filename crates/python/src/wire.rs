@@ -5,7 +5,7 @@
 use crate::codec;
 use crate::record::{KeyedPair, PythonFailure, Record};
 use pyo3::prelude::*;
-use timely_engine::dataflow::ExchangeData;
+use timely_engine::dataflow::{DecodeError, ExchangeData};
 
 /// Records cross processes in batches through `codec`, with the interpreter attached once per
 /// batch. Peers are authenticated when they connect, so pickled values are accepted.
@@ -14,12 +14,12 @@ impl ExchangeData for Record {
         Python::attach(|py| encode_or_unwind(py, batch, out));
     }
 
-    fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, String> {
+    fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, DecodeError> {
         Python::attach(|py| decode(py, bytes))
     }
 
-    fn decode_batch_into(bytes: &[u8], into: &mut Vec<Self>) -> Result<(), String> {
-        Python::attach(|py| codec::decode_records(py, bytes, into, true).map_err(|error| error.to_string()))
+    fn decode_batch_into(bytes: &[u8], into: &mut Vec<Self>) -> Result<(), DecodeError> {
+        Python::attach(|py| codec::decode_records(py, bytes, into, true).map_err(python_error))
     }
 }
 
@@ -32,11 +32,12 @@ impl ExchangeData for KeyedPair {
         })
     }
 
-    fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, String> {
+    fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, DecodeError> {
         Python::attach(|py| {
             let records = decode(py, bytes)?;
             if records.len() % 2 != 0 {
-                return Err(format!("a keyed batch of {} records, not pairs", records.len()));
+                let reason = format!("{} records, not pairs", records.len());
+                return Err(DecodeError::Malformed { what: "a keyed batch", reason });
             }
             let mut records = records.into_iter();
             let mut pairs = Vec::with_capacity(records.len() / 2);
@@ -61,8 +62,14 @@ pub(crate) fn encode_or_unwind(py: Python<'_>, records: &[Record], out: &mut Vec
     }
 }
 
-fn decode(py: Python<'_>, bytes: &[u8]) -> Result<Vec<Record>, String> {
+fn decode(py: Python<'_>, bytes: &[u8]) -> Result<Vec<Record>, DecodeError> {
     let mut records = Vec::new();
-    codec::decode_records(py, bytes, &mut records, true).map_err(|error| error.to_string())?;
+    codec::decode_records(py, bytes, &mut records, true).map_err(python_error)?;
     Ok(records)
+}
+
+/// The codec's error (a `CodecError` exception: the bytes are not a batch of records) as the
+/// engine's.
+pub(crate) fn python_error(error: PyErr) -> DecodeError {
+    DecodeError::Format(Box::new(error))
 }

@@ -17,7 +17,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::cell::RefCell;
 use std::rc::Rc;
-use timely_communication::exchangeable::{bincode_decode, bincode_decode_extend, bincode_encode};
+use timely_communication::exchangeable::{
+    bincode_decode, bincode_decode_extend, bincode_encode, DecodeError,
+};
 use timely_communication::{Exchangeable, FanOut, Pull, Push, SharedQueue};
 
 /// Records that can flow on a pipeline edge.
@@ -38,14 +40,14 @@ pub trait ExchangeData: Data + Send {
     ///
     /// Bytes that are not such an encoding; they come from another process and must never
     /// make decoding panic.
-    fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, String>;
+    fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, DecodeError>;
     /// Like [`ExchangeData::decode_batch`], appending to `into` (whose capacity a type can
     /// reuse, so that receiving allocates nothing). On error `into` may hold some records.
     ///
     /// # Errors
     ///
     /// As [`ExchangeData::decode_batch`].
-    fn decode_batch_into(bytes: &[u8], into: &mut Vec<Self>) -> Result<(), String> {
+    fn decode_batch_into(bytes: &[u8], into: &mut Vec<Self>) -> Result<(), DecodeError> {
         into.extend(Self::decode_batch(bytes)?);
         Ok(())
     }
@@ -56,11 +58,11 @@ impl<D: Data + Send + Serialize + DeserializeOwned> ExchangeData for D {
         bincode_encode(batch, out);
     }
 
-    fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, String> {
+    fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, DecodeError> {
         bincode_decode(bytes)
     }
 
-    fn decode_batch_into(bytes: &[u8], into: &mut Vec<Self>) -> Result<(), String> {
+    fn decode_batch_into(bytes: &[u8], into: &mut Vec<Self>) -> Result<(), DecodeError> {
         bincode_decode_extend(bytes, into)
     }
 }
@@ -103,12 +105,14 @@ impl<T, D> Message<T, D> {
 type Envelope<T> = (T, usize, u64);
 
 /// Reads the `(time, from, seq)` of an encoded message; returns them and the records' bytes.
-fn split_message<T: Timestamp>(bytes: &[u8]) -> Result<(Envelope<T>, &[u8]), String> {
-    let length = bytes.get(..4).ok_or("a message shorter than its header length")?;
+fn split_message<T: Timestamp>(bytes: &[u8]) -> Result<(Envelope<T>, &[u8]), DecodeError> {
+    let short = |part| DecodeError::Short { what: "a message", part };
+    let length = bytes.get(..4).ok_or(short("header length"))?;
     let length = u32::from_le_bytes(length.try_into().expect("four bytes")) as usize;
-    let header = bytes.get(4..4 + length).ok_or("a message shorter than its header")?;
+    let header = bytes.get(4..4 + length).ok_or(short("header"))?;
     let (time, from, seq): (T, u64, u64) = bincode_decode(header)?;
-    let from = usize::try_from(from).map_err(|_| format!("a message from worker {from}"))?;
+    let from =
+        usize::try_from(from).map_err(|_| DecodeError::WorkerIndex { what: "a message", index: from })?;
     Ok(((time, from, seq), &bytes[4 + length..]))
 }
 
@@ -124,12 +128,12 @@ impl<T: Timestamp, D: ExchangeData> Exchangeable for Message<T, D> {
         D::encode_batch(&self.data, out);
     }
 
-    fn decode(bytes: &[u8]) -> Result<Self, String> {
+    fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
         let ((time, from, seq), records) = split_message::<T>(bytes)?;
         Ok(Message { time, data: D::decode_batch(records)?, from, seq })
     }
 
-    fn decode_into(bytes: &[u8], target: &mut Self) -> Result<(), String> {
+    fn decode_into(bytes: &[u8], target: &mut Self) -> Result<(), DecodeError> {
         let ((time, from, seq), records) = split_message::<T>(bytes)?;
         (target.time, target.from, target.seq) = (time, from, seq);
         target.data.clear();
@@ -137,10 +141,10 @@ impl<T: Timestamp, D: ExchangeData> Exchangeable for Message<T, D> {
     }
 
     /// Every channel's pusher stamps the message with the pushing worker ([`LogPusher`]).
-    fn check_sender(&self, worker: usize) -> Result<(), String> {
+    fn check_sender(&self, worker: usize) -> Result<(), DecodeError> {
         match self.from == worker {
             true => Ok(()),
-            false => Err(format!("a message that claims to come from worker {}", self.from)),
+            false => Err(DecodeError::WrongSender { what: "a message", claimed: self.from }),
         }
     }
 }

@@ -23,3 +23,5 @@ pub use operators::{InputHandle, ProbeHandle};
 pub use plain::Abomonated;
 pub use scope::Scope;
 pub use stream::Stream;
+/// What decoding a batch of `ExchangeData` from another process returns on bad bytes.
+pub use timely_communication::exchangeable::DecodeError;

@@ -119,6 +119,7 @@ use super::channels::ExchangeData;
 use abomonation::Abomonation;
 use std::cell::RefCell;
 use std::mem::{align_of, size_of};
+use timely_communication::exchangeable::DecodeError;
 
 /// A record exchanged between processes with abomonation instead of bincode.
 ///
@@ -291,33 +292,26 @@ impl<T: Plain> ExchangeData for Abomonated<T> {
         }
     }
 
-    fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, String> {
+    fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, DecodeError> {
         let mut records = Vec::new();
         Self::decode_batch_into(bytes, &mut records)?;
         Ok(records)
     }
 
-    fn decode_batch_into(bytes: &[u8], into: &mut Vec<Self>) -> Result<(), String> {
+    fn decode_batch_into(bytes: &[u8], into: &mut Vec<Self>) -> Result<(), DecodeError> {
         const {
             assert!(align_of::<T>() <= SCRATCH_ALIGN && size_of::<T>() > 0);
         }
-        let name = std::any::type_name::<T>;
         let (count, payload) = match bytes.split_first_chunk::<8>() {
             Some((count, payload)) => (u64::from_le_bytes(*count), payload),
-            None => {
-                return Err(format!(
-                    "an abomonated batch of {} shorter than its count ({} bytes)",
-                    name(),
-                    bytes.len()
-                ))
-            }
+            None => return Err(malformed::<T>(format!("shorter than its count ({} bytes)", bytes.len()))),
         };
         // Every record takes at least `size_of::<T>()` bytes: refuse counts the payload
         // cannot hold before allocating for them.
         let count = usize::try_from(count)
             .ok()
             .filter(|count| count.checked_mul(size_of::<T>()).is_some_and(|size| size <= payload.len()))
-            .ok_or_else(|| format!("an abomonated batch of {count} {} in {} bytes", name(), payload.len()))?;
+            .ok_or_else(|| malformed::<T>(format!("{count} records in {} bytes", payload.len())))?;
         if T::OWNS_MEMORY {
             decode_each(count, payload, into)
         } else if payload.len() == count * size_of::<T>() {
@@ -337,7 +331,7 @@ impl<T: Plain> ExchangeData for Abomonated<T> {
             }
             Ok(())
         } else {
-            Err(format!("an abomonated batch of {count} {} in {} bytes", name(), payload.len()))
+            Err(malformed::<T>(format!("{count} records in {} bytes", payload.len())))
         }
     }
 }
@@ -363,7 +357,7 @@ fn decode_each<T: Plain>(
     count: usize,
     payload: &[u8],
     records: &mut Vec<Abomonated<T>>,
-) -> Result<(), String> {
+) -> Result<(), DecodeError> {
     records.reserve(count);
     with_aligned_copy(payload, |aligned| {
         let mut offset = 0;
@@ -381,10 +375,7 @@ fn decode_each<T: Plain>(
             let (record, left) =
                 unsafe { abomonation::decode::<T>(rest) }.ok_or_else(|| truncated::<T>(index, count))?;
             if !record.valid() {
-                return Err(format!(
-                    "abomonated record {index} of {count} is not a valid {}",
-                    std::any::type_name::<T>()
-                ));
+                return Err(malformed::<T>(format!("record {index} of {count} is not a valid value")));
             }
             records.push(Abomonated(record.clone()));
             offset += padded(available - left.len(), align_of::<T>());
@@ -392,17 +383,21 @@ fn decode_each<T: Plain>(
         if offset == aligned.len() {
             Ok(())
         } else {
-            Err(format!(
-                "an abomonated batch of {count} {} with {} bytes left over",
-                std::any::type_name::<T>(),
+            Err(malformed::<T>(format!(
+                "{count} records with {} bytes left over",
                 aligned.len().saturating_sub(offset)
-            ))
+            )))
         }
     })
 }
 
-fn truncated<T>(index: usize, count: usize) -> String {
-    format!("an abomonated batch of {count} {} cut short at record {index}", std::any::type_name::<T>())
+fn truncated<T>(index: usize, count: usize) -> DecodeError {
+    malformed::<T>(format!("{count} records cut short at record {index}"))
+}
+
+/// A batch of abomonated `T`s that does not read, for `reason`.
+fn malformed<T>(reason: String) -> DecodeError {
+    DecodeError::Malformed { what: std::any::type_name::<Vec<T>>(), reason }
 }
 
 /// Runs `decode` on a copy of `payload` whose first byte is aligned to [`SCRATCH_ALIGN`].
@@ -506,13 +501,13 @@ mod tests {
         // A count far beyond the payload is refused before allocating.
         let mut bytes = u64::MAX.to_le_bytes().to_vec();
         bytes.extend_from_slice(&[0; 16]);
-        let error = Abomonated::<u64>::decode_batch(&bytes).unwrap_err();
+        let error = Abomonated::<u64>::decode_batch(&bytes).unwrap_err().to_string();
         assert!(error.contains("in 16 bytes"), "{error}");
         // Bytes that are not UTF-8 in a string body are refused.
         let mut bytes = encoded(&[String::from("ab")]);
         let body = bytes.len() - 8; // the two bytes, then six of padding
         bytes[body] = 0xff;
-        let error = Abomonated::<String>::decode_batch(&bytes).unwrap_err();
+        let error = Abomonated::<String>::decode_batch(&bytes).unwrap_err().to_string();
         assert!(error.contains("not a valid"), "{error}");
     }
 

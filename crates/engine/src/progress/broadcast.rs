@@ -31,7 +31,9 @@ use super::magnitude::ReceivedMagnitude;
 use super::timestamp::Timestamp;
 use crate::cluster_failure::{stop_for_violation, stop_if_failed};
 use crate::logging::{self, Event, Logger};
-use timely_communication::exchangeable::{bincode_decode, bincode_decode_extend, bincode_encode};
+use timely_communication::exchangeable::{
+    bincode_decode, bincode_decode_extend, bincode_encode, DecodeError,
+};
 use timely_communication::{Allocator, FanOut, JoinedPushers, Pull, Push};
 use timely_communication::{Exchangeable, ProtocolViolations};
 
@@ -63,18 +65,18 @@ impl<T: Timestamp> Exchangeable for ProgressBatch<T> {
         bincode_encode(&self.updates, out);
     }
 
-    fn decode(bytes: &[u8]) -> Result<Self, String> {
+    fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
         let mut batch = ProgressBatch { source: 0, sequence: 0, after: None, updates: Vec::new() };
         Self::decode_into(bytes, &mut batch)?;
         Ok(batch)
     }
 
-    fn decode_into(bytes: &[u8], target: &mut Self) -> Result<(), String> {
-        let header = bytes.get(..HEADER).ok_or("a progress batch shorter than its header")?;
+    fn decode_into(bytes: &[u8], target: &mut Self) -> Result<(), DecodeError> {
+        const WHAT: &str = "a progress batch";
+        let header = bytes.get(..HEADER).ok_or(DecodeError::Short { what: WHAT, part: "header" })?;
         let (source, sequence, server, seq): (u64, u64, u64, u64) = bincode_decode(header)?;
-        let worker = |index: u64| {
-            usize::try_from(index).map_err(|_| format!("a progress batch naming worker {index}"))
-        };
+        let worker =
+            |index: u64| usize::try_from(index).map_err(|_| DecodeError::WorkerIndex { what: WHAT, index });
         target.source = worker(source)?;
         target.sequence = sequence;
         target.after = match server {
@@ -85,10 +87,10 @@ impl<T: Timestamp> Exchangeable for ProgressBatch<T> {
         bincode_decode_extend(&bytes[HEADER..], &mut target.updates)
     }
 
-    fn check_sender(&self, worker: usize) -> Result<(), String> {
+    fn check_sender(&self, worker: usize) -> Result<(), DecodeError> {
         match self.source == worker {
             true => Ok(()),
-            false => Err(format!("a progress batch that claims to come from worker {}", self.source)),
+            false => Err(DecodeError::WrongSender { what: "a progress batch", claimed: self.source }),
         }
     }
 }

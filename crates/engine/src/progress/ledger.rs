@@ -28,7 +28,7 @@ use super::batch_check::OutOfSequence;
 use super::change_batch::ChangeBatch;
 use super::location::Location;
 use super::timestamp::Timestamp;
-use timely_communication::exchangeable::{bincode_decode, bincode_encode};
+use timely_communication::exchangeable::{bincode_decode, bincode_encode, DecodeError};
 
 /// Updates of one progress batch.
 pub type Updates<T> = Vec<((Location, T), i64)>;
@@ -372,13 +372,13 @@ pub trait ScopeLedger {
     fn snapshot(&self) -> Vec<u8>;
     /// Adds `+count` for each `(operator, outputs, times)` (times encoded as `Vec<T>`, only
     /// the first is announced) to the next batch sent; returns its sequence number.
-    fn announce(&self, operators: &[(usize, usize, Vec<u8>)], count: i64) -> Result<u64, String>;
+    fn announce(&self, operators: &[(usize, usize, Vec<u8>)], count: i64) -> Result<u64, DecodeError>;
     /// Retires `count` workers' implicit initial capabilities at every output of each
     /// `(operator, outputs)`, in this tracker only: they left without building the dataflow.
     fn retire_initial(&self, operators: &[(usize, usize)], count: i64);
     /// The recorded batches `[start, end)` of `sender`, encoded, or `None` while some are
     /// still to come.
-    fn range(&self, sender: usize, start: u64, end: u64) -> Result<Option<Vec<u8>>, String>;
+    fn range(&self, sender: usize, start: u64, end: u64) -> Result<Option<Vec<u8>>, JoinDataError>;
     /// Stops recording (no joiner needs ranges any more).
     fn stop_recording(&self);
     /// True while recording batches for range requests.
@@ -390,16 +390,48 @@ pub trait ScopeLedger {
     fn detach(&self);
     /// On a joining worker: the server's state and, if it announced capabilities, the
     /// sequence number of the batch that carries them.
-    fn install_state(&self, state: &[u8], server: usize, announced: Option<u64>) -> Result<(), String>;
+    fn install_state(&self, state: &[u8], server: usize, announced: Option<u64>)
+        -> Result<(), JoinDataError>;
     /// On a joining worker: existing worker `sender` sends directly from `first` on.
     fn direct_from(&self, sender: usize, first: u64);
     /// On a joining worker: the ranges still to request, `(sender, start, end)`, once the
     /// state and every direct start are known.
     fn missing_ranges(&self) -> Option<Vec<(usize, u64, u64)>>;
     /// On a joining worker: a range from the server.
-    fn install_range(&self, sender: usize, start: u64, batches: &[u8]) -> Result<(), String>;
+    fn install_range(&self, sender: usize, start: u64, batches: &[u8]) -> Result<(), JoinDataError>;
     /// On a joining worker: true once every requested range arrived.
     fn has_all_ranges(&self) -> bool;
+}
+
+/// Why progress data of a join (a state or a range of batches, sent by a server to a joining
+/// worker, or a joiner's request for a range) cannot be taken: the peer that sent it broke
+/// the protocol.
+#[derive(Debug, thiserror::Error)]
+pub enum JoinDataError {
+    /// The bytes do not decode.
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    /// A range of a progress channel whose batches this server no longer records.
+    #[error("progress channel {channel} is no longer recorded")]
+    ChannelNotRecorded { channel: usize },
+    /// A range of a worker whose batches this server does not record.
+    #[error("no batches of worker {sender} are recorded")]
+    NotRecorded { sender: usize },
+    /// A range that starts before the recording or ends before it starts.
+    #[error("range [{start}, {end}) of worker {sender} is not recorded (recording starts at {first})")]
+    RangeNotRecorded { sender: usize, start: u64, end: u64, first: u64 },
+    /// Data for a worker that is not joining.
+    #[error("progress data for a worker that is not joining")]
+    NotJoining,
+    /// A range of a worker past the workers known.
+    #[error("a progress range of worker {sender}, of {peers}")]
+    UnknownWorker { sender: usize, peers: usize },
+    /// A range other than the one asked for, or one not asked for at all.
+    #[error("{len} batches of worker {sender} from batch {start}, where {}", match asked {
+        Some((first, end)) => format!("[{first}, {end}) was asked for"),
+        None => "none was asked for".to_owned(),
+    })]
+    NotAsked { sender: usize, start: u64, len: usize, asked: Option<(u64, u64)> },
 }
 
 impl<T: Timestamp> ScopeLedger for std::cell::RefCell<Ledger<T>> {
@@ -425,7 +457,7 @@ impl<T: Timestamp> ScopeLedger for std::cell::RefCell<Ledger<T>> {
         out
     }
 
-    fn announce(&self, operators: &[(usize, usize, Vec<u8>)], count: i64) -> Result<u64, String> {
+    fn announce(&self, operators: &[(usize, usize, Vec<u8>)], count: i64) -> Result<u64, DecodeError> {
         let mut ledger = self.borrow_mut();
         for (operator, outputs, times) in operators {
             let times: Vec<T> = bincode_decode(times)?;
@@ -447,15 +479,13 @@ impl<T: Timestamp> ScopeLedger for std::cell::RefCell<Ledger<T>> {
         }
     }
 
-    fn range(&self, sender: usize, start: u64, end: u64) -> Result<Option<Vec<u8>>, String> {
+    fn range(&self, sender: usize, start: u64, end: u64) -> Result<Option<Vec<u8>>, JoinDataError> {
         let ledger = self.borrow();
         let Some((first, batches)) = ledger.recording.as_ref().and_then(|r| r.get(sender)) else {
-            return Err(format!("no batches of worker {sender} are recorded"));
+            return Err(JoinDataError::NotRecorded { sender });
         };
         if start < *first || end < start {
-            return Err(format!(
-                "range [{start}, {end}) of worker {sender} is not recorded (recording starts at {first})"
-            ));
+            return Err(JoinDataError::RangeNotRecorded { sender, start, end, first: *first });
         }
         if end > first + batches.len() as u64 {
             return Ok(None);
@@ -490,7 +520,12 @@ impl<T: Timestamp> ScopeLedger for std::cell::RefCell<Ledger<T>> {
         self.borrow_mut().detached = true;
     }
 
-    fn install_state(&self, state: &[u8], server: usize, announced: Option<u64>) -> Result<(), String> {
+    fn install_state(
+        &self,
+        state: &[u8],
+        server: usize,
+        announced: Option<u64>,
+    ) -> Result<(), JoinDataError> {
         let state: State<T> = bincode_decode(state)?;
         let mut ledger = self.borrow_mut();
         // The server may already count workers that joined after this one was admitted (back
@@ -499,7 +534,7 @@ impl<T: Timestamp> ScopeLedger for std::cell::RefCell<Ledger<T>> {
         ledger.grow(state.next_receive.len());
         ledger.awaited = announced.map(|seq| (server, seq));
         ledger.first_after = ledger.awaited;
-        let joining = ledger.joining.as_mut().ok_or("a progress state for a worker that is not joining")?;
+        let joining = ledger.joining.as_mut().ok_or(JoinDataError::NotJoining)?;
         joining.state = Some((state.accumulated, state.next_receive));
         joining.server = server;
         Ok(())
@@ -517,13 +552,14 @@ impl<T: Timestamp> ScopeLedger for std::cell::RefCell<Ledger<T>> {
         self.borrow().joining.as_ref()?.missing()
     }
 
-    fn install_range(&self, sender: usize, start: u64, batches: &[u8]) -> Result<(), String> {
+    fn install_range(&self, sender: usize, start: u64, batches: &[u8]) -> Result<(), JoinDataError> {
         let batches: Vec<Updates<T>> = bincode_decode(batches)?;
         let mut ledger = self.borrow_mut();
-        if sender >= ledger.next_receive.len() {
-            return Err(format!("a progress range of worker {sender}, of {}", ledger.next_receive.len()));
+        let peers = ledger.next_receive.len();
+        if sender >= peers {
+            return Err(JoinDataError::UnknownWorker { sender, peers });
         }
-        let joining = ledger.joining.as_mut().ok_or("a progress range for a worker that is not joining")?;
+        let joining = ledger.joining.as_mut().ok_or(JoinDataError::NotJoining)?;
         // Exactly the range asked for: the state and the direct starts it follows from are set
         // once, before any request. Another start or length would be applied as batches of
         // `sender`, blamed on it, or replace batches it sends directly.
@@ -532,12 +568,14 @@ impl<T: Timestamp> ScopeLedger for std::cell::RefCell<Ledger<T>> {
         match asked {
             Some((_, first, end)) if (first, Some(end)) == (start, got) => {}
             Some((_, first, end)) => {
-                return Err(format!(
-                    "{} batches of worker {sender} from batch {start}, where [{first}, {end}) was asked for",
-                    batches.len()
-                ))
+                return Err(JoinDataError::NotAsked {
+                    sender,
+                    start,
+                    len: batches.len(),
+                    asked: Some((first, end)),
+                })
             }
-            None => return Err(format!("a progress range of worker {sender}, which was not asked for")),
+            None => return Err(JoinDataError::NotAsked { sender, start, len: batches.len(), asked: None }),
         }
         joining.ranges.push((sender, start, batches));
         Ok(())

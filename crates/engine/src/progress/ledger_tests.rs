@@ -133,15 +133,17 @@ fn a_range_other_than_the_one_asked_for_is_refused() {
         batches
     };
     let cases = [
-        (1, 1, 1, "1 batches of worker 1 from batch 1, where [1, 3) was asked for"),
-        (1, 1, 3, "3 batches of worker 1 from batch 1, where [1, 3) was asked for"),
-        (1, 0, 2, "2 batches of worker 1 from batch 0, where [1, 3) was asked for"),
-        (1, u64::MAX, 2, "from batch 18446744073709551615"),
-        (0, 0, 1, "a progress range of worker 0, which was not asked for"),
+        (1, 1, 1, Some((1, 3)), "1 batches of worker 1 from batch 1, where [1, 3) was asked for"),
+        (1, 1, 3, Some((1, 3)), "3 batches of worker 1 from batch 1, where [1, 3) was asked for"),
+        (1, 0, 2, Some((1, 3)), "2 batches of worker 1 from batch 0, where [1, 3) was asked for"),
+        (1, u64::MAX, 2, Some((1, 3)), "2 batches of worker 1 from batch 18446744073709551615"),
+        (0, 0, 1, None, "1 batches of worker 0 from batch 0, where none was asked for"),
     ];
-    for (sender, start, count, reason) in cases {
+    for (sender, start, count, asked, reason) in cases {
         let error = ledger.install_range(sender, start, &range(count)).expect_err(reason);
-        assert!(error.contains(reason), "{error}");
+        let expected = JoinDataError::NotAsked { sender, start, len: count, asked };
+        assert_eq!(format!("{error:?}"), format!("{expected:?}"));
+        assert!(error.to_string().starts_with(reason), "{error}");
     }
     assert!(!ledger.has_all_ranges(), "nothing of the refused ranges was kept");
     ledger.install_range(1, 1, &range(2)).expect("the range asked for");

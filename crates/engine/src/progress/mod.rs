@@ -25,7 +25,7 @@ pub mod operate;
 pub mod subgraph;
 
 pub use broadcast::{Progcaster, ProgressBatch};
-pub use ledger::{Ledger, ScopeLedger};
+pub use ledger::{JoinDataError, Ledger, ScopeLedger};
 pub use magnitude::ReceivedMagnitude;
 pub use operate::{Operate, SharedProgress};
 pub use subgraph::{Subgraph, SubgraphBuilder};

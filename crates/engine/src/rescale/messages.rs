@@ -8,7 +8,7 @@
 //! progress states travel as bytes encoded by the scope that owns their type.
 
 use serde::{Deserialize, Serialize};
-use timely_communication::exchangeable::{bincode_decode, bincode_encode};
+use timely_communication::exchangeable::{bincode_decode, bincode_encode, DecodeError};
 use timely_communication::Exchangeable;
 
 /// The channel identifier of the bootstrap channel: below the transport's control channels,
@@ -203,21 +203,23 @@ impl Exchangeable for Envelope {
         bincode_encode(&(self.from as u64, &self.message), out);
     }
 
-    fn decode(bytes: &[u8]) -> Result<Self, String> {
+    fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
         let (from, message): (u64, BootstrapMessage) = bincode_decode(bytes)?;
-        let from = usize::try_from(from).map_err(|_| format!("a bootstrap message from worker {from}"))?;
+        let from = usize::try_from(from)
+            .map_err(|_| DecodeError::WorkerIndex { what: "a bootstrap message", index: from })?;
         Ok(Envelope { from, message })
     }
 
-    fn check_sender(&self, worker: usize) -> Result<(), String> {
+    /// The envelope names the sender, and so do some messages (a bootstrap `kind()` then says
+    /// which one claimed another).
+    fn check_sender(&self, worker: usize) -> Result<(), DecodeError> {
         if self.from != worker {
-            return Err(format!("a bootstrap message that claims to come from worker {}", self.from));
+            return Err(DecodeError::WrongSender { what: "a bootstrap message", claimed: self.from });
         }
         match self.message.claimed_sender() {
-            Some(claimed) if claimed != worker => Err(format!(
-                "a bootstrap {} message of worker {worker} that names worker {claimed} as its sender",
-                self.message.kind()
-            )),
+            Some(claimed) if claimed != worker => {
+                Err(DecodeError::WrongSender { what: self.message.kind(), claimed })
+            }
             _ => Ok(()),
         }
     }

@@ -23,6 +23,7 @@ use super::phases::{self, phase};
 use super::state::Rescaling;
 use crate::cluster_failure::stop_for_violation;
 use crate::logging::Activity;
+use crate::progress::JoinDataError;
 use crate::worker::WorkerState;
 
 /// A `Hello` of worker `from` arrived: it waits for this worker's welcome.
@@ -248,7 +249,7 @@ fn answer_ranges(state: &WorkerState) {
         // Checked on arrival; a scope whose recording stopped since has nothing to give.
         let range = match scopes.iter().find(|scope| scope.channel == channel) {
             Some(scope) => scope.ledger.range(sender, start, end),
-            None => Err(format!("progress channel {channel} is no longer recorded")),
+            None => Err(JoinDataError::ChannelNotRecorded { channel }),
         };
         match range {
             Ok(Some(batches)) => {

@@ -73,7 +73,7 @@ fn an_envelope_naming_a_worker_of_another_process() {
 fn a_message_naming_another_sender_than_its_envelope() {
     member_sends(
         |_| vec![wire(1, BootstrapMessage::Hello { from: 0 })],
-        "a bootstrap Hello message of worker 1 that names worker 0 as its sender",
+        "Hello that claims to come from worker 0",
     );
 }
 

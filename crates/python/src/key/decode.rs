@@ -2,7 +2,7 @@
 //! process without the interpreter, `to_object` builds the Python key they stand for. Both
 //! read with one parser, so they accept the same bytes; anything malformed (a cut value, an
 //! unknown tag, trailing bytes, nesting deeper than `MAX_DEPTH`, or a value written in a
-//! form that is not canonical) is an error, never a panic.
+//! form that is not canonical) is a [`KeyBytesError`], never a panic.
 
 use super::encode::tag;
 use super::form::MAX_DEPTH;
@@ -12,22 +12,50 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{IntoPyDict, PyBytes, PyComplex, PyFloat, PyFrozenSet, PyInt, PyString, PyTuple, PyType};
 
+/// Why bytes are not the canonical bytes of one key.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyBytesError {
+    /// The bytes end inside a value.
+    #[error("malformed key bytes: cut at byte {at} (needs {needs} more)")]
+    Cut { at: usize, needs: usize },
+    /// A tag that no kind of key has.
+    #[error("malformed key bytes: unknown tag {tag} at byte {at}")]
+    UnknownTag { tag: u8, at: usize },
+    /// Another tag where a rational's numerator or denominator was expected.
+    #[error("malformed key bytes: tag {0} where an int was expected")]
+    NotAnInt(u8),
+    /// Bytes after the key.
+    #[error("malformed key bytes: {0} bytes after the key")]
+    Trailing(usize),
+    /// Tuples or frozensets nested deeper than `MAX_DEPTH`.
+    #[error("malformed key bytes: tuples or frozensets nested more than {MAX_DEPTH} deep")]
+    TooDeep,
+    /// A value in a form that `encode` never writes (a float equal to an int, a rational not
+    /// in lowest terms, frozenset elements out of order...): two keys that compare equal would
+    /// then have different bytes.
+    #[error("malformed key bytes: {0}")]
+    NotCanonical(String),
+    /// Python refused to build the value (a `Fraction` or a big int it could not make).
+    #[error("malformed key bytes: {0}")]
+    Python(PyErr),
+}
+
 /// Checks that `bytes` are the canonical bytes of one key.
-pub fn validate(bytes: &[u8]) -> Result<(), String> {
+pub fn validate(bytes: &[u8]) -> Result<(), KeyBytesError> {
     parse(bytes, &mut Check)
 }
 
 /// The Python key whose canonical bytes are `bytes`; a `ValueError` if they are malformed.
 pub fn to_object<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-    parse(bytes, &mut Build(py)).map_err(PyValueError::new_err)
+    parse(bytes, &mut Build(py)).map_err(|error| PyValueError::new_err(error.to_string()))
 }
 
-fn parse<B: Builder>(bytes: &[u8], builder: &mut B) -> Result<B::Value, String> {
+fn parse<B: Builder>(bytes: &[u8], builder: &mut B) -> Result<B::Value, KeyBytesError> {
     let mut reader = Reader { bytes, at: 0 };
-    let value = reader.value(0, builder).map_err(|error| format!("malformed key bytes: {error}"))?;
+    let value = reader.value(0, builder)?;
     match reader.at == bytes.len() {
         true => Ok(value),
-        false => Err(format!("malformed key bytes: {} bytes after the key", bytes.len() - reader.at)),
+        false => Err(KeyBytesError::Trailing(bytes.len() - reader.at)),
     }
 }
 
@@ -42,17 +70,20 @@ enum IntValue<'a> {
 /// allow).
 trait Builder {
     type Value;
-    fn none(&mut self) -> Result<Self::Value, String>;
-    fn int(&mut self, int: IntValue<'_>) -> Result<Self::Value, String>;
-    fn float(&mut self, value: f64) -> Result<Self::Value, String>;
-    fn complex(&mut self, real: f64, imag: f64) -> Result<Self::Value, String>;
-    fn rational(&mut self, numerator: IntValue<'_>, denominator: IntValue<'_>)
-        -> Result<Self::Value, String>;
-    fn nan(&mut self) -> Result<Self::Value, String>;
-    fn str(&mut self, text: &[u8]) -> Result<Self::Value, String>;
-    fn bytes(&mut self, bytes: &[u8]) -> Result<Self::Value, String>;
-    fn tuple(&mut self, items: Vec<Self::Value>) -> Result<Self::Value, String>;
-    fn frozenset(&mut self, items: Vec<Self::Value>) -> Result<Self::Value, String>;
+    fn none(&mut self) -> Result<Self::Value, KeyBytesError>;
+    fn int(&mut self, int: IntValue<'_>) -> Result<Self::Value, KeyBytesError>;
+    fn float(&mut self, value: f64) -> Result<Self::Value, KeyBytesError>;
+    fn complex(&mut self, real: f64, imag: f64) -> Result<Self::Value, KeyBytesError>;
+    fn rational(
+        &mut self,
+        numerator: IntValue<'_>,
+        denominator: IntValue<'_>,
+    ) -> Result<Self::Value, KeyBytesError>;
+    fn nan(&mut self) -> Result<Self::Value, KeyBytesError>;
+    fn str(&mut self, text: &[u8]) -> Result<Self::Value, KeyBytesError>;
+    fn bytes(&mut self, bytes: &[u8]) -> Result<Self::Value, KeyBytesError>;
+    fn tuple(&mut self, items: Vec<Self::Value>) -> Result<Self::Value, KeyBytesError>;
+    fn frozenset(&mut self, items: Vec<Self::Value>) -> Result<Self::Value, KeyBytesError>;
 }
 
 struct Reader<'a> {
@@ -61,34 +92,34 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, len: usize) -> Result<&'a [u8], String> {
+    fn take(&mut self, len: usize) -> Result<&'a [u8], KeyBytesError> {
         let end = self.at.checked_add(len).filter(|&end| end <= self.bytes.len());
-        let end = end.ok_or_else(|| format!("cut at byte {} (needs {len} more)", self.at))?;
+        let end = end.ok_or(KeyBytesError::Cut { at: self.at, needs: len })?;
         let taken = &self.bytes[self.at..end];
         self.at = end;
         Ok(taken)
     }
 
-    fn byte(&mut self) -> Result<u8, String> {
+    fn byte(&mut self) -> Result<u8, KeyBytesError> {
         Ok(self.take(1)?[0])
     }
 
-    fn u32(&mut self) -> Result<usize, String> {
-        let bytes: [u8; 4] = self.take(4)?.try_into().map_err(|_| "a length of 4 bytes")?;
+    fn u32(&mut self) -> Result<usize, KeyBytesError> {
+        let bytes: [u8; 4] = self.take(4)?.try_into().expect("four bytes taken");
         Ok(u32::from_le_bytes(bytes) as usize)
     }
 
-    fn u64(&mut self) -> Result<u64, String> {
-        let bytes: [u8; 8] = self.take(8)?.try_into().map_err(|_| "a value of 8 bytes")?;
+    fn u64(&mut self) -> Result<u64, KeyBytesError> {
+        let bytes: [u8; 8] = self.take(8)?.try_into().expect("eight bytes taken");
         Ok(u64::from_le_bytes(bytes))
     }
 
-    fn sized(&mut self) -> Result<&'a [u8], String> {
+    fn sized(&mut self) -> Result<&'a [u8], KeyBytesError> {
         let len = self.u32()?;
         self.take(len)
     }
 
-    fn value<B: Builder>(&mut self, depth: usize, builder: &mut B) -> Result<B::Value, String> {
+    fn value<B: Builder>(&mut self, depth: usize, builder: &mut B) -> Result<B::Value, KeyBytesError> {
         match self.byte()? {
             tag::NONE => builder.none(),
             tag::INT | tag::BIG_INT => {
@@ -99,7 +130,9 @@ impl<'a> Reader<'a> {
             tag::FLOAT => {
                 let value = f64::from_bits(self.u64()?);
                 if value.is_nan() || (value.is_finite() && value.fract() == 0.0) {
-                    return Err(format!("float {value} is not a canonical float key"));
+                    return Err(KeyBytesError::NotCanonical(format!(
+                        "float {value} is not a canonical float key"
+                    )));
                 }
                 builder.float(value)
             }
@@ -107,7 +140,9 @@ impl<'a> Reader<'a> {
                 let (real, imag) = (f64::from_bits(self.u64()?), f64::from_bits(self.u64()?));
                 let negative_zero = |x: f64| x == 0.0 && x.is_sign_negative();
                 if real.is_nan() || imag.is_nan() || imag == 0.0 || negative_zero(real) {
-                    return Err(format!("complex ({real}, {imag}) is not a canonical complex key"));
+                    return Err(KeyBytesError::NotCanonical(format!(
+                        "complex ({real}, {imag}) is not a canonical complex key"
+                    )));
                 }
                 builder.complex(real, imag)
             }
@@ -144,64 +179,68 @@ impl<'a> Reader<'a> {
                     items.push(self.value(depth, builder)?);
                     let item = &self.bytes[start..self.at];
                     if previous.is_some_and(|previous| previous >= item) {
-                        return Err("frozenset elements out of order or repeated".into());
+                        return Err(not_canonical("frozenset elements out of order or repeated"));
                     }
                     previous = Some(item);
                 }
                 builder.frozenset(items)
             }
-            other => Err(format!("unknown tag {other} at byte {}", self.at - 1)),
+            tag => Err(KeyBytesError::UnknownTag { tag, at: self.at - 1 }),
         }
     }
 
-    fn nested(&self, depth: usize) -> Result<usize, String> {
+    fn nested(&self, depth: usize) -> Result<usize, KeyBytesError> {
         match depth < MAX_DEPTH {
             true => Ok(depth + 1),
-            false => Err(format!("tuples or frozensets nested more than {MAX_DEPTH} deep")),
+            false => Err(KeyBytesError::TooDeep),
         }
     }
 
     /// An int value (tag 1 or 2), checked to be in its canonical form.
-    fn int(&mut self) -> Result<IntValue<'a>, String> {
+    fn int(&mut self) -> Result<IntValue<'a>, KeyBytesError> {
         match self.byte()? {
             tag::INT => Ok(IntValue::Small(self.u64()? as i64)),
             tag::BIG_INT => {
                 let bytes = self.sized()?;
                 let (top, next) = match bytes {
                     [.., next, top] => (*top, *next),
-                    _ => return Err("a big int of fewer than 9 bytes".into()),
+                    _ => return Err(not_canonical("a big int of fewer than 9 bytes")),
                 };
                 let redundant = (top == 0 && next & 0x80 == 0) || (top == 0xff && next & 0x80 != 0);
                 if bytes.len() <= 8 || redundant {
-                    return Err("a big int not in its fewest bytes, or within 64 bits".into());
+                    return Err(not_canonical("a big int not in its fewest bytes, or within 64 bits"));
                 }
                 Ok(IntValue::Big(bytes))
             }
-            other => Err(format!("tag {other} where an int was expected")),
+            other => Err(KeyBytesError::NotAnInt(other)),
         }
     }
 }
 
 /// The checks of a rational that need no big arithmetic: a denominator above 1, and, when
 /// both fit in 64 bits, lowest terms and no float equal to it.
-fn check_rational(numerator: IntValue<'_>, denominator: IntValue<'_>) -> Result<(), String> {
+fn check_rational(numerator: IntValue<'_>, denominator: IntValue<'_>) -> Result<(), KeyBytesError> {
     let positive = match denominator {
         IntValue::Small(d) => d > 1,
         IntValue::Big(bytes) => bytes.last().is_some_and(|top| top & 0x80 == 0),
     };
     if !positive {
-        return Err("a rational whose denominator is not above 1".into());
+        return Err(not_canonical("a rational whose denominator is not above 1"));
     }
     if let (IntValue::Small(n), IntValue::Small(d)) = (numerator, denominator) {
         let (n, d) = (n.unsigned_abs(), d as u64);
         if gcd(n, d) != 1 {
-            return Err("a rational not in lowest terms".into());
+            return Err(not_canonical("a rational not in lowest terms"));
         }
         if d.is_power_of_two() && n < 1 << 53 {
-            return Err("a rational equal to a float".into());
+            return Err(not_canonical("a rational equal to a float"));
         }
     }
     Ok(())
+}
+
+fn not_canonical(what: &str) -> KeyBytesError {
+    KeyBytesError::NotCanonical(what.to_owned())
 }
 
 fn gcd(mut a: u64, mut b: u64) -> u64 {
@@ -216,34 +255,34 @@ struct Check;
 
 impl Builder for Check {
     type Value = ();
-    fn none(&mut self) -> Result<(), String> {
+    fn none(&mut self) -> Result<(), KeyBytesError> {
         Ok(())
     }
-    fn int(&mut self, _: IntValue<'_>) -> Result<(), String> {
+    fn int(&mut self, _: IntValue<'_>) -> Result<(), KeyBytesError> {
         Ok(())
     }
-    fn float(&mut self, _: f64) -> Result<(), String> {
+    fn float(&mut self, _: f64) -> Result<(), KeyBytesError> {
         Ok(())
     }
-    fn complex(&mut self, _: f64, _: f64) -> Result<(), String> {
+    fn complex(&mut self, _: f64, _: f64) -> Result<(), KeyBytesError> {
         Ok(())
     }
-    fn rational(&mut self, _: IntValue<'_>, _: IntValue<'_>) -> Result<(), String> {
+    fn rational(&mut self, _: IntValue<'_>, _: IntValue<'_>) -> Result<(), KeyBytesError> {
         Ok(())
     }
-    fn nan(&mut self) -> Result<(), String> {
+    fn nan(&mut self) -> Result<(), KeyBytesError> {
         Ok(())
     }
-    fn str(&mut self, _: &[u8]) -> Result<(), String> {
+    fn str(&mut self, _: &[u8]) -> Result<(), KeyBytesError> {
         Ok(())
     }
-    fn bytes(&mut self, _: &[u8]) -> Result<(), String> {
+    fn bytes(&mut self, _: &[u8]) -> Result<(), KeyBytesError> {
         Ok(())
     }
-    fn tuple(&mut self, _: Vec<()>) -> Result<(), String> {
+    fn tuple(&mut self, _: Vec<()>) -> Result<(), KeyBytesError> {
         Ok(())
     }
-    fn frozenset(&mut self, _: Vec<()>) -> Result<(), String> {
+    fn frozenset(&mut self, _: Vec<()>) -> Result<(), KeyBytesError> {
         Ok(())
     }
 }
@@ -278,50 +317,46 @@ impl<'py> Build<'py> {
     }
 }
 
-fn shown(error: PyErr) -> String {
-    error.to_string()
-}
-
 impl<'py> Builder for Build<'py> {
     type Value = Bound<'py, PyAny>;
-    fn none(&mut self) -> Result<Self::Value, String> {
+    fn none(&mut self) -> Result<Self::Value, KeyBytesError> {
         Ok(self.0.None().into_bound(self.0))
     }
-    fn int(&mut self, int: IntValue<'_>) -> Result<Self::Value, String> {
-        self.int_object(int).map_err(shown)
+    fn int(&mut self, int: IntValue<'_>) -> Result<Self::Value, KeyBytesError> {
+        self.int_object(int).map_err(KeyBytesError::Python)
     }
-    fn float(&mut self, value: f64) -> Result<Self::Value, String> {
+    fn float(&mut self, value: f64) -> Result<Self::Value, KeyBytesError> {
         Ok(PyFloat::new(self.0, value).into_any())
     }
-    fn complex(&mut self, real: f64, imag: f64) -> Result<Self::Value, String> {
+    fn complex(&mut self, real: f64, imag: f64) -> Result<Self::Value, KeyBytesError> {
         Ok(PyComplex::from_doubles(self.0, real, imag).into_any())
     }
     fn rational(
         &mut self,
         numerator: IntValue<'_>,
         denominator: IntValue<'_>,
-    ) -> Result<Self::Value, String> {
-        self.fraction(numerator, denominator).map_err(shown)
+    ) -> Result<Self::Value, KeyBytesError> {
+        self.fraction(numerator, denominator).map_err(KeyBytesError::Python)
     }
-    fn nan(&mut self) -> Result<Self::Value, String> {
+    fn nan(&mut self) -> Result<Self::Value, KeyBytesError> {
         Ok(PyFloat::new(self.0, f64::NAN).into_any())
     }
-    fn str(&mut self, text: &[u8]) -> Result<Self::Value, String> {
+    fn str(&mut self, text: &[u8]) -> Result<Self::Value, KeyBytesError> {
         let py = self.0;
         match std::str::from_utf8(text) {
             Ok(text) => Ok(PyString::new(py, text).into_any()),
             Err(_) => PyBytes::new(py, text)
                 .call_method1(intern!(py, "decode"), ("utf-8", "surrogatepass"))
-                .map_err(shown),
+                .map_err(KeyBytesError::Python),
         }
     }
-    fn bytes(&mut self, bytes: &[u8]) -> Result<Self::Value, String> {
+    fn bytes(&mut self, bytes: &[u8]) -> Result<Self::Value, KeyBytesError> {
         Ok(PyBytes::new(self.0, bytes).into_any())
     }
-    fn tuple(&mut self, items: Vec<Self::Value>) -> Result<Self::Value, String> {
-        PyTuple::new(self.0, items).map(Bound::into_any).map_err(shown)
+    fn tuple(&mut self, items: Vec<Self::Value>) -> Result<Self::Value, KeyBytesError> {
+        PyTuple::new(self.0, items).map(Bound::into_any).map_err(KeyBytesError::Python)
     }
-    fn frozenset(&mut self, items: Vec<Self::Value>) -> Result<Self::Value, String> {
-        PyFrozenSet::new(self.0, &items).map(Bound::into_any).map_err(shown)
+    fn frozenset(&mut self, items: Vec<Self::Value>) -> Result<Self::Value, KeyBytesError> {
+        PyFrozenSet::new(self.0, &items).map(Bound::into_any).map_err(KeyBytesError::Python)
     }
 }

@@ -23,12 +23,13 @@ mod encode;
 mod form;
 mod route_hash;
 
+pub use decode::KeyBytesError;
 pub use route_hash::route;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use timely_engine::dataflow::ExchangeData;
+use timely_engine::dataflow::{DecodeError, ExchangeData};
 
 /// A key in canonical form: its canonical bytes (`encode`), equal exactly for keys that compare
 /// equal. Made from a Python key (`Key::new`) or from bytes checked by `decode::validate`.
@@ -44,7 +45,7 @@ impl Key {
     }
 
     /// The key whose canonical bytes are `bytes`, if they are such bytes.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Key, String> {
+    pub fn from_bytes(bytes: &[u8]) -> Result<Key, KeyBytesError> {
         decode::validate(bytes)?;
         Ok(Key(bytes.to_vec()))
     }
@@ -68,7 +69,7 @@ impl ExchangeData for Key {
         batch.iter().for_each(|key| put_key(out, key));
     }
 
-    fn decode_batch(mut bytes: &[u8]) -> Result<Vec<Self>, String> {
+    fn decode_batch(mut bytes: &[u8]) -> Result<Vec<Self>, DecodeError> {
         let count = take_u32(&mut bytes)?;
         let mut keys = Vec::with_capacity(count.min(bytes.len() / 4));
         for _ in 0..count {
@@ -76,7 +77,10 @@ impl ExchangeData for Key {
         }
         match bytes.is_empty() {
             true => Ok(keys),
-            false => Err(format!("a batch of keys followed by {} more bytes", bytes.len())),
+            false => Err(DecodeError::Malformed {
+                what: "a batch of keys",
+                reason: format!("{} bytes after the last key", bytes.len()),
+            }),
         }
     }
 }
@@ -88,10 +92,10 @@ pub fn put_key(out: &mut Vec<u8>, key: &Key) {
 }
 
 /// Reads a key that `put_key` wrote from the front of `bytes`, checking it.
-pub fn take_key(bytes: &mut &[u8]) -> Result<Key, String> {
+pub fn take_key(bytes: &mut &[u8]) -> Result<Key, DecodeError> {
     let len = take_u32(bytes)?;
-    let key = bytes.get(..len).ok_or("a batch of keys cut inside a key")?;
-    let key = Key::from_bytes(key)?;
+    let key = bytes.get(..len).ok_or(DecodeError::Short { what: "a batch of keys", part: "last key" })?;
+    let key = Key::from_bytes(key).map_err(|error| DecodeError::Format(Box::new(error)))?;
     *bytes = &bytes[len..];
     Ok(key)
 }
@@ -103,8 +107,9 @@ pub fn put_u32(out: &mut Vec<u8>, n: usize) {
 }
 
 /// Reads a little-endian `u32` from the front of `bytes`.
-pub fn take_u32(bytes: &mut &[u8]) -> Result<usize, String> {
-    let (head, rest) = bytes.split_at_checked(4).ok_or("a batch cut inside a length")?;
+pub fn take_u32(bytes: &mut &[u8]) -> Result<usize, DecodeError> {
+    let (head, rest) =
+        bytes.split_at_checked(4).ok_or(DecodeError::Short { what: "a batch", part: "next length" })?;
     *bytes = rest;
     Ok(u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize)
 }

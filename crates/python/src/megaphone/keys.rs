@@ -11,9 +11,9 @@
 use crate::codec;
 use crate::key::{put_key, put_u32, take_key, take_u32, Key};
 use crate::record::{PythonFailure, Record};
-use crate::wire::encode_or_unwind;
+use crate::wire::{encode_or_unwind, python_error};
 use pyo3::prelude::*;
-use timely_engine::dataflow::ExchangeData;
+use timely_engine::dataflow::{DecodeError, ExchangeData};
 
 /// A record with its key.
 #[derive(Clone)]
@@ -31,17 +31,17 @@ impl ExchangeData for Keyed {
         });
     }
 
-    fn decode_batch(mut bytes: &[u8]) -> Result<Vec<Self>, String> {
+    fn decode_batch(mut bytes: &[u8]) -> Result<Vec<Self>, DecodeError> {
         let count = take_u32(&mut bytes)?;
         let mut keys = Vec::with_capacity(count.min(bytes.len() / 4));
         for _ in 0..count {
             keys.push(take_key(&mut bytes)?);
         }
         let mut values = Vec::with_capacity(count);
-        Python::attach(|py| codec::decode_records(py, bytes, &mut values, true))
-            .map_err(|e| e.to_string())?;
+        Python::attach(|py| codec::decode_records(py, bytes, &mut values, true)).map_err(python_error)?;
         if values.len() != count {
-            return Err(format!("a keyed batch with {count} keys and {} values", values.len()));
+            let reason = format!("{count} keys and {} values", values.len());
+            return Err(DecodeError::Malformed { what: "a batch of keyed records", reason });
         }
         Ok(keys.into_iter().zip(values).map(|(key, value)| Keyed(key, value)).collect())
     }
@@ -88,10 +88,10 @@ impl ExchangeData for State {
         })
     }
 
-    fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, String> {
+    fn decode_batch(bytes: &[u8]) -> Result<Vec<Self>, DecodeError> {
         Python::attach(|py| {
             let mut states = Vec::new();
-            codec::decode_records(py, bytes, &mut states, true).map_err(|e| e.to_string())?;
+            codec::decode_records(py, bytes, &mut states, true).map_err(python_error)?;
             Ok(states.into_iter().map(|Record(state)| State::from_object(state.into_bound(py))).collect())
         })
     }

@@ -70,7 +70,7 @@ impl<T: Timestamp> InitialCapabilities<T> {
             }
             Initial::Joining { counted, times } => {
                 let own = times.map(|bytes| {
-                    let times: Result<Vec<T>, String> = bincode_decode(&bytes);
+                    let times: Result<Vec<T>, _> = bincode_decode(&bytes);
                     match times.map(|times| times.into_iter().next()) {
                         Ok(Some(time)) => time,
                         Ok(None) => scope.worker().rescaling().server_violation(&format!(
