@@ -5,7 +5,8 @@ records/s on 2 processes of 1 worker, so the autoscaler adds a third process and
 share of the bins to it; when the rate steps down to 80 records/s it moves process 2's bins
 off it and only then asks for its leave. Every word's counts are exactly those of a
 sequential count, the joined worker counted words, and it held bins until the evacuation.
-When the leave fails after the evacuation, the bins are spread over the three workers again."""
+When the leave fails after the evacuation, the bins are spread over the three workers again
+(the low rate goes on until they are, on a loaded machine)."""
 
 import re
 from collections import Counter
@@ -77,7 +78,7 @@ def test_bins_follow_the_autoscalers_joins_and_leaves_and_counts_stay_exact(tmp_
 def test_a_refused_leave_spreads_the_evacuated_bins_again(tmp_path):
     hostfile, _ = write_hostfile(tmp_path, 3)
     with Launched(tmp_path, "-n", 2, "--hostfile", hostfile, "--max-processes", 3,
-                  SCRIPT, 400, 6, 80, 15, 0.005, 2, 3, "refuse") as run:
+                  SCRIPT, 400, 6, 80, 9, 0.005, 2, 3, "refuse") as run:
         assert run.status(timeout=150) == 0, run.out()[-3000:] + run.err()
     out, err = run.out(), run.err()
     assert "[0] worker 0: failure scale_in failed: this test refuses to remove process 2" in out, out[-3000:]

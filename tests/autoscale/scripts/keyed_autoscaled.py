@@ -10,7 +10,9 @@ join and leave and evacuates a leaving process's bins before asking for its leav
         RATE SECONDS RATE2 SECONDS2 SLEEP MIN MAX [refuse]
 
 With `refuse`, the autoscaler's actuator refuses every leave (after the evacuation): the
-bins are then spread over the workers present again.
+bins are then spread over the workers present again. The low rate then goes on past
+SECONDS2 until that spreading is done (at most `LONGEST_WAIT` more seconds), so that a
+loaded machine, where the decisions come later, still shows it.
 
 Every fold prints ``worker W: counted WORD N``; worker 0 prints each decision that is not a
 wait (``autoscale: ...``), the workers present when they change, the bins per worker each
@@ -41,6 +43,10 @@ WORDS = 40
 BINS = 32
 #: Records per epoch, epoch by epoch.
 schedule = [int(rate * EPOCH)] * int(seconds / EPOCH) + [int(rate2 * EPOCH)] * int(seconds2 / EPOCH)
+#: With `refuse`: how long the low rate may go on past the schedule for the refused leave's
+#: bins to be spread again.
+LONGEST_WAIT = 60.0
+REFUSE = "refuse" in args[7:]
 
 
 
@@ -53,7 +59,7 @@ class RefusingLeaves(autoscale.LauncherActuator):
 
 scaler = autoscale.Autoscaler(autoscale.Settings(
     min_processes=low, max_processes=high, target=0.7, window=1.5, stabilisation=3.0,
-), actuator=RefusingLeaves() if "refuse" in args[7:] else None)
+), actuator=RefusingLeaves() if REFUSE else None)
 
 
 def say(line):
@@ -98,17 +104,29 @@ def feed(worker, inp, ctl, probe, controller, keyed):
     """Worker 0's loop: feeds the schedule, ticks the autoscaler, reports; returns the records sent."""
     start, epoch, sent, moved = time.monotonic(), 0, 0, 0
     report = ChangeReporter(worker, start, say)
-    while epoch < len(schedule):
-        due = min(len(schedule), int((time.monotonic() - start) / EPOCH) + 1)
-        while epoch < due:
-            inp.send_batch(list(range(sent, sent + schedule[epoch])))
-            sent += schedule[epoch]
+    refused_at = None  # with `refuse`: the moves made when the leave was refused
+    respread = False  # with `refuse`: the bins moved again after the refusal
+
+    def more_epochs():
+        if epoch < len(schedule):
+            return True
+        return REFUSE and not respread and time.monotonic() - start < len(schedule) * EPOCH + LONGEST_WAIT
+
+    while more_epochs():
+        due = int((time.monotonic() - start) / EPOCH) + 1
+        while epoch < due and more_epochs():
+            records = schedule[epoch] if epoch < len(schedule) else schedule[-1]
+            inp.send_batch(list(range(sent, sent + records)))
+            sent += records
             epoch += 1
             inp.advance_to(epoch)
             ctl.advance_to(epoch)
         report(scaler.tick(worker), epoch)
+        if scaler.failure is not None and refused_at is None:
+            refused_at = keyed.moved
         if keyed.moved != moved and controller.idle:
             moved = keyed.moved
+            respread = refused_at is not None and moved > refused_at
             say(f"worker 0: bins {controller.table.loads(worker.peers)} after {moved} moves, "
                 f"epoch {epoch}, {time.monotonic() - start:.1f} s")
         worker.step_or_park(0.02)
