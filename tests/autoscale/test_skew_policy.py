@@ -132,3 +132,12 @@ def test_offer_bins_needs_the_keyed_state_and_one_rate_per_bin():
     assert load.operator == "WordCount" and load.owners == ROUND_ROBIN and load.rates == (10.0,) * 8
     scaler.offer_bins("WordCount", None)
     assert scaler.bin_load() is None
+
+
+def test_balance_evens_the_other_workers_when_the_hottest_is_one_bin():
+    # After a join: bin 1 (210/s) alone on worker 1, the 15 cold bins (6/s) on worker 0,
+    # worker 2 new and empty: the hot worker has nothing to give, worker 0 gives worker 2 half.
+    owners = tuple(1 if b == 1 else 0 for b in range(16))
+    rates = tuple(210.0 if b == 1 else 6.0 for b in range(16))
+    layout = balance(owners, rates, [0, 1, 2])
+    assert layout[1] == 1 and [layout.count(w) for w in (0, 1, 2)] in ([8, 1, 7], [7, 1, 8])

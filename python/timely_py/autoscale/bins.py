@@ -43,14 +43,19 @@ def worker_loads(owners: Sequence[int], rates: Sequence[float], members: Sequenc
 
 
 def balance(owners: Sequence[int], rates: Sequence[float], members: Sequence[int]) -> Tuple[int, ...]:
-    """A layout of the bins over `members` whose hottest worker is as light as this local
-    search finds, moving few bins: bins of workers that are not members go to the lightest
-    member first; then, while it lowers the hottest worker's load, its heaviest bin that
-    fits moves to the lightest worker (a bin fits when the lightest worker would stay below
-    what the hottest has now). A worker left with one hot bin keeps it: it cannot be split.
+    """A layout of the bins over `members` whose loads are as even as this local search
+    finds, moving few bins: bins of workers that are not members go to the lightest member
+    first; then, as long as some worker has a bin that fits, the most loaded such worker's
+    heaviest fitting bin moves to the lightest worker (a bin fits when it is lighter than
+    the gap between the two, so the move lowers the larger load without making the smaller
+    one the larger: the sum of squared loads falls at every move, and the search ends). A
+    worker left with one hot bin keeps it (a bin is never split), and the others even out
+    their loads among themselves.
 
     >>> balance([0, 0, 0, 0, 1, 1, 1, 1], [80.0, 10, 10, 10, 10, 10, 10, 10], [0, 1])
     (0, 1, 1, 1, 1, 1, 1, 1)
+    >>> balance([0, 1, 0, 0], [10.0, 300, 10, 10], [0, 1, 2])  # bin 1 alone; 0 and 2 share the rest
+    (2, 1, 0, 0)
     """
     if not members:
         raise ValueError("balance: no member to hold the bins")
@@ -63,15 +68,19 @@ def balance(owners: Sequence[int], rates: Sequence[float], members: Sequence[int
             result[b] = lightest
             loads[lightest] += rates[b]
     for _ in range(len(result) * len(members)):
-        hottest = max(members, key=lambda m: (loads[m], -m))
         lightest = min(members, key=lambda m: (loads[m], m))
-        gap = loads[hottest] - loads[lightest]
-        candidates = [b for b, owner in enumerate(result) if owner == hottest and 0 < rates[b] < gap]
-        if not candidates:
+        move = None
+        for donor in sorted(members, key=lambda m: (-loads[m], m)):
+            gap = loads[donor] - loads[lightest]
+            fitting = [b for b, owner in enumerate(result) if owner == donor and 0 < rates[b] < gap]
+            if fitting:
+                move = (donor, max(fitting, key=lambda b: (rates[b], -b)))
+                break
+        if move is None:
             break
-        moved = max(candidates, key=lambda b: (rates[b], -b))
+        donor, moved = move
         result[moved] = lightest
-        loads[hottest] -= rates[moved]
+        loads[donor] -= rates[moved]
         loads[lightest] += rates[moved]
     return tuple(result)
 
