@@ -41,21 +41,12 @@ import time
 os.environ.setdefault("TIMELY_TRACE_EVENTS", "operators,schedule,messages")
 os.environ.setdefault("TIMELY_TRACE_FLUSH", "0.2")
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
 import timely_py as timely  # noqa: E402
+from stepped import EPOCH, schedule_of  # noqa: E402
 from timely_py import autoscale  # noqa: E402
 from timely_py.megaphone import Control, Controller, RoutingTable, bin_of  # noqa: E402
-
-EPOCH = 0.1
-
-
-def schedule_of(spec: str) -> list:
-    """Records per epoch, epoch by epoch, of ``RATE:SECONDS,...``."""
-    epochs = []
-    for phase in spec.split(","):
-        rate, seconds = (float(v) for v in phase.split(":"))
-        epochs += [int(rate * EPOCH)] * int(round(seconds / EPOCH))
-    return epochs
-
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--out", required=True)

@@ -15,7 +15,10 @@ its own from 0.7 x 200 = 140 records/s on.
   140 = 2.6 instances: scale out to 3. But the bins can use 1 (bin 1) + 120 / 140 = 1.86
   instances, 2 processes: a third process would take cold bins off a worker that is not
   the bottleneck. The policy keeps 2 and moves the cold bins off bin 1's worker (1.46 ->
-  1.2, the best any layout does).
+  1.2, the best any layout does; the other worker is then at 120 / 200 = 0.6).
+* After that move, with the true rate fallen to 150 records/s (a loaded machine), bin 1
+  alone is at 1.6 and the other worker at 0.8: still no process (the others are within
+  the band). At 120 records/s the others are at 1.0: then a third process helps them.
 * Load that is spread: 500 offered evenly (62.5 per bin, no hot bin): the bins need
   500 / 140 = 3.6 instances, as pooled: scale out to 4.
 """
@@ -67,7 +70,24 @@ def test_a_bin_too_hot_for_any_worker_adds_no_process_it_cannot_use():
     assert decision.desired == 2, decision.reason
     assert decision.action == "rebalance" and decision.layout == (0, 1, 0, 0, 0, 0, 0, 0)
     assert "bin 1 needs a worker each and cannot be split" in decision.reason
-    assert "no more than 2 processes" in decision.reason and "brings it to 1.20" in decision.reason
+    assert "leaves one bin alone at 1.20" in decision.reason and "the others at most 0.60" in decision.reason
+
+
+def slower_window(true_rate):
+    return signals_of(["Input", "WordCount.S"], edges=[("Input", "WordCount.S", 1.0)], window_s=2.0,
+                      records_in={"WordCount.S": 600}, records_out={"Input": 600},
+                      useful_s={"WordCount.S": 600 / true_rate, "Input": 0.05}, workers=[0, 1])
+
+
+def test_once_the_hot_bin_is_alone_only_the_other_workers_load_can_add_a_process():
+    moved = BinLoad("WordCount", (0, 1, 0, 0, 0, 0, 0, 0), hot_bin(360, 240).rates)
+    policy = Policy(Settings(min_processes=1, max_processes=4))
+    stay = policy.decide(slower_window(150.0), offered={"Input": 360}, bins=moved, **TWO)
+    assert (stay.action, stay.desired, stay.layout) == ("stay", 2, None), stay.reason
+    assert "more processes would not help" in stay.reason and "the others are at most 0.80" in stay.reason
+    grow = policy.decide(slower_window(120.0), offered={"Input": 360}, bins=moved, **TWO)
+    assert (grow.action, grow.desired) == ("scale_out", 3), grow.reason
+    assert "more than one bin are at up to 1.00" in grow.reason
 
 
 def test_spread_load_scales_out_as_without_bins():

@@ -136,6 +136,15 @@ class BinLoad:
         """The same bins laid out by `balance` over `members`."""
         return BinLoad(self.operator, balance(self.owners, self.rates, members), self.rates)
 
+    def single_bin_workers(self, members: Sequence[int]) -> List[int]:
+        """Members that hold exactly one bin with records: their load is that bin's, which
+        no number of processes makes lighter."""
+        counts = {m: 0 for m in members}
+        for owner, rate in zip(self.owners, self.rates):
+            if owner in counts and rate > 0:
+                counts[owner] += 1
+        return [m for m, count in counts.items() if count == 1]
+
     def moves_to(self, other: BinLoad) -> int:
         """How many bins change owner from this layout to `other`."""
         return sum(a != b for a, b in zip(self.owners, other.owners))

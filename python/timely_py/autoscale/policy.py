@@ -201,24 +201,32 @@ class Policy:
         needed = max(1, math.ceil(bins.instances_needed(rate, settings.target) / workers_per_process - 1e-9))
         bounded = min(max(needed, settings.min_processes), settings.max_processes)
         moves = bins.moves_to(balanced)
+        # Workers that hold a single bin in the best layout: no process count makes them lighter.
+        single = balanced.single_bin_workers(members)
+        loads_after = balanced.loads(members)
+        rest = max((loads_after[m] / rate for m in members if m not in single), default=0.0)
         worker = f"{name}'s hottest worker {hottest} is at utilisation {now:.2f}"
         unsplit = (f"; bin{'s' if len(hot) > 1 else ''} {', '.join(map(str, hot))} need{'' if len(hot) > 1 else 's'} "
                    f"a worker each and cannot be split" if hot else "")
-        if now > settings.high and after <= settings.high and moves:
-            return processes, (f"{worker}, above {settings.high:.2f}; moving {moves} bins brings it to "
-                               f"{after:.2f}, with no process added{unsplit}"), balanced.owners
-        if now > settings.high and bounded > processes:
-            return bounded, (f"{worker}, above {settings.high:.2f}, even after moving bins ({after:.2f}); its bins "
-                             f"can use {_processes(needed)}{unsplit}"), None
-        if now > settings.high:
-            layout = balanced.owners if moves and after < now else None
-            return processes, (f"{worker}, above {settings.high:.2f}, and its bins can use no more than "
-                               f"{_processes(needed)}{unsplit}"
-                               + (f"; moving {moves} bins brings it to {after:.2f}" if layout else "")), layout
+        high = settings.high
+        if now > high and moves and (after <= high or rest <= high):
+            if after <= high:
+                why = f"{worker}, above {high:.2f}; moving {moves} bins brings it to {after:.2f}, with no process added"
+            else:
+                why = (f"{worker}, above {high:.2f}; moving {moves} bins leaves one bin alone at {after:.2f} on its "
+                       f"worker, which more processes would not help, and the others at most {rest:.2f}")
+            return processes, why + unsplit, balanced.owners
+        if rest > high and bounded > processes:
+            return bounded, (f"{worker}, above {high:.2f}, and after moving bins the workers with more than one bin "
+                             f"are at up to {rest:.2f}; its bins can use {_processes(needed)}{unsplit}"), None
+        if now > high:
+            return processes, (f"{worker}, above {high:.2f}, but more processes would not help: "
+                               + (f"after moving bins the others are at most {rest:.2f}" if rest <= high else
+                                  f"its bins can use no more than {_processes(needed)}") + unsplit), None
         if now < settings.low and bounded < processes:
             return bounded, (f"{worker}, the hottest, below {settings.low:.2f}; its bins need "
                              f"{_processes(needed)}"), None
-        return processes, f"{worker}, within {settings.low:.2f}-{settings.high:.2f}{unsplit}", None
+        return processes, f"{worker}, within {settings.low:.2f}-{high:.2f}{unsplit}", None
 
 
 def _processes(count: int) -> str:
