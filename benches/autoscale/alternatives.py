@@ -68,7 +68,8 @@ def table(rows: List[Dict[str, Any]], target: float) -> str:
 
 
 def plot(rows: List[Dict[str, Any]], spec: str, target: float, path: str,
-         title: str = "Rate steps 1x -> 3x -> 1x; shaded: stop-and-restart outages") -> None:
+         title: str = "Rate steps 1x -> 3x -> 1x; shaded: stop-and-restart outages",
+         xlabel: str = "seconds since the schedule began (rate steps at the black lines)") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -92,7 +93,7 @@ def plot(rows: List[Dict[str, Any]], spec: str, target: float, path: str,
     top.set_ylabel("latency p99 (s), per second offered")
     top.legend(fontsize=8)
     bottom.set_ylabel("processes alive")
-    bottom.set_xlabel("seconds since the schedule began (rate steps at the black lines)")
+    bottom.set_xlabel(xlabel)
     top.set_title(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -100,7 +100,8 @@ def main(argv: Optional[List[str]] = None) -> List[Dict[str, Any]]:
     report(rows, options.target_latency)
     if options.plot:
         plot(rows, f"1:{options.seconds:g}", options.target_latency, options.plot,
-             title=f"Skew: one of {BINS} bins hot; pooled policy against bins offered")
+             title=f"Skew: one of {BINS} bins hot; pooled policy against bins offered",
+             xlabel="seconds since the schedule began")
     if options.json:
         Path(options.json).write_text(json.dumps(rows, indent=1))
     return rows

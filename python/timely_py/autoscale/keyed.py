@@ -8,7 +8,8 @@ input it feeds (``Autoscaler.keep_balanced``). Then, on the worker that ticks:
   with the strategy, step by step, and the leave is asked for only once every move is
   sent (and complete, with a probe), so the leave itself moves nothing;
 * once a join or a leave is complete (the ticking worker's `members` show it), the bins are
-  *rebalanced* over the workers present (`Controller.rebalance`), step by step.
+  *rebalanced* over the workers present (`Controller.rebalance`; with the bins' offered
+  rates, `Autoscaler.offer_bins`, to an even load by `bins.balance`), step by step.
 
 Steps are paced: one step per time of the control input (two steps never share a time, so
 two plans can never move one bin at one time), and with a probe only once the probe has
