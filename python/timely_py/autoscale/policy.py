@@ -23,7 +23,8 @@ bottleneck) decides it.
    hottest worker's load decides instead of the average: if it is above the band but a
    layout of the bins over the workers present would not be, the decision is to
    ``rebalance`` (move bins, no process); processes are added only for the instances the
-   bins can use (a bin hot enough to need a worker of its own counts for one, however hot).
+   bins can use (a bin hot enough to need a worker of its own counts for one, however hot),
+   and only when workers holding more than one bin stay above the band after the moves.
 
 Sources fed by one worker (``sources="local"``) cannot go faster with more processes, so
 they are not judged; under ``"symmetric"`` they are, with their true output rate.
