@@ -15,13 +15,15 @@ The parts, one concern each: `errors` (the exceptions), `settings` (what it may 
 messages, pyarrow), `signals` (DS2's rates from them), `decision` (decisions that explain
 themselves), `policy` (the arithmetic), `contributors` (where the window's time went:
 critical path or useful time), `actions` (joins and leaves on a thread of their own),
-`keyed` (Megaphone bins moved around joins and leaves), `controller` (`Autoscaler`: the
+`keyed` (Megaphone bins moved around joins and leaves), `bins` (skew: a keyed operator's
+load per bin, the instances its bins can use, layouts that even it), `controller` (`Autoscaler`: the
 loop a program drives), `testing` (hand-built signals).
 """
 
 from __future__ import annotations
 
 from .actions import ActionRunner, Actuator, LauncherActuator, RecordingActuator
+from .bins import BinLoad, balance
 from .contributors import Contributor, Contributors, CriticalPaths
 from .controller import Autoscaler
 from .decision import ACTIONS, Decision, OperatorDemand
@@ -40,6 +42,7 @@ __all__ = [
     "AutoscaleError",
     "AutoscaleSettingsError",
     "Autoscaler",
+    "BinLoad",
     "Contributor",
     "Contributors",
     "CriticalPaths",
@@ -60,5 +63,6 @@ __all__ = [
     "Settings",
     "Signals",
     "WorkerSignals",
+    "balance",
     "compute_signals",
 ]

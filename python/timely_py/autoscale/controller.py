@@ -13,7 +13,11 @@ Rules of time, on the trace's clock (the latest time every observed worker has d
   the highest-numbered processes first;
 * with keyed state to keep balanced (`Autoscaler.keep_balanced`), a scale-in first moves the
   leaving processes' bins off them and asks for the leave only then, and a change counts as
-  reached only once the bins are rebalanced over the workers present (`keyed`).
+  reached only once the bins are rebalanced over the workers present (`keyed`);
+* with the rates of a keyed operator's bins (`Autoscaler.offer_bins`), the policy judges
+  that operator by its hottest worker (`bins`), a ``rebalance`` decision moves bins with no
+  change of count (and counts as a change for the window and the stabilisation), and the
+  rebalance after a join or a leave evens the load rather than the number of bins.
 
 This module owns that loop and its state; the arithmetic is `policy`'s, the side effects
 are `actions`'.
@@ -25,8 +29,9 @@ import threading
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from ..megaphone import Controller, Strategy
+from ..megaphone import Controller, RoutingTable, Strategy
 from .actions import ActionRunner, Actuator, LauncherActuator
+from .bins import BinLoad
 from .decision import Decision
 from .errors import AutoscaleError
 from .contributors import CriticalPaths, from_signals
@@ -128,6 +133,33 @@ class Autoscaler:
                 self._offered.pop(source, None)
             else:
                 self._offered[source] = float(rate)
+
+    def offer_bins(self, operator: str, rates: Optional[Sequence[float]], controller: Optional[Controller] = None) -> None:
+        """Says that the bins of keyed operator `operator` (its `Control`'s name) are offered
+        `rates[b]` records per second each, cluster-wide (None: forget them). The bins'
+        owners are those of `controller`'s table, which `keep_balanced` must have been given
+        (default: the only one it was given). With them, when `operator` is the bottleneck,
+        the policy judges it by its hottest worker and moves bins rather than add processes
+        its bins could not use (`timely_py.autoscale.bins`)."""
+        with self._lock:
+            states = [s for s in self._keyed.states if controller is None or s.controller is controller]
+        if len(states) != 1:
+            raise AutoscaleError(f"offer_bins: {len(states)} keyed states match; call keep_balanced with "
+                                 "this controller first (and name it when there are several)")
+        state = states[0]
+        if rates is not None and len(rates) != state.controller.table.bins:
+            raise AutoscaleError(f"offer_bins: {len(rates)} rates for {state.controller.table.bins} bins")
+        with self._lock:
+            state.rates = None if rates is None else tuple(float(r) for r in rates)
+            state.operator = operator
+
+    def bin_load(self) -> Optional[BinLoad]:
+        """The bins of the keyed operator whose rates were offered, as the policy sees them (None without)."""
+        with self._lock:
+            for state in self._keyed.states:
+                if state.rates is not None and not state.released:
+                    return BinLoad(state.operator, tuple(state.controller.table.owners), state.rates)
+        return None
 
     def keep_balanced(self, controller: Controller, control: Any, *, strategy: Optional[Strategy] = None,
                       probe: Any = None) -> KeyedState:
@@ -234,15 +266,19 @@ class Autoscaler:
         with self._lock:
             offered = dict(self._offered)
         decision = self.policy.decide(signals, processes=current, workers_per_process=self.workers_per_process,
-                                      offered=offered, time_ns=end)
+                                      offered=offered, time_ns=end, bins=self.bin_load(),
+                                      members=self._members or None)
         decision = replace(decision, contributors=self._paths.over(start, end) or from_signals(signals))
         stable_at = self._settled_ns + int(self.settings.stabilisation * 1e9)
-        if decision.changes and self._changed and end < stable_at:
+        moves_bins = decision.action == "rebalance"
+        if (decision.changes or moves_bins) and self._changed and end < stable_at:
             left = (stable_at - end) / 1e9
             decision = replace(decision, action="wait",
                                reason=f"stabilising after the last change ({left:.1f} s to go); would "
                                       f"{decision.action.replace('_', ' ')} to {decision.desired}: {decision.reason}")
-        if decision.changes and not self.settings.metrics_only:
+        if moves_bins and not self.settings.metrics_only:
+            decision = self._move_bins(decision)
+        elif decision.changes and not self.settings.metrics_only:
             decision = self._act(decision, live)
         return self._record(decision)
 
@@ -294,6 +330,17 @@ class Autoscaler:
             self._failure = None
         self._runner.start(action, self._done(decision.action))
         return replace(decision, acted=True, outcome="started")
+
+    def _move_bins(self, decision: Decision) -> Decision:
+        """Plans the moves to the decision's layout on the keyed state with offered rates;
+        the window after them starts once they are out (`_drive_keyed`)."""
+        assert decision.layout is not None
+        with self._lock:
+            state = next(s for s in self._keyed.states if s.rates is not None and not s.released)
+        moves = state.controller.move_to(RoutingTable(decision.layout), state.strategy, earliest=state.time())
+        with self._lock:
+            self._phase, self._changed = "rebalancing", True
+        return replace(decision, acted=True, outcome=f"started: {moves} bins move")
 
     def _evacuate(self, decision: Decision, leaving: List[int], expected: List[int]) -> Decision:
         """Plans the moves of the `leaving` processes' bins; `_drive_keyed` asks for the

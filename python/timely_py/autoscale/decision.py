@@ -20,8 +20,9 @@ __all__ = ["ACTIONS", "Decision", "OperatorDemand"]
 
 #: What a decision does: ``scale_out`` or ``scale_in`` (to `Decision.desired`), ``stay``
 #: (the count is right, or cannot change), ``wait`` (stabilising after a change, or an
-#: action is still under way) or ``no_data`` (no operator did enough work to judge).
-ACTIONS = ("scale_out", "scale_in", "stay", "wait", "no_data")
+#: action is still under way), ``no_data`` (no operator did enough work to judge) or
+#: ``rebalance`` (move a keyed operator's bins to `Decision.layout`, the count unchanged).
+ACTIONS = ("scale_out", "scale_in", "stay", "wait", "no_data", "rebalance")
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,8 @@ class Decision:
     #: Where the time went over the window (`contributors`): the critical path's top
     #: contributors from the live analysis, else the operators' useful time.
     contributors: Optional[Contributors] = None
+    #: For ``rebalance``: the owner of every bin after the moves (`bins.balance`).
+    layout: Optional[Tuple[int, ...]] = None
 
     @property
     def changes(self) -> bool:
@@ -120,8 +123,9 @@ class Decision:
             "stay": f"stay at {self.current} processes",
             "wait": f"wait at {self.current} processes",
             "no_data": f"stay at {self.current} processes (no data)",
+            "rebalance": f"rebalance bins at {self.current} processes",
         }[self.action]
-        if self.settings.metrics_only and self.changes:
+        if self.settings.metrics_only and (self.changes or self.action == "rebalance"):
             head += " (metrics only: not done)"
         lines = [f"{head}: {self.reason}"]
         if self.bottleneck is not None and self.bottleneck.utilisation is not None:
@@ -164,4 +168,5 @@ class Decision:
             "demands": [d.to_dict() for d in self.demands], "source_rates": dict(self.source_rates),
             "window": list(self.window), "workers_seen": list(self.workers_seen),
             "contributors": self.contributors.to_dict() if self.contributors else None,
+            "layout": list(self.layout) if self.layout is not None else None,
         }

@@ -8,7 +8,8 @@ input it feeds (``Autoscaler.keep_balanced``). Then, on the worker that ticks:
   with the strategy, step by step, and the leave is asked for only once every move is
   sent (and complete, with a probe), so the leave itself moves nothing;
 * once a join or a leave is complete (the ticking worker's `members` show it), the bins are
-  *rebalanced* over the workers present (`Controller.rebalance`), step by step.
+  *rebalanced* over the workers present (`Controller.rebalance`; with the bins' offered
+  rates, `Autoscaler.offer_bins`, to an even load by `bins.balance`), step by step.
 
 Steps are paced: one step per time of the control input (two steps never share a time, so
 two plans can never move one bin at one time), and with a probe only once the probe has
@@ -20,9 +21,10 @@ is the controller's (`timely_py.autoscale.controller`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, List, Optional, Sequence
+from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
-from ..megaphone import Controller, Strategy
+from ..megaphone import Controller, RoutingTable, Strategy
+from .bins import balance
 
 __all__ = ["DEFAULT_STRATEGY", "KeyedState", "KeyedStates"]
 
@@ -47,6 +49,10 @@ class KeyedState:
     moved: int = 0
     #: Every step sent: (control time, moves).
     steps: List[tuple] = field(default_factory=list)
+    #: The records per second each bin is offered, when the program says (`offer_bins`),
+    #: and the keyed operator's name.
+    rates: Optional[Tuple[float, ...]] = None
+    operator: str = ""
 
     def __enter__(self) -> KeyedState:
         return self
@@ -108,9 +114,18 @@ class KeyedStates:
         self.states.append(state)
 
     def rebalance(self, members: Sequence[int]) -> int:
-        """Plans an even share of every control's bins for `members`; returns the moves."""
-        return sum(s.controller.rebalance(members, s.strategy, earliest=s.time()) for s in self.states
-                   if not s.released)
+        """Plans an even share of every control's bins for `members` (of its load, when its
+        bins' rates are known; else of their number); returns the moves."""
+        moves = 0
+        for s in self.states:
+            if s.released:
+                continue
+            if s.rates is None:
+                moves += s.controller.rebalance(members, s.strategy, earliest=s.time())
+            else:
+                layout = RoutingTable(balance(s.controller.table.owners, s.rates, members))
+                moves += s.controller.move_to(layout, s.strategy, earliest=s.time())
+        return moves
 
     def evacuate(self, leaving: Iterable[int], members: Sequence[int]) -> int:
         """Plans moves that take every bin off the workers `leaving`; returns the moves."""

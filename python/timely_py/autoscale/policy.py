@@ -19,6 +19,13 @@ bottleneck) decides it.
    ``max_step`` at a time; within the band it stays (hysteresis: no oscillation around one
    threshold).
 
+5. With the bins of a keyed bottleneck and what each is offered (`bins.BinLoad`), the
+   hottest worker's load decides instead of the average: if it is above the band but a
+   layout of the bins over the workers present would not be, the decision is to
+   ``rebalance`` (move bins, no process); processes are added only for the instances the
+   bins can use (a bin hot enough to need a worker of its own counts for one, however hot),
+   and only when workers holding more than one bin stay above the band after the moves.
+
 Sources fed by one worker (``sources="local"``) cannot go faster with more processes, so
 they are not judged; under ``"symmetric"`` they are, with their true output rate.
 
@@ -27,8 +34,10 @@ This module owns the arithmetic only: no trace, no clock, no launcher.
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional, Union
+import math
+from typing import Dict, List, Mapping, Optional, Sequence, Union
 
+from .bins import BinLoad
 from .decision import Decision, OperatorDemand
 from .settings import Settings
 from .signals import Signals
@@ -98,11 +107,15 @@ class Policy:
         return result
 
     def decide(self, signals: Signals, *, processes: int, workers_per_process: int,
-               offered: Optional[Mapping[Union[int, str], float]] = None, time_ns: Optional[int] = None) -> Decision:
+               offered: Optional[Mapping[Union[int, str], float]] = None, time_ns: Optional[int] = None,
+               bins: Optional[BinLoad] = None, members: Optional[Sequence[int]] = None) -> Decision:
         """The decision for a cluster of `processes` processes of `workers_per_process`
         workers, from `signals`; `offered` maps source operators (by id or name) to the rate
         (records per second, cluster-wide) they are offered, for sources whose observed rate
-        is not what they are asked to take (a backlog builds up before them).
+        is not what they are asked to take (a backlog builds up before them). `bins`, the
+        bins of a keyed operator with their offered rates, and `members`, the workers present
+        (default ``0..workers``), make a decision about that operator, when it is the
+        bottleneck, by its hottest worker (`bins`; the module's point 5).
 
         >>> from timely_py.autoscale import Settings, Policy
         >>> from timely_py.autoscale.testing import signals_of
@@ -148,21 +161,73 @@ class Policy:
         else:
             desired, why = processes, (f"{bottleneck.operator.label()}, the busiest operator, is at utilisation "
                                        f"{utilisation:.2f}, within {settings.low:.2f}-{settings.high:.2f}")
+        layout, skewed = None, False
+        if bins is not None and bins.covers(bottleneck.operator.name) and bottleneck.true_rate \
+                and settings.min_processes <= processes <= settings.max_processes:
+            workers = list(members) if members is not None else list(range(processes * workers_per_process))
+            desired, why, layout = self._skewed(bins, bottleneck, processes, workers_per_process, workers)
+            skewed = True
         if settings.max_step is not None:
             desired = max(processes - settings.max_step, min(processes + settings.max_step, desired))
+        if layout is not None:
+            return Decision(action="rebalance", desired=processes, reason=why, bottleneck=bottleneck,
+                            layout=layout, **common)  # type: ignore[arg-type]
         if desired > processes:
             action = "scale_out"
         elif desired < processes:
             action = "scale_in"
         else:
             action = "stay"
-            if why.endswith(_processes(needed)):
+            if not skewed and why.endswith(_processes(needed)):
                 if needed == processes:
                     why += ", as many as it has"
                 else:
                     limit = "max_processes" if needed > processes else "min_processes"
                     why += f", but {limit} is {processes}"
         return Decision(action=action, desired=desired, reason=why, bottleneck=bottleneck, **common)  # type: ignore[arg-type]
+
+    def _skewed(self, bins: BinLoad, bottleneck: OperatorDemand, processes: int, workers_per_process: int,
+                members: List[int]) -> "tuple[int, str, Optional[tuple]]":
+        """The count (and the layout to move to, or None) for a keyed bottleneck from its bins."""
+        settings = self.settings
+        rate = bottleneck.true_rate
+        assert rate
+        name = bottleneck.operator.label()
+        now = bins.utilisation(rate, members)
+        loads = bins.loads(members)
+        hottest = max(members, key=lambda m: (loads[m], -m))
+        balanced = bins.balanced(members)
+        after = balanced.utilisation(rate, members)
+        hot = bins.hot_bins(rate, settings.target)
+        needed = max(1, math.ceil(bins.instances_needed(rate, settings.target) / workers_per_process - 1e-9))
+        bounded = min(max(needed, settings.min_processes), settings.max_processes)
+        moves = bins.moves_to(balanced)
+        # Workers that hold a single bin in the best layout: no process count makes them lighter.
+        single = balanced.single_bin_workers(members)
+        loads_after = balanced.loads(members)
+        rest = max((loads_after[m] / rate for m in members if m not in single), default=0.0)
+        worker = f"{name}'s hottest worker {hottest} is at utilisation {now:.2f}"
+        unsplit = (f"; bin{'s' if len(hot) > 1 else ''} {', '.join(map(str, hot))} need{'' if len(hot) > 1 else 's'} "
+                   f"a worker each and cannot be split" if hot else "")
+        high = settings.high
+        if now > high and moves and (after <= high or rest <= high):
+            if after <= high:
+                why = f"{worker}, above {high:.2f}; moving {moves} bins brings it to {after:.2f}, with no process added"
+            else:
+                why = (f"{worker}, above {high:.2f}; moving {moves} bins leaves one bin alone at {after:.2f} on its "
+                       f"worker, which more processes would not help, and the others at most {rest:.2f}")
+            return processes, why + unsplit, balanced.owners
+        if rest > high and bounded > processes:
+            return bounded, (f"{worker}, above {high:.2f}, and after moving bins the workers with more than one bin "
+                             f"are at up to {rest:.2f}; its bins can use {_processes(needed)}{unsplit}"), None
+        if now > high:
+            return processes, (f"{worker}, above {high:.2f}, but more processes would not help: "
+                               + (f"after moving bins the others are at most {rest:.2f}" if rest <= high else
+                                  f"its bins can use no more than {_processes(needed)}") + unsplit), None
+        if now < settings.low and bounded < processes:
+            return bounded, (f"{worker}, the hottest, below {settings.low:.2f}; its bins need "
+                             f"{_processes(needed)}"), None
+        return processes, f"{worker}, within {settings.low:.2f}-{high:.2f}{unsplit}", None
 
 
 def _processes(count: int) -> str:
