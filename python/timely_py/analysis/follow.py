@@ -25,10 +25,11 @@ import pyarrow.parquet as pq
 
 from .. import trace
 from ..trace.reader import part_files
-from . import driver_profiles
+from . import driver_profiles, follow_slices
 from .critical_path import critical_paths
 from .kernels import check_kernels
-from .horizon import EVERYTHING, run_finished, stable_horizon
+from .follow_carried import BatchWork, CarriedAnalysis
+from .horizon import EVERYTHING, carried_horizon, declared_processes, run_finished, stable_horizon
 from .pipeline import AnalysisResult, Contributor, Progress, analyze_built, build_activities, contributors
 from .events import count_events, trace_info
 from .session import get_session
@@ -74,6 +75,9 @@ class Follower:
         self._origin: Optional[int] = None
         self._next = 0
         self._began = 0.0
+        self._carried: Optional[CarriedAnalysis] = None
+        #: What each live batch handled (:class:`.follow_carried.BatchWork`), in order.
+        self.batches: List[BatchWork] = []
 
     def __iter__(self) -> Iterator[SliceResult]:
         self._began = time.monotonic()
@@ -103,6 +107,54 @@ class Follower:
         return now
 
     def _batch(self, session: "SparkSession") -> Iterator[SliceResult]:
+        """One micro-batch: with the native kernels, the new events, analysed with the state
+        carried from the batches before (:mod:`.follow_carried`); with the Python ones,
+        everything written so far again. Then the slices that became final."""
+        if self.options["kernels"] != "rust":
+            yield from self._whole_batch(session)
+            return
+        started = time.monotonic()
+        try:
+            info = trace_info(self.trace_dir)
+        except trace.TraceFormatError as error:  # a process has not written its metadata yet
+            self._progress(f"follow batch: not a whole trace yet ({error})", started)
+            return
+        if run_finished(info):
+            yield from self._finish(build_activities(session, self.trace_dir, self.options["kernels"]))
+            return
+        carried = self._carried = self._carried or CarriedAnalysis(info.workers_per_process)
+        new_events = carried.read(session, self.trace_dir)
+        catalogue = carried.catalogue(info.processes)
+        carried.workers.correct(info.processes, catalogue[0])
+        pending = carried.pending.corrected(info.processes)
+        communications = carried.pending.communications()
+        horizon = carried_horizon(carried.workers, pending, communications, info)
+        started = self._progress("follow batch: activities and horizon", started)
+        if _run_finished_now(self.trace_dir):  # the last batch, next, emits every slice: sooner than this one
+            horizon = None
+        kernel_rows = 0
+        if horizon is not None:
+            self._origin = catalogue[2] if self._origin is None else self._origin
+            current, kernel_rows = carried.activities(catalogue, communications)
+            last = (horizon - self._origin) // self.length - 1
+            if last >= self._next:
+                everything = follow_slices.named(carried.final_activities(current), carried.names())
+                yield from self._emit_slices(follow_slices.sliced(everything, self.length, self._origin, self._next, last), info.workers, last)
+                started = self._progress(f"follow batch: slices up to {last} emitted", started)
+            carried.advance(horizon, current, communications, declared_processes(info) * info.workers_per_process)
+            carried.workers.prune_done(self._origin + self._next * self.length)
+        self.batches.append(BatchWork(new_events, kernel_rows, carried.pending_count()))
+
+    def _emit_slices(self, sliced: pa.Table, workers: int, last: int) -> Iterator[SliceResult]:
+        """The slices of ``sliced`` (a batch's final activities cut into the slices up to ``last``)."""
+        path = follow_slices.critical_paths(sliced)
+        computed = driver_profiles.all_profiles(path, follow_slices.busy(sliced), workers)
+        tables = {"critical_path": path, "slices": computed["slices"], "profile_operator": computed["profile_operator"]}
+        for row in sorted(tables["slices"].to_pylist(), key=lambda r: r["slice"]):
+            yield self._slice_result(row, tables)
+        self._next = last + 1
+
+    def _whole_batch(self, session: "SparkSession") -> Iterator[SliceResult]:
         """One micro-batch: everything written so far, analysed; the slices that became final."""
         started = time.monotonic()
         try:

@@ -39,7 +39,10 @@ from .clocks import clock_history, offset_at
 from .events import TraceInfo
 
 if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
     from pyspark.sql import Column, DataFrame
+
+    from .follow_workers import Workers
 
 #: The horizon of a run whose every process finished: everything is final.
 EVERYTHING = 1 << 62
@@ -198,3 +201,39 @@ def _last_productive(events: "DataFrame", worker: int) -> int:
 
     row = _productive(events).where(F.col("worker") == worker).agg(F.max("t")).first()
     return -1 if row is None or row[0] is None else int(row[0])
+
+
+def carried_horizon(workers: "Workers", pending: "pa.Table", communications: "pa.Table", info: TraceInfo) -> Optional[int]:
+    """:func:`stable_horizon` from follow mode's carried state on the driver: each worker's tail
+    (:mod:`.follow_workers`, whose scan found what is open at its end) and the pending message
+    events with their communications (:mod:`.follow_communications`). The tails hold every
+    event from each worker's restart point on, which is at or before its cut (a productive
+    moment before everything still open or unread), so the cuts are the same as over the whole
+    trace; the pending events hold every send not read yet."""
+    from .follow_communications import unread_per_worker
+
+    if run_finished(info):
+        return EVERYTHING
+    count = declared_processes(info) * info.workers_per_process
+    seen = workers.seen()
+    clocks = clock_bound(info)
+    if len(seen) < count or clocks is None:
+        return None
+    done = {w for w in range(count) if w // info.workers_per_process in finished_processes(info)}
+    seen_min = min((t for w, t in seen.items() if w not in done), default=EVERYTHING)
+    network = all("network" in meta.get("event_classes", []) for meta in info.processes.values())
+    unread = unread_per_worker(pending, communications, count, network)
+    horizon = min(clocks, seen_min)
+    for worker in range(count):
+        limit = seen_min + 1
+        if worker not in done:
+            for found in (workers.tails[worker].open_start, unread.get(worker)):
+                limit = limit if found is None else min(limit, found)
+        productive = workers.productive(worker)
+        if worker in done and (productive[-1] if productive.size else -1) <= seen_min:
+            continue
+        below = productive[productive < limit]
+        if not below.size:
+            return None
+        horizon = min(horizon, int(below[-1]))
+    return horizon
