@@ -86,11 +86,15 @@ def test_a_live_run_is_followed_and_its_slices_match_the_batch_analysis(spark, t
 def rounds_trace(tmp_path_factory):
     """`rounds.py` (80 rounds of 10 ms) traced on 2 processes x 2 workers, clocks measured
     every 0.25 s, and its batch analysis in slices of 50 ms."""
-    trace = tmp_path_factory.mktemp("rounds") / "trace"
+    return _traced_rounds(tmp_path_factory.mktemp("rounds") / "trace", rounds=80, clock_interval=0.25)
+
+
+def _traced_rounds(trace, rounds, clock_interval):
+    """`rounds.py` (`rounds` rounds of 10 ms) traced into `trace` on 2 processes x 2 workers."""
     done = python_subprocess(
         ["-m", "timely_py.launch", "-n", "2", "-w", "2", "--base-port", str(launcher_base_port(2)),
-         "--trace", str(trace), str(CLUSTER_SCRIPTS / "rounds.py"), "80", "0.01"],
-        timeout=300, env={**os.environ, "TIMELY_CLOCK_INTERVAL": "0.25"},
+         "--trace", str(trace), str(CLUSTER_SCRIPTS / "rounds.py"), str(rounds), "0.01"],
+        timeout=300, env={**os.environ, "TIMELY_CLOCK_INTERVAL": str(clock_interval)},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return trace
@@ -215,14 +219,7 @@ def test_the_console_script_follows_a_finished_trace(tmp_path):
 def long_rounds_trace(tmp_path_factory):
     """`rounds.py` (200 rounds of 10 ms) traced on 2 processes x 2 workers, clocks measured
     every 0.05 s (so the horizon trails what is written by little)."""
-    trace = tmp_path_factory.mktemp("long-rounds") / "trace"
-    done = python_subprocess(
-        ["-m", "timely_py.launch", "-n", "2", "-w", "2", "--base-port", str(launcher_base_port(2)),
-         "--trace", str(trace), str(CLUSTER_SCRIPTS / "rounds.py"), "200", "0.01"],
-        timeout=300, env={**os.environ, "TIMELY_CLOCK_INTERVAL": "0.05"},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return trace
+    return _traced_rounds(tmp_path_factory.mktemp("long-rounds") / "trace", rounds=200, clock_interval=0.05)
 
 
 # A few minutes of Spark on a loaded machine: the trace, a batch per growth, the analysis.

@@ -31,7 +31,7 @@ such process's latest ``measured_at_ns`` (corrected); without any measurement, n
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Set
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Set, Tuple
 
 from ..trace.clocks import measurements
 from .activities import INSTANT_KINDS
@@ -89,14 +89,11 @@ def stable_horizon(events: "DataFrame", communications: "DataFrame", info: Trace
     is not measured, a worker has not done productive work)."""
     if run_finished(info):
         return EVERYTHING
-    workers = declared_processes(info) * info.workers_per_process
     seen = _per_worker(events.where(~events.kind.startswith("network_")).groupBy("worker").agg(_max_t()))
-    clocks = clock_bound(info)
-    if len(seen) < workers or clocks is None:
+    known = _known(info, seen)
+    if known is None:
         return None
-    done = {w for w in range(workers) if w // info.workers_per_process in finished_processes(info)}
-    seen_min = min((t for w, t in seen.items() if w not in done), default=EVERYTHING)
-    network = all("network" in meta.get("event_classes", []) for meta in info.processes.values())
+    workers, done, seen_min, clocks, network = known
     limits = _limits(events, communications, workers, done, seen_min, network)
     cuts = _cuts(events, limits)
     horizon = min(clocks, seen_min)
@@ -107,6 +104,21 @@ def stable_horizon(events: "DataFrame", communications: "DataFrame", info: Trace
             return None
         horizon = min(horizon, cuts[worker])
     return horizon
+
+
+def _known(info: TraceInfo, seen: Dict[int, int]) -> Optional[Tuple[int, Set[int], int, int, bool]]:
+    """What both horizons start from, given each worker's latest own event (``seen``): the run's
+    workers, those of finished processes, the smallest ``seen`` of the others, the clocks'
+    bound and whether the network class is recorded; None when a worker has not written or a
+    clock is not measured yet."""
+    workers = declared_processes(info) * info.workers_per_process
+    clocks = clock_bound(info)
+    if len(seen) < workers or clocks is None:
+        return None
+    done = {w for w in range(workers) if w // info.workers_per_process in finished_processes(info)}
+    seen_min = min((t for w, t in seen.items() if w not in done), default=EVERYTHING)
+    network = all("network" in meta.get("event_classes", []) for meta in info.processes.values())
+    return workers, done, seen_min, clocks, network
 
 
 def _max_t(column: str = "t") -> "Column":
@@ -214,14 +226,10 @@ def carried_horizon(workers: "Workers", pending: "pa.Table", communications: "pa
 
     if run_finished(info):
         return EVERYTHING
-    count = declared_processes(info) * info.workers_per_process
-    seen = workers.seen()
-    clocks = clock_bound(info)
-    if len(seen) < count or clocks is None:
+    known = _known(info, workers.seen())
+    if known is None:
         return None
-    done = {w for w in range(count) if w // info.workers_per_process in finished_processes(info)}
-    seen_min = min((t for w, t in seen.items() if w not in done), default=EVERYTHING)
-    network = all("network" in meta.get("event_classes", []) for meta in info.processes.values())
+    count, done, seen_min, clocks, network = known
     unread = unread_per_worker(pending, communications, count, network)
     horizon = min(clocks, seen_min)
     for worker in range(count):
