@@ -215,6 +215,18 @@ def test_the_console_script_follows_a_finished_trace(tmp_path):
     assert "top critical-path contributors" in done.stdout
 
 
+#: The tables `analyze` writes.
+RUN_TABLES = (
+    "communications", "activities", "critical_path", "slices", "profile", "profile_type", "profile_operator",
+    "profile_worker", "profile_contributor_worker", "imbalance", "slack",
+)  # fmt: skip
+
+
+def _rows(table_dir):
+    """A written table's rows, in an order of their own (tables written by Spark have none)."""
+    return sorted(pq.read_table(table_dir).to_pylist(), key=repr)
+
+
 @pytest.fixture(scope="module")
 def long_rounds_trace(tmp_path_factory):
     """`rounds.py` (200 rounds of 10 ms) traced on 2 processes x 2 workers, clocks measured
@@ -254,6 +266,9 @@ def test_a_growing_trace_is_followed_batch_by_batch_with_its_state_carried(spark
     assert [r.index for r in emitted] == sorted(expected), "each slice once, in order"
     for result in emitted:
         assert result.edges.to_pylist() == expected[result.index], f"slice {result.index} differs"
+    # The last batch wrote the run's tables from the carried state: the batch analysis's, row for row.
+    for name in RUN_TABLES:
+        assert _rows(follower.final.out / name) == _rows(batch.out / name), name
     # Slices came from several live batches, each resuming from the state the one before left.
     assert len(set(live_batches)) >= 3, live_batches
     live = {r.index for r in emitted[: len(live_batches)]}

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..trace.reader import part_files
+from . import driver_profiles, follow_slices
 from .activities import INPUT_OPERATOR, scope_depths
 from .clocks import corrected_times
 from .events import load_files
@@ -32,6 +33,9 @@ from .worker_stage import DELIVERY_COLUMNS
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
+
+#: Slice numbers below and above every slice of a run (its tables take them all).
+EVERY_SLICE = 1 << 62
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,31 @@ class CarriedAnalysis:
             if restart is not None:
                 restarts[worker] = restart
         self.pending.retire(communications, restarts, workers)
+
+    def run_tables(
+        self, spark: "SparkSession", current: Dict[int, pa.Table], communications: pa.Table, origin: int,
+        length: int, workers: int,
+    ) -> Dict[str, pa.Table]:  # fmt: skip
+        """Every table of :func:`.analyze` for the finished run, from the final activities of every
+        batch and the last batch's (``current``), the retired and the last ``communications``:
+        the profiles as :mod:`.driver_profiles` makes them, ``slack`` by Spark's query over the
+        activities it reads (its leaders' and the waits)."""
+        from . import profiles
+
+        everything = [t for tail in self.workers.tails.values() for t in tail.final] + list(current.values())
+        activities = follow_slices.named(pa.concat_tables(everything), self.names())
+        activities = activities.select(["operator"] + [c for c in activities.column_names if c != "operator"])
+        cut = follow_slices.sliced(activities, length, origin, -EVERY_SLICE, EVERY_SLICE)
+        path = follow_slices.critical_paths(cut)
+        tables = driver_profiles.all_profiles(path, follow_slices.busy(cut), workers)
+        leaders = driver_profiles.slack_leaders(path, profiles.TOP_SLACK)
+        contributor = pc.coalesce(cut["name"], cut["type"])
+        read = pc.or_(pc.is_in(cut["type"], pa.array(["waiting", "waiting_for_input"])),
+                      pc.is_in(contributor, pa.array(leaders, pa.string())))  # fmt: skip
+        slack = profiles.slack(spark.createDataFrame(cut.filter(read)), spark.createDataFrame(path), leaders=leaders)
+        tables.update(slack=slack.toArrow(), critical_path=path, activities=activities)
+        tables["communications"] = pa.concat_tables([*self.pending.retired, communications])
+        return tables
 
     def pending_count(self) -> int:
         """How many message events are pending."""

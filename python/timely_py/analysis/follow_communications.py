@@ -13,7 +13,7 @@ decide what is final (that is :mod:`.follow_horizon`).
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -91,19 +91,22 @@ def spark_xxhash64(kind: str, columns: Sequence[pa.ChunkedArray]) -> pa.Array:
 
 
 def timed(joined: pa.Table, kind: str) -> pa.Table:
-    """:func:`.activities.timed` of joined sends and reads in pyarrow: the columns a receiving
-    worker's deliveries and the horizon read (``comm_id``, ``type``, the keys, ``send``,
-    ``net_recv``, ``arrival``, ``read``, ``arrival_known``, ``local``)."""
+    """:func:`.activities.timed` of joined sends and reads in pyarrow: the ``communications``
+    table's columns, with Spark's values (``docs/critical-path.md``)."""
     local = pc.fill_null(pc.equal(joined["src_process"], joined["dst_process"]), False)
     estimate = pc.if_else(local, joined["send"], pc.coalesce(joined["net_recv"], joined["read"]))
     arrival = pc.min_element_wise(pc.max_element_wise(estimate, joined["send"]), joined["read"])
-    keys = [joined[k] for k in DATA_KEYS]
+    known = pc.or_(local, pc.is_valid(joined["net_recv"]))
+    nothing = pa.nulls(joined.num_rows, pa.int64())
     return pa.table(
         {
-            "comm_id": spark_xxhash64(kind, keys), "type": pa.array([kind] * joined.num_rows, pa.string()),
-            **{k: joined[k] for k in DATA_KEYS}, "send": joined["send"], "net_recv": joined["net_recv"],
-            "arrival": arrival, "read": joined["read"],
-            "arrival_known": pc.or_(local, pc.is_valid(joined["net_recv"])), "local": local,
+            "comm_id": spark_xxhash64(kind, [joined[k] for k in DATA_KEYS]),
+            "type": pa.array([kind] * joined.num_rows, pa.string()),
+            **{k: joined[k] for k in DATA_KEYS}, "records": joined["records"], "send": joined["send"],
+            "net_send": joined["net_send"], "net_recv": joined["net_recv"], "arrival": arrival, "read": joined["read"],
+            "arrival_known": known, "local": local, "send_buffer_ns": pc.subtract(joined["net_send"], joined["send"]),
+            "transfer_ns": pc.if_else(local, pa.scalar(0, pa.int64()), pc.subtract(joined["net_recv"], joined["net_send"])),
+            "recv_buffer_ns": pc.if_else(known, pc.subtract(joined["read"], arrival), nothing),
         }
     )  # fmt: skip
 
@@ -115,6 +118,8 @@ class PendingMessages:
     def __init__(self, workers_per_process: int) -> None:
         self.workers_per_process = workers_per_process
         self.events: Optional[pa.Table] = None
+        #: The communications retired so far (their rows, as :meth:`communications` made them).
+        self.retired: List[pa.Table] = []
 
     def add(self, events: pa.Table) -> None:
         """Keeps the message and network events of a batch's new ``events``."""
@@ -152,6 +157,8 @@ class PendingMessages:
         grouped = grouped.group_by(PROGRESS_KEYS, use_threads=False).aggregate([("old_i", "sum"), ([], "count_all")])
         everyone = pc.and_(pc.equal(grouped["old_i_sum"], workers), pc.equal(grouped["count_all"], workers))
         batches = grouped.filter(everyone).select(PROGRESS_KEYS)
+        self.retired.append(done.filter(pc.and_(pc.equal(done["type"], "data_message"), old)).drop_columns(["old"]))
+        self.retired.append(_matching(progress, batches, PROGRESS_KEYS).drop_columns(["old"]))
         kind = self.events["channel_kind"]
         is_data = pc.or_kleene(pc.is_in(self.events["kind"], pa.array(["message_send", "message_recv"])),
                                pc.equal(kind, "data"))  # fmt: skip
@@ -161,13 +168,27 @@ class PendingMessages:
         )  # fmt: skip
 
 
+def _marked(events: pa.Table, keys: pa.Table, names: List[str]) -> Tuple[pa.Table, pa.ChunkedArray]:
+    """``events`` (reordered) and whether each one's ``names`` match a row of ``keys`` (a null key never does)."""
+    marked = keys.append_column("_match", pa.array([True] * keys.num_rows, pa.bool_()))
+    joined = events.join(marked, names, join_type="left outer", use_threads=False)
+    return joined.select(events.column_names), pc.fill_null(joined["_match"], False)
+
+
 def _without(events: pa.Table, keys: pa.Table, names: List[str]) -> pa.Table:
     """``events`` but those whose ``names`` match a row of ``keys`` (rows with a null key stay)."""
     if keys.num_rows == 0 or events.num_rows == 0:
         return events
-    marked = keys.append_column("_gone", pa.array([True] * keys.num_rows))
-    joined = events.join(marked, names, join_type="left outer", use_threads=False)
-    return joined.filter(pc.invert(pc.fill_null(joined["_gone"], False))).select(events.column_names)
+    joined, match = _marked(events, keys, names)
+    return joined.filter(pc.invert(match))
+
+
+def _matching(events: pa.Table, keys: pa.Table, names: List[str]) -> pa.Table:
+    """The rows of ``events`` whose ``names`` match a row of ``keys``."""
+    if keys.num_rows == 0 or events.num_rows == 0:
+        return events.slice(0, 0)
+    joined, match = _marked(events, keys, names)
+    return joined.filter(match)
 
 
 def unread_per_worker(

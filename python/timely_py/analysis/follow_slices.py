@@ -67,10 +67,14 @@ def sliced(activities: pa.Table, length: int, origin: int, first: int, last: int
 
 def critical_paths(table: pa.Table) -> pa.Table:
     """The native critical-path kernel once per slice of ``table`` (:data:`.schemas.SLICED`)."""
-    paths = []
-    for index in pc.unique(table["slice"]).to_pylist():
-        mine = table.filter(pc.equal(table["slice"], index))
-        paths.append(_core.slice_critical_path(mine).cast(CRITICAL_PATH))
+    ordered = table.sort_by("slice")
+    slices = ordered["slice"].to_numpy(zero_copy_only=False)
+    bounds = np.flatnonzero(np.diff(slices)) + 1
+    paths = [
+        _core.slice_critical_path(ordered.slice(start, stop - start)).cast(CRITICAL_PATH)
+        for start, stop in zip([0, *bounds.tolist()], [*bounds.tolist(), len(slices)])
+        if stop > start
+    ]
     return pa.concat_tables(paths) if paths else CRITICAL_PATH.empty_table()
 
 

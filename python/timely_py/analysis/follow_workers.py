@@ -56,6 +56,8 @@ class WorkerTail:
     before: int = 0
     #: Final activities before the restart point that a slice not emitted yet may still need.
     done: List[pa.Table] = field(default_factory=list)
+    #: Every final activity before the restart point (for the run's tables at its end).
+    final: List[pa.Table] = field(default_factory=list)
     #: From the last scan: the earliest start of a run, park or user activity still open.
     open_start: Optional[int] = None
     #: From the last scan: the restart points, earliest first.
@@ -139,6 +141,7 @@ class Workers:
         t, ord_, opening = chosen[-1]
         final = activities.filter(pc.less(activities["start"], t))
         tail.done.append(final)
+        tail.final.append(final)
         tail.before += final.num_rows
         events = tail.events
         later = pc.or_(pc.greater(events["t"], t), pc.and_(pc.equal(events["t"], t), pc.greater_equal(events["ord"], ord_)))
