@@ -241,7 +241,8 @@ def test_a_growing_trace_is_followed_batch_by_batch_with_its_state_carried(spark
     span_ms = max(pc.max(t["time_ns"]).as_py() for t in growing.rows.values()) // 1_000_000 - growing.first // 1_000_000
     cuts = list(range(120, span_ms, 90))
     growing.grow(cuts[0] * 1_000_000)
-    follower = follow(growing.target, out=tmp_path / "out", slice="50ms", spark=spark, poll=0.05, timeout=600, views=False)
+    follower = follow(growing.target, out=tmp_path / "out", slice="50ms", spark=spark, poll=0.05, timeout=600,
+                      views=False)  # fmt: skip
 
     def write_the_rest():
         for cut in cuts[1:]:

@@ -126,6 +126,9 @@ class Follower:
             return
         carried = self._carried = self._carried or CarriedAnalysis(info.workers_per_process)
         new_events = carried.read(session, self.trace_dir)
+        if carried.pending.events is None:  # files, but no event in them yet
+            self._progress("follow batch: no events yet", started)
+            return
         catalogue = carried.catalogue(info.processes)
         carried.workers.correct(info.processes, catalogue[0])
         pending = carried.pending.corrected(info.processes)
@@ -144,7 +147,8 @@ class Follower:
             last = (horizon - self._origin) // self.length - 1
             if last >= self._next:
                 everything = follow_slices.named(carried.final_activities(current), carried.names())
-                yield from self._emit_slices(follow_slices.sliced(everything, self.length, self._origin, self._next, last), info.workers, last)
+                cut = follow_slices.sliced(everything, self.length, self._origin, self._next, last)
+                yield from self._emit_slices(cut, info.workers, last)
                 started = self._progress(f"follow batch: slices up to {last} emitted", started)
             carried.advance(horizon, current, communications, declared_processes(info) * info.workers_per_process)
             carried.workers.prune_done(self._origin + self._next * self.length)

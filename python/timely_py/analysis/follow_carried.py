@@ -69,7 +69,7 @@ class CarriedAnalysis:
         paths = sorted(str(f.path) for f in part_files(trace_dir) if str(f.path) not in self.files)
         if not paths:
             return 0
-        columns = [c for c in EVENT_COLUMNS if c != "t"] + ["time_ns", F.col("time_ns").alias("t")]
+        columns = [F.col(c) for c in EVENT_COLUMNS if c != "t"] + [F.col("time_ns"), F.col("time_ns").alias("t")]
         table = load_files(spark, trace_dir, paths).select(*columns).toArrow()
         self.files.update(paths)
         if table.num_rows == 0:

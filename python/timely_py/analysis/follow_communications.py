@@ -105,7 +105,8 @@ def timed(joined: pa.Table, kind: str) -> pa.Table:
             **{k: joined[k] for k in DATA_KEYS}, "records": joined["records"], "send": joined["send"],
             "net_send": joined["net_send"], "net_recv": joined["net_recv"], "arrival": arrival, "read": joined["read"],
             "arrival_known": known, "local": local, "send_buffer_ns": pc.subtract(joined["net_send"], joined["send"]),
-            "transfer_ns": pc.if_else(local, pa.scalar(0, pa.int64()), pc.subtract(joined["net_recv"], joined["net_send"])),
+            "transfer_ns": pc.if_else(local, pa.scalar(0, pa.int64()),
+                                      pc.subtract(joined["net_recv"], joined["net_send"])),
             "recv_buffer_ns": pc.if_else(known, pc.subtract(joined["read"], arrival), nothing),
         }
     )  # fmt: skip
@@ -131,12 +132,14 @@ class PendingMessages:
         """The pending events with ``t`` on process 0's clock by the clocks measured so far
         (a later measurement moves the times after the previous one: so each batch again)."""
         events = self.events
+        assert events is not None, "corrected after events were added"
         t = corrected_times(events["time_ns"].to_numpy(), events["process"].to_numpy(), processes)
         self.events = events.set_column(events.schema.get_field_index("t"), "t", pa.array(t, pa.int64()))
         return self.events
 
     def communications(self) -> pa.Table:
         """Every communication joined from the pending events (times as last corrected)."""
+        assert self.events is not None, "joined after events were added"
         data = timed(data_messages(self.events), "data_message")
         progress = timed(progress_batches(self.events, self.workers_per_process), "progress_message")
         return pa.concat_tables([data, progress])

@@ -83,5 +83,6 @@ def busy(table: pa.Table) -> pa.Table:
     working = table.filter(pc.invert(pc.is_in(table["type"], pa.array(IDLE_TYPES))))
     working = working.append_column("contributor", pc.coalesce(working["name"], working["type"]))
     working = working.append_column("busy_ns", pc.subtract(working["end"], working["start"]))
-    grouped = working.group_by(["slice", "contributor", "type", "worker"], use_threads=False).aggregate([("busy_ns", "sum")])
+    keys = ["slice", "contributor", "type", "worker"]
+    grouped = working.group_by(keys, use_threads=False).aggregate([("busy_ns", "sum")])
     return grouped.rename_columns(["slice", "contributor", "type", "worker", "busy_ns"]).select(BUSY.names).cast(BUSY)

@@ -49,7 +49,7 @@ class WorkerTail:
     """One worker's carried state."""
 
     #: The events since the restart point, and the opening events (sorted by ``t``, ``ord``).
-    events: Optional[pa.Table] = None
+    events: pa.Table
     #: The restart point's ``(t, ord)``; None: the tail is the worker's whole trace.
     restart: Optional[Tuple[int, int]] = None
     #: Activities of the worker before the restart point (the index of the first after it).
@@ -84,8 +84,11 @@ class Workers:
         workers = events["worker"].to_numpy(zero_copy_only=False)
         for worker in np.unique(workers):
             mine = events.filter(pa.array(workers == worker))
-            tail = self.tails.setdefault(int(worker), WorkerTail())
-            tail.events = mine if tail.events is None else pa.concat_tables([tail.events, mine])
+            tail = self.tails.get(int(worker))
+            if tail is None:
+                self.tails[int(worker)] = WorkerTail(mine)
+            else:
+                tail.events = pa.concat_tables([tail.events, mine])
 
     def correct(self, processes: Mapping[int, Mapping[str, object]], depths: Mapping[int, int]) -> None:
         """Puts every tail's times on process 0's clock by the clocks measured so far, sorts it
@@ -144,7 +147,8 @@ class Workers:
         tail.final.append(final)
         tail.before += final.num_rows
         events = tail.events
-        later = pc.or_(pc.greater(events["t"], t), pc.and_(pc.equal(events["t"], t), pc.greater_equal(events["ord"], ord_)))
+        same_t = pc.and_(pc.equal(events["t"], t), pc.greater_equal(events["ord"], ord_))
+        later = pc.or_(pc.greater(events["t"], t), same_t)
         kept = np.flatnonzero(later.to_numpy(zero_copy_only=False))
         rows = np.union1d(np.asarray(opening, dtype=np.int64), kept)
         tail.events = events.take(pa.array(rows, pa.int64()))
@@ -163,10 +167,11 @@ def scan(events: pa.Table, depths: Mapping[int, int]) -> Tuple[Optional[int], Li
     tail, sorted): the earliest start of what is still open at its end (as
     :func:`.horizon._open` finds it), and its restart points (the module's doc)."""
     marks = np.flatnonzero(pc.is_in(events["kind"], pa.array(MARK_KINDS)).to_numpy(zero_copy_only=False))
-    columns = {name: events[name].take(pa.array(marks, pa.int64())).to_pylist() for name in ("kind", "t", "ord", "operator", "useful")}
-    runs: Dict[Optional[int], Tuple[int, int]] = {}
+    chosen = pa.array(marks, pa.int64())
+    columns = {name: events[name].take(chosen).to_pylist() for name in ("kind", "t", "ord", "operator", "useful")}
+    runs: Dict[int, Tuple[int, int]] = {}
     park: Optional[int] = None
-    depth, user_open = 0, []
+    depth, user_open = 0, []  # type: Tuple[int, List[int]]
     candidates: List[Candidate] = []
     for row, kind, t, ord_, operator, useful in zip(marks.tolist(), *columns.values()):
         if kind == "schedule_start":
@@ -174,7 +179,7 @@ def scan(events: pa.Table, depths: Mapping[int, int]) -> Tuple[Optional[int], Li
         elif kind == "schedule_stop":
             started = runs.pop(operator, None)
             if useful and started is not None and started[0] < t and operator not in depths and park is None:
-                if depth == 0 and all(o in depths for o in runs) and any(depths[o] == 0 for o in runs):
+                if depth == 0 and all(o in depths for o in runs) and any(depths.get(o) == 0 for o in runs):
                     candidates.append((t, ord_, [started[1]] + [r for _, r in runs.values()]))
         elif kind == "park":
             park = t

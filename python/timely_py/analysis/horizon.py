@@ -215,7 +215,9 @@ def _last_productive(events: "DataFrame", worker: int) -> int:
     return -1 if row is None or row[0] is None else int(row[0])
 
 
-def carried_horizon(workers: "Workers", pending: "pa.Table", communications: "pa.Table", info: TraceInfo) -> Optional[int]:
+def carried_horizon(
+    workers: "Workers", pending: "pa.Table", communications: "pa.Table", info: TraceInfo
+) -> Optional[int]:
     """:func:`stable_horizon` from follow mode's carried state on the driver: each worker's tail
     (:mod:`.follow_workers`, whose scan found what is open at its end) and the pending message
     events with their communications (:mod:`.follow_communications`). The tails hold every
