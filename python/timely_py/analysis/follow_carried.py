@@ -161,11 +161,9 @@ class CarriedAnalysis:
         path = follow_slices.critical_paths(cut)
         tables = driver_profiles.all_profiles(path, follow_slices.busy(cut), workers)
         leaders = driver_profiles.slack_leaders(path, profiles.TOP_SLACK)
-        contributor = pc.coalesce(cut["name"], cut["type"])
-        read = pc.or_(pc.is_in(cut["type"], pa.array(["waiting", "waiting_for_input"])),
-                      pc.is_in(contributor, pa.array(leaders, pa.string())))  # fmt: skip
-        slack = profiles.slack(spark.createDataFrame(cut.filter(read)), spark.createDataFrame(path), leaders=leaders)
-        tables.update(slack=slack.toArrow(), critical_path=path, activities=activities)
+        marked = follow_slices.slack_rows(cut, path, leaders)
+        tables["slack"] = profiles.slack_summary(spark.createDataFrame(marked)).toArrow()
+        tables.update(critical_path=path, activities=activities)
         tables["communications"] = pa.concat_tables([*self.pending.retired, communications])
         return tables
 

@@ -12,7 +12,7 @@ not decide what is final nor which slices to emit (that is :mod:`.follow`).
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -86,3 +86,30 @@ def busy(table: pa.Table) -> pa.Table:
     keys = ["slice", "contributor", "type", "worker"]
     grouped = working.group_by(keys, use_threads=False).aggregate([("busy_ns", "sum")])
     return grouped.rename_columns(["slice", "contributor", "type", "worker", "busy_ns"]).select(BUSY.names).cast(BUSY)
+
+
+def slack_rows(table: pa.Table, path: pa.Table, leaders: Sequence[str]) -> pa.Table:
+    """What :func:`.profiles.slack` aggregates, from the sliced activities ``table`` and the
+    critical ``path``: each activity of the ``leaders`` with its ``contributor``, whether the
+    path runs through it in its slice (``critical``) and its ``slack_ns``: the length of the
+    first wait after it on its worker in its slice (0 when none), as Spark's window finds it."""
+    ordered = table.sort_by([("slice", "ascending"), ("worker", "ascending"), ("start", "ascending")])
+    group = np.stack([ordered[c].to_numpy(zero_copy_only=False) for c in ("slice", "worker")], axis=1)
+    waits = np.flatnonzero(pc.is_in(ordered["type"], pa.array(["waiting", "waiting_for_input"])).to_numpy(zero_copy_only=False))
+    rows = np.arange(ordered.num_rows)
+    following = np.searchsorted(waits, rows, side="right")
+    found = following < waits.size
+    target = waits[np.minimum(following, max(waits.size - 1, 0))] if waits.size else rows
+    same = found & np.all(group[target] == group, axis=1) if waits.size else np.zeros(ordered.num_rows, bool)
+    lengths = (ordered["end"].to_numpy(zero_copy_only=False) - ordered["start"].to_numpy(zero_copy_only=False))
+    slack_ns = np.where(same, lengths[target], 0)
+    contributor = pc.coalesce(ordered["name"], ordered["type"])
+    chosen = pc.is_in(contributor, pa.array(list(leaders), pa.string()))
+    marked = pa.table({"slice": ordered["slice"], "activity_id": ordered["activity_id"], "contributor": contributor,
+                       "slack_ns": pa.array(slack_ns, pa.int64())}).filter(chosen)  # fmt: skip
+    on_path = path.filter(pc.is_valid(path["activity_id"])).select(["slice", "activity_id"])
+    on_path = on_path.group_by(["slice", "activity_id"], use_threads=False).aggregate([])
+    on_path = on_path.append_column("critical", pa.array([True] * on_path.num_rows, pa.bool_()))
+    joined = marked.join(on_path, ["slice", "activity_id"], join_type="left outer", use_threads=False)
+    critical = pc.fill_null(joined["critical"], False)
+    return pa.table({"contributor": joined["contributor"], "critical": critical, "slack_ns": joined["slack_ns"]})
