@@ -78,6 +78,7 @@ class Follower:
         self._next = 0
         self._began = 0.0
         self._carried: Optional[CarriedAnalysis] = None
+        self._horizon: Optional[int] = None
         #: What each live batch handled (:class:`.follow_carried.BatchWork`), in order.
         self.batches: List[BatchWork] = []
 
@@ -141,7 +142,9 @@ class Follower:
         if _run_finished_now(self.trace_dir):  # the last batch, next, emits every slice: sooner than this one
             horizon = None
         kernel_rows = 0
-        if horizon is not None:
+        if horizon is not None and (self._horizon is None or horizon > self._horizon):
+            # A horizon that has not moved finalises nothing new: the kernels wait for one that has.
+            self._horizon = horizon
             self._origin = catalogue[2] if self._origin is None else self._origin
             current, kernel_rows = carried.activities(catalogue, communications)
             last = (horizon - self._origin) // self.length - 1
