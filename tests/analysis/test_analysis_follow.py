@@ -9,13 +9,16 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
+from support.growing_trace import GrowingTrace, activities_spanning
 from support.paths import CLUSTER_SCRIPTS, ROOT
 from support.ports import launcher_base_port
 from support.processes import python_subprocess
@@ -83,11 +86,15 @@ def test_a_live_run_is_followed_and_its_slices_match_the_batch_analysis(spark, t
 def rounds_trace(tmp_path_factory):
     """`rounds.py` (80 rounds of 10 ms) traced on 2 processes x 2 workers, clocks measured
     every 0.25 s, and its batch analysis in slices of 50 ms."""
-    trace = tmp_path_factory.mktemp("rounds") / "trace"
+    return _traced_rounds(tmp_path_factory.mktemp("rounds") / "trace", rounds=80, clock_interval=0.25)
+
+
+def _traced_rounds(trace, rounds, clock_interval):
+    """`rounds.py` (`rounds` rounds of 10 ms) traced into `trace` on 2 processes x 2 workers."""
     done = python_subprocess(
         ["-m", "timely_py.launch", "-n", "2", "-w", "2", "--base-port", str(launcher_base_port(2)),
-         "--trace", str(trace), str(CLUSTER_SCRIPTS / "rounds.py"), "80", "0.01"],
-        timeout=300, env={**os.environ, "TIMELY_CLOCK_INTERVAL": "0.25"},
+         "--trace", str(trace), str(CLUSTER_SCRIPTS / "rounds.py"), str(rounds), "0.01"],
+        timeout=300, env={**os.environ, "TIMELY_CLOCK_INTERVAL": str(clock_interval)},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return trace
@@ -206,3 +213,76 @@ def test_the_console_script_follows_a_finished_trace(tmp_path):
     lines = done.stdout.splitlines()
     assert lines[0].startswith("slice 0 (") and "outer" in lines[0]
     assert "top critical-path contributors" in done.stdout
+
+
+#: The tables `analyze` writes.
+RUN_TABLES = (
+    "communications", "activities", "critical_path", "slices", "profile", "profile_type", "profile_operator",
+    "profile_worker", "profile_contributor_worker", "imbalance", "slack",
+)  # fmt: skip
+
+
+def _rows(table_dir):
+    """A written table's rows, in an order of their own (tables written by Spark have none)."""
+    return sorted(pq.read_table(table_dir).to_pylist(), key=repr)
+
+
+@pytest.fixture(scope="module")
+def long_rounds_trace(tmp_path_factory):
+    """`rounds.py` (200 rounds of 10 ms) traced on 2 processes x 2 workers, clocks measured
+    every 0.05 s (so the horizon trails what is written by little)."""
+    return _traced_rounds(tmp_path_factory.mktemp("long-rounds") / "trace", rounds=200, clock_interval=0.05)
+
+
+# A few minutes of Spark on a loaded machine: the trace, a batch per growth, the analysis.
+@pytest.mark.timeout(900)
+def test_a_growing_trace_is_followed_batch_by_batch_with_its_state_carried(spark, long_rounds_trace, tmp_path):
+    growing = GrowingTrace(long_rounds_trace, tmp_path / "trace")
+    span_ms = max(pc.max(t["time_ns"]).as_py() for t in growing.rows.values()) // 1_000_000 - growing.first // 1_000_000
+    cuts = list(range(120, span_ms, 90))
+    growing.grow(cuts[0] * 1_000_000)
+    follower = follow(growing.target, out=tmp_path / "out", slice="50ms", spark=spark, poll=0.05, timeout=600,
+                      views=False)  # fmt: skip
+
+    def write_the_rest():
+        for cut in cuts[1:]:
+            batches = len(follower.batches)
+            growing.grow(cut * 1_000_000)
+            deadline = time.monotonic() + 120
+            while len(follower.batches) == batches and time.monotonic() < deadline:
+                time.sleep(0.02)
+        growing.finish()
+
+    writer = threading.Thread(target=write_the_rest, daemon=True)
+    writer.start()
+    emitted, live_batches = [], []
+    for result in follower:
+        emitted.append(result)
+        if follower.final is None:
+            live_batches.append(len(follower.batches))
+    writer.join(timeout=60)
+    assert follower.stopped_by == "finished"
+    batch = analyze(growing.target, out=tmp_path / "batch", slice="50ms", spark=spark, views=False)
+    expected = batch_paths(batch.out)
+    assert [r.index for r in emitted] == sorted(expected), "each slice once, in order"
+    for result in emitted:
+        assert result.edges.to_pylist() == expected[result.index], f"slice {result.index} differs"
+    # The last batch wrote the run's tables from the carried state: the batch analysis's, row for row.
+    for name in RUN_TABLES:
+        assert _rows(follower.final.out / name) == _rows(batch.out / name), name
+    # Slices came from several live batches, each resuming from the state the one before left.
+    assert len(set(live_batches)) >= 3, live_batches
+    live = {r.index for r in emitted[: len(live_batches)]}
+    origin = emitted[0].start - emitted[0].index * 50_000_000
+    boundaries = [growing.first + cut * 1_000_000 for cut in cuts]
+    spanning = [a for a in activities_spanning(batch.out, boundaries) if (a["start"] - origin) // 50_000_000 in live]
+    assert spanning, "an activity emitted live spans the end of what a batch had read"
+    # The batches' kernels were handed about their new events (and those since the horizon), not
+    # everything written so far: re-analysing the whole trace would hand the k-th batch k times
+    # a batch's events (the second half of the batches together about 0.75 x batches x theirs),
+    # and all of them together about half the batches times the trace.
+    worked = [b for b in follower.batches if b.kernel_rows]
+    assert len(worked) >= 8, follower.batches
+    later = worked[len(worked) // 2 :]
+    assert sum(b.kernel_rows for b in later) < 4 * sum(b.new_events for b in later), follower.batches
+    assert sum(b.kernel_rows for b in worked) < 3 * growing.events, follower.batches

@@ -74,3 +74,31 @@ def correct_clocks(events: "DataFrame", processes: Mapping[int, Mapping[str, Any
 
     histories = {int(p): clock_history(meta, int(p)) for p, meta in processes.items()}
     return events.withColumn("t", (F.col("time_ns") - offset_column(histories)).cast("long"))
+
+
+def corrected_times(time_ns: Any, process: Any, processes: Mapping[int, Mapping[str, Any]]) -> Any:
+    """``t`` of :func:`correct_clocks` for numpy arrays of ``time_ns`` and ``process`` (int64),
+    computed as Spark computes :func:`offset_column` (the interpolation's quotient a double,
+    floored), so follow mode's driver gets the same ``t`` as the batch analysis."""
+    import numpy as np
+
+    time_ns = np.asarray(time_ns, dtype=np.int64)
+    process = np.asarray(process, dtype=np.int64)
+    offsets = np.zeros(len(time_ns), dtype=np.int64)
+    for index, meta in processes.items():
+        mine = process == int(index)
+        if mine.any():
+            offsets[mine] = _interpolated_array(time_ns[mine], clock_history(meta, int(index)))
+    return time_ns - offsets
+
+
+def _interpolated_array(time: Any, history: History) -> Any:
+    """:func:`_interpolated` over a numpy array."""
+    import numpy as np
+
+    result = np.full(len(time), history[-1][1], dtype=np.int64)
+    for (m0, o0), (m1, o1) in reversed(list(zip(history, history[1:]))):
+        if m1 > m0:
+            quotient = ((time - m0) * (o1 - o0)).astype(np.float64) / np.float64(m1 - m0)
+            result = np.where(time <= m1, o0 + np.floor(quotient).astype(np.int64), result)
+    return np.where(time <= history[0][0], np.int64(history[0][1]), result)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import glob
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Sequence, Tuple
 
 from .. import trace
 
@@ -58,15 +58,20 @@ def trace_info(trace_dir: "os.PathLike[str] | str") -> TraceInfo:
 
 def load_events(spark: "SparkSession", trace_dir: "os.PathLike[str] | str") -> Tuple["DataFrame", TraceInfo]:
     """The trace's events as a DataFrame (columns above) and its metadata."""
-    from pyspark.sql import functions as F
-
     info = trace_info(trace_dir)
     if not glob.glob(_glob(trace_dir)):
         raise trace.TraceFormatError(f"the trace at {trace_dir} has no event files")
-    frame = spark.read.schema(_spark_schema()).option("basePath", str(trace_dir)).parquet(_glob(trace_dir))
+    return load_files(spark, trace_dir, [_glob(trace_dir)]), info
+
+
+def load_files(spark: "SparkSession", trace_dir: "os.PathLike[str] | str", paths: Sequence[str]) -> "DataFrame":
+    """The events of the event files ``paths`` (or globs) of the trace at ``trace_dir``, with
+    the columns above: what follow mode reads of the files that are new since its last batch."""
+    from pyspark.sql import functions as F
+
+    frame = spark.read.schema(_spark_schema()).option("basePath", str(trace_dir)).parquet(*[str(p) for p in paths])
     part = F.regexp_extract(F.col("_metadata.file_name"), r"part-(\d+)\.parquet", 1).cast("long")
-    frame = frame.withColumn("ord", part * F.lit(ROWS_PER_PART) + F.col("_metadata.row_index"))
-    return frame, info
+    return frame.withColumn("ord", part * F.lit(ROWS_PER_PART) + F.col("_metadata.row_index"))
 
 
 def count_events(trace_dir: "os.PathLike[str] | str") -> int:

@@ -25,11 +25,14 @@ import pyarrow.parquet as pq
 
 from .. import trace
 from ..trace.reader import part_files
-from . import driver_profiles
+from . import driver_profiles, follow_slices
 from .critical_path import critical_paths
 from .kernels import check_kernels
-from .horizon import EVERYTHING, run_finished, stable_horizon
-from .pipeline import AnalysisResult, Contributor, Progress, analyze_built, build_activities, contributors
+from .follow_carried import BatchWork, CarriedAnalysis
+from .horizon import EVERYTHING, carried_horizon, declared_processes, run_finished, stable_horizon
+from .pipeline import (
+    AnalysisResult, Contributor, Progress, analyze_built, build_activities, contributors, write_driver_tables,
+)  # fmt: skip
 from .events import count_events, trace_info
 from .session import get_session
 from .together import run_together
@@ -74,6 +77,10 @@ class Follower:
         self._origin: Optional[int] = None
         self._next = 0
         self._began = 0.0
+        self._carried: Optional[CarriedAnalysis] = None
+        self._horizon: Optional[int] = None
+        #: What each live batch handled (:class:`.follow_carried.BatchWork`), in order.
+        self.batches: List[BatchWork] = []
 
     def __iter__(self) -> Iterator[SliceResult]:
         self._began = time.monotonic()
@@ -103,6 +110,87 @@ class Follower:
         return now
 
     def _batch(self, session: "SparkSession") -> Iterator[SliceResult]:
+        """One micro-batch: with the native kernels, the new events, analysed with the state
+        carried from the batches before (:mod:`.follow_carried`); with the Python ones,
+        everything written so far again. Then the slices that became final."""
+        if self.options["kernels"] != "rust":
+            yield from self._whole_batch(session)
+            return
+        started = time.monotonic()
+        try:
+            info = trace_info(self.trace_dir)
+        except trace.TraceFormatError as error:  # a process has not written its metadata yet
+            self._progress(f"follow batch: not a whole trace yet ({error})", started)
+            return
+        if run_finished(info) and self._carried is None:  # nothing carried: the whole analysis
+            yield from self._finish(build_activities(session, self.trace_dir, self.options["kernels"]))
+            return
+        carried = self._carried = self._carried or CarriedAnalysis(info.workers_per_process)
+        new_events = carried.read(session, self.trace_dir)
+        if carried.pending.events is None:  # files, but no event in them yet
+            self._progress("follow batch: no events yet", started)
+            return
+        catalogue = carried.catalogue(info.processes)
+        carried.workers.correct(info.processes, catalogue[0])
+        pending = carried.pending.corrected(info.processes)
+        communications = carried.pending.communications()
+        if run_finished(info):
+            yield from self._finish_carried(session, info, catalogue, communications, new_events)
+            return
+        horizon = carried_horizon(carried.workers, pending, communications, info)
+        started = self._progress("follow batch: activities and horizon", started)
+        if _run_finished_now(self.trace_dir):  # the last batch, next, emits every slice: sooner than this one
+            horizon = None
+        kernel_rows = 0
+        if horizon is not None and (self._horizon is None or horizon > self._horizon):
+            # A horizon that has not moved finalises nothing new: the kernels wait for one that has.
+            self._horizon = horizon
+            self._origin = catalogue[2] if self._origin is None else self._origin
+            current, kernel_rows = carried.activities(catalogue, communications)
+            last = (horizon - self._origin) // self.length - 1
+            if last >= self._next:
+                everything = follow_slices.named(carried.final_activities(current), carried.names())
+                cut = follow_slices.sliced(everything, self.length, self._origin, self._next, last)
+                yield from self._emit_slices(cut, info.workers, last)
+                started = self._progress(f"follow batch: slices up to {last} emitted", started)
+            carried.advance(horizon, current, communications, declared_processes(info) * info.workers_per_process)
+            carried.workers.prune_done(self._origin + self._next * self.length)
+        self.batches.append(BatchWork(new_events, kernel_rows, carried.pending_count()))
+
+    def _finish_carried(
+        self, session: "SparkSession", info: Any, catalogue: Any, communications: pa.Table, new_events: int
+    ) -> Iterator[SliceResult]:
+        """The last batch of a live follow: the last events analysed with the carried state, the
+        run's tables made on the driver from every batch's final activities, then the slices
+        not emitted yet, from those tables."""
+        started = time.monotonic()
+        carried = self._carried
+        assert carried is not None
+        self._origin = catalogue[2] if self._origin is None else self._origin
+        current, kernel_rows = carried.activities(catalogue, communications)
+        tables = carried.run_tables(session, current, communications, self._origin, self.length, info.workers)
+        self.final = write_driver_tables(tables, info, self.out, self.length, self.trace_dir, self.options["views"])
+        self.batches.append(BatchWork(new_events, kernel_rows, carried.pending_count()))
+        self._progress("follow: the run's tables written", started)
+        yield from self._remaining({name: tables[name] for name in SLICE_TABLES})
+
+    def _remaining(self, tables: Dict[str, pa.Table]) -> Iterator[SliceResult]:
+        """The slices of the run's ``tables`` not emitted yet, in order; then the follow is done."""
+        tables = {name: _from_slice(table, self._next) for name, table in tables.items()}
+        for row in sorted(tables["slices"].to_pylist(), key=lambda r: r["slice"]):
+            yield self._slice_result(row, tables)
+        self.stopped_by = "finished"
+
+    def _emit_slices(self, sliced: pa.Table, workers: int, last: int) -> Iterator[SliceResult]:
+        """The slices of ``sliced`` (a batch's final activities cut into the slices up to ``last``)."""
+        path = follow_slices.critical_paths(sliced)
+        computed = driver_profiles.all_profiles(path, follow_slices.busy(sliced), workers)
+        tables = {"critical_path": path, "slices": computed["slices"], "profile_operator": computed["profile_operator"]}
+        for row in sorted(tables["slices"].to_pylist(), key=lambda r: r["slice"]):
+            yield self._slice_result(row, tables)
+        self._next = last + 1
+
+    def _whole_batch(self, session: "SparkSession") -> Iterator[SliceResult]:
         """One micro-batch: everything written so far, analysed; the slices that became final."""
         started = time.monotonic()
         try:
@@ -136,10 +224,7 @@ class Follower:
             built, self.trace_dir, self.out, self.length, origin=self._origin,
             progress=self.options["progress"], views=self.options["views"], kernels=self.options["kernels"],
         )  # fmt: skip
-        tables = {name: _from_slice(pq.read_table(self.final.tables[name]), self._next) for name in SLICE_TABLES}
-        for row in sorted(tables["slices"].to_pylist(), key=lambda r: r["slice"]):
-            yield self._slice_result(row, tables)
-        self.stopped_by = "finished"
+        yield from self._remaining({name: pq.read_table(self.final.tables[name]) for name in SLICE_TABLES})
 
     def _emit(self, activities: "DataFrame", workers: int, last: int) -> Iterator[SliceResult]:
         from pyspark.sql import functions as F

@@ -31,7 +31,7 @@ such process's latest ``measured_at_ns`` (corrected); without any measurement, n
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Set
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Set, Tuple
 
 from ..trace.clocks import measurements
 from .activities import INSTANT_KINDS
@@ -39,7 +39,10 @@ from .clocks import clock_history, offset_at
 from .events import TraceInfo
 
 if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
     from pyspark.sql import Column, DataFrame
+
+    from .follow_workers import Workers
 
 #: The horizon of a run whose every process finished: everything is final.
 EVERYTHING = 1 << 62
@@ -86,14 +89,11 @@ def stable_horizon(events: "DataFrame", communications: "DataFrame", info: Trace
     is not measured, a worker has not done productive work)."""
     if run_finished(info):
         return EVERYTHING
-    workers = declared_processes(info) * info.workers_per_process
     seen = _per_worker(events.where(~events.kind.startswith("network_")).groupBy("worker").agg(_max_t()))
-    clocks = clock_bound(info)
-    if len(seen) < workers or clocks is None:
+    known = _known(info, seen)
+    if known is None:
         return None
-    done = {w for w in range(workers) if w // info.workers_per_process in finished_processes(info)}
-    seen_min = min((t for w, t in seen.items() if w not in done), default=EVERYTHING)
-    network = all("network" in meta.get("event_classes", []) for meta in info.processes.values())
+    workers, done, seen_min, clocks, network = known
     limits = _limits(events, communications, workers, done, seen_min, network)
     cuts = _cuts(events, limits)
     horizon = min(clocks, seen_min)
@@ -104,6 +104,21 @@ def stable_horizon(events: "DataFrame", communications: "DataFrame", info: Trace
             return None
         horizon = min(horizon, cuts[worker])
     return horizon
+
+
+def _known(info: TraceInfo, seen: Dict[int, int]) -> Optional[Tuple[int, Set[int], int, int, bool]]:
+    """What both horizons start from, given each worker's latest own event (``seen``): the run's
+    workers, those of finished processes, the smallest ``seen`` of the others, the clocks'
+    bound and whether the network class is recorded; None when a worker has not written or a
+    clock is not measured yet."""
+    workers = declared_processes(info) * info.workers_per_process
+    clocks = clock_bound(info)
+    if len(seen) < workers or clocks is None:
+        return None
+    done = {w for w in range(workers) if w // info.workers_per_process in finished_processes(info)}
+    seen_min = min((t for w, t in seen.items() if w not in done), default=EVERYTHING)
+    network = all("network" in meta.get("event_classes", []) for meta in info.processes.values())
+    return workers, done, seen_min, clocks, network
 
 
 def _max_t(column: str = "t") -> "Column":
@@ -198,3 +213,37 @@ def _last_productive(events: "DataFrame", worker: int) -> int:
 
     row = _productive(events).where(F.col("worker") == worker).agg(F.max("t")).first()
     return -1 if row is None or row[0] is None else int(row[0])
+
+
+def carried_horizon(
+    workers: "Workers", pending: "pa.Table", communications: "pa.Table", info: TraceInfo
+) -> Optional[int]:
+    """:func:`stable_horizon` from follow mode's carried state on the driver: each worker's tail
+    (:mod:`.follow_workers`, whose scan found what is open at its end) and the pending message
+    events with their communications (:mod:`.follow_communications`). The tails hold every
+    event from each worker's restart point on, which is at or before its cut (a productive
+    moment before everything still open or unread), so the cuts are the same as over the whole
+    trace; the pending events hold every send not read yet."""
+    from .follow_communications import unread_per_worker
+
+    if run_finished(info):
+        return EVERYTHING
+    known = _known(info, workers.seen())
+    if known is None:
+        return None
+    count, done, seen_min, clocks, network = known
+    unread = unread_per_worker(pending, communications, count, network)
+    horizon = min(clocks, seen_min)
+    for worker in range(count):
+        limit = seen_min + 1
+        if worker not in done:
+            for found in (workers.tails[worker].open_start, unread.get(worker)):
+                limit = limit if found is None else min(limit, found)
+        productive = workers.productive(worker)
+        if worker in done and (productive[-1] if productive.size else -1) <= seen_min:
+            continue
+        below = productive[productive < limit]
+        if not below.size:
+            return None
+        horizon = min(horizon, int(below[-1]))
+    return horizon

@@ -224,6 +224,20 @@ def analyze_built(
     return result
 
 
+def write_driver_tables(
+    tables: Dict[str, pa.Table], info: TraceInfo, out: Union[str, "os.PathLike[str]"], length: int,
+    trace_dir: Union[str, "os.PathLike[str]"], views: bool = True,
+) -> AnalysisResult:  # fmt: skip
+    """Writes ``tables`` (every table :func:`analyze` writes, made on the driver: follow mode's
+    last batch) into ``out``, one file each, and (``views``) the views; returns the result."""
+    written = {}
+    for name, table in tables.items():
+        _driver_write(table, Path(out) / name)
+        written[name] = Path(out) / name
+    result = _result(Path(out), written, info, length, tables)
+    return dataclasses.replace(result, views=write_views(out, trace_dir)) if views else result
+
+
 def write_views(out: Union[str, "os.PathLike[str]"], trace_dir: Union[str, "os.PathLike[str]"]) -> Dict[str, List[Path]]:
     """Writes the plots, the viewer and the Perfetto trace from the tables in ``out``."""
     return {

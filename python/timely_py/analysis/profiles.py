@@ -154,7 +154,14 @@ def slack(
     activities = activities.withColumn("contributor", contributor()).where(F.col("contributor").isin(list(leaders)))
     on_path = path.where(F.col("activity_id").isNotNull()).select("slice", "activity_id").distinct()
     on_path = on_path.withColumn("critical", F.lit(True))
-    marked = activities.join(on_path, ["slice", "activity_id"], "left").fillna(False, ["critical"])
+    return slack_summary(activities.join(on_path, ["slice", "activity_id"], "left").fillna(False, ["critical"]))
+
+
+def slack_summary(marked: "DataFrame") -> "DataFrame":
+    """The ``slack`` table from the leaders' activities, each with its ``contributor``, whether
+    it is ``critical`` and its ``slack_ns`` (what :func:`slack` computes before it aggregates)."""
+    from pyspark.sql import functions as F
+
     off = F.when(~F.col("critical"), F.col("slack_ns"))
     return marked.groupBy("contributor").agg(
         F.count(F.lit(1)).alias("activities"), F.sum(F.col("critical").cast("int")).alias("on_critical_path"),
