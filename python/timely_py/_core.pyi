@@ -5,7 +5,8 @@ from types import TracebackType
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Sequence, Tuple, TypedDict, TypeVar, Union, final
 
 Time = Union[int, Tuple[int, ...]]
-"""A timestamp: an int epoch at a dataflow's root, a flat tuple (epoch, i1, ...) in loops."""
+"""A timestamp: an int epoch at a dataflow's root, a flat tuple (epoch, i1, ...) in loops, one
+coordinate per enclosing loop, as deep as loops nest."""
 
 R = TypeVar("R")
 

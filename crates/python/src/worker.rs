@@ -13,6 +13,7 @@ use crate::errors::{catch_panic, ClusterError, LeavingError, TimelyError, Worker
 use crate::leave_signal::LeaveSignal;
 use crate::record::PythonFailure;
 use crate::scope::PyScope;
+use crate::time::Time;
 use crate::tracing::{self, PyActivity, RunTrace};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -348,7 +349,7 @@ impl PyWorker {
                 "this worker's process left the cluster: it cannot build a dataflow any more",
             ));
         }
-        let scope = catch_panic(|| worker.new_dataflow::<u64>(name))?;
+        let scope = catch_panic(|| worker.new_dataflow::<Time>(name))?;
         Ok(PyScope::root(scope, self.parts()?.context.clone()))
     }
 
