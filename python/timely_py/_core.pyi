@@ -10,6 +10,9 @@ coordinate per enclosing loop, as deep as loops nest."""
 
 R = TypeVar("R")
 
+#: What the name of a keyed operator's epoch scope starts with (the autoscaler looks through it).
+EPOCH_SCOPE_PREFIX: str
+
 class TimelyError(Exception):
     """Base class of timely_py's own errors."""
 

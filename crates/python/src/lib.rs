@@ -156,6 +156,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     codec::register(m)?;
     megaphone::register(m)?;
     let py = m.py();
+    m.add("EPOCH_SCOPE_PREFIX", megaphone::epochs::SCOPE_PREFIX)?;
     m.add("TimelyError", py.get_type::<errors::TimelyError>())?;
     m.add("DataflowError", py.get_type::<errors::DataflowError>())?;
     m.add("WorkerCancelled", py.get_type::<errors::WorkerCancelled>())?;

@@ -11,7 +11,7 @@
 //! scope of its own nested in the dataflow's root (`epochs`).
 
 mod context;
-mod epochs;
+pub(crate) mod epochs;
 mod keys;
 mod logic;
 mod plan;
