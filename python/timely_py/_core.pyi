@@ -5,9 +5,13 @@ from types import TracebackType
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Sequence, Tuple, TypedDict, TypeVar, Union, final
 
 Time = Union[int, Tuple[int, ...]]
-"""A timestamp: an int epoch at a dataflow's root, a flat tuple (epoch, i1, ...) in loops."""
+"""A timestamp: an int epoch at a dataflow's root, a flat tuple (epoch, i1, ...) in loops, one
+coordinate per enclosing loop, as deep as loops nest."""
 
 R = TypeVar("R")
+
+#: What the name of a keyed operator's epoch scope starts with (the autoscaler looks through it).
+EPOCH_SCOPE_PREFIX: str
 
 class TimelyError(Exception):
     """Base class of timely_py's own errors."""

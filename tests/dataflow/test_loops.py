@@ -401,20 +401,6 @@ def test_feedback_summary_must_match_the_scope_shape(summary):
         describe_loop_error(body)
 
 
-def test_loops_nest_three_deep_but_not_four():
-    def main(worker):
-        with worker.dataflow() as scope:
-            with scope.iterative() as a:
-                with a.iterative() as b:
-                    with b.iterative() as c:
-                        depth = c.depth
-                        with pytest.raises(timely.DataflowError, match="at most 3"):
-                            c.iterative()
-        return depth
-
-    assert run(main, 1) == [3]
-
-
 def test_a_nested_scope_never_finished_raises_dataflow_error():
     def main(worker):
         with worker.dataflow() as scope:

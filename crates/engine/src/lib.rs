@@ -45,7 +45,9 @@ pub mod worker;
 
 pub use execute::{example, execute, execute_from_args, execute_traced, runtime_from_args, ExecuteError};
 pub use order::{PartialOrder, Product, TotalOrder};
-pub use progress::{Antichain, ChangeBatch, MutableAntichain, PathSummary, Refines, Timestamp};
+pub use progress::{
+    Antichain, ChangeBatch, MutableAntichain, Nesting, PathSummary, Refines, Timestamp, VecLoop, VecTime,
+};
 pub use returned_workers::ReturnedWorkers;
 pub use timely_communication::Config;
 pub use trace::{ProcessTrace, TraceSettings};

@@ -2,7 +2,7 @@
 
 use crate::errors::{raise_python_failure, LeavingError, WorkerContext};
 use crate::record::Record;
-use crate::time::{PyTime, T0};
+use crate::time::{from_py, Time};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
@@ -20,14 +20,14 @@ use timely_engine::dataflow::{InputHandle, ProbeHandle};
 /// raise `LeavingError` without accepting anything; `advance_to` only moves `time`.
 #[pyclass(name = "InputHandle", module = "timely_py._core", unsendable)]
 pub struct PyInputHandle {
-    handle: InputHandle<T0, Record>,
+    handle: InputHandle<Time, Record>,
     /// The error context of the worker whose dataflow it feeds, once attached.
     context: Option<Rc<WorkerContext>>,
 }
 
 impl PyInputHandle {
     /// The engine handle, to attach to a dataflow of the worker with error context `context`.
-    pub fn attach(&mut self, context: Rc<WorkerContext>) -> &mut InputHandle<T0, Record> {
+    pub fn attach(&mut self, context: Rc<WorkerContext>) -> &mut InputHandle<Time, Record> {
         self.context = Some(context);
         &mut self.handle
     }
@@ -65,7 +65,7 @@ impl PyInputHandle {
     /// The epoch at which records are sent now.
     #[getter]
     fn time(&self) -> u64 {
-        *self.handle.time()
+        self.handle.time().get(0)
     }
 
     /// True once closed.
@@ -96,7 +96,7 @@ impl PyInputHandle {
     /// Moves to epoch `time` (not earlier than the current one): no more records will be
     /// sent at earlier epochs. Once the worker is leaving it only moves `time`.
     fn advance_to(&mut self, time: &Bound<'_, PyAny>) -> PyResult<()> {
-        let time = T0::from_py(time)?;
+        let time = from_py(time, 0)?;
         self.check_released()?;
         raise_python_failure(|| self.handle.try_advance_to(time))?.map_err(|e| self.input_error(e))
     }
@@ -120,7 +120,7 @@ impl PyInputHandle {
         let shown = |flag: bool| if flag { "True" } else { "False" };
         format!(
             "InputHandle(time={}, closed={}, released={})",
-            self.handle.time(),
+            self.handle.time().get(0),
             shown(self.handle.is_closed()),
             shown(self.handle.is_released())
         )
@@ -131,12 +131,12 @@ impl PyInputHandle {
 #[pyclass(name = "ProbeHandle", module = "timely_py._core", unsendable)]
 #[derive(Default)]
 pub struct PyProbeHandle {
-    handle: ProbeHandle<T0>,
+    handle: ProbeHandle<Time>,
 }
 
 impl PyProbeHandle {
     /// The engine handle.
-    pub fn handle(&self) -> &ProbeHandle<T0> {
+    pub fn handle(&self) -> &ProbeHandle<Time> {
         &self.handle
     }
 }
@@ -150,12 +150,12 @@ impl PyProbeHandle {
 
     /// True while records at some epoch strictly before `time` may still appear.
     fn less_than(&self, time: &Bound<'_, PyAny>) -> PyResult<bool> {
-        Ok(self.handle.less_than(&T0::from_py(time)?))
+        Ok(self.handle.less_than(&from_py(time, 0)?))
     }
 
     /// True while records at some epoch at or before `time` may still appear.
     fn less_equal(&self, time: &Bound<'_, PyAny>) -> PyResult<bool> {
-        Ok(self.handle.less_equal(&T0::from_py(time)?))
+        Ok(self.handle.less_equal(&from_py(time, 0)?))
     }
 
     /// True once no more records can appear.
@@ -166,7 +166,7 @@ impl PyProbeHandle {
     /// The epochs that may still appear, as a sorted list of minimal epochs.
     #[getter]
     fn frontier(&self) -> Vec<u64> {
-        let mut elements = self.handle.frontier().into_elements();
+        let mut elements: Vec<u64> = self.handle.frontier().elements().iter().map(|t| t.get(0)).collect();
         elements.sort_unstable();
         elements
     }

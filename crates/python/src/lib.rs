@@ -6,8 +6,8 @@
 //! exceptions. It holds no dataflow logic of its own.
 //!
 //! Each module owns one concern, and dependencies between files point one way
-//! (`scripts/check_crate_layout.py` checks it): `time` (timestamps and the `Depth` enum with
-//! its `dispatch!` macro), `key` (which worker a key routes to), `record`, `codec` and `wire`
+//! (`scripts/check_crate_layout.py` checks it): `time` (timestamps of any depth, as Python
+//! sees them), `key` (which worker a key routes to), `record`, `codec` and `wire`
 //! (records, their encoding, and their
 //! transfer between processes), `stream`, `scope` and `loops` (the Python stream and scope,
 //! and nesting), `operators` (the built-in operators, one file per family), `generic` (the
@@ -156,6 +156,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     codec::register(m)?;
     megaphone::register(m)?;
     let py = m.py();
+    m.add("EPOCH_SCOPE_PREFIX", megaphone::epochs::SCOPE_PREFIX)?;
     m.add("TimelyError", py.get_type::<errors::TimelyError>())?;
     m.add("DataflowError", py.get_type::<errors::DataflowError>())?;
     m.add("WorkerCancelled", py.get_type::<errors::WorkerCancelled>())?;

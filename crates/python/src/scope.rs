@@ -1,72 +1,67 @@
 //! `Scope`: where inputs and operators are added, from Python.
 //!
-//! A `PyScope` holds a `Depth<Scopes>`: an engine scope with its worker's error context, at
-//! one of the supported timestamp depths. Scopes are context managers: leaving the `with`
+//! A `PyScope` holds a `ScopeHandle`: an engine scope with its worker's error context and
+//! its depth (how many loops are around it). Scopes are context managers: leaving the `with`
 //! block finishes the scope. Nesting (loops, regions, feedback) is `loops`'s concern;
 //! `source` is `generic`'s.
 
 use crate::errors::{catch_panic, DataflowError, WorkerContext};
 use crate::handles::PyInputHandle;
 use crate::record::Record;
-use crate::stream::{PyStream, StreamHandle, Streams};
-use crate::time::{dispatch, Depth, Family, PyTime, T0};
+use crate::stream::{PyStream, StreamHandle};
+use crate::time::Time;
 use pyo3::prelude::*;
 use std::rc::Rc;
 use timely_engine::dataflow::{Scope, Stream};
 
-/// A scope of timestamp `T` with its worker's error context.
-pub struct ScopeHandle<T: PyTime> {
-    pub scope: Scope<T>,
+/// A scope with its worker's error context and its depth.
+pub struct ScopeHandle {
+    pub scope: Scope<Time>,
     pub context: Rc<WorkerContext>,
+    /// Number of loops around the scope: its times have `depth + 1` coordinates.
+    pub depth: usize,
 }
 
-impl<T: PyTime> ScopeHandle<T> {
+impl ScopeHandle {
     /// Wraps a stream of this scope.
-    pub fn stream(&self, stream: Stream<T, Record>) -> StreamHandle<T> {
-        StreamHandle { stream, context: self.context.clone() }
+    pub fn stream(&self, stream: Stream<Time, Record>) -> StreamHandle {
+        StreamHandle { stream, context: self.context.clone(), depth: self.depth }
     }
 
-    /// Wraps a scope of the same worker.
-    pub fn wrap<S: PyTime>(&self, scope: Scope<S>) -> ScopeHandle<S> {
-        ScopeHandle { scope, context: self.context.clone() }
+    /// Wraps a scope of the same worker, `depth` loops deep.
+    pub fn wrap(&self, scope: Scope<Time>, depth: usize) -> ScopeHandle {
+        ScopeHandle { scope, context: self.context.clone(), depth }
     }
-}
-
-/// The family of scope handles, one per timestamp depth.
-pub struct Scopes;
-
-impl Family for Scopes {
-    type At<T: PyTime> = ScopeHandle<T>;
 }
 
 /// A scope being described: add inputs and operators, nest loops and regions; use it as a
 /// context manager (`with worker.dataflow() as scope:`) so that leaving the block installs it.
 #[pyclass(name = "Scope", module = "timely_py._core", unsendable)]
 pub struct PyScope {
-    pub(crate) inner: Depth<Scopes>,
+    pub(crate) inner: ScopeHandle,
 }
 
-impl<T: PyTime> From<ScopeHandle<T>> for PyScope {
-    fn from(handle: ScopeHandle<T>) -> Self {
-        PyScope { inner: T::wrap::<Scopes>(handle) }
+impl From<ScopeHandle> for PyScope {
+    fn from(handle: ScopeHandle) -> Self {
+        PyScope { inner: handle }
     }
 }
 
 impl PyScope {
     /// A dataflow's root scope.
-    pub fn root(scope: Scope<T0>, context: Rc<WorkerContext>) -> Self {
-        ScopeHandle { scope, context }.into()
+    pub fn root(scope: Scope<Time>, context: Rc<WorkerContext>) -> Self {
+        ScopeHandle { scope, context, depth: 0 }.into()
     }
 
     fn address_vec(&self) -> Vec<usize> {
-        dispatch!(&self.inner, s => s.scope.address().to_vec())
+        self.inner.scope.address().to_vec()
     }
 }
 
-fn concatenate<T: PyTime>(scope: &ScopeHandle<T>, streams: &[PyRef<'_, PyStream>]) -> PyResult<PyStream> {
+fn concatenate(scope: &ScopeHandle, streams: &[PyRef<'_, PyStream>]) -> PyResult<PyStream> {
     let typed = streams
         .iter()
-        .map(|s| T::get::<Streams>(&s.inner).map(|h| h.stream.clone()))
+        .map(|s| (s.inner.depth == scope.depth).then(|| s.inner.stream.clone()))
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| DataflowError::new_err("concatenate: every stream must belong to this scope"))?;
     let stream = catch_panic(|| scope.scope.concatenate(typed))?;
@@ -79,7 +74,7 @@ impl PyScope {
     /// `depth + 1` coordinates.
     #[getter]
     fn depth(&self) -> usize {
-        self.inner.depth()
+        self.inner.depth
     }
 
     /// The scope's address: indices of the enclosing scopes and its own.
@@ -90,11 +85,12 @@ impl PyScope {
 
     /// A stream fed by `handle` (an `InputHandle`).
     fn input_from(&self, handle: &mut PyInputHandle) -> PyResult<PyStream> {
-        let root = T0::get::<Scopes>(&self.inner).ok_or_else(|| {
-            DataflowError::new_err(
+        let root = &self.inner;
+        if root.depth != 0 {
+            return Err(DataflowError::new_err(
                 "inputs belong to a dataflow's root scope; bring them into loops with enter()",
-            )
-        })?;
+            ));
+        }
         let stream = catch_panic(|| root.scope.input_from(handle.attach(root.context.clone())))?;
         Ok(root.stream(stream).into())
     }
@@ -105,17 +101,18 @@ impl PyScope {
             .try_iter()?
             .map(|item| item.map(|i| Record(i.unbind())))
             .collect::<PyResult<Vec<_>>>()?;
-        dispatch!(&self.inner, s => catch_panic(|| s.stream(s.scope.to_stream(items)).into()))
+        let s = &self.inner;
+        catch_panic(|| s.stream(s.scope.to_stream(items)).into())
     }
 
     /// Merges several streams of this scope.
     fn concatenate(&self, streams: Vec<PyRef<'_, PyStream>>) -> PyResult<PyStream> {
-        dispatch!(&self.inner, s => concatenate(s, &streams))
+        concatenate(&self.inner, &streams)
     }
 
     /// Finishes describing the scope and installs it.
     fn finish(&self) -> PyResult<()> {
-        dispatch!(&self.inner, s => catch_panic(|| s.scope.finish()))
+        catch_panic(|| self.inner.scope.finish())
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -129,13 +126,13 @@ impl PyScope {
         _exc_value: Option<&Bound<'_, PyAny>>,
         _traceback: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        if exc_type.is_none() && dispatch!(&self.inner, s => s.scope.is_open()) {
+        if exc_type.is_none() && self.inner.scope.is_open() {
             self.finish()?;
         }
         Ok(false)
     }
 
     fn __repr__(&self) -> String {
-        format!("Scope(address={:?}, depth={})", self.address_vec(), self.inner.depth())
+        format!("Scope(address={:?}, depth={})", self.address_vec(), self.inner.depth)
     }
 }

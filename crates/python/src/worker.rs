@@ -13,6 +13,7 @@ use crate::errors::{catch_panic, ClusterError, LeavingError, TimelyError, Worker
 use crate::leave_signal::LeaveSignal;
 use crate::record::PythonFailure;
 use crate::scope::PyScope;
+use crate::time::Time;
 use crate::tracing::{self, PyActivity, RunTrace};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -20,9 +21,8 @@ use pyo3::types::PyDict;
 use std::cell::{Cell, RefCell, RefMut};
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
-use std::thread::ThreadId;
 use std::time::Duration;
 use timely_communication::{initialize_from, Allocator, Config};
 use timely_engine::logging::Logger;
@@ -37,11 +37,21 @@ struct SameThread<T>(T);
 // wrapped value never moves to, or is shared with, another thread.
 unsafe impl<T> Send for SameThread<T> {}
 
+/// A number of the calling thread, never given to another thread of the process (0 only
+/// where a thread's locals are gone, so never an owner). Cheaper than
+/// `std::thread::current().id()`, which clones the thread's handle: `Worker.step` checks
+/// its owner several times a round.
+fn thread_token() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local!(static TOKEN: u64 = NEXT.fetch_add(1, Ordering::Relaxed));
+    TOKEN.try_with(|token| *token).unwrap_or(0)
+}
+
 /// A value that lives on the thread that created it. It can only be used there; when its
 /// owner drops it on another thread (a user callback kept by an exception's traceback
 /// can carry a worker to the caller of `execute`), the value is leaked rather than touched.
 struct ThreadBound<T> {
-    owner: ThreadId,
+    owner: u64,
     value: Option<T>,
 }
 
@@ -52,11 +62,11 @@ unsafe impl<T> Sync for ThreadBound<T> {}
 
 impl<T> ThreadBound<T> {
     fn new(value: T) -> Self {
-        ThreadBound { owner: std::thread::current().id(), value: Some(value) }
+        ThreadBound { owner: thread_token(), value: Some(value) }
     }
 
     fn get(&self) -> PyResult<&T> {
-        if std::thread::current().id() != self.owner {
+        if thread_token() != self.owner {
             return Err(PyRuntimeError::new_err("a Worker can only be used on its own thread"));
         }
         self.value.as_ref().ok_or_else(|| PyRuntimeError::new_err("the worker has finished its run"))
@@ -64,7 +74,7 @@ impl<T> ThreadBound<T> {
 
     /// Takes the value out (on its own thread), leaving an empty shell.
     fn take(&mut self) -> Option<T> {
-        if std::thread::current().id() == self.owner {
+        if thread_token() == self.owner {
             self.value.take()
         } else {
             None
@@ -74,7 +84,7 @@ impl<T> ThreadBound<T> {
 
 impl<T> Drop for ThreadBound<T> {
     fn drop(&mut self) {
-        if std::thread::current().id() != self.owner {
+        if thread_token() != self.owner {
             std::mem::forget(self.value.take());
         }
     }
@@ -348,7 +358,7 @@ impl PyWorker {
                 "this worker's process left the cluster: it cannot build a dataflow any more",
             ));
         }
-        let scope = catch_panic(|| worker.new_dataflow::<u64>(name))?;
+        let scope = catch_panic(|| worker.new_dataflow::<Time>(name))?;
         Ok(PyScope::root(scope, self.parts()?.context.clone()))
     }
 

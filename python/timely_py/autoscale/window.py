@@ -253,15 +253,15 @@ class EventWindow:
         return _span_totals(spans, start_ns, end_ns), _message_totals(messages, start_ns, end_ns)
 
     def _resolve_boundaries(self, spans: List[pa.Table], messages: List[pa.Table]) -> None:
-        """Finds the senders of records that enter top-level scopes: the top-level operator
-        whose run encloses a send on the boundary channel, or, for a send outside every
-        operator's run (an input handle's, from the program's code), the input no other
-        channel touches."""
+        """Finds the senders of records that enter top-level scopes or leave epoch scopes:
+        the top-level operator whose run encloses a send on the channel, or, for a send into
+        a scope outside every operator's run (an input handle's, from the program's code),
+        the input no other channel touches."""
         if not messages:
             return
         every_message = pa.concat_tables(messages)
         every_span = pa.concat_tables(spans) if spans else SPANS_SCHEMA.empty_table()
-        for channel, scope, _port in self.graph.unresolved():
+        for channel, target, entering in self.graph.unresolved():
             sends = every_message.filter(pc.and_(pc.equal(every_message.column("channel"), channel),
                                                  every_message.column("sent")))
             if sends.num_rows == 0:
@@ -272,11 +272,11 @@ class EventWindow:
                                                        pc.less_equal(every_span.column("start_ns"), t)),
                                                pc.greater_equal(every_span.column("stop_ns"), t)))
             owners = {self.graph.owner(op) for op in around.column("operator").to_pylist()}
-            candidates = [op for op in owners if op is not None and op != scope]
+            candidates = [op for op in owners if op is not None and op != target]
             if len(candidates) == 1:
                 self.graph.resolve(channel, candidates[0])
-            elif not candidates:
-                fed = self.graph.program_fed(exclude=scope)
+            elif not candidates and entering:
+                fed = self.graph.program_fed(exclude=target)
                 if fed is not None:
                     self.graph.resolve(channel, fed)
 

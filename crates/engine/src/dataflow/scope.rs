@@ -11,7 +11,8 @@
 
 use crate::logging::{self, Event, Logger};
 use crate::progress::{
-    Operate, Progcaster, Refines, ScopeLedger, Source, Subgraph, SubgraphBuilder, Target, Timestamp,
+    ByRefines, Nesting, Operate, Progcaster, Refines, ScopeLedger, Source, Subgraph, SubgraphBuilder, Target,
+    Timestamp,
 };
 use crate::scheduling::Activator;
 use crate::worker::{Dataflow, WorkerState};
@@ -211,6 +212,16 @@ impl<T: Timestamp> Scope<T> {
     /// Starts a nested scope with timestamp `TInner`; `finish` it to add it to `self`.
     /// Prefer `scoped`; this form serves callers that cannot pass a closure.
     pub fn new_child<TInner: Timestamp + Refines<T>>(&self, name: &str) -> Scope<TInner> {
+        self.new_nested(name, ByRefines)
+    }
+
+    /// Starts a nested scope whose timestamps relate to this scope's by `nesting` (pass the
+    /// same to `enter_nested` and `leave_nested`); `finish` it to add it to `self`.
+    pub fn new_nested<TInner: Timestamp, N: Nesting<T, TInner>>(
+        &self,
+        name: &str,
+        nesting: N,
+    ) -> Scope<TInner> {
         let index = self.allocate_operator_index(name);
         let activator = self.activator_for(index);
         let mut address = self.state.address.clone();
@@ -221,7 +232,7 @@ impl<T: Timestamp> Scope<T> {
         let install: Install<TInner> = Box::new(move |builder: SubgraphBuilder<TInner>| {
             let worker = parent.state.worker.clone();
             let progcaster = Self::progcaster(&worker, builder.address().to_vec(), &finish_activator);
-            let subgraph = builder.build::<T>(progcaster);
+            let subgraph = builder.build_nested::<T, N>(progcaster, nesting);
             parent.add_operator(index, Box::new(subgraph));
         });
         Scope::from_parts(self.state.worker.clone(), name, address, builder, install, activator)

@@ -1,7 +1,7 @@
 //! Progress tracking: timestamps, frontiers, reachability and the progress protocol.
 //!
 //! This module owns everything needed to decide which times may still arrive at which
-//! operator input: the timestamp traits, antichains and change batches, the per-scope
+//! operator input: the timestamp traits (and `VecTime`, timestamps of any depth), antichains and change batches, the per-scope
 //! reachability `Tracker`, the `Operate` interface through which operators describe their
 //! shape and report progress, the `Subgraph` that schedules a scope, the `Progcaster`
 //! that exchanges progress batches between workers, and the checks of received batches
@@ -12,11 +12,13 @@ pub mod change_batch;
 pub mod location;
 pub mod reachability;
 pub mod timestamp;
+pub mod vec_time;
 
 pub use antichain::{Antichain, MutableAntichain};
 pub use change_batch::ChangeBatch;
 pub use location::{Location, Port, Source, Target};
-pub use timestamp::{PathSummary, Refines, Timestamp};
+pub use timestamp::{ByRefines, Nesting, PathSummary, Refines, Timestamp};
+pub use vec_time::{VecLoop, VecTime};
 pub mod batch_check;
 pub mod broadcast;
 pub mod ledger;

@@ -23,7 +23,7 @@ use super::change_batch::ChangeBatch;
 use super::location::{Location, Port, Source, Target};
 use super::operate::{Operate, SharedProgress};
 use super::reachability::{GraphBuilder, Summary, Tracker};
-use super::timestamp::{Refines, Timestamp};
+use super::timestamp::{ByRefines, Nesting, Refines, Timestamp};
 use crate::logging::{self, Event, Logger};
 use crate::scheduling::{Activator, ActiveSet};
 use crate::Antichain;
@@ -189,10 +189,20 @@ impl<T: Timestamp> SubgraphBuilder<T> {
     ///
     /// Panics with a description if the graph is malformed (a missing child, an edge to a
     /// missing port, or a cycle that does not advance timestamps).
-    pub fn build<TOuter: Timestamp>(self, mut progcaster: Progcaster<T>) -> Subgraph<TOuter, T>
+    pub fn build<TOuter: Timestamp>(self, progcaster: Progcaster<T>) -> Subgraph<TOuter, T>
     where
         T: Refines<TOuter>,
     {
+        self.build_nested(progcaster, ByRefines)
+    }
+
+    /// Builds the scope, to be presented to a parent with timestamp `TOuter` related to the
+    /// scope's by `nesting`. Panics as `build` does.
+    pub fn build_nested<TOuter: Timestamp, N: Nesting<TOuter, T>>(
+        self,
+        mut progcaster: Progcaster<T>,
+        nesting: N,
+    ) -> Subgraph<TOuter, T, N> {
         let inputs = self.input_messages.len();
         let outputs = self.outputs;
         let mut children: Vec<Child<T>> = Vec::with_capacity(self.children.len());
@@ -268,12 +278,14 @@ impl<T: Timestamp> SubgraphBuilder<T> {
             scope_summary,
             logger: self.logger,
             worked: false,
+            nesting,
         }
     }
 }
 
-/// A built scope: schedules its children and tracks their progress.
-pub struct Subgraph<TOuter: Timestamp, TInner: Timestamp> {
+/// A built scope: schedules its children and tracks their progress. `N` relates its
+/// timestamps to its parent's.
+pub struct Subgraph<TOuter: Timestamp, TInner: Timestamp, N = ByRefines> {
     name: String,
     address: Vec<usize>,
     inputs: usize,
@@ -300,9 +312,10 @@ pub struct Subgraph<TOuter: Timestamp, TInner: Timestamp> {
     logger: Option<Logger>,
     /// Whether a child's run in the latest run of this scope was useful (known only when tracing).
     worked: bool,
+    nesting: N,
 }
 
-impl<TOuter: Timestamp, TInner: Timestamp + Refines<TOuter>> Subgraph<TOuter, TInner> {
+impl<TOuter: Timestamp, TInner: Timestamp, N: Nesting<TOuter, TInner>> Subgraph<TOuter, TInner, N> {
     /// The scope's address.
     pub fn address(&self) -> &[usize] {
         &self.address
@@ -329,7 +342,7 @@ impl<TOuter: Timestamp, TInner: Timestamp + Refines<TOuter>> Subgraph<TOuter, TI
         let mut shared = self.shared.borrow_mut();
         for (input, changes) in shared.frontiers.iter_mut().enumerate() {
             for (time, delta) in changes.drain() {
-                self.tracker.update_source(Source::new(0, input), TInner::to_inner(time), delta);
+                self.tracker.update_source(Source::new(0, input), self.nesting.to_inner(time), delta);
             }
         }
     }
@@ -354,8 +367,12 @@ impl<TOuter: Timestamp, TInner: Timestamp + Refines<TOuter>> Subgraph<TOuter, TI
             let mut shared = self.shared.borrow_mut();
             for ((location, time), delta) in self.final_batch.drain() {
                 match (location.node, location.port) {
-                    (0, Port::Source(input)) => shared.consumeds[input].update(time.to_outer(), -delta),
-                    (0, Port::Target(output)) => shared.produceds[output].update(time.to_outer(), delta),
+                    (0, Port::Source(input)) => {
+                        shared.consumeds[input].update(self.nesting.to_outer(time), -delta)
+                    }
+                    (0, Port::Target(output)) => {
+                        shared.produceds[output].update(self.nesting.to_outer(time), delta)
+                    }
                     _ => self.tracker.update(location, time, delta),
                 }
             }
@@ -372,7 +389,8 @@ impl<TOuter: Timestamp, TInner: Timestamp + Refines<TOuter>> Subgraph<TOuter, TI
         }
         let mut shared = self.shared.borrow_mut();
         for (output, changes) in self.tracker.pushed_output().iter_mut().enumerate() {
-            let outer = changes.drain().map(|(time, delta)| (time.to_outer(), delta));
+            let nesting = &self.nesting;
+            let outer = changes.drain().map(|(time, delta)| (nesting.to_outer(time), delta));
             for (time, delta) in self.output_capabilities[output].update_iter(outer) {
                 shared.internals[output].update(time, delta);
             }
@@ -435,7 +453,9 @@ impl<TOuter: Timestamp, TInner: Timestamp + Refines<TOuter>> Subgraph<TOuter, TI
     }
 }
 
-impl<TOuter: Timestamp, TInner: Timestamp + Refines<TOuter>> Operate<TOuter> for Subgraph<TOuter, TInner> {
+impl<TOuter: Timestamp, TInner: Timestamp, N: Nesting<TOuter, TInner>> Operate<TOuter>
+    for Subgraph<TOuter, TInner, N>
+{
     fn name(&self) -> &str {
         &self.name
     }
@@ -457,7 +477,9 @@ impl<TOuter: Timestamp, TInner: Timestamp + Refines<TOuter>> Operate<TOuter> for
             .scope_summary
             .iter()
             .map(|row| {
-                row.iter().map(|a| a.elements().iter().cloned().map(TInner::summarize).collect()).collect()
+                row.iter()
+                    .map(|a| a.elements().iter().map(|path| self.nesting.summarize(path.clone())).collect())
+                    .collect()
             })
             .collect();
         // Initial capabilities are the same on every worker: apply them without exchange.

@@ -3,8 +3,9 @@
 //! A `Timestamp` is the logical time records carry; a `PathSummary` is the least action a
 //! path through the dataflow applies to a timestamp (`results_in`), and summaries compose
 //! along paths (`followed_by`). `Refines` relates the timestamp of a nested scope to the
-//! timestamp of its parent. This module owns these traits and their implementations for
-//! unsigned and signed integers, `()` and `Product`; it knows nothing of graphs.
+//! timestamp of its parent by their types, `Nesting` does it as a value (for timestamps
+//! whose depth is data, `VecTime`). This module owns these traits and their implementations
+//! for unsigned integers, `()` and `Product`; it knows nothing of graphs.
 
 use crate::order::{PartialOrder, Product};
 use serde::{de::DeserializeOwned, Serialize};
@@ -41,6 +42,40 @@ pub trait Refines<T: Timestamp>: Timestamp {
     fn to_outer(self) -> T;
     /// The outer summary that a path inside the nested scope amounts to.
     fn summarize(path: <Self as Timestamp>::Summary) -> <T as Timestamp>::Summary;
+}
+
+/// How a nested scope's timestamps `TInner` relate to its parent's `TOuter`, as a value.
+///
+/// `Refines` says it with the types alone ([`ByRefines`]); a `Nesting` can also depend on
+/// data, for timestamps whose depth is not part of their type: with `VecTime`, a loop adds
+/// a coordinate ([`VecLoop`](super::VecLoop)) and a region does not, yet both scopes have
+/// the parent's type. Scopes, `enter` and `leave` use `ByRefines` unless given another.
+pub trait Nesting<TOuter: Timestamp, TInner: Timestamp>: 'static {
+    /// The inner timestamp of a record entering the nested scope at outer time `outer`.
+    fn to_inner(&self, outer: TOuter) -> TInner;
+    /// The outer timestamp of a record leaving the nested scope.
+    fn to_outer(&self, inner: TInner) -> TOuter;
+    /// The outer summary that a path inside the nested scope amounts to.
+    fn summarize(&self, path: TInner::Summary) -> TOuter::Summary;
+}
+
+/// The nesting that `TInner: Refines<TOuter>` defines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ByRefines;
+
+impl<TOuter: Timestamp, TInner: Refines<TOuter>> Nesting<TOuter, TInner> for ByRefines {
+    #[inline]
+    fn to_inner(&self, outer: TOuter) -> TInner {
+        TInner::to_inner(outer)
+    }
+    #[inline]
+    fn to_outer(&self, inner: TInner) -> TOuter {
+        inner.to_outer()
+    }
+    #[inline]
+    fn summarize(&self, path: TInner::Summary) -> TOuter::Summary {
+        TInner::summarize(path)
+    }
 }
 
 /// A scope with the same timestamp as its parent (a region).

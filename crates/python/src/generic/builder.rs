@@ -1,6 +1,6 @@
 //! Building a generic operator from a `Spec` with the engine's `OperatorBuilder`: its
 //! inputs (pipelined or exchanged by key), output, notificator, the Python objects handed
-//! to its logic at every run, and its constructor call. Written once for any depth.
+//! to its logic at every run, and its constructor call.
 
 use crate::errors::{add_note, catch_panic, WorkerContext};
 use crate::generic::capability::{Held, PyCapability};
@@ -11,7 +11,7 @@ use crate::generic::ports::{InputCell, OutputCell, PyInputPort, PyOutputPort};
 use crate::generic::state::{Kind, OpState, Spec};
 use crate::operators::exchange::KeyPartition;
 use crate::record::Record;
-use crate::time::PyTime;
+use crate::time::Time;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -23,30 +23,30 @@ use timely_engine::MutableAntichain;
 
 /// An operator input's stream: as is (pipeline), or settled for a keyed exchange by a key
 /// function, with the membership table it is routed by.
-enum Feed<T: PyTime> {
-    Pipelined(Stream<T, Record>),
-    Keyed(Stream<T, Record>, SharedMembership<T>, KeyPartition),
+enum Feed {
+    Pipelined(Stream<Time, Record>),
+    Keyed(Stream<Time, Record>, SharedMembership<Time>, KeyPartition),
 }
 
 /// The operator's engine parts, before its logic is installed.
-struct Parts<T: PyTime> {
+struct Parts {
     info: OperatorInfo,
-    op: Rc<OpState<T>>,
-    inputs: Vec<Rc<InputCell<T>>>,
-    output: Option<Rc<OutputCell<T>>>,
-    stream: Option<Stream<T, Record>>,
-    notify: Option<Rc<NotifyCell<T>>>,
-    builder: OperatorBuilder<T>,
+    op: Rc<OpState>,
+    inputs: Vec<Rc<InputCell>>,
+    output: Option<Rc<OutputCell>>,
+    stream: Option<Stream<Time, Record>>,
+    notify: Option<Rc<NotifyCell>>,
+    builder: OperatorBuilder<Time>,
 }
 
 /// The feeds of `inputs`: exchanged inputs are keyed exchanges, so that state kept per time
 /// and key stays on one worker while processes join.
-fn feeds<T: PyTime>(
+fn feeds(
     context: &Rc<WorkerContext>,
     name: &str,
-    inputs: Vec<&Stream<T, Record>>,
+    inputs: Vec<&Stream<Time, Record>>,
     exchanges: Vec<Option<Py<PyAny>>>,
-) -> Vec<Feed<T>> {
+) -> Vec<Feed> {
     let single = inputs.len() == 1;
     let mut feeds = Vec::with_capacity(inputs.len());
     for (i, (stream, exchange)) in inputs.into_iter().zip(exchanges).enumerate() {
@@ -64,7 +64,7 @@ fn feeds<T: PyTime>(
 }
 
 /// Adds the operator's ports to a new `OperatorBuilder` in `scope`.
-fn parts<T: PyTime>(scope: &Scope<T>, name: &str, kind: Kind, feeds: Vec<Feed<T>>, output: bool) -> Parts<T> {
+fn parts(scope: &Scope<Time>, depth: usize, name: &str, kind: Kind, feeds: Vec<Feed>, output: bool) -> Parts {
     let mut builder = OperatorBuilder::new(name, scope);
     if kind == Kind::Plain {
         builder.set_notify(false);
@@ -72,6 +72,7 @@ fn parts<T: PyTime>(scope: &Scope<T>, name: &str, kind: Kind, feeds: Vec<Feed<T>
     let info = builder.info().clone();
     let op = Rc::new(OpState {
         name: name.to_owned(),
+        depth,
         live: Cell::new(false),
         generation: Cell::new(0),
         activator: info.activator.clone(),
@@ -102,7 +103,7 @@ fn parts<T: PyTime>(scope: &Scope<T>, name: &str, kind: Kind, feeds: Vec<Feed<T>
 }
 
 /// The arguments of the logic: its input ports, output port and notificator.
-fn logic_args<T: PyTime>(py: Python<'_>, parts: &Parts<T>) -> PyResult<Py<PyTuple>> {
+fn logic_args(py: Python<'_>, parts: &Parts) -> PyResult<Py<PyTuple>> {
     let mut args: Vec<Py<PyAny>> = Vec::new();
     for input in parts.inputs.iter() {
         args.push(Py::new(py, PyInputPort::new(input.clone()))?.into_any());
@@ -118,12 +119,12 @@ fn logic_args<T: PyTime>(py: Python<'_>, parts: &Parts<T>) -> PyResult<Py<PyTupl
 
 /// Installs the operator's closure, which calls the logic once set in `logic`; returns the
 /// operator's initial capability.
-fn install<T: PyTime>(
-    parts: Parts<T>,
+fn install(
+    parts: Parts,
     context: &Rc<WorkerContext>,
     logic: &Rc<OnceCell<Py<PyAny>>>,
     args: Py<PyTuple>,
-) -> PyResult<Capability<T>> {
+) -> PyResult<Capability<Time>> {
     let Parts { op, inputs, notify, builder, .. } = parts;
     let python = Attached::new((logic.clone(), args));
     let context = context.clone();
@@ -131,7 +132,7 @@ fn install<T: PyTime>(
     catch_panic(|| {
         builder.build(|capability| {
             initial = Some(capability);
-            move |frontiers: &[MutableAntichain<T>]| {
+            move |frontiers: &[MutableAntichain<Time>]| {
                 let (logic, args) = python.get();
                 let Some(logic) = logic.get() else {
                     // The constructor failed: the run is being stopped.
@@ -186,18 +187,18 @@ fn construct(
     Ok(constructed.unbind())
 }
 
-/// Builds the operator of `spec` reading `inputs` in `scope`; returns its output stream,
-/// if it has one.
-pub fn build_operator<T: PyTime>(
+/// Builds the operator of `spec` reading `inputs` in `scope`, `depth` loops deep; returns
+/// its output stream, if it has one.
+pub fn build_operator(
     py: Python<'_>,
-    scope: &Scope<T>,
+    (scope, depth): (&Scope<Time>, usize),
     context: &Rc<WorkerContext>,
-    inputs: Vec<&Stream<T, Record>>,
+    inputs: Vec<&Stream<Time, Record>>,
     spec: Spec,
-) -> PyResult<Option<Stream<T, Record>>> {
+) -> PyResult<Option<Stream<Time, Record>>> {
     let Spec { name, kind, callable, constructed, exchanges, output } = spec;
     let mut parts =
-        catch_panic(|| parts(scope, &name, kind, feeds(context, &name, inputs, exchanges), output))?;
+        catch_panic(|| parts(scope, depth, &name, kind, feeds(context, &name, inputs, exchanges), output))?;
     let args = logic_args(py, &parts)?;
     let (info, op) = (parts.info.clone(), parts.op.clone());
     let stream = parts.stream.take();

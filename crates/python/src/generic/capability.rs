@@ -4,11 +4,11 @@
 //! dropping one outside its operator's run activates the operator so that the change is
 //! reported. An `InputCapability` is valid only during the run that received its records.
 //! Ports and notificators resolve a Python capability argument here, to the engine's
-//! capability of the right depth and operator.
+//! capability of the right operator.
 
 use crate::generic::local::Local;
-use crate::generic::state::{not_later, OpState};
-use crate::time::{dispatch, show, Depth, Family, PyTime};
+use crate::generic::state::OpState;
+use crate::time::{from_py, show, to_py, Time};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -17,46 +17,39 @@ use std::rc::Rc;
 use timely_engine::dataflow::operators::{Capability, InputCapability};
 
 /// An engine capability with the state of the operator it belongs to.
-pub struct Held<T: PyTime> {
-    pub capability: Capability<T>,
-    pub op: Rc<OpState<T>>,
+pub struct Held {
+    pub capability: Capability<Time>,
+    pub op: Rc<OpState>,
 }
 
-/// The family of held capabilities, one per timestamp depth.
-pub struct Holds;
-
-impl Family for Holds {
-    type At<T: PyTime> = Held<T>;
-}
-
-fn delayed<T: PyTime>(held: &Held<T>, time: &Bound<'_, PyAny>) -> PyResult<PyCapability> {
-    let time = T::from_py(time)?;
+fn delayed(held: &Held, time: &Bound<'_, PyAny>) -> PyResult<PyCapability> {
+    let time = from_py(time, held.op.depth)?;
     let capability = held
         .capability
         .try_delayed(&time)
-        .map_err(|_| not_later("delayed", held.capability.time(), &time))?;
+        .map_err(|_| held.op.not_later("delayed", held.capability.time(), &time))?;
     held.op.changed();
     Ok(PyCapability::new(Held { capability, op: held.op.clone() }))
 }
 
-fn downgrade<T: PyTime>(held: &mut Held<T>, time: &Bound<'_, PyAny>) -> PyResult<()> {
-    let time = T::from_py(time)?;
+fn downgrade(held: &mut Held, time: &Bound<'_, PyAny>) -> PyResult<()> {
+    let time = from_py(time, held.op.depth)?;
     let before = held.capability.time().clone();
-    held.capability.try_downgrade(&time).map_err(|_| not_later("downgrade", &before, &time))?;
+    held.capability.try_downgrade(&time).map_err(|_| held.op.not_later("downgrade", &before, &time))?;
     held.op.changed();
     Ok(())
 }
 
 /// A capability's state: held, or released (and why).
 struct CapSlot {
-    held: Option<Depth<Holds>>,
+    held: Option<Held>,
     gone: &'static str,
 }
 
 type CapCell = Rc<RefCell<CapSlot>>;
 
 impl CapSlot {
-    fn held(&self) -> PyResult<&Depth<Holds>> {
+    fn held(&self) -> PyResult<&Held> {
         self.held
             .as_ref()
             .ok_or_else(|| PyValueError::new_err(format!("capability was released{}", self.gone)))
@@ -65,7 +58,7 @@ impl CapSlot {
     /// Gives the capability up, activating its operator if that is not running.
     fn release(&mut self) {
         if let Some(held) = self.held.take() {
-            dispatch!(&held, h => h.op.changed());
+            held.op.changed();
         }
     }
 }
@@ -95,13 +88,13 @@ pub struct PyCapability {
 
 impl PyCapability {
     /// Hands `held` to Python.
-    pub fn new<T: PyTime>(held: Held<T>) -> Self {
-        let slot = Rc::new(RefCell::new(CapSlot { held: Some(T::wrap::<Holds>(held)), gone: "" }));
+    pub fn new(held: Held) -> Self {
+        let slot = Rc::new(RefCell::new(CapSlot { held: Some(held), gone: "" }));
         PyCapability { slot: Local::new("this Capability", slot) }
     }
 
     /// Applies `f` to the held capability.
-    pub fn with<R>(&self, f: impl FnOnce(&Depth<Holds>) -> PyResult<R>) -> PyResult<R> {
+    pub fn with<R>(&self, f: impl FnOnce(&Held) -> PyResult<R>) -> PyResult<R> {
         let cell = self.slot.get()?;
         let slot = cell.try_borrow().map_err(|_| busy("the capability"))?;
         f(slot.held()?)
@@ -109,16 +102,14 @@ impl PyCapability {
 
     /// Takes the capability over from Python (which then sees it released, `gone` saying
     /// why), if it belongs to operator `op`.
-    pub fn take<T: PyTime>(&self, op: &Rc<OpState<T>>, gone: &'static str) -> PyResult<Held<T>> {
+    pub fn take(&self, op: &Rc<OpState>, gone: &'static str) -> PyResult<Held> {
         let cell = self.slot.get()?;
         let mut slot = cell.try_borrow_mut().map_err(|_| busy("the capability"))?;
-        match T::get::<Holds>(slot.held()?) {
-            Some(held) if Rc::ptr_eq(&held.op, op) => {}
-            _ => return Err(op.wrong_operator()),
+        if !Rc::ptr_eq(&slot.held()?.op, op) {
+            return Err(op.wrong_operator());
         }
         slot.gone = gone;
-        let held = slot.held.take().expect("checked above");
-        T::take::<Holds>(held).map_err(|_| op.wrong_operator())
+        Ok(slot.held.take().expect("checked above"))
     }
 
     fn release_now(&self) -> PyResult<()> {
@@ -133,7 +124,7 @@ impl PyCapability {
     /// The time: an int at a dataflow's root, a tuple inside loops.
     #[getter]
     fn time<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.with(|held| dispatch!(held, h => h.capability.time().to_py(py)))
+        self.with(|held| to_py(py, held.capability.time(), held.op.depth))
     }
 
     /// True once released.
@@ -144,7 +135,7 @@ impl PyCapability {
 
     /// A new capability for `time`, which must be at or after this capability's time.
     fn delayed(&self, time: &Bound<'_, PyAny>) -> PyResult<PyCapability> {
-        self.with(|held| dispatch!(held, h => delayed(h, time)))
+        self.with(|held| delayed(held, time))
     }
 
     /// Moves this capability to `time`, which must be at or after its time.
@@ -152,7 +143,7 @@ impl PyCapability {
         let cell = self.slot.get()?;
         let mut slot = cell.try_borrow_mut().map_err(|_| busy("the capability"))?;
         slot.held()?;
-        dispatch!(slot.held.as_mut().expect("checked above"), h => downgrade(h, time))
+        downgrade(slot.held.as_mut().expect("checked above"), time)
     }
 
     /// Gives the capability up; using it afterwards raises `ValueError`. Releasing twice
@@ -173,8 +164,7 @@ impl PyCapability {
     }
 
     fn __repr__(&self) -> String {
-        let describe =
-            |slot: &CapSlot| slot.held.as_ref().map(|h| dispatch!(h, h => show(h.capability.time())));
+        let describe = |slot: &CapSlot| slot.held.as_ref().map(|h| show(h.capability.time(), h.op.depth));
         match self.slot.get().ok().and_then(|cell| cell.try_borrow().ok().map(|slot| describe(&slot))) {
             Some(Some(time)) => format!("Capability(time={})", time),
             Some(None) => "Capability(released)".to_owned(),
@@ -184,20 +174,13 @@ impl PyCapability {
 }
 
 /// The capability of received records, valid during the run that received them.
-pub struct Received<T: PyTime> {
-    pub capability: InputCapability<T>,
-    pub op: Rc<OpState<T>>,
+pub struct Received {
+    pub capability: InputCapability<Time>,
+    pub op: Rc<OpState>,
     pub generation: u64,
 }
 
-/// The family of received capabilities, one per timestamp depth.
-pub struct Receipts;
-
-impl Family for Receipts {
-    type At<T: PyTime> = Rc<Received<T>>;
-}
-
-impl<T: PyTime> Received<T> {
+impl Received {
     /// An error unless the run that received the records is still running.
     pub fn check(&self) -> PyResult<()> {
         if self.op.live.get() && self.op.generation.get() == self.generation {
@@ -205,7 +188,7 @@ impl<T: PyTime> Received<T> {
         } else {
             Err(PyRuntimeError::new_err(format!(
                 "the input capability for time {} of operator '{}' is valid only during the run that received its records; call retain() then to keep a Capability",
-                show(self.capability.time()),
+                show(self.capability.time(), self.op.depth),
                 self.op.name
             )))
         }
@@ -218,11 +201,11 @@ impl<T: PyTime> Received<T> {
 
     fn delayed(&self, time: &Bound<'_, PyAny>) -> PyResult<PyCapability> {
         self.check()?;
-        let time = T::from_py(time)?;
+        let time = from_py(time, self.op.depth)?;
         let capability = self
             .capability
             .try_delayed(&time)
-            .map_err(|_| not_later("delayed", self.capability.time(), &time))?;
+            .map_err(|_| self.op.not_later("delayed", self.capability.time(), &time))?;
         Ok(PyCapability::new(Held { capability, op: self.op.clone() }))
     }
 }
@@ -232,21 +215,18 @@ impl<T: PyTime> Received<T> {
 /// during the operator run that received the records.
 #[pyclass(name = "InputCapability", module = "timely_py._core")]
 pub struct PyInputCapability {
-    inner: Local<Depth<Receipts>>,
+    inner: Local<Rc<Received>>,
 }
 
 impl PyInputCapability {
     /// Hands `received` to Python.
-    pub fn new<T: PyTime>(received: Received<T>) -> Self {
-        PyInputCapability {
-            inner: Local::new("this InputCapability", T::wrap::<Receipts>(Rc::new(received))),
-        }
+    pub fn new(received: Received) -> Self {
+        PyInputCapability { inner: Local::new("this InputCapability", Rc::new(received)) }
     }
 
     /// The received capability, if it belongs to operator `op` and its run is still running.
-    pub fn of<T: PyTime>(&self, op: &Rc<OpState<T>>) -> PyResult<Rc<Received<T>>> {
-        let inner = self.inner.get()?;
-        let received = T::take::<Receipts>(inner).map_err(|_| op.wrong_operator())?;
+    pub fn of(&self, op: &Rc<OpState>) -> PyResult<Rc<Received>> {
+        let received = self.inner.get()?;
         if !Rc::ptr_eq(&received.op, op) {
             return Err(op.wrong_operator());
         }
@@ -260,23 +240,24 @@ impl PyInputCapability {
     /// The records' time: an int at a dataflow's root, a tuple inside loops.
     #[getter]
     fn time<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        dispatch!(&self.inner.get()?, r => r.capability.time().to_py(py))
+        let received = self.inner.get()?;
+        to_py(py, received.capability.time(), received.op.depth)
     }
 
     /// A `Capability` for the records' time.
     fn retain(&self) -> PyResult<PyCapability> {
-        dispatch!(&self.inner.get()?, r => r.retain())
+        self.inner.get()?.retain()
     }
 
     /// A `Capability` for `time`, which must be at or after the records' time.
     fn delayed(&self, time: &Bound<'_, PyAny>) -> PyResult<PyCapability> {
-        dispatch!(&self.inner.get()?, r => r.delayed(time))
+        self.inner.get()?.delayed(time)
     }
 
     fn __repr__(&self) -> String {
         match self.inner.get() {
             Ok(inner) => {
-                format!("InputCapability(time={})", dispatch!(&inner, r => show(r.capability.time())))
+                format!("InputCapability(time={})", show(inner.capability.time(), inner.op.depth))
             }
             Err(_) => "InputCapability(<another worker's>)".to_owned(),
         }

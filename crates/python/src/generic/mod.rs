@@ -13,7 +13,8 @@
 //! The wrappers' engine state stays on its worker's thread (`local`): the Python objects
 //! themselves are sendable shells, which raise when used on another thread and, when an
 //! exception carries them to the caller of `execute`, can be dropped there harmlessly.
-//! Python sees no timestamp type: every wrapper holds a `Depth` of its family.
+//! Every wrapper is one concrete type over the one timestamp type, `time::Time`; the
+//! operator's depth, in its state, says how its times look in Python.
 
 mod builder;
 mod capability;

@@ -5,7 +5,7 @@ use crate::generic::capability::{Held, PyCapability, PyInputCapability};
 use crate::generic::frontier::PyFrontier;
 use crate::generic::local::Local;
 use crate::generic::state::OpState;
-use crate::time::{dispatch, show, Depth, Family, PyTime};
+use crate::time::{show, to_py, Time};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use std::cell::RefCell;
@@ -14,18 +14,18 @@ use timely_engine::dataflow::operators::{Capability, FrontierNotificator};
 use timely_engine::MutableAntichain;
 
 /// An operator's notificator with the state of its operator.
-pub struct NotifyCell<T: PyTime> {
-    notificator: RefCell<FrontierNotificator<T>>,
-    op: Rc<OpState<T>>,
+pub struct NotifyCell {
+    notificator: RefCell<FrontierNotificator<Time>>,
+    op: Rc<OpState>,
 }
 
-impl<T: PyTime> NotifyCell<T> {
+impl NotifyCell {
     /// The notificator of the operator of `op`.
-    pub fn new(op: &Rc<OpState<T>>) -> Self {
+    pub fn new(op: &Rc<OpState>) -> Self {
         NotifyCell { notificator: RefCell::new(FrontierNotificator::new()), op: op.clone() }
     }
 
-    fn request(&self, capability: Capability<T>) -> PyResult<()> {
+    fn request(&self, capability: Capability<Time>) -> PyResult<()> {
         self.notificator
             .try_borrow_mut()
             .map_err(|_| PyRuntimeError::new_err("the notificator is in use"))?
@@ -49,7 +49,7 @@ impl<T: PyTime> NotifyCell<T> {
     fn next(&self) -> PyResult<Option<(PyCapability, usize)>> {
         self.op.ensure_live("the notificator")?;
         let frontiers = self.op.frontiers.borrow();
-        let frontiers: Vec<&MutableAntichain<T>> = frontiers.iter().collect();
+        let frontiers: Vec<&MutableAntichain<Time>> = frontiers.iter().collect();
         let next = self
             .notificator
             .try_borrow_mut()
@@ -60,15 +60,15 @@ impl<T: PyTime> NotifyCell<T> {
     }
 
     /// The pending times, sorted.
-    fn pending(&self) -> Vec<T> {
+    fn pending(&self) -> Vec<Time> {
         let notificator = self.notificator.borrow();
-        let mut times: Vec<T> = notificator.pending().cloned().collect();
+        let mut times: Vec<Time> = notificator.pending().cloned().collect();
         times.sort();
         times
     }
 
     fn describe(&self) -> String {
-        let pending = self.pending().iter().map(show).collect::<Vec<_>>();
+        let pending = self.pending().iter().map(|t| show(t, self.op.depth)).collect::<Vec<_>>();
         format!("Notificator(operator='{}', pending=[{}])", self.op.name, pending.join(", "))
     }
 
@@ -79,13 +79,6 @@ impl<T: PyTime> NotifyCell<T> {
         let deliverable = notificator.pending().any(|t| !frontiers.iter().any(|f| f.less_equal(t)));
         deliverable
     }
-}
-
-/// The family of notificators, one per timestamp depth.
-pub struct Notificators;
-
-impl Family for Notificators {
-    type At<T: PyTime> = Rc<NotifyCell<T>>;
 }
 
 /// Notifications of a `unary_notify`/`binary_notify` operator.
@@ -99,13 +92,13 @@ impl Family for Notificators {
 /// Valid only while the operator's logic runs.
 #[pyclass(name = "Notificator", module = "timely_py._core")]
 pub struct PyNotificator {
-    inner: Local<Depth<Notificators>>,
+    inner: Local<Rc<NotifyCell>>,
 }
 
 impl PyNotificator {
     /// Hands `notify` to Python.
-    pub fn new<T: PyTime>(notify: Rc<NotifyCell<T>>) -> Self {
-        PyNotificator { inner: Local::new("this Notificator", T::wrap::<Notificators>(notify)) }
+    pub fn new(notify: Rc<NotifyCell>) -> Self {
+        PyNotificator { inner: Local::new("this Notificator", notify) }
     }
 }
 
@@ -113,7 +106,7 @@ impl PyNotificator {
 impl PyNotificator {
     /// Requests a notification once the input frontiers have passed `capability`'s time.
     fn notify_at(&self, capability: &Bound<'_, PyAny>) -> PyResult<()> {
-        dispatch!(&self.inner.get()?, n => n.notify_at(capability))
+        self.inner.get()?.notify_at(capability)
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -121,7 +114,7 @@ impl PyNotificator {
     }
 
     fn __next__(&self) -> PyResult<Option<PyCapability>> {
-        Ok(dispatch!(&self.inner.get()?, n => n.next())?.map(|(capability, _)| capability))
+        Ok(self.inner.get()?.next()?.map(|(capability, _)| capability))
     }
 
     /// An iterator of `(capability, count)` for the deliverable notifications, in time
@@ -133,21 +126,20 @@ impl PyNotificator {
     /// The times of requested notifications not yet delivered, sorted.
     #[getter]
     fn pending<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        dispatch!(&self.inner.get()?, n => {
-            n.op.ensure_live("the notificator")?;
-            n.pending().iter().map(|t| t.to_py(py)).collect()
-        })
+        let n = self.inner.get()?;
+        n.op.ensure_live("the notificator")?;
+        n.pending().iter().map(|t| to_py(py, t, n.op.depth)).collect()
     }
 
     /// The frontier of input `input` (0 or 1), as of the start of this run.
     #[pyo3(signature = (input=0))]
     fn frontier(&self, input: usize) -> PyResult<PyFrontier> {
-        dispatch!(&self.inner.get()?, n => n.op.frontier(input))
+        self.inner.get()?.op.frontier(input)
     }
 
     fn __repr__(&self) -> String {
         match self.inner.get() {
-            Ok(inner) => dispatch!(&inner, n => n.describe()),
+            Ok(inner) => inner.describe(),
             Err(_) => "Notificator(<another worker's>)".to_owned(),
         }
     }
@@ -156,7 +148,7 @@ impl PyNotificator {
 /// Iterator over `(capability, count)` notifications (from `Notificator.items()`).
 #[pyclass(name = "NotificationItems", module = "timely_py._core")]
 pub struct PyNotificationItems {
-    inner: Local<Depth<Notificators>>,
+    inner: Local<Rc<NotifyCell>>,
 }
 
 #[pymethods]
@@ -166,6 +158,6 @@ impl PyNotificationItems {
     }
 
     fn __next__(&self) -> PyResult<Option<(PyCapability, usize)>> {
-        dispatch!(&self.inner.get()?, n => n.next())
+        self.inner.get()?.next()
     }
 }

@@ -7,26 +7,25 @@ use crate::generic::builder::build_operator;
 use crate::generic::state::{Kind, Spec};
 use crate::scope::{PyScope, ScopeHandle};
 use crate::stream::{PyStream, StreamHandle};
-use crate::time::{dispatch, PyTime};
 use pyo3::prelude::*;
 
 /// Builds `spec` reading `stream` (and `other`, which must be of the same scope).
-fn build_on<T: PyTime>(
+fn build_on(
     py: Python<'_>,
-    stream: &StreamHandle<T>,
+    stream: &StreamHandle,
     other: Option<&PyStream>,
     spec: Spec,
 ) -> PyResult<Option<PyStream>> {
     let mut inputs = vec![&stream.stream];
     if let Some(other) = other {
-        inputs.push(&other.at::<T>(&spec.name)?.stream);
+        inputs.push(&other.at(stream.depth, &spec.name)?.stream);
     }
-    let built = build_operator(py, stream.stream.scope(), &stream.context, inputs, spec)?;
+    let built = build_operator(py, (stream.stream.scope(), stream.depth), &stream.context, inputs, spec)?;
     Ok(built.map(|built| stream.wrap(built).into()))
 }
 
-fn source<T: PyTime>(py: Python<'_>, scope: &ScopeHandle<T>, spec: Spec) -> PyResult<PyStream> {
-    let built = build_operator(py, &scope.scope, &scope.context, vec![], spec)?;
+fn source(py: Python<'_>, scope: &ScopeHandle, spec: Spec) -> PyResult<PyStream> {
+    let built = build_operator(py, (&scope.scope, scope.depth), &scope.context, vec![], spec)?;
     Ok(scope.stream(built.expect("a source has an output")).into())
 }
 
@@ -37,7 +36,7 @@ fn exchange(py: Python<'_>, key: Option<Py<PyAny>>, what: &str) -> PyResult<Opti
 
 impl PyStream {
     fn generic(&self, py: Python<'_>, other: Option<&PyStream>, spec: Spec) -> PyResult<Option<PyStream>> {
-        dispatch!(&self.inner, s => build_on(py, s, other, spec))
+        build_on(py, &self.inner, other, spec)
     }
 
     fn unary_kind(
@@ -218,6 +217,6 @@ impl PyScope {
             exchanges: vec![],
             output: true,
         };
-        dispatch!(&self.inner, s => source(py, s, spec))
+        source(py, &self.inner, spec)
     }
 }

@@ -1,12 +1,12 @@
 //! `InputPort`, `OutputPort` and `OutputSession`: a generic operator's inputs and output as
 //! Python uses them. Valid only while the operator's logic runs.
 
-use crate::generic::capability::{Holds, PyCapability, PyInputCapability, Received};
+use crate::generic::capability::{PyCapability, PyInputCapability, Received};
 use crate::generic::frontier::PyFrontier;
 use crate::generic::local::Local;
 use crate::generic::state::OpState;
 use crate::record::Record;
-use crate::time::{dispatch, Depth, Family, PyTime};
+use crate::time::Time;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
@@ -21,14 +21,14 @@ use timely_engine::dataflow::operators::{
 const GIVE_BATCH: usize = 1024;
 
 /// An engine input (pipelined or exchanged, records arrive as they are).
-pub type Port<T> = InputPort<T, Record>;
+pub type Port<Time> = InputPort<Time, Record>;
 
 /// The next batch of `port`, its records as a Python list.
-fn batch<'py, T: PyTime, D: Data>(
+fn batch<'py, D: Data>(
     py: Python<'py>,
-    port: &mut InputPort<T, D>,
+    port: &mut InputPort<Time, D>,
     object: fn(D) -> Py<PyAny>,
-) -> PyResult<Option<(InputCapability<T>, Bound<'py, PyList>)>> {
+) -> PyResult<Option<(InputCapability<Time>, Bound<'py, PyList>)>> {
     match port.next() {
         None => Ok(None),
         Some((capability, data)) => Ok(Some((capability, PyList::new(py, data.drain(..).map(object))?))),
@@ -36,15 +36,15 @@ fn batch<'py, T: PyTime, D: Data>(
 }
 
 /// An operator input with the state of its operator.
-pub struct InputCell<T: PyTime> {
-    port: RefCell<Port<T>>,
+pub struct InputCell {
+    port: RefCell<Port<Time>>,
     index: usize,
-    op: Rc<OpState<T>>,
+    op: Rc<OpState>,
 }
 
-impl<T: PyTime> InputCell<T> {
+impl InputCell {
     /// Input `index` of the operator of `op`.
-    pub fn new(port: Port<T>, index: usize, op: &Rc<OpState<T>>) -> Self {
+    pub fn new(port: Port<Time>, index: usize, op: &Rc<OpState>) -> Self {
         InputCell { port: RefCell::new(port), index, op: op.clone() }
     }
 
@@ -68,26 +68,19 @@ impl<T: PyTime> InputCell<T> {
     }
 }
 
-/// The family of operator inputs, one per timestamp depth.
-pub struct Inputs;
-
-impl Family for Inputs {
-    type At<T: PyTime> = Rc<InputCell<T>>;
-}
-
 /// An operator input. Iterate it for the batches received since the last run:
 /// `for capability, records in input:` yields an `InputCapability` and a list of records.
 /// The logic should consume every batch at each run. `frontier` (in frontier and notify
 /// operators and sinks) is the input frontier. Valid only while the operator's logic runs.
 #[pyclass(name = "InputPort", module = "timely_py._core")]
 pub struct PyInputPort {
-    inner: Local<Depth<Inputs>>,
+    inner: Local<Rc<InputCell>>,
 }
 
 impl PyInputPort {
     /// Hands `input` to Python.
-    pub fn new<T: PyTime>(input: Rc<InputCell<T>>) -> Self {
-        PyInputPort { inner: Local::new("this InputPort", T::wrap::<Inputs>(input)) }
+    pub fn new(input: Rc<InputCell>) -> Self {
+        PyInputPort { inner: Local::new("this InputPort", input) }
     }
 }
 
@@ -98,39 +91,38 @@ impl PyInputPort {
     }
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<(PyInputCapability, Bound<'py, PyList>)>> {
-        dispatch!(&self.inner.get()?, input => input.next(py))
+        self.inner.get()?.next(py)
     }
 
     /// The input frontier (a `Frontier`), as of the start of this run. Raises
     /// `AttributeError` in operators that do not watch frontiers (`unary`, `binary`).
     #[getter]
     fn frontier(&self) -> PyResult<PyFrontier> {
-        dispatch!(&self.inner.get()?, input => input.op.frontier(input.index))
+        let input = self.inner.get()?;
+        input.op.frontier(input.index)
     }
 
     fn __repr__(&self) -> String {
         match self.inner.get() {
-            Ok(inner) => dispatch!(&inner, input => {
-                format!("InputPort(operator='{}', input={})", input.op.name, input.index)
-            }),
+            Ok(input) => format!("InputPort(operator='{}', input={})", input.op.name, input.index),
             Err(_) => "InputPort(<another worker's>)".to_owned(),
         }
     }
 }
 
 /// An operator output with the state of its operator.
-pub struct OutputCell<T: PyTime> {
-    port: RefCell<OutputPort<T, Record>>,
-    op: Rc<OpState<T>>,
+pub struct OutputCell {
+    port: RefCell<OutputPort<Time, Record>>,
+    op: Rc<OpState>,
 }
 
-impl<T: PyTime> OutputCell<T> {
+impl OutputCell {
     /// The output of the operator of `op`.
-    pub fn new(port: OutputPort<T, Record>, op: &Rc<OpState<T>>) -> Self {
+    pub fn new(port: OutputPort<Time, Record>, op: &Rc<OpState>) -> Self {
         OutputCell { port: RefCell::new(port), op: op.clone() }
     }
 
-    fn give<C: CapabilityRef<T>>(&self, capability: &C, data: &mut Vec<Record>) -> PyResult<()> {
+    fn give<C: CapabilityRef<Time>>(&self, capability: &C, data: &mut Vec<Record>) -> PyResult<()> {
         let mut port = self.port.try_borrow_mut().map_err(|_| {
             PyRuntimeError::new_err(format!("the output of operator '{}' is in use", self.op.name))
         })?;
@@ -146,10 +138,7 @@ impl<T: PyTime> OutputCell<T> {
     fn send(&self, capability: &Bound<'_, PyAny>, data: &mut Vec<Record>) -> PyResult<()> {
         self.op.ensure_live("the output")?;
         if let Ok(capability) = capability.cast::<PyCapability>() {
-            capability.try_borrow()?.with(|held| {
-                let held = T::get::<Holds>(held).ok_or_else(|| self.op.wrong_operator())?;
-                self.give(&held.capability, data)
-            })
+            capability.try_borrow()?.with(|held| self.give(&held.capability, data))
         } else if let Ok(capability) = capability.cast::<PyInputCapability>() {
             let received = capability.try_borrow()?.of(&self.op)?;
             self.give(&received.capability, data)
@@ -162,19 +151,12 @@ impl<T: PyTime> OutputCell<T> {
     }
 }
 
-/// The family of operator outputs, one per timestamp depth.
-pub struct Outputs;
-
-impl Family for Outputs {
-    type At<T: PyTime> = Rc<OutputCell<T>>;
-}
-
-fn send(output: &Depth<Outputs>, capability: &Bound<'_, PyAny>, data: &mut Vec<Record>) -> PyResult<()> {
-    dispatch!(output, o => o.send(capability, data))
+fn send(output: &OutputCell, capability: &Bound<'_, PyAny>, data: &mut Vec<Record>) -> PyResult<()> {
+    output.send(capability, data)
 }
 
 fn give_iterable(
-    output: &Depth<Outputs>,
+    output: &OutputCell,
     capability: &Bound<'_, PyAny>,
     records: &Bound<'_, PyAny>,
 ) -> PyResult<()> {
@@ -200,13 +182,13 @@ fn give_iterable(
 /// Valid only while the operator's logic runs.
 #[pyclass(name = "OutputPort", module = "timely_py._core")]
 pub struct PyOutputPort {
-    inner: Local<Depth<Outputs>>,
+    inner: Local<Rc<OutputCell>>,
 }
 
 impl PyOutputPort {
     /// Hands `output` to Python.
-    pub fn new<T: PyTime>(output: Rc<OutputCell<T>>) -> Self {
-        PyOutputPort { inner: Local::new("this OutputPort", T::wrap::<Outputs>(output)) }
+    pub fn new(output: Rc<OutputCell>) -> Self {
+        PyOutputPort { inner: Local::new("this OutputPort", output) }
     }
 }
 
@@ -214,12 +196,12 @@ impl PyOutputPort {
 impl PyOutputPort {
     /// Sends `record` at the time of `capability`.
     fn give(&self, capability: &Bound<'_, PyAny>, record: Py<PyAny>) -> PyResult<()> {
-        send(&self.inner.get()?, capability, &mut vec![Record(record)])
+        send(&*self.inner.get()?, capability, &mut vec![Record(record)])
     }
 
     /// Sends every record of the iterable `records` at the time of `capability`.
     fn give_all(&self, capability: &Bound<'_, PyAny>, records: &Bound<'_, PyAny>) -> PyResult<()> {
-        give_iterable(&self.inner.get()?, capability, records)
+        give_iterable(&*self.inner.get()?, capability, records)
     }
 
     /// A session sending at the time of `capability`; use it as a context manager:
@@ -235,7 +217,7 @@ impl PyOutputPort {
 
     fn __repr__(&self) -> String {
         match self.inner.get() {
-            Ok(inner) => dispatch!(&inner, o => format!("OutputPort(operator='{}')", o.op.name)),
+            Ok(output) => format!("OutputPort(operator='{}')", output.op.name),
             Err(_) => "OutputPort(<another worker's>)".to_owned(),
         }
     }
@@ -244,7 +226,7 @@ impl PyOutputPort {
 /// Sends records at one capability's time (from `OutputPort.session`).
 #[pyclass(name = "OutputSession", module = "timely_py._core")]
 pub struct PyOutputSession {
-    output: Local<Depth<Outputs>>,
+    output: Local<Rc<OutputCell>>,
     capability: Py<PyAny>,
 }
 
@@ -252,12 +234,12 @@ pub struct PyOutputSession {
 impl PyOutputSession {
     /// Sends one record.
     fn give(&self, py: Python<'_>, record: Py<PyAny>) -> PyResult<()> {
-        send(&self.output.get()?, self.capability.bind(py), &mut vec![Record(record)])
+        send(&*self.output.get()?, self.capability.bind(py), &mut vec![Record(record)])
     }
 
     /// Sends every record of an iterable.
     fn give_all(&self, py: Python<'_>, records: &Bound<'_, PyAny>) -> PyResult<()> {
-        give_iterable(&self.output.get()?, self.capability.bind(py), records)
+        give_iterable(&*self.output.get()?, self.capability.bind(py), records)
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {

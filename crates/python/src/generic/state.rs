@@ -3,7 +3,7 @@
 //! activator, and the snapshot of the input frontiers taken at the start of each run.
 
 use crate::generic::frontier::PyFrontier;
-use crate::time::{show, PyTime};
+use crate::time::{show, Time};
 use pyo3::exceptions::{PyAttributeError, PyIndexError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::cell::{Cell, RefCell};
@@ -38,8 +38,10 @@ pub struct Spec {
 }
 
 /// The state of one operator that its Python wrappers share.
-pub struct OpState<T: PyTime> {
+pub struct OpState {
     pub name: String,
+    /// Number of loops around the operator's scope: its times have `depth + 1` coordinates.
+    pub depth: usize,
     /// True while the operator's logic runs.
     pub live: Cell<bool>,
     /// Number of completed runs; input capabilities are valid in their run only.
@@ -48,10 +50,10 @@ pub struct OpState<T: PyTime> {
     /// Whether the logic may see its input frontiers.
     pub watch: bool,
     /// The input frontiers at the start of the current run (if `watch`).
-    pub frontiers: RefCell<Vec<MutableAntichain<T>>>,
+    pub frontiers: RefCell<Vec<MutableAntichain<Time>>>,
 }
 
-impl<T: PyTime> OpState<T> {
+impl OpState {
     /// An error unless the operator's logic runs now; `what` names the object used.
     pub fn ensure_live(&self, what: &str) -> PyResult<()> {
         if self.live.get() {
@@ -65,7 +67,7 @@ impl<T: PyTime> OpState<T> {
     }
 
     /// A run starts, with the operator's current input frontiers.
-    pub fn begin(&self, frontiers: &[MutableAntichain<T>]) {
+    pub fn begin(&self, frontiers: &[MutableAntichain<Time>]) {
         if self.watch {
             let mut mine = self.frontiers.borrow_mut();
             for (mine, current) in mine.iter_mut().zip(frontiers) {
@@ -107,21 +109,21 @@ impl<T: PyTime> OpState<T> {
                 input
             ))
         })?;
-        Ok(PyFrontier::new(frontier.frontier().to_vec()))
+        Ok(PyFrontier::new(frontier.frontier().to_vec(), self.depth))
     }
 
     /// The error for a capability of another operator.
     pub fn wrong_operator(&self) -> PyErr {
         PyValueError::new_err(format!("the capability belongs to another operator, not to '{}'", self.name))
     }
-}
 
-/// The error for asking a capability for `requested`, earlier than its time `held`.
-pub fn not_later<T: PyTime>(what: &str, held: &T, requested: &T) -> PyErr {
-    PyValueError::new_err(format!(
-        "{}: time {} is not at or after the capability's time {}",
-        what,
-        show(requested),
-        show(held)
-    ))
+    /// The error for asking a capability for `requested`, earlier than its time `held`.
+    pub fn not_later(&self, what: &str, held: &Time, requested: &Time) -> PyErr {
+        PyValueError::new_err(format!(
+            "{}: time {} is not at or after the capability's time {}",
+            what,
+            show(requested, self.depth),
+            show(held, self.depth)
+        ))
+    }
 }

@@ -7,9 +7,11 @@
 //! without the interpreter; the user's logic runs with the interpreter attached once per
 //! record or notification, as the crate calls it. Keys, states and their wire formats are
 //! `keys`'; the closures that run the logic are `logic`'s, its context is `context`'s. This
-//! module does not route or migrate.
+//! module does not route or migrate. The crate's operators run on `u64` times, each in a
+//! scope of its own nested in the dataflow's root (`epochs`).
 
 mod context;
+pub(crate) mod epochs;
 mod keys;
 mod logic;
 mod plan;
@@ -18,21 +20,31 @@ use crate::args::{callable, optional_callable};
 use crate::errors::{catch_panic, DataflowError, WorkerContext};
 use crate::key::Key;
 use crate::record::Record;
-use crate::stream::{PyStream, StreamHandle, Streams};
-use crate::time::{PyTime, T0};
+use crate::stream::{PyStream, StreamHandle};
+use crate::time::Time;
 use context::PyKeyContext;
+use epochs::{enter, in_epoch_scope};
 use keys::{Keyed, State};
 use logic::{per_notification, per_record, run_logic};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::rc::Rc;
-use timely_engine::dataflow::{Data, Pipeline, Stream};
+use timely_engine::dataflow::{Data, Pipeline, Scope, Stream};
 use timely_megaphone::{Bins, Command, Context, Control, KeyedOperators};
 
 /// The control of keyed operators: a stream of commands, the number of bins and a name.
 #[pyclass(name = "Control", module = "timely_py._core", unsendable)]
 pub struct PyControl {
-    control: Control,
+    commands: Stream<Time, Command>,
+    bins: Bins,
+    name: String,
+}
+
+impl PyControl {
+    /// The control of an operator built in the epoch scope `inner`.
+    fn control_in(&self, inner: &Scope<u64>) -> Control {
+        Control::new(&enter(&self.commands, inner)).with_bins(self.bins).named(&self.name)
+    }
 }
 
 #[pymethods]
@@ -45,30 +57,32 @@ impl PyControl {
         let bins = Bins::new(bins).map_err(|error| PyValueError::new_err(format!("Control: {error}")))?;
         let handle = root(commands, "Control: the command stream")?;
         let commands = catch_panic(|| to_commands(handle, bins, name))?;
-        Ok(PyControl { control: Control::new(&commands).with_bins(bins).named(name) })
+        Ok(PyControl { commands, bins, name: name.to_owned() })
     }
 
     /// The number of bins.
     #[getter]
     fn bins(&self) -> usize {
-        self.control.bins().count()
+        self.bins.count()
     }
 }
 
 /// The stream at a dataflow's root that `stream` must be.
-fn root<'a>(stream: &'a PyStream, what: &str) -> PyResult<&'a StreamHandle<T0>> {
-    T0::get::<Streams>(&stream.inner)
-        .ok_or_else(|| DataflowError::new_err(format!("{what} must be at a dataflow's root, not in a loop")))
+fn root<'a>(stream: &'a PyStream, what: &str) -> PyResult<&'a StreamHandle> {
+    if stream.inner.depth != 0 {
+        return Err(DataflowError::new_err(format!("{what} must be at a dataflow's root, not in a loop")));
+    }
+    Ok(&stream.inner)
 }
 
 /// Applies `f` to every record, with the interpreter attached once per batch; an error ends
 /// the run, reported as raised in operator `name`.
 fn convert<O: Data>(
-    stream: &Stream<T0, Record>,
+    stream: &Stream<Time, Record>,
     context: &Rc<WorkerContext>,
     name: String,
     mut f: impl FnMut(Python<'_>, Record, usize) -> PyResult<O> + 'static,
-) -> Stream<T0, O> {
+) -> Stream<Time, O> {
     let context = context.clone();
     let worker = stream.scope().worker().clone();
     stream.unary(Pipeline, &name.clone(), move |_, _| {
@@ -93,7 +107,7 @@ fn shown(x: &Bound<'_, PyAny>) -> String {
     x.repr().map(|r| r.to_string()).unwrap_or_default()
 }
 
-fn to_commands(handle: &StreamHandle<T0>, bins: Bins, name: &str) -> Stream<T0, Command> {
+fn to_commands(handle: &StreamHandle, bins: Bins, name: &str) -> Stream<Time, Command> {
     convert(&handle.stream, &handle.context, format!("{name}.Commands"), move |py, x, peers| {
         let (bin, worker): (usize, usize) = x.bind(py).extract().map_err(|_| {
             PyTypeError::new_err(format!(
@@ -116,11 +130,11 @@ fn to_commands(handle: &StreamHandle<T0>, bins: Bins, name: &str) -> Stream<T0, 
 /// The records of `handle` keyed by `key(x)` (`key` None: `x` is a `(key, value)` pair and
 /// the value is kept); `what` names the key (function) in errors.
 fn keyed(
-    handle: &StreamHandle<T0>,
+    handle: &StreamHandle,
     operator: &'static str,
     what: &'static str,
     key: Option<Py<PyAny>>,
-) -> Stream<T0, Keyed> {
+) -> Stream<Time, Keyed> {
     let label = format!("{operator}: {what}");
     convert(&handle.stream, &handle.context, format!("{operator}.{what}"), move |py, x, _| match &key {
         Some(key) => Ok(Keyed(Key::new(&key.bind(py).call1((x.bind(py),))?, &label)?, x)),
@@ -142,68 +156,79 @@ fn key_of(Keyed(key, _): &Keyed) -> Key {
 }
 
 fn keyed_unary(
-    handle: &StreamHandle<T0>,
-    control: &Control,
+    handle: &StreamHandle,
+    control: &PyControl,
     key: Py<PyAny>,
     on_record: Py<PyAny>,
     on_notify: Option<Py<PyAny>>,
-) -> StreamHandle<T0> {
+) -> StreamHandle {
     let context = &handle.context;
-    let output = keyed(handle, "keyed_unary", "key", Some(key)).keyed_unary(
-        control,
-        key_of,
-        per_record(context, "keyed_unary", on_record),
-        per_notification(context, "keyed_unary.on_notify", on_notify),
-    );
+    let records = keyed(handle, "keyed_unary", "key", Some(key));
+    let output = in_epoch_scope(handle.stream.scope(), "KeyedUnary", |inner| {
+        enter(&records, inner).keyed_unary(
+            &control.control_in(inner),
+            key_of,
+            per_record(context, "keyed_unary", on_record),
+            per_notification(context, "keyed_unary.on_notify", on_notify),
+        )
+    });
     handle.wrap(output)
 }
 
 fn keyed_binary(
-    (first, second): (&StreamHandle<T0>, &StreamHandle<T0>),
-    control: &Control,
+    (first, second): (&StreamHandle, &StreamHandle),
+    control: &PyControl,
     (key1, key2): (Py<PyAny>, Py<PyAny>),
     (on_first, on_second): (Py<PyAny>, Py<PyAny>),
     on_notify: Option<Py<PyAny>>,
-) -> StreamHandle<T0> {
+) -> StreamHandle {
     let context = &first.context;
-    let output = keyed(first, "keyed_binary", "key1", Some(key1)).keyed_binary(
-        &keyed(second, "keyed_binary", "key2", Some(key2)),
-        control,
-        key_of,
-        key_of,
-        per_record(context, "keyed_binary.on_first", on_first),
-        per_record(context, "keyed_binary.on_second", on_second),
-        per_notification(context, "keyed_binary.on_notify", on_notify),
-    );
+    let records1 = keyed(first, "keyed_binary", "key1", Some(key1));
+    let records2 = keyed(second, "keyed_binary", "key2", Some(key2));
+    let output = in_epoch_scope(first.stream.scope(), "KeyedBinary", |inner| {
+        enter(&records1, inner).keyed_binary(
+            &enter(&records2, inner),
+            &control.control_in(inner),
+            key_of,
+            key_of,
+            per_record(context, "keyed_binary.on_first", on_first),
+            per_record(context, "keyed_binary.on_second", on_second),
+            per_notification(context, "keyed_binary.on_notify", on_notify),
+        )
+    });
     first.wrap(output)
 }
 
-fn state_machine(handle: &StreamHandle<T0>, control: &Control, fold: Py<PyAny>) -> StreamHandle<T0> {
+fn state_machine(handle: &StreamHandle, control: &PyControl, fold: Py<PyAny>) -> StreamHandle {
     let records = keyed(handle, "state_machine", "key", None);
     let context = handle.context.clone();
-    let output = records.keyed_unary(
-        control,
-        key_of,
-        move |key: &Key, Keyed(_, value), state: &mut State, rust: &mut Context<'_, Record>| {
-            context.run("state_machine", |py| {
-                let mut outputs = None;
-                run_logic(py, key, state, None, |k, s| {
-                    let result = fold.bind(py).call1((k, value.0, s))?;
-                    let (new_state, produced): (Bound<'_, PyAny>, Bound<'_, PyAny>) =
-                        result.extract().map_err(|_| {
-                            PyTypeError::new_err("state_machine: fold must return a (state, outputs) pair")
-                        })?;
-                    outputs = Some(produced);
-                    Ok(new_state)
-                })?;
-                for output in outputs.expect("set by the fold").try_iter()? {
-                    rust.give(Record(output?.unbind()));
-                }
-                Ok(())
-            });
-        },
-        |_key: &Key, _state: &mut State, _rust: &mut Context<'_, Record>| {},
-    );
+    let output = in_epoch_scope(handle.stream.scope(), "StateMachine", |inner| {
+        enter(&records, inner).keyed_unary(
+            &control.control_in(inner),
+            key_of,
+            move |key: &Key, Keyed(_, value), state: &mut State, rust: &mut Context<'_, Record>| {
+                context.run("state_machine", |py| {
+                    let mut outputs = None;
+                    run_logic(py, key, state, None, |k, s| {
+                        let result = fold.bind(py).call1((k, value.0, s))?;
+                        let (new_state, produced): (Bound<'_, PyAny>, Bound<'_, PyAny>) =
+                            result.extract().map_err(|_| {
+                                PyTypeError::new_err(
+                                    "state_machine: fold must return a (state, outputs) pair",
+                                )
+                            })?;
+                        outputs = Some(produced);
+                        Ok(new_state)
+                    })?;
+                    for output in outputs.expect("set by the fold").try_iter()? {
+                        rust.give(Record(output?.unbind()));
+                    }
+                    Ok(())
+                });
+            },
+            |_key: &Key, _state: &mut State, _rust: &mut Context<'_, Record>| {},
+        )
+    });
     handle.wrap(output)
 }
 
@@ -223,7 +248,7 @@ impl PyStream {
         let on_record = callable(py, on_record, "keyed_unary: on_record")?;
         let on_notify = optional_callable(py, on_notify, "keyed_unary: on_notify")?;
         let handle = root(self, "keyed_unary: the stream")?;
-        catch_panic(|| keyed_unary(handle, &control.control, key, on_record, on_notify).into())
+        catch_panic(|| keyed_unary(handle, control, key, on_record, on_notify).into())
     }
 
     /// A keyed operator over this stream and `other`: records of both with equal keys
@@ -248,14 +273,14 @@ impl PyStream {
         );
         let on_notify = optional_callable(py, on_notify, "keyed_binary: on_notify")?;
         let streams = (root(self, "keyed_binary: the stream")?, root(other, "keyed_binary: other")?);
-        catch_panic(|| keyed_binary(streams, &control.control, keys, logic, on_notify).into())
+        catch_panic(|| keyed_binary(streams, control, keys, logic, on_notify).into())
     }
 
     /// A state machine per key on a stream of `(key, value)` pairs.
     fn state_machine(&self, py: Python<'_>, control: &PyControl, fold: Py<PyAny>) -> PyResult<PyStream> {
         let fold = callable(py, fold, "state_machine: fold")?;
         let handle = root(self, "state_machine: the stream")?;
-        catch_panic(|| state_machine(handle, &control.control, fold).into())
+        catch_panic(|| state_machine(handle, control, fold).into())
     }
 }
 

@@ -3,16 +3,15 @@
 
 use crate::record::Record;
 use crate::stream::StreamHandle;
-use crate::time::PyTime;
+use crate::time::Time;
 use pyo3::prelude::*;
 use timely_engine::dataflow::Pipeline;
 
 /// Applies `logic(py, time, data, output)` to every batch of `stream`, with the interpreter
 /// attached once per operator run; `output` collects the records to send at the batch's time.
-pub fn batch_operator<T, L>(stream: &StreamHandle<T>, name: &'static str, mut logic: L) -> StreamHandle<T>
+pub fn batch_operator<L>(stream: &StreamHandle, name: &'static str, mut logic: L) -> StreamHandle
 where
-    T: PyTime,
-    L: FnMut(Python<'_>, &T, &mut Vec<Record>, &mut Vec<Record>) -> PyResult<()> + 'static,
+    L: FnMut(Python<'_>, &Time, &mut Vec<Record>, &mut Vec<Record>) -> PyResult<()> + 'static,
 {
     let context = stream.context.clone();
     let mut produced = Vec::new();

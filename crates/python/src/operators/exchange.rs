@@ -7,7 +7,6 @@ use crate::errors::{catch_panic, WorkerContext};
 use crate::key::route;
 use crate::record::{KeyedPair, Record};
 use crate::stream::{PyStream, StreamHandle};
-use crate::time::{dispatch, PyTime};
 use pyo3::prelude::*;
 use std::rc::Rc;
 use timely_engine::dataflow::{AllWorkers, ExchangeWith, Partition};
@@ -78,7 +77,7 @@ impl<D: RoutingKey + 'static> Partition<D> for KeyPartition {
     }
 }
 
-fn exchange<T: PyTime>(stream: &StreamHandle<T>, key: Option<Py<PyAny>>) -> StreamHandle<T> {
+fn exchange(stream: &StreamHandle, key: Option<Py<PyAny>>) -> StreamHandle {
     let partition = KeyPartition::new(key, &stream.context, "Exchange");
     let pact = ExchangeWith::new(AllWorkers::default(), partition);
     stream.wrap(stream.stream.unary(pact, "Exchange", |_, _| {
@@ -94,11 +93,11 @@ impl PyStream {
     #[pyo3(signature = (key=None))]
     fn exchange(&self, py: Python<'_>, key: Option<Py<PyAny>>) -> PyResult<PyStream> {
         let key = optional_callable(py, key, "exchange: key")?;
-        catch_panic(|| dispatch!(&self.inner, s => exchange(s, key).into()))
+        catch_panic(|| exchange(&self.inner, key).into())
     }
 
     /// Sends every record to every worker.
     fn broadcast(&self) -> PyResult<PyStream> {
-        catch_panic(|| dispatch!(&self.inner, s => s.wrap(s.stream.broadcast()).into()))
+        catch_panic(|| self.inner.wrap(self.inner.stream.broadcast()).into())
     }
 }

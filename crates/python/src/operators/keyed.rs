@@ -8,7 +8,7 @@ use crate::errors::catch_panic;
 use crate::operators::exchange::KeyPartition;
 use crate::record::{KeyedPair, Record};
 use crate::stream::{PyStream, StreamHandle};
-use crate::time::{dispatch, PyTime};
+use crate::time::Time;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use std::collections::HashMap;
@@ -16,11 +16,7 @@ use timely_engine::dataflow::operators::keyed_pact;
 use timely_engine::dataflow::{Pipeline, Stream};
 
 /// `(k, x)` with `k = key(x)` for every record (`key` None: the record itself).
-fn keyed_pairs<T: PyTime>(
-    stream: &StreamHandle<T>,
-    name: &'static str,
-    key: Option<Py<PyAny>>,
-) -> Stream<T, KeyedPair> {
+fn keyed_pairs(stream: &StreamHandle, name: &'static str, key: Option<Py<PyAny>>) -> Stream<Time, KeyedPair> {
     let context = stream.context.clone();
     stream.stream.unary(Pipeline, name, move |_, _| {
         move |input, output| {
@@ -44,15 +40,14 @@ fn keyed_pairs<T: PyTime>(
 
 /// Exchanges records by `key(x)` and folds them per time and key into a dict, emitting
 /// `emit(key, acc)` (default `(key, acc)`) for each key once the time is complete.
-fn keyed_fold<T, F>(
-    stream: &StreamHandle<T>,
+fn keyed_fold<F>(
+    stream: &StreamHandle,
     name: &'static str,
     key: Option<Py<PyAny>>,
     mut fold: F,
     emit: Option<Py<PyAny>>,
-) -> StreamHandle<T>
+) -> StreamHandle
 where
-    T: PyTime,
     F: for<'py> FnMut(
             Python<'py>,
             Option<Bound<'py, PyAny>>,
@@ -63,7 +58,7 @@ where
     let (keyed, membership) = keyed_pairs(stream, name, key).settle(name);
     let pact = keyed_pact(&membership, KeyPartition::new(None, &stream.context, name));
     let context = stream.context.clone();
-    let mut state: HashMap<T, Py<PyDict>> = HashMap::new();
+    let mut state: HashMap<Time, Py<PyDict>> = HashMap::new();
     let folded = keyed.unary_notify(pact, name, move |input, output, notificator| {
         let ran = context.run(name, |py| {
             while let Some((time, data)) = input.next() {
@@ -105,7 +100,7 @@ where
     stream.wrap(folded)
 }
 
-fn count_by_key<T: PyTime>(stream: &StreamHandle<T>, key: Option<Py<PyAny>>) -> StreamHandle<T> {
+fn count_by_key(stream: &StreamHandle, key: Option<Py<PyAny>>) -> StreamHandle {
     keyed_fold(
         stream,
         "CountByKey",
@@ -126,7 +121,7 @@ struct Aggregation {
     emit: Option<Py<PyAny>>,
 }
 
-fn aggregate<T: PyTime>(stream: &StreamHandle<T>, aggregation: Aggregation) -> StreamHandle<T> {
+fn aggregate(stream: &StreamHandle, aggregation: Aggregation) -> StreamHandle {
     let Aggregation { key, fold, init, emit } = aggregation;
     keyed_fold(
         stream,
@@ -150,7 +145,7 @@ impl PyStream {
     #[pyo3(signature = (key=None))]
     fn count_by_key(&self, py: Python<'_>, key: Option<Py<PyAny>>) -> PyResult<PyStream> {
         let key = optional_callable(py, key, "count_by_key: key")?;
-        catch_panic(|| dispatch!(&self.inner, s => count_by_key(s, key).into()))
+        catch_panic(|| count_by_key(&self.inner, key).into())
     }
 
     /// For each time and key `k = key(x)`: `acc = fold(acc, x)` starting from `init()`,
@@ -170,6 +165,6 @@ impl PyStream {
             init: callable(py, init, "aggregate: init")?,
             emit: optional_callable(py, emit, "aggregate: emit")?,
         };
-        catch_panic(|| dispatch!(&self.inner, s => aggregate(s, aggregation).into()))
+        catch_panic(|| aggregate(&self.inner, aggregation).into())
     }
 }

@@ -5,10 +5,9 @@ use crate::errors::catch_panic;
 use crate::operators::batch::batch_operator;
 use crate::record::Record;
 use crate::stream::{PyStream, StreamHandle};
-use crate::time::{dispatch, PyTime};
 use pyo3::prelude::*;
 
-fn map<T: PyTime>(stream: &StreamHandle<T>, f: Py<PyAny>) -> StreamHandle<T> {
+fn map(stream: &StreamHandle, f: Py<PyAny>) -> StreamHandle {
     batch_operator(stream, "Map", move |py, _time, data, out| {
         let f = f.bind(py);
         for x in data.drain(..) {
@@ -18,7 +17,7 @@ fn map<T: PyTime>(stream: &StreamHandle<T>, f: Py<PyAny>) -> StreamHandle<T> {
     })
 }
 
-fn flat_map<T: PyTime>(stream: &StreamHandle<T>, f: Py<PyAny>) -> StreamHandle<T> {
+fn flat_map(stream: &StreamHandle, f: Py<PyAny>) -> StreamHandle {
     batch_operator(stream, "FlatMap", move |py, _time, data, out| {
         let f = f.bind(py);
         for x in data.drain(..) {
@@ -30,7 +29,7 @@ fn flat_map<T: PyTime>(stream: &StreamHandle<T>, f: Py<PyAny>) -> StreamHandle<T
     })
 }
 
-fn filter<T: PyTime>(stream: &StreamHandle<T>, predicate: Py<PyAny>) -> StreamHandle<T> {
+fn filter(stream: &StreamHandle, predicate: Py<PyAny>) -> StreamHandle {
     batch_operator(stream, "Filter", move |py, _time, data, out| {
         let predicate = predicate.bind(py);
         for x in data.drain(..) {
@@ -47,18 +46,18 @@ impl PyStream {
     /// `f(x)` for every record `x`.
     fn map(&self, py: Python<'_>, f: Py<PyAny>) -> PyResult<PyStream> {
         let f = callable(py, f, "map: f")?;
-        catch_panic(|| dispatch!(&self.inner, s => map(s, f).into()))
+        catch_panic(|| map(&self.inner, f).into())
     }
 
     /// Every item of the iterable `f(x)`, for every record `x`.
     fn flat_map(&self, py: Python<'_>, f: Py<PyAny>) -> PyResult<PyStream> {
         let f = callable(py, f, "flat_map: f")?;
-        catch_panic(|| dispatch!(&self.inner, s => flat_map(s, f).into()))
+        catch_panic(|| flat_map(&self.inner, f).into())
     }
 
     /// The records `x` for which `predicate(x)` is true.
     fn filter(&self, py: Python<'_>, predicate: Py<PyAny>) -> PyResult<PyStream> {
         let predicate = callable(py, predicate, "filter: predicate")?;
-        catch_panic(|| dispatch!(&self.inner, s => filter(s, predicate).into()))
+        catch_panic(|| filter(&self.inner, predicate).into())
     }
 }

@@ -2,17 +2,19 @@
 
 use crate::errors::{catch_panic, DataflowError};
 use crate::handles::PyProbeHandle;
-use crate::stream::{PyStream, Streams};
-use crate::time::{PyTime, T0};
+use crate::stream::PyStream;
 use pyo3::prelude::*;
 use timely_engine::dataflow::Pipeline;
 
 impl PyStream {
     /// Watches the stream (of a root scope) with `handle`; returns the stream to pass on.
     fn watch(&self, handle: &PyProbeHandle) -> PyResult<PyStream> {
-        let root = T0::get::<Streams>(&self.inner).ok_or_else(|| {
-            DataflowError::new_err("probes watch streams of a dataflow's root scope; leave() loops first")
-        })?;
+        let root = &self.inner;
+        if root.depth != 0 {
+            return Err(DataflowError::new_err(
+                "probes watch streams of a dataflow's root scope; leave() loops first",
+            ));
+        }
         catch_panic(|| {
             // The probe watches a record-free copy of the stream: records that end at the
             // probe are released here, with the interpreter attached, not one by one while

@@ -3,17 +3,17 @@
 use crate::args::callable;
 use crate::errors::catch_panic;
 use crate::stream::{PyStream, StreamHandle};
-use crate::time::{dispatch, PyTime};
+use crate::time::to_py;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use timely_engine::dataflow::Pipeline;
 
-fn concat<T: PyTime>(stream: &StreamHandle<T>, other: &PyStream) -> PyResult<StreamHandle<T>> {
-    let other = other.at::<T>("concat")?;
+fn concat(stream: &StreamHandle, other: &PyStream) -> PyResult<StreamHandle> {
+    let other = other.at(stream.depth, "concat")?;
     Ok(stream.wrap(stream.stream.concat(&other.stream)))
 }
 
-fn partition<T: PyTime>(stream: &StreamHandle<T>, parts: u64, route: Py<PyAny>) -> Vec<PyStream> {
+fn partition(stream: &StreamHandle, parts: u64, route: Py<PyAny>) -> Vec<PyStream> {
     let context = stream.context.clone();
     let routed = stream.stream.unary(Pipeline, "PartitionRoute", move |_, _| {
         move |input, output| {
@@ -43,14 +43,14 @@ fn partition<T: PyTime>(stream: &StreamHandle<T>, parts: u64, route: Py<PyAny>) 
     routed.partition(parts, |(part, x)| (part, x)).into_iter().map(|s| stream.wrap(s).into()).collect()
 }
 
-fn branch<T: PyTime>(stream: &StreamHandle<T>, predicate: Py<PyAny>) -> (PyStream, PyStream) {
-    let context = stream.context.clone();
+fn branch(stream: &StreamHandle, predicate: Py<PyAny>) -> (PyStream, PyStream) {
+    let (context, depth) = (stream.context.clone(), stream.depth);
     let decided = stream.stream.unary(Pipeline, "BranchDecide", move |_, _| {
         move |input, output| {
             context.run("Branch", |py| {
                 let predicate = predicate.bind(py);
                 while let Some((time, data)) = input.next() {
-                    let py_time = time.time().to_py(py)?;
+                    let py_time = to_py(py, time.time(), depth)?;
                     let mut session = output.session(&time);
                     for x in data.drain(..) {
                         let yes = predicate.call1((&py_time, x.bind(py)))?.is_truthy()?;
@@ -70,7 +70,7 @@ fn branch<T: PyTime>(stream: &StreamHandle<T>, predicate: Py<PyAny>) -> (PyStrea
 impl PyStream {
     /// Merges `other` (a stream of the same scope) into this stream.
     fn concat(&self, other: &PyStream) -> PyResult<PyStream> {
-        catch_panic(|| dispatch!(&self.inner, s => concat(s, other).map(PyStream::from)))?
+        catch_panic(|| concat(&self.inner, other).map(PyStream::from))?
     }
 
     /// Splits the stream into `parts` streams: record `x` goes to stream `route(x)`, an int
@@ -80,12 +80,12 @@ impl PyStream {
             return Err(PyValueError::new_err("partition needs at least one part"));
         }
         let route = callable(py, route, "partition: route")?;
-        catch_panic(|| dispatch!(&self.inner, s => partition(s, parts, route)))
+        catch_panic(|| partition(&self.inner, parts, route))
     }
 
     /// Splits the stream in two by `predicate(time, x)`: returns `(false_stream, true_stream)`.
     fn branch(&self, py: Python<'_>, predicate: Py<PyAny>) -> PyResult<(PyStream, PyStream)> {
         let predicate = callable(py, predicate, "branch: predicate")?;
-        catch_panic(|| dispatch!(&self.inner, s => branch(s, predicate)))
+        catch_panic(|| branch(&self.inner, predicate))
     }
 }
