@@ -162,10 +162,13 @@ def slack_summary(marked: "DataFrame") -> "DataFrame":
     it is ``critical`` and its ``slack_ns`` (what :func:`slack` computes before it aggregates)."""
     from pyspark.sql import functions as F
 
-    off = F.when(~F.col("critical"), F.col("slack_ns"))
-    return marked.groupBy("contributor").agg(
+    # The exact lower median (percentile_approx's answer depends on how the rows are
+    # partitioned, so follow mode's last batch and `analyze` could differ by a few ns).
+    off = marked.withColumn("slack_off_path", F.when(~F.col("critical"), F.col("slack_ns")))
+    return off.groupBy("contributor").agg(
         F.count(F.lit(1)).alias("activities"), F.sum(F.col("critical").cast("int")).alias("on_critical_path"),
-        F.min(off).alias("min_slack_ns"), F.percentile_approx(off, 0.5).alias("median_slack_ns"),
+        F.min("slack_off_path").alias("min_slack_ns"),
+        F.expr("percentile_disc(0.5) WITHIN GROUP (ORDER BY slack_off_path)").alias("median_slack_ns"),
     ).orderBy("contributor")  # fmt: skip
 
 
