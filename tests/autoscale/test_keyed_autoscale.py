@@ -81,7 +81,8 @@ def test_a_refused_leave_spreads_the_evacuated_bins_again(tmp_path):
                   SCRIPT, 400, 6, 80, 9, 0.005, 2, 3, "refuse") as run:
         assert run.status(timeout=150) == 0, run.out()[-3000:] + run.err()
     out, err = run.out(), run.err()
-    assert "[0] worker 0: failure scale_in failed: this test refuses to remove process 2" in out, out[-3000:]
+    # (Printed when it happens: the autoscaler may try again, which clears its last failure.)
+    assert "[0] worker 0: refused: scale_in failed: this test refuses to remove process 2" in out, out[-3000:]
     assert "left the cluster" not in err
     done = re.search(r"^\[0\] worker 0: done, (\d+) records, (\d+) actions, 3 processes$", out, re.M)
     assert done and int(done.group(2)) >= 2, out[-3000:]

@@ -17,7 +17,9 @@ loaded machine, where the decisions come later, still shows it.
 Every fold prints ``worker W: counted WORD N``; worker 0 prints each decision that is not a
 wait (``autoscale: ...``), the workers present when they change, the bins per worker each
 time the autoscaler's moves are all out (``worker 0: bins [..] after M moves``), and at the
-end ``worker 0: done, R records, A actions, P processes`` and ``worker 0: failure F``.
+end ``worker 0: done, R records, A actions, P processes`` and ``worker 0: failure F``
+(the last action's failure: None once another action started), and with `refuse` the first
+failure when it happens (``worker 0: refused: F``).
 """
 
 import os
@@ -124,6 +126,7 @@ def feed(worker, inp, ctl, probe, controller, keyed):
         report(scaler.tick(worker), epoch)
         if scaler.failure is not None and refused_at is None:
             refused_at = keyed.moved
+            say(f"worker 0: refused: {scaler.failure}")
         if keyed.moved != moved and controller.idle:
             moved = keyed.moved
             respread = refused_at is not None and moved > refused_at
