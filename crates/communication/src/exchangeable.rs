@@ -82,13 +82,6 @@ pub enum DecodeError {
     Format(Box<dyn std::error::Error + Send + Sync>),
 }
 
-impl DecodeError {
-    /// A format's own rule broken, said in words.
-    pub fn invalid(reason: impl Into<String>) -> DecodeError {
-        DecodeError::Format(reason.into().into())
-    }
-}
-
 /// Appends the bincode encoding of `value` to `out`.
 ///
 /// # Panics
