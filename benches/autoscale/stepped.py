@@ -62,18 +62,31 @@ def launch(out: Path, processes: int, mode: str, *, spec: str, sleep: float, low
                "--sleep", str(sleep), "--min", str(low), "--max", str(high), "--t0", f"{t0:.6f}",
                "--start-epoch", str(start_epoch), "--run", str(run)] + (["--observed"] if observed else []) + list(extra)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "python"), os.environ.get("PYTHONPATH", "")]))
-    log = open(out / f"launcher-{run}.log", "w")
-    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    path = out / f"launcher-{run}.log"
+    with open(path, "w") as log:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    process.log_path = path  # type: ignore[attr-defined]
+    return process
 
 
 def wait(process: subprocess.Popen, timeout: float) -> None:
+    """Waits for a run; on failure or timeout the error carries the end of its launcher log."""
     try:
         rc = process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
-        raise RuntimeError(f"a run took more than {timeout:.0f} s")
+        raise RuntimeError(f"a run took more than {timeout:.0f} s{log_tail(process)}")
     if rc != 0:
-        raise RuntimeError(f"a run failed ({rc}); see launcher-*.log")
+        raise RuntimeError(f"a run failed ({rc}){log_tail(process)}")
+
+
+def log_tail(process: subprocess.Popen, size: int = 3000) -> str:
+    """The last `size` characters of the launcher log `launch` gave `process`."""
+    path: Optional[Path] = getattr(process, "log_path", None)
+    if path is None or not path.exists():
+        return ""
+    return f"; the end of {path.name}:\n" + path.read_text(errors="replace")[-size:]
 
 
 def run_plain(out: Path, processes: int, mode: str, *, timeout: float = 300, **job: Any) -> Dict[str, Any]:
