@@ -25,12 +25,16 @@ use tokio::sync::oneshot;
 
 use super::accept::{accept_loop, handshake_slots, RefusalLog, MAX_PENDING_HANDSHAKES};
 use super::handshake::{greet, ClusterIdentity, LocalProcess, Role, HANDSHAKE_TIMEOUT};
-use super::join_answer::{write_join_answer, JoinAnswer};
+use super::join_answer::{read_join_decision, write_join_answer, write_join_view, JoinAnswer, JoinView};
 use super::peer_stream::PeerStream;
 use super::proof::Side;
 use super::runtime::{current_thread, release, spawn_named};
 use super::transport::links::Core;
 use super::NetworkError;
+
+/// How long a member waits for a joiner's decision after sending its view: the joiner decides
+/// once every member's view is in, and a member still setting up is dialled again meanwhile.
+pub const DECISION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The running join acceptor of a transport.
 pub(crate) struct JoinAcceptor {
@@ -104,28 +108,42 @@ impl JoinDoor {
         }
     }
 
-    /// Runs the join handshake on `stream` and hands a joiner that passes it to the transport.
+    /// Runs the join handshake on `stream`, sends the joiner this process's view, and once the
+    /// joiner decides to join hands it to the transport; a joiner that withdraws (or says
+    /// nothing within [`DECISION_TIMEOUT`]) is dropped and its reservation released.
     async fn welcome(self: Arc<Self>, mut stream: tokio::net::TcpStream, peer: SocketAddr) {
         let (process, threads) = self.core.local();
         let (members, _) = self.core.admitting();
         let local = LocalProcess { process, processes: members, threads, role: Role::Admitting };
-        let admitted =
+        let greeting =
             match greet(&mut stream, &local, &self.identity, Side::Acceptor, HANDSHAKE_TIMEOUT).await {
-                Ok(greeting) => release(stream)
-                    .map_err(|error| NetworkError::io("an accepted socket", &error))
-                    .and_then(|stream| {
-                        let answer = |stream: &mut std::net::TcpStream, reply: JoinAnswer| {
-                            write_join_answer(stream, reply, HANDSHAKE_TIMEOUT)
-                        };
-                        // Blocks the runtime for one answer byte and the start of a link's threads.
-                        self.core.admit(
-                            greeting.process,
-                            PeerStream { stream, keys: greeting.keys, records_sent: 0 },
-                            answer,
-                        )
-                    }),
-                Err(error) => Err(error),
+                Ok(greeting) => greeting,
+                Err(error) => return self.reject(error.at(peer)),
             };
+        let joiner = greeting.process;
+        let view = self.core.view(joiner);
+        let ready = matches!(view, JoinView::Ready { .. });
+        let sent = write_join_view(&mut stream, &view, HANDSHAKE_TIMEOUT).await;
+        if !ready {
+            return self.reject(NetworkError::JoinRefused { reason: view.reason() }.at(peer));
+        }
+        let admitted = match sent {
+            Err(error) => Err(error),
+            Ok(()) if !read_join_decision(&mut stream, DECISION_TIMEOUT).await => Err(NetworkError::JoinRefused {
+                reason: format!("process {joiner} withdrew after this process's view (another member refused it)"),
+            }),
+            Ok(()) => release(stream)
+                .map_err(|error| NetworkError::io("an accepted socket", &error))
+                .and_then(|stream| {
+                    let answer = |stream: &mut std::net::TcpStream, reply: JoinAnswer| {
+                        write_join_answer(stream, reply, HANDSHAKE_TIMEOUT)
+                    };
+                    // Blocks the runtime for one answer byte and the start of a link's threads.
+                    self.core.admit(joiner, PeerStream { stream, keys: greeting.keys, records_sent: 0 }, answer)
+                }),
+        };
+        // Admitted: every local worker was told of the joiner, and holds the join in progress.
+        self.core.gate().release(joiner);
         if let Err(error) = admitted {
             self.reject(error.at(peer));
         }

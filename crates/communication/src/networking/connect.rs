@@ -23,7 +23,12 @@
 //! during setup, and dials every member in join mode. A member still setting up is dialled
 //! again until the deadline, as a member not listening yet is: a join asked for by a process
 //! that runs may reach a peer of it that is finishing its own set-up. Its other refusals (a
-//! count that does not match, its answer) end the join at once, since retrying cannot help.
+//! count that does not match, its view or answer) end the join at once, since retrying cannot
+//! help. No member admits a joiner before the joiner decides: each sends its view (ready, with
+//! the processes it knows have left; or refused while a leave is in progress), and only once
+//! every member's view is in does the joiner tell each that it joins, or withdraw from all
+//! ([`NetworkError::JoinPostponed`]: a leave in progress, or a process that left which it was
+//! not told of with `gone`), so a join refused for a leave admits nothing anywhere.
 //!
 //! Setup runs on a current-thread tokio runtime ([`super::runtime`]) on the calling thread:
 //! one task per dialed peer, the accept loop ([`super::accept`], at most
@@ -44,7 +49,7 @@ pub use super::accept::MAX_PENDING_HANDSHAKES;
 use super::accept::{accept_loop, configure, handshake_slots, listen, RefusalLog};
 use super::framing::MessageHeader;
 use super::handshake::{greet, ClusterIdentity, LocalProcess, Role, HANDSHAKE_TIMEOUT};
-use super::join_answer::read_join_answer;
+use super::join_answer::{listed, read_join_answer, read_join_view, write_join_decision, JoinView};
 use super::liveness::Liveness;
 use super::peer_stream::PeerStream;
 use super::proof::Side;
@@ -212,12 +217,19 @@ async fn run(
     };
     let mut streams: Vec<Option<PeerStream>> = addresses.iter().map(|_| None).collect();
     let missing = addresses.len() - 1 - gone.len();
+    let mut viewed = Vec::new();
     let result = tokio::select! {
-        result = collect(setup, &mut arrivals, &mut streams, missing) => result,
+        result = collect(setup, &mut arrivals, &mut streams, &mut viewed, missing) => result,
         () = accepting => unreachable!("the accept loop never ends"),
-        () = tokio::time::sleep_until(end) => Err(missing_peers(setup, &streams, addresses, gone, deadline)),
+        () = tokio::time::sleep_until(end) => Err(missing_peers(setup, &streams, &viewed, addresses, gone, deadline)),
     };
-    result?;
+    if let Err(error) = result {
+        withdraw(viewed).await;
+        return Err(error);
+    }
+    if entry == Entry::Join {
+        commit(viewed, gone, &mut streams).await?;
+    }
     let listener = listener.into_std().map_err(|error| NetworkError::io("the set-up listener", &error))?;
     Ok((streams, listener))
 }
@@ -259,10 +271,29 @@ fn check_arguments(
 enum Event {
     /// A handshake with `process` succeeded.
     Connected { process: usize, address: String, stream: PeerStream },
+    /// A joiner's handshake with member `process` succeeded and the member is ready to admit
+    /// it; it waits for the joiner's decision ([`commit`]).
+    Viewed(Viewed),
     /// A connected peer's connection ended during set-up.
     Lost { process: usize, reason: String },
     /// Setup cannot succeed.
     Failed(NetworkError),
+}
+
+/// A member that sent a joiner its view and waits for the joiner's decision.
+struct Viewed {
+    process: usize,
+    address: String,
+    stream: tokio::net::TcpStream,
+    keys: Option<super::seal::SessionKeys>,
+    /// The processes the member knows have left the cluster.
+    departed: Vec<usize>,
+}
+
+/// What one dial ends with: a connected peer, or (joining) a member's view.
+enum Dialled {
+    Connected(PeerStream),
+    Viewed(Viewed),
 }
 
 /// What the tasks of one setup share.
@@ -306,6 +337,7 @@ async fn collect(
     setup: &Setup,
     arrivals: &mut UnboundedReceiver<Event>,
     streams: &mut [Option<PeerStream>],
+    viewed: &mut Vec<Viewed>,
     mut missing: usize,
 ) -> Result<(), NetworkError> {
     let period = setup.peer_timeout / 4;
@@ -337,6 +369,12 @@ async fn collect(
                     missing -= 1;
                 }
             },
+            Event::Viewed(view) => {
+                if !viewed.iter().any(|other| other.process == view.process) {
+                    viewed.push(view);
+                    missing -= 1;
+                }
+            }
             Event::Lost { process, reason } => return Err(NetworkError::PeerLost { process, reason }),
             Event::Failed(error) => return Err(error),
         }
@@ -432,12 +470,14 @@ async fn silence_or_end(stream: &tokio::net::TcpStream, timeout: Duration) -> Op
 fn missing_peers(
     setup: &Setup,
     streams: &[Option<PeerStream>],
+    viewed: &[Viewed],
     addresses: &[String],
     gone: &[usize],
     deadline: Duration,
 ) -> NetworkError {
     let missing = (0..addresses.len())
         .filter(|&q| q != setup.local.process && streams[q].is_none() && !gone.contains(&q))
+        .filter(|&q| !viewed.iter().any(|view| view.process == q))
         .map(|q| (q, addresses[q].clone()))
         .collect();
     let last_problem = setup.last_problem.lock().unwrap_or_else(PoisonError::into_inner).clone();
@@ -458,7 +498,8 @@ async fn dial(q: usize, address: String, setup: Arc<Setup>) {
     let mut backoff = FIRST_BACKOFF;
     loop {
         match attempt(q, &address, &setup).await {
-            Ok(stream) => return setup.report(Event::Connected { process: q, address, stream }),
+            Ok(Dialled::Connected(stream)) => return setup.report(Event::Connected { process: q, address, stream }),
+            Ok(Dialled::Viewed(view)) => return setup.report(Event::Viewed(view)),
             Err(Attempt::Fatal(error)) => return setup.report(Event::Failed(error)),
             Err(Attempt::Retry(problem)) => setup.note(problem),
         }
@@ -468,7 +509,7 @@ async fn dial(q: usize, address: String, setup: Arc<Setup>) {
 }
 
 /// One attempt: connect to some address `address` resolves to, and run the handshake.
-async fn attempt(q: usize, address: &str, setup: &Setup) -> Result<PeerStream, Attempt> {
+async fn attempt(q: usize, address: &str, setup: &Setup) -> Result<Dialled, Attempt> {
     let retry = |what: &str, error: &dyn std::fmt::Display| {
         Attempt::Retry(format!("process {q} ({address}): {what}: {error}"))
     };
@@ -487,13 +528,14 @@ async fn attempt(q: usize, address: &str, setup: &Setup) -> Result<PeerStream, A
     Err(last)
 }
 
-/// Runs the handshake on a dialed connection and checks that the peer is process `q`.
+/// Runs the handshake on a dialed connection and checks that the peer is process `q`; a
+/// joiner then reads the member's view.
 async fn introduce(
     q: usize,
     address: &str,
     mut stream: tokio::net::TcpStream,
     setup: &Setup,
-) -> Result<PeerStream, Attempt> {
+) -> Result<Dialled, Attempt> {
     let greeting = match configure(&stream) {
         Ok(()) => greet(&mut stream, &setup.local, &setup.identity, Side::Dialler, HANDSHAKE_TIMEOUT).await,
         Err(error) => Err(error),
@@ -510,14 +552,69 @@ async fn introduce(
         return Err(Attempt::Fatal(error.at(address)));
     }
     if setup.local.role == Role::Joining {
-        // Past the hellos the member may have admitted this joiner: trying again cannot help.
-        read_join_answer(&mut stream, HANDSHAKE_TIMEOUT)
+        // No member admits this joiner before it decides: a refusal ends the join everywhere.
+        let view = read_join_view(&mut stream, HANDSHAKE_TIMEOUT)
             .await
             .map_err(|error| Attempt::Fatal(error.at(address)))?;
+        return match view {
+            JoinView::Ready { departed } => {
+                let (address, keys) = (address.to_owned(), greeting.keys);
+                Ok(Dialled::Viewed(Viewed { process: q, address, stream, keys, departed }))
+            }
+            refused @ JoinView::LeavesInProgress { .. } => {
+                Err(Attempt::Fatal(NetworkError::JoinPostponed { reason: refused.reason() }.at(address)))
+            }
+            refused @ JoinView::Refused(_) => {
+                Err(Attempt::Fatal(NetworkError::JoinRefused { reason: refused.reason() }.at(address)))
+            }
+        };
     }
     let stream =
         release(stream).map_err(|error| Attempt::Retry(format!("process {q} ({address}): {error}")))?;
-    Ok(PeerStream { stream, keys: greeting.keys, records_sent: 0 })
+    Ok(Dialled::Connected(PeerStream { stream, keys: greeting.keys, records_sent: 0 }))
+}
+
+/// Tells every member that sent its view that this joiner withdraws (a member that does not
+/// hear it withdraws the joiner when the connection ends).
+async fn withdraw(viewed: Vec<Viewed>) {
+    for mut view in viewed {
+        let _ = write_join_decision(&mut view.stream, false, HANDSHAKE_TIMEOUT).await;
+    }
+}
+
+/// Every member sent its view: joins if none knows of a process that left which this joiner
+/// was not told of (`gone`), reading each member's answer, and fills `streams`; otherwise
+/// withdraws from all, and the join is postponed (nothing was admitted anywhere).
+async fn commit(
+    mut viewed: Vec<Viewed>,
+    gone: &[usize],
+    streams: &mut [Option<PeerStream>],
+) -> Result<(), NetworkError> {
+    let mut unknown: Vec<usize> =
+        viewed.iter().flat_map(|view| view.departed.iter().copied()).filter(|q| !gone.contains(q)).collect();
+    unknown.sort_unstable();
+    unknown.dedup();
+    if !unknown.is_empty() {
+        withdraw(viewed).await;
+        let reason = format!(
+            "process(es) {} left the cluster, which this joining process was not told of; start it \
+             with --gone naming every process that left (the launcher does)",
+            listed(&unknown)
+        );
+        return Err(NetworkError::JoinPostponed { reason });
+    }
+    viewed.sort_by_key(|view| view.process);
+    for mut view in viewed {
+        // Past its decision the member may have admitted this joiner: no retry can help.
+        let address = view.address.clone();
+        write_join_decision(&mut view.stream, true, HANDSHAKE_TIMEOUT)
+            .await
+            .map_err(|error| error.at(&address))?;
+        read_join_answer(&mut view.stream, HANDSHAKE_TIMEOUT).await.map_err(|error| error.at(&address))?;
+        let stream = release(view.stream).map_err(|error| NetworkError::io("a joined socket", &error).at(&address))?;
+        streams[view.process] = Some(PeerStream { stream, keys: view.keys, records_sent: 0 });
+    }
+    Ok(())
 }
 
 /// Runs the handshake of an accepted connection (which checks that the peer is above this

@@ -116,6 +116,13 @@ pub enum NetworkError {
         /// The joiner's process count after the join (`--nn`).
         after: u64,
     },
+    /// The join cannot happen now but may later: a process is leaving the cluster, or a
+    /// member says a process left that this joiner was not told of (`--gone`). Nothing was
+    /// admitted anywhere: the joiner withdrew from every member before any admitted it.
+    JoinPostponed {
+        /// Why, naming the processes.
+        reason: String,
+    },
     /// The member passed the handshake, then refused to admit this joiner.
     JoinRefused {
         /// Why, as the member said.
@@ -181,6 +188,11 @@ impl NetworkError {
             NetworkError::Peer { error, .. } => error.root(),
             other => other,
         }
+    }
+
+    /// Whether this is a join that may succeed later ([`NetworkError::JoinPostponed`]).
+    pub fn is_join_postponed(&self) -> bool {
+        matches!(self.root(), NetworkError::JoinPostponed { .. })
     }
 
     /// Wraps `self` with the address of the peer it concerns.
@@ -295,6 +307,9 @@ impl fmt::Display for NetworkError {
                 members.saturating_add(1)
             ),
             NetworkError::JoinRefused { reason } => write!(f, "the member refused the join: {reason}"),
+            NetworkError::JoinPostponed { reason } => {
+                write!(f, "the join is postponed, nothing was admitted: {reason}")
+            }
             NetworkError::HandshakeIo { reason } => write!(f, "handshake failed: {reason}"),
             NetworkError::Peer { address, error } => write!(f, "peer {address}: {error}"),
             NetworkError::MissingPeers { missing, waited, last_problem } => {

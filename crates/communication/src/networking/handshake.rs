@@ -28,8 +28,11 @@
 //!    it may end setup; a stranger never gets that far.
 //! 5. When either hello asks for sealed records, everything after the proofs is sealed
 //!    ([`super::seal`]) with two keys derived from the secret and the hellos, one per direction.
-//! 6. In join mode only, the member then sends one byte, its [`JoinAnswer`] ([`super::join_answer`]):
-//!    whether it admitted the joiner (not sealed: changing it on the way can only make the join
+//! 6. In join mode only (version 6), the member then sends its view ([`super::join_answer`]:
+//!    ready, with the processes it knows have left; or refused, naming the processes leaving),
+//!    the joiner answers with one byte once every member's view is in (join or withdraw), and
+//!    the member sends one byte, its [`JoinAnswer`]:
+//!    whether it admitted the joiner (not sealed: changing them on the way can only make the join
 //!    fail, which cutting the connection does too). The hellos already refuse what
 //!    either side can see (a member still setting up, a joiner that is not next); the answer
 //!    covers what only the member knows at the moment of admission (another joiner came first,
@@ -67,8 +70,9 @@ use super::NetworkError;
 /// the heartbeat frame, which a version 1 receiver would take for data; version 3 added the
 /// clock probe and reply frames, which a version 2 receiver rejects as unknown control frames;
 /// version 4 added the mode to the hello and the join answer; version 5 binds each proof to
-/// both hellos and to the side that sends it, and added the request for sealed records.
-pub const PROTOCOL_VERSION: u32 = 5;
+/// both hellos and to the side that sends it, and added the request for sealed records;
+/// version 6 added the member's view and the joiner's decision before the join answer.
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// The first bytes every timely_py process sends on a new connection.
 pub const MAGIC: [u8; 8] = *b"TIMELYPY";

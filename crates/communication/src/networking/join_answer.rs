@@ -1,16 +1,170 @@
-//! The last record of a join handshake: the member's answer to the joiner.
+//! The last records of a join handshake: the member's view, the joiner's decision and the
+//! member's answer.
 //!
-//! This module owns [`JoinAnswer`] and its one-byte encoding, which a member writes after the
-//! proofs of a join handshake ([`super::handshake`], step 4) and the joiner reads: whether the
-//! member admitted it, or why not. It must not decide the answer (the transport does, under the
-//! lock that orders joins) and reads exactly one byte, before a deadline.
+//! This module owns [`JoinAnswer`] and its one-byte encoding, which a member writes last
+//! ([`super::handshake`], step 4) and the joiner reads: whether the member admitted it, or why
+//! not; and the exchange before it (`docs/rescaling.md`, "Joins and leaves at the same time"):
+//! the member's [`JoinView`] (ready, with the processes it knows have left, or refused, for
+//! instance because a process is leaving), then the joiner's one-byte decision, which it sends
+//! only once every member's view is in. It must not decide the view or the answer (the
+//! transport does, under the locks that order joins and leaves) and reads every record before
+//! a deadline.
 
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::Duration;
 
+use tokio::io::AsyncWriteExt;
+
 use super::handshake_io::{io_failure, read_record, silent};
 use super::NetworkError;
+
+/// The most processes a view lists (a longer list is not a view).
+pub const MAX_LISTED_PROCESSES: usize = 4096;
+
+/// What a member tells a joiner before the joiner decides to join.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JoinView {
+    /// The member would admit the joiner; `departed` are the processes it knows have left the
+    /// cluster (the joiner must not dial them). The member holds the joiner's place (its own
+    /// leave waits) until the decision.
+    Ready {
+        /// Processes that left the cluster, in order.
+        departed: Vec<usize>,
+    },
+    /// Processes are leaving the cluster (this member or others it heard of); no process
+    /// joins until they are gone.
+    LeavesInProgress {
+        /// The leaving processes, in order.
+        leaving: Vec<usize>,
+    },
+    /// The member refuses for a reason of the final answer (another process joined first, it
+    /// is shutting down).
+    Refused(JoinAnswer),
+}
+
+impl JoinView {
+    /// The record: a code, a count (u16) and that many process indices (u32), little-endian.
+    fn encode(&self) -> Vec<u8> {
+        let (code, listed): (u8, &[usize]) = match self {
+            JoinView::Ready { departed } => (0, departed),
+            JoinView::LeavesInProgress { leaving } => (4, leaving),
+            JoinView::Refused(answer) => (answer.code(), &[]),
+        };
+        let listed = &listed[..listed.len().min(MAX_LISTED_PROCESSES)];
+        let mut bytes = vec![code];
+        bytes.extend_from_slice(&(listed.len() as u16).to_le_bytes());
+        for &process in listed {
+            bytes.extend_from_slice(&(process as u32).to_le_bytes());
+        }
+        bytes
+    }
+
+    /// Why the joiner does not join now, in words, for a view that is not `Ready`.
+    pub fn reason(&self) -> String {
+        match self {
+            JoinView::Ready { .. } => String::new(),
+            JoinView::LeavesInProgress { leaving } => format!(
+                "process(es) {} {} leaving the cluster; a process can join only once no process \
+                 is leaving (ask again once {} gone)",
+                listed(leaving),
+                if leaving.len() == 1 { "is" } else { "are" },
+                if leaving.len() == 1 { "it has" } else { "they have" },
+            ),
+            JoinView::Refused(answer) => answer.reason().to_owned(),
+        }
+    }
+}
+
+/// Process indices for a message: `2, 3`.
+pub fn listed(processes: &[usize]) -> String {
+    processes.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// The joiner's decision after every member's view: join, or withdraw (any other byte, or
+/// the connection's end, withdraws too).
+const JOIN: u8 = 1;
+const WITHDRAW: u8 = 0;
+
+/// Sends the member's view to a joiner, within `timeout`.
+///
+/// # Errors
+///
+/// [`NetworkError::HandshakeIo`] when the joiner does not take it in time.
+pub async fn write_join_view(
+    stream: &mut tokio::net::TcpStream,
+    view: &JoinView,
+    timeout: Duration,
+) -> Result<(), NetworkError> {
+    let bytes = view.encode();
+    let write = tokio::time::timeout(timeout, stream.write_all(&bytes)).await;
+    match write {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => Err(io_failure(&error)),
+        Err(_) => Err(silent()),
+    }
+}
+
+/// Reads a member's view, within `timeout`.
+///
+/// # Errors
+///
+/// [`NetworkError::NotAPeer`] for a record that is no view, [`NetworkError::HandshakeIo`] when
+/// none arrives in time.
+pub async fn read_join_view(
+    stream: &mut tokio::net::TcpStream,
+    timeout: Duration,
+) -> Result<JoinView, NetworkError> {
+    let read = async {
+        let mut head = [0u8; 3];
+        read_record(stream, &mut head).await?;
+        let count = u16::from_le_bytes([head[1], head[2]]) as usize;
+        let not_a_view = |detail: String| NetworkError::NotAPeer { detail };
+        if count > MAX_LISTED_PROCESSES {
+            return Err(not_a_view(format!("its join view lists {count} processes")));
+        }
+        let mut body = vec![0u8; count * 4];
+        read_record(stream, &mut body).await?;
+        let processes: Vec<usize> =
+            body.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize).collect();
+        match head[0] {
+            0 => Ok(JoinView::Ready { departed: processes }),
+            4 => Ok(JoinView::LeavesInProgress { leaving: processes }),
+            code => match JoinAnswer::from_code(code) {
+                Some(answer) if answer != JoinAnswer::Admitted && count == 0 => Ok(JoinView::Refused(answer)),
+                _ => Err(not_a_view(format!("it sent {code} where a join view belongs"))),
+            },
+        }
+    };
+    tokio::time::timeout(timeout, read).await.unwrap_or_else(|_| Err(silent()))
+}
+
+/// Sends the joiner's decision (join or withdraw) to a member that sent its view.
+///
+/// # Errors
+///
+/// [`NetworkError::HandshakeIo`] when the member does not take it within `timeout`.
+pub async fn write_join_decision(
+    stream: &mut tokio::net::TcpStream,
+    join: bool,
+    timeout: Duration,
+) -> Result<(), NetworkError> {
+    let byte = [if join { JOIN } else { WITHDRAW }];
+    let write = tokio::time::timeout(timeout, stream.write_all(&byte)).await;
+    match write {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => Err(io_failure(&error)),
+        Err(_) => Err(silent()),
+    }
+}
+
+/// Reads the joiner's decision within `timeout`: true to join; false when it withdrew,
+/// closed the connection or said nothing in time.
+pub async fn read_join_decision(stream: &mut tokio::net::TcpStream, timeout: Duration) -> bool {
+    let mut byte = [0u8; 1];
+    let read = tokio::time::timeout(timeout, read_record(stream, &mut byte)).await;
+    matches!(read, Ok(Ok(()))) && byte[0] == JOIN
+}
 
 /// The member's answer to a joiner after a successful join handshake.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //!
 //! This module owns everything between the sockets of two processes: where each process
 //! listens ([`hostfile`]), how connections are opened and authenticated ([`connect`],
-//! [`accept`], [`handshake`], on the runtime of [`runtime`]), how processes join a running cluster ([`acceptor`], [`join_answer`]), how bytes are cut into messages ([`framing`]), the threads that move them
+//! [`accept`], [`handshake`], on the runtime of [`runtime`]), how processes join a running cluster ([`acceptor`], [`join_answer`], one membership change at a time: [`membership_gate`]), how bytes are cut into messages ([`framing`]), the threads that move them
 //! ([`transport`]), when a silent peer counts as lost ([`liveness`]), how clocks are measured
 //! against process 0's ([`clock_sync`]), whom the network threads tell of the data frames they
 //! move ([`observe`]), what the handshake proves and the keys it derives ([`proof`]), the
@@ -65,6 +65,7 @@ pub mod hostfile;
 pub mod join_answer;
 pub mod join_fuzz;
 pub mod liveness;
+pub mod membership_gate;
 pub mod observe;
 pub mod payload;
 pub mod peer_stream;
@@ -86,7 +87,8 @@ pub use framing::{
 pub use handshake::{ClusterIdentity, Sealing, PROTOCOL_VERSION};
 pub use health::NetworkHealth;
 pub use hostfile::{default_addresses, parse_hostfile, read_hostfile};
-pub use join_answer::JoinAnswer;
+pub use join_answer::{JoinAnswer, JoinView};
+pub use membership_gate::MembershipGate;
 pub use liveness::{Liveness, DEFAULT_PEER_TIMEOUT};
 pub use observe::{FrameDirection, FrameObserver};
 pub use payload::Payload;

@@ -133,6 +133,7 @@ impl Transport {
             deliver,
             done,
             joins,
+            gate: Arc::default(),
         };
         let transport = Transport { core: Arc::new(core), finished, acceptor: None };
         for (remote, stream) in streams.into_iter().enumerate() {

@@ -407,7 +407,7 @@ fn a_wrong_secret_is_rejected() {
     });
 }
 
-/// A version 5 hello of process `process` of `processes` in cluster `cluster_id` (1 thread,
+/// A version 6 hello of process `process` of `processes` in cluster `cluster_id` (1 thread,
 /// setup mode, not asking for sealing), with a fixed nonce.
 fn hello(cluster_id: u64, process: u64, processes: u64) -> Vec<u8> {
     let mut bytes = hello_prefix(PROTOCOL_VERSION, 80);

@@ -8,13 +8,15 @@
 
 use std::net::{Shutdown, TcpStream};
 use std::ops::Range;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender};
 
 use crate::networking::clock_sync::{ClockSync, OffsetLog, ProbeSchedule};
-use crate::networking::join_answer::JoinAnswer;
+use crate::networking::join_answer::{JoinAnswer, JoinView};
+use crate::networking::membership_gate::MembershipGate;
 use crate::networking::peer_stream::PeerStream;
 use crate::networking::receive_budget::{BudgetState, Spiller};
 use crate::networking::{FrameObserver, Liveness, NetworkError};
@@ -35,6 +37,8 @@ pub struct WorkerEndpoints {
     pub receiver: ThreadQueue<Delivery>,
     /// One message per process that joins, in join order, each followed by a wake-up.
     pub joins: Receiver<JoinedProcess>,
+    /// The process's membership gate, shared with the join acceptor.
+    pub gate: Arc<MembershipGate>,
 }
 
 /// A process that joined the cluster, as one local worker learns of it.
@@ -63,6 +67,8 @@ pub(crate) struct Core {
     pub(super) done: Sender<usize>,
     /// Where each local worker learns of joins.
     pub(super) joins: Vec<Sender<JoinedProcess>>,
+    /// Joins and leaves one at a time ([`MembershipGate`]).
+    pub(super) gate: Arc<MembershipGate>,
 }
 
 /// The connections of a process.
@@ -161,7 +167,8 @@ impl Core {
                         ))),
                     })
                     .collect::<Result<_, _>>()?;
-                Ok(WorkerEndpoints { index: self.process * self.threads + local, senders, receiver, joins })
+                let gate = Arc::clone(&self.gate);
+                Ok(WorkerEndpoints { index: self.process * self.threads + local, senders, receiver, joins, gate })
             })
             .collect()
     }
@@ -224,6 +231,34 @@ impl Core {
             (self.alarm.wake)(local);
         }
         Ok(())
+    }
+
+    /// This process's view for joining process `process` (`docs/rescaling.md`, "Joins and
+    /// leaves at the same time"): refused as the final answer would be, or while a leave is
+    /// known here; otherwise ready, with the processes that left, and `process` is reserved in
+    /// the gate until [`MembershipGate::release`].
+    pub(crate) fn view(&self, process: usize) -> JoinView {
+        let links = self.links();
+        let members = links.links.len();
+        if !links.open {
+            return JoinView::Refused(JoinAnswer::Closing);
+        }
+        if process != members {
+            return JoinView::Refused(JoinAnswer::Superseded);
+        }
+        if let Err(leaving) = self.gate.offer(process) {
+            return JoinView::LeavesInProgress { leaving };
+        }
+        let departed = (0..members)
+            .filter(|&q| q != self.process)
+            .filter(|&q| links.links[q].as_ref().is_none_or(|link| link.queue.departed.load(Ordering::SeqCst)))
+            .collect();
+        JoinView::Ready { departed }
+    }
+
+    /// The process's membership gate.
+    pub(crate) fn gate(&self) -> &MembershipGate {
+        &self.gate
     }
 
     /// The cluster's current size and whether the transport admits anyone.
