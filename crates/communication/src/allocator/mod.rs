@@ -189,6 +189,15 @@ impl Allocator {
         }
     }
 
+    /// The process's membership gate (joins and leaves one at a time, `docs/rescaling.md`), in
+    /// a cluster; `None` elsewhere.
+    pub fn membership_gate(&self) -> Option<&crate::networking::MembershipGate> {
+        match self {
+            Allocator::Cluster(allocator) => Some(allocator.membership_gate()),
+            _ => None,
+        }
+    }
+
     /// On a worker of a process that joined a running cluster: when the process started and
     /// finished connecting to the others (stamps, [`crate::clock::stamp`]).
     pub fn join_connection(&self) -> Option<(i64, i64)> {

@@ -23,7 +23,14 @@ use crate::worker::WorkerState;
 pub use super::leave_state::{KeyedRoutes, LeaveRefused, Leaves, ReleaseOnLeave};
 
 /// This worker's process leaves: tells every other worker that has not left (once). Refused,
-/// before anything is sent, when no other process is present to take its work.
+/// before anything is sent, when no other process is present to take its work, or while a
+/// join is in progress (a joiner reserved by this process's join acceptor, or one its workers
+/// know of that has not finished its bootstrap): the process's [`MembershipGate`] decides,
+/// under the lock its join acceptor takes to offer a joiner its view, so a joiner is never
+/// admitted by a process that is leaving (`docs/rescaling.md`, "Joins and leaves at the same
+/// time").
+///
+/// [`MembershipGate`]: timely_communication::networking::MembershipGate
 pub(crate) fn leave(state: &WorkerState) -> Result<(), LeaveRefused> {
     let rescaling = state.rescaling();
     let leaves = &rescaling.leaves;
@@ -32,9 +39,13 @@ pub(crate) fn leave(state: &WorkerState) -> Result<(), LeaveRefused> {
     if leaves.members(state.peers()).iter().all(|worker| worker / threads == process) {
         return Err(LeaveRefused("no other process is present to take its work".to_owned()));
     }
-    if leaves.this_leaves.replace(true) {
+    if leaves.this_leaves.get() {
         return Ok(());
     }
+    if let Some(gate) = state.allocator().membership_gate() {
+        gate.begin_leave(process, || joins_in_progress(state)).map_err(|joining| LeaveRefused::join_in_progress(&joining))?;
+    }
+    leaves.this_leaves.set(true);
     leaves.activity.replace(Some(Activity::begin(state.logger(), phases::LEAVE)));
     let me = state.index();
     // Every worker not gone hears of it, other leavers too: they seal it as well.
@@ -50,6 +61,24 @@ pub(crate) fn leave(state: &WorkerState) -> Result<(), LeaveRefused> {
     Ok(())
 }
 
+/// The processes this worker knows are joining: announced by the network and not yet taken
+/// in, admitted and not yet done with their bootstrap (their `Done` reaches every worker), or
+/// this worker's own process while it bootstraps.
+fn joins_in_progress(state: &WorkerState) -> Vec<usize> {
+    let threads = state.allocator().threads().max(1);
+    let rescaling = state.rescaling();
+    let mut joining: Vec<usize> = rescaling.server.borrow().joining().map(|worker| worker / threads).collect();
+    if state.allocator().has_joins() {
+        joining.push(state.peers() / threads);
+    }
+    if rescaling.client.borrow().as_ref().is_some_and(|joiner| !joiner.finished) {
+        joining.push(state.index() / threads);
+    }
+    joining.sort_unstable();
+    joining.dedup();
+    joining
+}
+
 /// A leave's notice from `from` arrived (or this worker leaves, `from` itself): every worker
 /// of `from`'s process is leaving. A process leaves as a whole, so every worker learns of all
 /// its leavers at once, and announces their departure (keyed exchanges) before it seals any of
@@ -62,6 +91,9 @@ pub(crate) fn leave(state: &WorkerState) -> Result<(), LeaveRefused> {
 pub(crate) fn notice(state: &WorkerState, from: usize) {
     let threads = state.allocator().threads();
     let workers = state.workers_of(from / threads);
+    if let Some(gate) = state.allocator().membership_gate() {
+        gate.leaving(from / threads);
+    }
     let leaves = &state.rescaling().leaves;
     let starts = workers.contains(&state.index()) && !leaves.this_leaves.replace(true);
     if starts {
@@ -218,6 +250,9 @@ pub(crate) fn left(state: &WorkerState, from: usize, dataflows: usize) -> Result
 pub(crate) fn departed(state: &WorkerState, processes: Vec<usize>) {
     let leaves = &state.rescaling().leaves;
     for process in processes {
+        if let Some(gate) = state.allocator().membership_gate() {
+            gate.gone(process);
+        }
         for worker in state.workers_of(process) {
             leaves.leaving.borrow_mut().remove(&worker);
             leaves.sealed_to.borrow_mut().remove(&worker);

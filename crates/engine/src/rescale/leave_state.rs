@@ -28,13 +28,36 @@ pub trait ReleaseOnLeave {
     fn release(&self);
 }
 
-/// Why this worker's process cannot leave (it is the last process of the cluster).
+/// Why this worker's process cannot leave: it is the last process of the cluster, or (for
+/// now) a join is in progress.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeaveRefused(pub String);
 
 impl std::fmt::Display for LeaveRefused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "this process cannot leave the cluster: {}", self.0)
+    }
+}
+
+/// The words of a refusal while processes join (`docs/rescaling.md`, "Joins and leaves at the
+/// same time"); [`LeaveRefused::waits_for_join`] recognises them.
+const JOIN_IN_PROGRESS: &str = "a join is in progress";
+
+impl LeaveRefused {
+    /// The refusal while `joining` (process indices) join the cluster.
+    pub(crate) fn join_in_progress(joining: &[usize]) -> LeaveRefused {
+        let listed: Vec<String> = joining.iter().map(usize::to_string).collect();
+        LeaveRefused(format!(
+            "{JOIN_IN_PROGRESS} (process(es) {} not yet admitted and bootstrapped everywhere); a \
+             process can leave only once no process is joining: ask again after the join",
+            listed.join(", ")
+        ))
+    }
+
+    /// True when the leave was refused only because a join is in progress: asking again once
+    /// it is over can succeed.
+    pub fn waits_for_join(&self) -> bool {
+        self.0.starts_with(JOIN_IN_PROGRESS)
     }
 }
 

@@ -40,6 +40,11 @@ impl ServerState {
         worker >= peers || self.joined.iter().any(|workers| workers.contains(&worker))
     }
 
+    /// The joined workers this worker admitted that have not finished their bootstrap.
+    pub(crate) fn joining(&self) -> impl Iterator<Item = usize> + '_ {
+        self.admitted.iter().copied()
+    }
+
     /// True while a joined worker this worker admitted has not finished its bootstrap.
     pub(super) fn is_busy(&self) -> bool {
         !self.admitted.is_empty()
