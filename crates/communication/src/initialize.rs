@@ -440,6 +440,23 @@ impl Config {
     }
 }
 
+impl Config {
+    /// Like [`Config::try_build`], and says whether a failure is a join that may succeed later
+    /// ([`NetworkError::JoinPostponed`]: a leave was in progress; nothing was admitted).
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Config::try_build`], as `(message, postponed)`.
+    pub fn try_build_joining(self) -> Result<Vec<AllocatorBuilder>, (String, bool)> {
+        match self {
+            Config::Cluster(cluster) => {
+                cluster_builders(cluster).map_err(|error| (error.to_string(), error.is_join_postponed()))
+            }
+            other => other.try_build().map_err(|message| (message, false)),
+        }
+    }
+}
+
 /// Connects this process to the others (as an initial process, or as a joiner when `join` is
 /// set), starts its join acceptor, and makes its workers' builders.
 fn cluster_builders(config: ClusterConfig) -> Result<Vec<AllocatorBuilder>, NetworkError> {

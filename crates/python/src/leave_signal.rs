@@ -24,11 +24,16 @@ impl LeaveSignal {
     }
 
     /// Makes `worker` leave once the process was asked to (once: later calls find it leaving).
-    /// A refused leave is reported on stderr once per process, and the request dropped.
+    /// A leave refused while a join is in progress is asked for again at the next step (it
+    /// waits for the join); any other refusal is reported on stderr once per process, and the
+    /// request dropped.
     #[inline]
     pub fn apply(&self, worker: &mut Worker) {
         if self.requested() && !worker.is_leaving() {
             if let Err(refused) = worker.leave() {
+                if refused.waits_for_join() {
+                    return;
+                }
                 if self.requested.swap(false, Ordering::Relaxed) {
                     eprintln!("timely_py: asked to leave (SIGUSR1), but {refused}; it stays");
                 }

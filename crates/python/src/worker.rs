@@ -23,13 +23,18 @@ use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use timely_communication::{initialize_from, Allocator, Config};
 use timely_engine::logging::Logger;
 use timely_engine::{ClusterFailure, ProcessTrace, ReturnedWorkers, TraceSettings, Worker, WorkerState};
 
 /// How long a parked worker sleeps before checking whether the run is being stopped.
 const PARK_SLICE: Duration = Duration::from_millis(50);
+/// The longest `worker.leave()` steps its worker while a join is in progress before it raises.
+const LEAVE_WAITS_FOR_JOIN: Duration = Duration::from_secs(60);
+/// The environment variable under which the launcher gives a joining process the exit status
+/// that tells it the join was postponed (`docs/launcher.md`).
+const JOIN_POSTPONED_EXIT: &str = "TIMELY_JOIN_POSTPONED_EXIT";
 
 /// Lets the worker cross `Python::detach`, whose closure runs on this same thread.
 struct SameThread<T>(T);
@@ -303,17 +308,28 @@ impl PyWorker {
     /// released at once (those of its other workers at their next step): what they accepted
     /// is delivered, and they refuse records from then on (`LeavingError`). Once nothing more
     /// can reach the process and its operators hold no capability, its dataflows end, `run`
-    /// returns on it and the process exits while the cluster goes on. Raises `ValueError`
+    /// returns on it and the process exits while the cluster goes on. While a process is
+    /// joining the cluster (not yet bootstrapped everywhere), it steps this worker until the
+    /// join is over, for at most `LEAVE_WAITS_FOR_JOIN`, then leaves. Raises `ValueError`
     /// outside a cluster of several processes, and `TimelyError` (nothing happens) when no
-    /// other process is present to take its work.
-    fn leave(&self) -> PyResult<()> {
-        let mut worker = self.worker()?;
-        if !worker.state().allocator().can_rescale() {
+    /// other process is present to take its work, or the join did not end in time.
+    fn leave(&self, py: Python<'_>) -> PyResult<()> {
+        if !self.worker()?.state().allocator().can_rescale() {
             return Err(PyValueError::new_err(
                 "leave() needs a cluster of several processes: a process alone has nowhere to hand its work",
             ));
         }
-        worker.leave().map_err(|refused| TimelyError::new_err(refused.to_string()))?;
+        let deadline = Instant::now() + LEAVE_WAITS_FOR_JOIN;
+        loop {
+            let refused = match self.worker()?.leave() {
+                Ok(()) => break,
+                Err(refused) => refused,
+            };
+            if !refused.waits_for_join() || Instant::now() >= deadline {
+                return Err(TimelyError::new_err(refused.to_string()));
+            }
+            self.step_detached(py, Some(Duration::from_millis(10)))?;
+        }
         self.parts()?.leaving.set(true);
         Ok(())
     }
@@ -421,7 +437,12 @@ pub fn run(
         _ => None,
     };
     // A cluster connects to its other processes here, which may take a while: detached.
-    let builders = py.detach(|| config.try_build()).map_err(ClusterError::new_err)?;
+    let builders = py.detach(|| config.try_build_joining()).map_err(|(message, postponed)| {
+        if postponed {
+            postponed_join(&message);
+        }
+        ClusterError::new_err(message)
+    })?;
     let workers = builders.len();
     let abort = Arc::new(AtomicBool::new(false));
     let (done, finished) = mpsc::channel::<()>();
@@ -549,4 +570,16 @@ fn collect_results(
         return Err(error);
     }
     Ok(values)
+}
+
+/// A joining process whose join was postponed (a leave in progress, `docs/rescaling.md`):
+/// when the launcher started it, it exits at once with the status the launcher gave it, after
+/// saying why, so that the launcher starts it again later; otherwise the caller raises
+/// `ClusterError` with the message.
+fn postponed_join(message: &str) {
+    let Some(code) = std::env::var(JOIN_POSTPONED_EXIT).ok().and_then(|code| code.parse::<i32>().ok()) else {
+        return;
+    };
+    eprintln!("timely_py: {message}");
+    std::process::exit(code);
 }
