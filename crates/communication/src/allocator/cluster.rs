@@ -321,7 +321,7 @@ impl ClusterAllocator {
     }
 
     /// The process's membership gate, shared with its join acceptor.
-    pub fn membership_gate(&self) -> &crate::networking::MembershipGate {
+    pub fn membership_gate(&self) -> &std::sync::Arc<crate::networking::MembershipGate> {
         &self.gate
     }
 

@@ -191,9 +191,9 @@ impl Allocator {
 
     /// The process's membership gate (joins and leaves one at a time, `docs/rescaling.md`), in
     /// a cluster; `None` elsewhere.
-    pub fn membership_gate(&self) -> Option<&crate::networking::MembershipGate> {
+    pub fn membership_gate(&self) -> Option<std::sync::Arc<crate::networking::MembershipGate>> {
         match self {
-            Allocator::Cluster(allocator) => Some(allocator.membership_gate()),
+            Allocator::Cluster(allocator) => Some(std::sync::Arc::clone(allocator.membership_gate())),
             _ => None,
         }
     }

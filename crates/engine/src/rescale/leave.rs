@@ -42,7 +42,8 @@ pub(crate) fn leave(state: &WorkerState) -> Result<(), LeaveRefused> {
     if leaves.this_leaves.get() {
         return Ok(());
     }
-    if let Some(gate) = state.allocator().membership_gate() {
+    let gate = state.allocator().membership_gate();
+    if let Some(gate) = gate {
         gate.begin_leave(process, || joins_in_progress(state)).map_err(|joining| LeaveRefused::join_in_progress(&joining))?;
     }
     leaves.this_leaves.set(true);
@@ -91,7 +92,8 @@ fn joins_in_progress(state: &WorkerState) -> Vec<usize> {
 pub(crate) fn notice(state: &WorkerState, from: usize) {
     let threads = state.allocator().threads();
     let workers = state.workers_of(from / threads);
-    if let Some(gate) = state.allocator().membership_gate() {
+    let gate = state.allocator().membership_gate();
+    if let Some(gate) = gate {
         gate.leaving(from / threads);
     }
     let leaves = &state.rescaling().leaves;
@@ -250,7 +252,8 @@ pub(crate) fn left(state: &WorkerState, from: usize, dataflows: usize) -> Result
 pub(crate) fn departed(state: &WorkerState, processes: Vec<usize>) {
     let leaves = &state.rescaling().leaves;
     for process in processes {
-        if let Some(gate) = state.allocator().membership_gate() {
+        let gate = state.allocator().membership_gate();
+        if let Some(gate) = gate {
             gate.gone(process);
         }
         for worker in state.workers_of(process) {
