@@ -49,7 +49,7 @@ pub use super::accept::MAX_PENDING_HANDSHAKES;
 use super::accept::{accept_loop, configure, handshake_slots, listen, RefusalLog};
 use super::framing::MessageHeader;
 use super::handshake::{greet, ClusterIdentity, LocalProcess, Role, HANDSHAKE_TIMEOUT};
-use super::join_answer::{listed, read_join_answer, read_join_view, write_join_decision, JoinView};
+use super::join_answer::{listed, read_join_answer, read_join_view, write_join_decision, JoinAnswer, JoinView};
 use super::liveness::Liveness;
 use super::peer_stream::PeerStream;
 use super::proof::Side;
@@ -219,7 +219,7 @@ async fn run(
     let missing = addresses.len() - 1 - gone.len();
     let mut viewed = Vec::new();
     let result = tokio::select! {
-        result = collect(setup, &mut arrivals, &mut streams, &mut viewed, missing) => result,
+        result = collect(setup, &mut arrivals, &mut streams, &mut viewed, gone, missing) => result,
         () = accepting => unreachable!("the accept loop never ends"),
         () = tokio::time::sleep_until(end) => Err(missing_peers(setup, &streams, &viewed, addresses, gone, deadline)),
     };
@@ -338,6 +338,7 @@ async fn collect(
     arrivals: &mut UnboundedReceiver<Event>,
     streams: &mut [Option<PeerStream>],
     viewed: &mut Vec<Viewed>,
+    gone: &[usize],
     mut missing: usize,
 ) -> Result<(), NetworkError> {
     let period = setup.peer_timeout / 4;
@@ -370,9 +371,14 @@ async fn collect(
                 }
             },
             Event::Viewed(view) => {
+                // A process that left which this joiner dials anyway would never answer.
+                let unknown = unknown_departures(std::slice::from_ref(&view), gone);
                 if !viewed.iter().any(|other| other.process == view.process) {
                     viewed.push(view);
                     missing -= 1;
+                }
+                if !unknown.is_empty() {
+                    return Err(unknown_departures_error(&unknown));
                 }
             }
             Event::Lost { process, reason } => return Err(NetworkError::PeerLost { process, reason }),
@@ -564,6 +570,10 @@ async fn introduce(
             refused @ JoinView::LeavesInProgress { .. } => {
                 Err(Attempt::Fatal(NetworkError::JoinPostponed { reason: refused.reason() }.at(address)))
             }
+            // A member shutting down may be a leaver about to go: nothing was admitted yet.
+            refused @ JoinView::Refused(JoinAnswer::Closing) => {
+                Err(Attempt::Fatal(NetworkError::JoinPostponed { reason: refused.reason() }.at(address)))
+            }
             refused @ JoinView::Refused(_) => {
                 Err(Attempt::Fatal(NetworkError::JoinRefused { reason: refused.reason() }.at(address)))
             }
@@ -582,6 +592,25 @@ async fn withdraw(viewed: Vec<Viewed>) {
     }
 }
 
+/// The processes that `viewed` members say left the cluster and that are not in `gone`.
+fn unknown_departures(viewed: &[Viewed], gone: &[usize]) -> Vec<usize> {
+    let mut unknown: Vec<usize> =
+        viewed.iter().flat_map(|view| view.departed.iter().copied()).filter(|q| !gone.contains(q)).collect();
+    unknown.sort_unstable();
+    unknown.dedup();
+    unknown
+}
+
+/// The join waits for a joiner told of every process in `unknown`, which left.
+fn unknown_departures_error(unknown: &[usize]) -> NetworkError {
+    let reason = format!(
+        "process(es) {} left the cluster, which this joining process was not told of; start it \
+         with --gone naming every process that left (the launcher does)",
+        listed(unknown)
+    );
+    NetworkError::JoinPostponed { reason }
+}
+
 /// Every member sent its view: joins if none knows of a process that left which this joiner
 /// was not told of (`gone`), reading each member's answer, and fills `streams`; otherwise
 /// withdraws from all, and the join is postponed (nothing was admitted anywhere).
@@ -590,18 +619,10 @@ async fn commit(
     gone: &[usize],
     streams: &mut [Option<PeerStream>],
 ) -> Result<(), NetworkError> {
-    let mut unknown: Vec<usize> =
-        viewed.iter().flat_map(|view| view.departed.iter().copied()).filter(|q| !gone.contains(q)).collect();
-    unknown.sort_unstable();
-    unknown.dedup();
+    let unknown = unknown_departures(&viewed, gone);
     if !unknown.is_empty() {
         withdraw(viewed).await;
-        let reason = format!(
-            "process(es) {} left the cluster, which this joining process was not told of; start it \
-             with --gone naming every process that left (the launcher does)",
-            listed(&unknown)
-        );
-        return Err(NetworkError::JoinPostponed { reason });
+        return Err(unknown_departures_error(&unknown));
     }
     viewed.sort_by_key(|view| view.process);
     for mut view in viewed {
