@@ -23,7 +23,10 @@ from typing import Callable, List, Optional, Sequence
 from .errors import LaunchError
 from .relay import Sink, relay
 
-__all__ = ["JOIN_SETTLE", "Child", "admits_joins", "drain", "kill_now", "listed", "spawn", "start_relays"]
+__all__ = [
+    "JOIN_POSTPONED_EXIT", "JOIN_SETTLE", "Child", "admits_joins", "drain", "kill_now", "listed", "spawn",
+    "start_relays",
+]
 
 #: Seconds to wait for the end of the children's output once they have all exited.
 RELAY_DRAIN = 2.0
@@ -34,6 +37,10 @@ JOIN_SETTLE = 10.0
 #: once the process's own cluster setup (or join handshake) has succeeded.
 _ACCEPTOR_THREAD = "timely:join-acc"
 _PR_SET_PDEATHSIG = 1
+#: The exit status a joining process exits with when its join was postponed because a process
+#: was leaving the cluster (nothing was admitted anywhere): the launcher gives it to joiners
+#: as ``TIMELY_JOIN_POSTPONED_EXIT`` and starts such a process again (`joins.JoinDesk`).
+JOIN_POSTPONED_EXIT = 75
 
 
 @dataclass(eq=False)
@@ -48,6 +55,15 @@ class Child:
     """Whether the launcher asked it to leave the cluster (`ask_to_leave`)."""
     relays: List[threading.Thread] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
+    join_server: Optional[int] = None
+    """For a process started to join the running cluster: its bootstrap server's worker."""
+    retry_join: bool = False
+    """Whether a postponed join of this process is to be tried again (no failure then)."""
+
+    def postponed(self) -> bool:
+        """Whether this joining process exited because its join was postponed, and the
+        launcher tries it again (`JOIN_POSTPONED_EXIT`)."""
+        return self.retry_join and self.process.poll() == JOIN_POSTPONED_EXIT
 
     def running(self) -> bool:
         return self.process.poll() is None

@@ -4,7 +4,8 @@ status.
 This module owns the stop signals' handlers while the cluster runs, `Supervisor` (waits for
 the processes; once a stop is requested or one failed, ends the rest step by step: wait,
 SIGTERM, SIGKILL, give up) and the report of how each process ended (a process asked to
-leave that exits 0 left the cluster: no failure, the others run on). It must not start
+leave that exits 0 left the cluster: no failure, the others run on; a joiner whose join was
+postponed is started again, not a failure either: `Child.postponed`). It must not start
 processes or ask them to leave: the list it watches may grow (processes added by joins) and
 its processes may be asked to leave, through the `tick` callback it calls between two looks.
 """
@@ -120,10 +121,11 @@ class Supervisor:
                 self.exits.append(child)
                 if child.leaving and child.process.returncode == 0:
                     self.err.say(f"process {child.index} left the cluster")
-        return len(self.exits) < len(self.children)
+        # A joiner started again after a postponed join replaces the one that exited.
+        return any(child not in self.exits for child in self.children)
 
     def _failed(self) -> List[Child]:
-        return [child for child in self.exits if child.process.returncode != 0]
+        return [child for child in self.exits if child.process.returncode != 0 and not child.postponed()]
 
     def _running(self) -> List[Child]:
         return [child for child in self.children if child.running()]
@@ -161,7 +163,7 @@ class Supervisor:
     def outcome(self) -> int:
         """Reports the processes that failed, or needed more than SIGINT to stop; returns
         the launcher's exit status."""
-        failed = [child for child in self.exits if child.process.returncode != 0]
+        failed = self._failed()
         for child in failed:
             status = describe(child.process.returncode)
             if child.signalled == signal.SIGINT:
