@@ -129,9 +129,13 @@ impl JoinDoor {
         }
         let admitted = match sent {
             Err(error) => Err(error),
-            Ok(()) if !read_join_decision(&mut stream, DECISION_TIMEOUT).await => Err(NetworkError::JoinRefused {
-                reason: format!("process {joiner} withdrew after this process's view (another member refused it)"),
-            }),
+            Ok(()) if !read_join_decision(&mut stream, DECISION_TIMEOUT).await => {
+                Err(NetworkError::JoinRefused {
+                    reason: format!(
+                        "process {joiner} withdrew after this process's view (another member refused it)"
+                    ),
+                })
+            }
             Ok(()) => release(stream)
                 .map_err(|error| NetworkError::io("an accepted socket", &error))
                 .and_then(|stream| {
@@ -139,7 +143,11 @@ impl JoinDoor {
                         write_join_answer(stream, reply, HANDSHAKE_TIMEOUT)
                     };
                     // Blocks the runtime for one answer byte and the start of a link's threads.
-                    self.core.admit(joiner, PeerStream { stream, keys: greeting.keys, records_sent: 0 }, answer)
+                    self.core.admit(
+                        joiner,
+                        PeerStream { stream, keys: greeting.keys, records_sent: 0 },
+                        answer,
+                    )
                 }),
         };
         // Admitted: every local worker was told of the joiner, and holds the join in progress.

@@ -49,7 +49,9 @@ pub use super::accept::MAX_PENDING_HANDSHAKES;
 use super::accept::{accept_loop, configure, handshake_slots, listen, RefusalLog};
 use super::framing::MessageHeader;
 use super::handshake::{greet, ClusterIdentity, LocalProcess, Role, HANDSHAKE_TIMEOUT};
-use super::join_answer::{listed, read_join_answer, read_join_view, write_join_decision, JoinAnswer, JoinView};
+use super::join_answer::{
+    listed, read_join_answer, read_join_view, write_join_decision, JoinAnswer, JoinView,
+};
 use super::liveness::Liveness;
 use super::peer_stream::PeerStream;
 use super::proof::Side;
@@ -504,7 +506,9 @@ async fn dial(q: usize, address: String, setup: Arc<Setup>) {
     let mut backoff = FIRST_BACKOFF;
     loop {
         match attempt(q, &address, &setup).await {
-            Ok(Dialled::Connected(stream)) => return setup.report(Event::Connected { process: q, address, stream }),
+            Ok(Dialled::Connected(stream)) => {
+                return setup.report(Event::Connected { process: q, address, stream })
+            }
             Ok(Dialled::Viewed(view)) => return setup.report(Event::Viewed(view)),
             Err(Attempt::Fatal(error)) => return setup.report(Event::Failed(error)),
             Err(Attempt::Retry(problem)) => setup.note(problem),
@@ -632,7 +636,8 @@ async fn commit(
             .await
             .map_err(|error| error.at(&address))?;
         read_join_answer(&mut view.stream, HANDSHAKE_TIMEOUT).await.map_err(|error| error.at(&address))?;
-        let stream = release(view.stream).map_err(|error| NetworkError::io("a joined socket", &error).at(&address))?;
+        let stream =
+            release(view.stream).map_err(|error| NetworkError::io("a joined socket", &error).at(&address))?;
         streams[view.process] = Some(PeerStream { stream, keys: view.keys, records_sent: 0 });
     }
     Ok(())

@@ -44,7 +44,8 @@ pub(crate) fn leave(state: &WorkerState) -> Result<(), LeaveRefused> {
     }
     let gate = state.allocator().membership_gate();
     if let Some(gate) = gate {
-        gate.begin_leave(process, || joins_in_progress(state)).map_err(|joining| LeaveRefused::join_in_progress(&joining))?;
+        gate.begin_leave(process, || joins_in_progress(state))
+            .map_err(|joining| LeaveRefused::join_in_progress(&joining))?;
     }
     leaves.this_leaves.set(true);
     leaves.activity.replace(Some(Activity::begin(state.logger(), phases::LEAVE)));
@@ -68,7 +69,8 @@ pub(crate) fn leave(state: &WorkerState) -> Result<(), LeaveRefused> {
 fn joins_in_progress(state: &WorkerState) -> Vec<usize> {
     let threads = state.allocator().threads().max(1);
     let rescaling = state.rescaling();
-    let mut joining: Vec<usize> = rescaling.server.borrow().joining().map(|worker| worker / threads).collect();
+    let mut joining: Vec<usize> =
+        rescaling.server.borrow().joining().map(|worker| worker / threads).collect();
     if state.allocator().has_joins() {
         joining.push(state.peers() / threads);
     }

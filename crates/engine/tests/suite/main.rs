@@ -21,6 +21,7 @@ mod reachability_support;
 mod bootstrap_model;
 mod cluster;
 mod hashing;
+mod joining_during_leave;
 mod leave_model;
 mod leaving;
 mod leaving_at_once;

@@ -168,7 +168,13 @@ impl Core {
                     })
                     .collect::<Result<_, _>>()?;
                 let gate = Arc::clone(&self.gate);
-                Ok(WorkerEndpoints { index: self.process * self.threads + local, senders, receiver, joins, gate })
+                Ok(WorkerEndpoints {
+                    index: self.process * self.threads + local,
+                    senders,
+                    receiver,
+                    joins,
+                    gate,
+                })
             })
             .collect()
     }
@@ -251,7 +257,9 @@ impl Core {
         }
         let departed = (0..members)
             .filter(|&q| q != self.process)
-            .filter(|&q| links.links[q].as_ref().is_none_or(|link| link.queue.departed.load(Ordering::SeqCst)))
+            .filter(|&q| {
+                links.links[q].as_ref().is_none_or(|link| link.queue.departed.load(Ordering::SeqCst))
+            })
             .collect();
         JoinView::Ready { departed }
     }
