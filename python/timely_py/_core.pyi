@@ -204,8 +204,11 @@ class Worker:
         """Makes this worker's process leave the running cluster; the others go on and the
         keys it held move to the workers present. Its input handles are released at once
         (those of the process's other workers at their next step); the process's run ends once
-        nothing can reach it (see ``docs/rescaling.md``). ``ValueError`` outside a cluster of
-        several processes; ``TimelyError`` when no other process is present to take its work."""
+        nothing can reach it (see ``docs/rescaling.md``). While a process is joining the
+        cluster (not yet bootstrapped everywhere) it steps this worker until the join is over,
+        for at most 60 s, and then leaves. ``ValueError`` outside a cluster of several
+        processes; ``TimelyError`` when no other process is present to take its work, or the
+        join did not end in time."""
     @property
     def has_dataflows(self) -> bool: ...
     def step(self) -> bool: ...
