@@ -268,6 +268,51 @@ mod tests {
         })
     }
 
+    /// Writes `view` on one end of a pair and reads it from the other, on a runtime of
+    /// its own; also answers with `decision` and returns what the reader of decisions saw.
+    fn view_through(view: &JoinView, decision: bool) -> (Result<JoinView, NetworkError>, bool) {
+        let (a, b) = pair();
+        crate::networking::runtime::current_thread().expect("a runtime").block_on(async move {
+            let mut member = crate::networking::runtime::adopt(a).expect("a tokio stream");
+            let mut joiner = crate::networking::runtime::adopt(b).expect("a tokio stream");
+            write_join_view(&mut member, view, SHORT).await.expect("write the view");
+            let read = read_join_view(&mut joiner, SHORT).await;
+            write_join_decision(&mut joiner, decision, SHORT).await.expect("write the decision");
+            (read, read_join_decision(&mut member, SHORT).await)
+        })
+    }
+
+    #[test]
+    fn views_and_decisions_travel_and_a_refusal_names_the_leavers() {
+        for view in [
+            JoinView::Ready { departed: vec![] },
+            JoinView::Ready { departed: vec![2, 5] },
+            JoinView::LeavesInProgress { leaving: vec![1, 3] },
+            JoinView::Refused(JoinAnswer::Closing),
+        ] {
+            for decision in [true, false] {
+                let (read, decided) = view_through(&view, decision);
+                assert_eq!(read.as_ref(), Ok(&view));
+                assert_eq!(decided, decision);
+            }
+        }
+        let reason = JoinView::LeavesInProgress { leaving: vec![2] }.reason();
+        assert!(reason.starts_with("process(es) 2 is leaving the cluster"), "{reason}");
+        let reason = JoinView::LeavesInProgress { leaving: vec![1, 2] }.reason();
+        assert!(reason.contains("1, 2 are leaving") && reason.contains("once they have gone"), "{reason}");
+        // Junk where a view belongs, and a view listing too many processes, are refused.
+        for junk in [vec![9u8, 0, 0], vec![0u8, 0xff, 0xff]] {
+            let (mut a, b) = pair();
+            a.write_all(&junk).expect("write junk");
+            let read =
+                crate::networking::runtime::current_thread().expect("a runtime").block_on(async move {
+                    let mut stream = crate::networking::runtime::adopt(b).expect("a tokio stream");
+                    read_join_view(&mut stream, SHORT).await
+                });
+            assert!(matches!(read, Err(NetworkError::NotAPeer { .. })), "{junk:?}: {read:?}");
+        }
+    }
+
     #[test]
     fn answers_travel_and_refusals_carry_their_reason() {
         for (answer, expected) in [
