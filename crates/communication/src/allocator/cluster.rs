@@ -186,7 +186,7 @@ pub struct ClusterAllocator {
     /// Processes that joined, one message each, in join order.
     joins: crossbeam_channel::Receiver<JoinedProcess>,
     /// Joins and leaves of this process one at a time (shared with its join acceptor).
-    gate: std::sync::Arc<crate::networking::MembershipGate>,
+    pub(crate) gate: std::sync::Arc<crate::networking::MembershipGate>,
     /// The bootstrap server's worker, when this process joined a running cluster.
     join_server: Option<usize>,
     /// When this process started and finished connecting to the others.
@@ -318,11 +318,6 @@ impl ClusterAllocator {
     /// True when processes left that [`ClusterAllocator::take_departures`] has not reported.
     pub fn has_departures(&self) -> bool {
         !self.departed.is_empty()
-    }
-
-    /// The process's membership gate, shared with its join acceptor.
-    pub fn membership_gate(&self) -> &std::sync::Arc<crate::networking::MembershipGate> {
-        &self.gate
     }
 
     /// True when processes joined that [`ClusterAllocator::take_joins`] has not admitted yet.

@@ -193,7 +193,7 @@ impl Allocator {
     /// a cluster; `None` elsewhere.
     pub fn membership_gate(&self) -> Option<std::sync::Arc<crate::networking::MembershipGate>> {
         match self {
-            Allocator::Cluster(allocator) => Some(std::sync::Arc::clone(allocator.membership_gate())),
+            Allocator::Cluster(allocator) => Some(std::sync::Arc::clone(&allocator.gate)),
             _ => None,
         }
     }

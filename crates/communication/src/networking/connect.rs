@@ -49,9 +49,8 @@ pub use super::accept::MAX_PENDING_HANDSHAKES;
 use super::accept::{accept_loop, configure, handshake_slots, listen, RefusalLog};
 use super::framing::MessageHeader;
 use super::handshake::{greet, ClusterIdentity, LocalProcess, Role, HANDSHAKE_TIMEOUT};
-use super::join_answer::{
-    listed, read_join_answer, read_join_view, write_join_decision, JoinAnswer, JoinView,
-};
+use super::join_answer::{read_join_view, JoinAnswer, JoinView};
+use super::joining::{commit, unknown_departures, unknown_departures_error, withdraw, Viewed};
 use super::liveness::Liveness;
 use super::peer_stream::PeerStream;
 use super::proof::Side;
@@ -280,16 +279,6 @@ enum Event {
     Lost { process: usize, reason: String },
     /// Setup cannot succeed.
     Failed(NetworkError),
-}
-
-/// A member that sent a joiner its view and waits for the joiner's decision.
-struct Viewed {
-    process: usize,
-    address: String,
-    stream: tokio::net::TcpStream,
-    keys: Option<super::seal::SessionKeys>,
-    /// The processes the member knows have left the cluster.
-    departed: Vec<usize>,
 }
 
 /// What one dial ends with: a connected peer, or (joining) a member's view.
@@ -586,61 +575,6 @@ async fn introduce(
     let stream =
         release(stream).map_err(|error| Attempt::Retry(format!("process {q} ({address}): {error}")))?;
     Ok(Dialled::Connected(PeerStream { stream, keys: greeting.keys, records_sent: 0 }))
-}
-
-/// Tells every member that sent its view that this joiner withdraws (a member that does not
-/// hear it withdraws the joiner when the connection ends).
-async fn withdraw(viewed: Vec<Viewed>) {
-    for mut view in viewed {
-        let _ = write_join_decision(&mut view.stream, false, HANDSHAKE_TIMEOUT).await;
-    }
-}
-
-/// The processes that `viewed` members say left the cluster and that are not in `gone`.
-fn unknown_departures(viewed: &[Viewed], gone: &[usize]) -> Vec<usize> {
-    let mut unknown: Vec<usize> =
-        viewed.iter().flat_map(|view| view.departed.iter().copied()).filter(|q| !gone.contains(q)).collect();
-    unknown.sort_unstable();
-    unknown.dedup();
-    unknown
-}
-
-/// The join waits for a joiner told of every process in `unknown`, which left.
-fn unknown_departures_error(unknown: &[usize]) -> NetworkError {
-    let reason = format!(
-        "process(es) {} left the cluster, which this joining process was not told of; start it \
-         with --gone naming every process that left (the launcher does)",
-        listed(unknown)
-    );
-    NetworkError::JoinPostponed { reason }
-}
-
-/// Every member sent its view: joins if none knows of a process that left which this joiner
-/// was not told of (`gone`), reading each member's answer, and fills `streams`; otherwise
-/// withdraws from all, and the join is postponed (nothing was admitted anywhere).
-async fn commit(
-    mut viewed: Vec<Viewed>,
-    gone: &[usize],
-    streams: &mut [Option<PeerStream>],
-) -> Result<(), NetworkError> {
-    let unknown = unknown_departures(&viewed, gone);
-    if !unknown.is_empty() {
-        withdraw(viewed).await;
-        return Err(unknown_departures_error(&unknown));
-    }
-    viewed.sort_by_key(|view| view.process);
-    for mut view in viewed {
-        // Past its decision the member may have admitted this joiner: no retry can help.
-        let address = view.address.clone();
-        write_join_decision(&mut view.stream, true, HANDSHAKE_TIMEOUT)
-            .await
-            .map_err(|error| error.at(&address))?;
-        read_join_answer(&mut view.stream, HANDSHAKE_TIMEOUT).await.map_err(|error| error.at(&address))?;
-        let stream =
-            release(view.stream).map_err(|error| NetworkError::io("a joined socket", &error).at(&address))?;
-        streams[view.process] = Some(PeerStream { stream, keys: view.keys, records_sent: 0 });
-    }
-    Ok(())
 }
 
 /// Runs the handshake of an accepted connection (which checks that the peer is above this

@@ -2,7 +2,7 @@
 //!
 //! This module owns everything between the sockets of two processes: where each process
 //! listens ([`hostfile`]), how connections are opened and authenticated ([`connect`],
-//! [`accept`], [`handshake`], on the runtime of [`runtime`]), how processes join a running cluster ([`acceptor`], [`join_answer`], one membership change at a time: [`membership_gate`]), how bytes are cut into messages ([`framing`]), the threads that move them
+//! [`accept`], [`handshake`], on the runtime of [`runtime`]), how processes join a running cluster ([`acceptor`], [`join_answer`], `joining`, one membership change at a time: [`membership_gate`]), how bytes are cut into messages ([`framing`]), the threads that move them
 //! ([`transport`]), when a silent peer counts as lost ([`liveness`]), how clocks are measured
 //! against process 0's ([`clock_sync`]), whom the network threads tell of the data frames they
 //! move ([`observe`]), what the handshake proves and the keys it derives ([`proof`]), the
@@ -64,6 +64,7 @@ pub mod health;
 pub mod hostfile;
 pub mod join_answer;
 pub mod join_fuzz;
+mod joining;
 pub mod liveness;
 pub mod membership_gate;
 pub mod observe;
