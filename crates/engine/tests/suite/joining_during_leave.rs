@@ -15,9 +15,9 @@
 
 use crate::common;
 use crate::common::loopback_cluster as config;
+use crate::leaving_support::counted::{build_parts, check_counted, Parts, Seen};
 use crate::leaving_support::hold_leaver;
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -26,40 +26,18 @@ use timely_engine::Worker;
 
 /// The longest a test may take before it counts as hung.
 const LIMIT: Duration = Duration::from_secs(120);
-/// Distinct keys of the count.
-const KEYS: u64 = 7;
 /// Epochs every worker that stays runs at least, and epochs after it saw the final membership.
 const EPOCHS: u64 = 10;
 const AFTER: u64 = 4;
-
-/// What the workers fed, `(epoch, record)`, and counted, `(worker, epoch, key, count)`.
-#[derive(Default)]
-struct Seen {
-    fed: Vec<(u64, u64)>,
-    counted: Vec<(usize, u64, u64, u64)>,
-}
 
 /// The records worker `index` feeds in `epoch`.
 fn records(index: usize, epoch: u64) -> Vec<u64> {
     (0..(index as u64 + epoch) % 4 + 2).map(|i| epoch * 10_000 + index as u64 * 100 + i).collect()
 }
 
-/// Builds the count (after the hold of `hold_leaver`); returns the input and the probe.
+/// Builds the keyed count (after the hold of `hold_leaver`); returns the input and the probe.
 fn build(worker: &mut Worker, seen: &Arc<Mutex<Seen>>) -> (InputHandle<u64, u64>, ProbeHandle<u64>) {
-    let (index, counted) = (worker.index(), seen.clone());
-    let mut input = InputHandle::new();
-    let probe = ProbeHandle::new();
-    worker.dataflow(|scope| {
-        scope
-            .input_from(&mut input)
-            .map(|x| x % KEYS)
-            .count_by_key()
-            .inspect_time(move |epoch, (key, n)| {
-                counted.lock().unwrap().counted.push((index, *epoch, *key, *n))
-            })
-            .probe_with(&probe);
-    });
-    (input, probe)
+    build_parts(worker, seen, Parts { exchange: false, count: true })
 }
 
 /// Feeds worker `index`'s records of `epoch` and notes them.
@@ -74,21 +52,10 @@ fn final_membership(worker: &Worker) -> bool {
     worker.state().members() == vec![0, 1, 3]
 }
 
-/// Checks that every (epoch, key) fed was counted once, on one worker, with the count of a
-/// sequential program, and that the joined worker fed.
+/// Checks that every (epoch, key) fed was counted once with the count of a sequential
+/// program, and that the joined worker fed.
 fn check(seen: &Seen) {
-    let mut expected: BTreeMap<(u64, u64), u64> = BTreeMap::new();
-    for &(epoch, x) in &seen.fed {
-        *expected.entry((epoch, x % KEYS)).or_default() += 1;
-    }
-    let mut counted: BTreeMap<(u64, u64), u64> = BTreeMap::new();
-    for &(worker, epoch, key, n) in &seen.counted {
-        assert!(
-            counted.insert((epoch, key), n).is_none(),
-            "({epoch}, {key}) counted twice, once on worker {worker}"
-        );
-    }
-    assert_eq!(counted, expected, "the counts differ from a sequential program's");
+    check_counted(seen, "the keyed count");
     assert!(seen.fed.iter().any(|&(_, x)| x / 100 % 100 == 3), "the joined worker fed nothing");
 }
 
