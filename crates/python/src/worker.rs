@@ -421,7 +421,8 @@ pub fn run(
         _ => None,
     };
     // A cluster connects to its other processes here, which may take a while: detached.
-    let builders = py.detach(|| config.try_build()).map_err(ClusterError::new_err)?;
+    let builders =
+        py.detach(|| config.try_build()).map_err(|error| ClusterError::new_err(error.to_string()))?;
     let workers = builders.len();
     let abort = Arc::new(AtomicBool::new(false));
     let (done, finished) = mpsc::channel::<()>();
