@@ -4,8 +4,10 @@
 //! dropping one outside its operator's run activates the operator so that the change is
 //! reported. An `InputCapability` is valid only during the run that received its records.
 //! Ports and notificators resolve a Python capability argument here, to the engine's
-//! capability of the right operator.
+//! capability of the right operator. A source's capabilities are also released when its
+//! worker's process leaves the cluster (`leave`): using one then raises `LeavingError`.
 
+use crate::errors::LeavingError;
 use crate::generic::local::Local;
 use crate::generic::state::OpState;
 use crate::time::{from_py, show, to_py, Time};
@@ -40,19 +42,42 @@ fn downgrade(held: &mut Held, time: &Bound<'_, PyAny>) -> PyResult<()> {
     Ok(())
 }
 
-/// A capability's state: held, or released (and why).
-struct CapSlot {
-    held: Option<Held>,
-    gone: &'static str,
+/// Why a capability is no longer held.
+enum Gone {
+    /// Released by Python, or taken over (the text says by what, after "released").
+    Released(&'static str),
+    /// Released because the worker's process is leaving; the source's name.
+    Leaving(String),
 }
 
-type CapCell = Rc<RefCell<CapSlot>>;
+/// A capability's state: held, or released (and why).
+pub(super) struct CapSlot {
+    held: Option<Held>,
+    gone: Gone,
+}
+
+pub(super) type CapCell = Rc<RefCell<CapSlot>>;
 
 impl CapSlot {
     fn held(&self) -> PyResult<&Held> {
-        self.held
-            .as_ref()
-            .ok_or_else(|| PyValueError::new_err(format!("capability was released{}", self.gone)))
+        self.held.as_ref().ok_or_else(|| match &self.gone {
+            Gone::Released(why) => PyValueError::new_err(format!("capability was released{}", why)),
+            Gone::Leaving(source) => LeavingError::new_err(format!(
+                "the capability of source '{}' was released because this worker's process is leaving \
+                 the cluster: the source should stop (return from its logic, or stop once \
+                 worker.leaving is True); what it gave before is delivered",
+                source
+            )),
+        })
+    }
+
+    /// The worker is leaving: gives the capability up, so that using it raises `LeavingError`.
+    /// One released before keeps its reason.
+    pub(super) fn release_for_leave(&mut self) {
+        if let Some(held) = self.held.take() {
+            self.gone = Gone::Leaving(held.op.name.clone());
+            held.op.changed();
+        }
     }
 
     /// Gives the capability up, activating its operator if that is not running.
@@ -89,7 +114,11 @@ pub struct PyCapability {
 impl PyCapability {
     /// Hands `held` to Python.
     pub fn new(held: Held) -> Self {
-        let slot = Rc::new(RefCell::new(CapSlot { held: Some(held), gone: "" }));
+        let leave = held.op.leave.clone();
+        let slot = Rc::new(RefCell::new(CapSlot { held: Some(held), gone: Gone::Released("") }));
+        if let Some(leave) = leave {
+            leave.track(&slot);
+        }
         PyCapability { slot: Local::new("this Capability", slot) }
     }
 
@@ -108,7 +137,7 @@ impl PyCapability {
         if !Rc::ptr_eq(&slot.held()?.op, op) {
             return Err(op.wrong_operator());
         }
-        slot.gone = gone;
+        slot.gone = Gone::Released(gone);
         Ok(slot.held.take().expect("checked above"))
     }
 
@@ -147,7 +176,8 @@ impl PyCapability {
     }
 
     /// Gives the capability up; using it afterwards raises `ValueError`. Releasing twice
-    /// does nothing.
+    /// does nothing. A source's capabilities are also released when its worker's process
+    /// leaves the cluster; using one then raises `LeavingError`.
     fn release(&self) -> PyResult<()> {
         self.release_now()
     }
