@@ -8,6 +8,7 @@
 //! worker's process leaves the cluster (`leave`): using one then raises `LeavingError`.
 
 use crate::errors::LeavingError;
+use crate::generic::leave::LeaveSlot;
 use crate::generic::local::Local;
 use crate::generic::state::OpState;
 use crate::time::{from_py, show, to_py, Time};
@@ -15,7 +16,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use std::cell::RefCell;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use timely_engine::dataflow::operators::{Capability, InputCapability};
 
 /// An engine capability with the state of the operator it belongs to.
@@ -51,12 +52,12 @@ enum Gone {
 }
 
 /// A capability's state: held, or released (and why).
-pub(super) struct CapSlot {
+struct CapSlot {
     held: Option<Held>,
     gone: Gone,
 }
 
-pub(super) type CapCell = Rc<RefCell<CapSlot>>;
+type CapCell = Rc<RefCell<CapSlot>>;
 
 impl CapSlot {
     fn held(&self) -> PyResult<&Held> {
@@ -71,15 +72,6 @@ impl CapSlot {
         })
     }
 
-    /// The worker is leaving: gives the capability up, so that using it raises `LeavingError`.
-    /// One released before keeps its reason.
-    pub(super) fn release_for_leave(&mut self) {
-        if let Some(held) = self.held.take() {
-            self.gone = Gone::Leaving(held.op.name.clone());
-            held.op.changed();
-        }
-    }
-
     /// Gives the capability up, activating its operator if that is not running.
     fn release(&mut self) {
         if let Some(held) = self.held.take() {
@@ -91,6 +83,18 @@ impl CapSlot {
 impl Drop for CapSlot {
     fn drop(&mut self) {
         self.release();
+    }
+}
+
+impl LeaveSlot for RefCell<CapSlot> {
+    /// Gives the capability up; one released before keeps its reason.
+    fn release_for_leave(&self) -> bool {
+        let Ok(mut slot) = self.try_borrow_mut() else { return false };
+        if let Some(held) = slot.held.take() {
+            slot.gone = Gone::Leaving(held.op.name.clone());
+            held.op.changed();
+        }
+        true
     }
 }
 
@@ -117,7 +121,8 @@ impl PyCapability {
         let leave = held.op.leave.clone();
         let slot = Rc::new(RefCell::new(CapSlot { held: Some(held), gone: Gone::Released("") }));
         if let Some(leave) = leave {
-            leave.track(&slot);
+            let tracked: Weak<RefCell<CapSlot>> = Rc::downgrade(&slot);
+            leave.track(tracked);
         }
         PyCapability { slot: Local::new("this Capability", slot) }
     }

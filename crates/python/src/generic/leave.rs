@@ -11,17 +11,23 @@
 //! its program's. Operators with inputs do not register: they finish when their inputs do.
 
 use crate::errors::LeavingError;
-use crate::generic::capability::CapCell;
 use pyo3::prelude::*;
 use std::cell::{Cell, RefCell};
-use std::rc::{Rc, Weak};
+use std::rc::Weak;
 use timely_engine::rescale::leave::ReleaseOnLeave;
+
+/// A capability handed to Python (its slot, in `capability`), as a leave sees it.
+pub trait LeaveSlot {
+    /// Releases the capability because the worker is leaving, so that using it raises
+    /// `LeavingError`; false (nothing done) if it is in use right now.
+    fn release_for_leave(&self) -> bool;
+}
 
 /// The capability slots of one source, released when its worker starts leaving.
 #[derive(Default)]
 pub struct SourceLeave {
     /// Every slot handed to Python for the operator (dead ones are dropped as new ones come).
-    slots: RefCell<Vec<Weak<RefCell<super::capability::CapSlot>>>>,
+    slots: RefCell<Vec<Weak<dyn LeaveSlot>>>,
     /// True once the worker is leaving: the source holds no capability from then on.
     released: Cell<bool>,
 }
@@ -29,16 +35,13 @@ pub struct SourceLeave {
 impl SourceLeave {
     /// Tracks `slot`, a capability of the source just handed to Python; released at once if
     /// the worker is leaving already.
-    pub fn track(&self, slot: &CapCell) {
-        if self.released.get() {
-            if let Ok(mut slot) = slot.try_borrow_mut() {
-                slot.release_for_leave();
-                return;
-            }
+    pub fn track(&self, slot: Weak<dyn LeaveSlot>) {
+        if self.released.get() && slot.upgrade().is_some_and(|slot| slot.release_for_leave()) {
+            return;
         }
         let mut slots = self.slots.borrow_mut();
         slots.retain(|slot| slot.strong_count() > 0);
-        slots.push(Rc::downgrade(slot));
+        slots.push(slot);
     }
 
     /// True once the worker is leaving and the source's capabilities were released.
@@ -59,11 +62,9 @@ impl SourceLeave {
         let slots = std::mem::take(&mut *self.slots.borrow_mut());
         let mut busy = Vec::new();
         for weak in slots {
-            let Some(slot) = weak.upgrade() else { continue };
-            match slot.try_borrow_mut() {
-                Ok(mut slot) => slot.release_for_leave(),
-                Err(_) => busy.push(weak),
-            };
+            if weak.upgrade().is_some_and(|slot| !slot.release_for_leave()) {
+                busy.push(weak);
+            }
         }
         self.slots.borrow_mut().extend(busy);
     }
