@@ -26,7 +26,7 @@ pub trait LeaveSlot {
 /// The capability slots of one source, released when its worker starts leaving.
 #[derive(Default)]
 pub struct SourceLeave {
-    /// Every slot handed to Python for the operator (dead ones are dropped as new ones come).
+    /// Every slot handed to Python for the operator (dead ones are dropped as the list fills).
     slots: RefCell<Vec<Weak<dyn LeaveSlot>>>,
     /// True once the worker is leaving: the source holds no capability from then on.
     released: Cell<bool>,
@@ -40,7 +40,10 @@ impl SourceLeave {
             return;
         }
         let mut slots = self.slots.borrow_mut();
-        slots.retain(|slot| slot.strong_count() > 0);
+        // Dead slots go when the list is full, before it would grow: amortized O(1) a slot.
+        if slots.len() == slots.capacity() {
+            slots.retain(|slot| slot.strong_count() > 0);
+        }
         slots.push(slot);
     }
 
@@ -58,7 +61,7 @@ impl SourceLeave {
     /// Releases every tracked slot that is not borrowed right now; keeps the borrowed ones
     /// for the next sweep (at the end of the operator's current run).
     pub fn sweep(&self) {
-        // Taken out first: a release activates the operator, which must not find it borrowed.
+        // Taken out, and the busy ones put back.
         let slots = std::mem::take(&mut *self.slots.borrow_mut());
         let mut busy = Vec::new();
         for weak in slots {
