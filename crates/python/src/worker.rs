@@ -289,7 +289,8 @@ impl PyWorker {
     /// True once this worker's process is leaving the cluster: `leave()` was called on one of
     /// its workers, or the launcher asked it to leave (`launch.remove_process`). Updated at
     /// every step. From then on its input handles are released (what they accepted is
-    /// delivered) and `send` raises `LeavingError`: a leaving worker's program should stop
+    /// delivered) and `send` raises `LeavingError`, and so are the capabilities of its
+    /// generic sources (`Scope.source`): a leaving worker's program should stop
     /// feeding and return. One that goes on still leaves: once the leave is complete its
     /// steps return False and its probes are done.
     #[getter]
