@@ -26,11 +26,13 @@ class ClusterError(TimelyError):
     """The processes of a cluster could not connect, or one of them was lost while running."""
 
 class LeavingError(TimelyError):
-    """An input handle refused records: its worker's process is leaving the cluster
-    (``worker.leaving``). Nothing of the refused ``send``/``send_batch`` was accepted; what the
-    handle accepted before is delivered. Letting it end ``main`` on a leaving worker ends the
-    worker's run as a return of None would: the process still leaves cleanly. Once the run is
-    being stopped (Ctrl-C), a refused send raises ``WorkerCancelled`` instead."""
+    """An input handle refused records, or a source used a capability that was released: its
+    worker's process is leaving the cluster (``worker.leaving``). Nothing of the refused
+    ``send``/``send_batch`` was accepted; what the handle accepted before, and what the source
+    gave before, is delivered. Letting it end ``main`` on a leaving worker ends the worker's
+    run as a return of None would, and letting it out of a source's logic there ends that run
+    quietly: the process still leaves cleanly. Once the run is being stopped (Ctrl-C), a
+    refused send raises ``WorkerCancelled`` instead."""
 
 def execute(
     main: Callable[[Worker], R],
@@ -197,12 +199,13 @@ class Worker:
     def leaving(self) -> bool:
         """True once this worker's process leaves the cluster (``leave()`` or the launcher's
         ``remove_process``; updated at every step). From then on its input handles are
-        released: what they accepted is delivered, and ``send`` raises ``LeavingError``. Stop
-        feeding and return; a program that goes on still leaves: once the leave is complete,
+        released: what they accepted is delivered, and ``send`` raises ``LeavingError``; so
+        are the capabilities of its generic sources (``Scope.source``). Stop feeding and return; a program that goes on still leaves: once the leave is complete,
         ``step()`` returns False and its probes are done."""
     def leave(self) -> None:
         """Makes this worker's process leave the running cluster; the others go on and the
-        keys it held move to the workers present. Its input handles are released at once
+        keys it held move to the workers present. Its input handles and the capabilities of
+        its generic sources are released at once
         (those of the process's other workers at their next step); the process's run ends once
         nothing can reach it (see ``docs/rescaling.md``). While a process is joining the
         cluster (not yet bootstrapped everywhere) it steps this worker until the join is over,
@@ -248,7 +251,22 @@ class Scope:
         self,
         constructor: Callable[[Capability, OperatorInfo], Callable[[OutputPort], Any]],
         name: str = "Source",
-    ) -> Stream: ...
+    ) -> Stream:
+        """An operator without inputs that produces records.
+
+        ``constructor(capability, info)`` runs now and returns ``logic(output)``. The logic
+        runs once at start and then whenever activated: ``info.activate()`` schedules it at
+        the worker's next step. Send with ``output.give(capability, x)``; ``downgrade`` the
+        capability as times complete and release it when done: a source holding no
+        capability is finished, and one that holds a capability must be activated again.
+
+        When the worker's process leaves the cluster (``worker.leaving``), every capability
+        of the source is released: what it gave before is delivered, and using a capability
+        afterwards (``give`` with it, ``delayed``, ``downgrade``, ``time``) raises
+        ``LeavingError``; the source should stop. Letting that error out of the logic ends
+        the run quietly, so a source that never stops still lets its process leave; any other
+        exception fails the run. Operators with inputs are not released: they finish when
+        their inputs do."""
     def finish(self) -> None: ...
     def __enter__(self) -> Scope: ...
     def __exit__(
@@ -426,7 +444,9 @@ class Frontier:
 
 @final
 class Capability:
-    """The right to send records at `time` (and later) from an operator's outputs."""
+    """The right to send records at `time` (and later) from an operator's outputs. Using one
+    after ``release()`` raises ``ValueError``; a source's capabilities are also released when
+    its worker's process leaves the cluster, and using one then raises ``LeavingError``."""
     @property
     def time(self) -> Time: ...
     @property

@@ -133,7 +133,7 @@ fn main() {
     let usage =
         "usage: rescale_state exchange|loop|notify [--rounds R] [--every N] [--records K] [-w WORKERS]";
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (config, rest) = Config::from_args(args).unwrap_or_else(|e| fail(&e, usage));
+    let (config, rest) = Config::from_args(args).unwrap_or_else(|e| fail(&e.to_string(), usage));
     let workload =
         rest.first().and_then(|name| Workload::parse(name)).unwrap_or_else(|| fail("no workload", usage));
     let mut numbers = HashMap::from([("--rounds", 2000u64), ("--every", 100), ("--records", 1000)]);

@@ -14,6 +14,7 @@ use std::time::Duration;
 use crate::allocator::cluster::{ClusterBuilder, Network};
 use crate::allocator::process::ProcessBuilder;
 use crate::allocator::thread::ThreadBuilder;
+use crate::config_error::ConfigError;
 use crate::networking::{
     decide_protection, default_addresses, establish_with, read_hostfile, ClockSync, ClusterIdentity,
     Connections, Entry, FrameObserver, Liveness, NetworkError, Protection, ReceiveBudget, Sealing,
@@ -163,7 +164,7 @@ impl Options {
         }
     }
 
-    fn into_config(self) -> Result<Config, String> {
+    fn into_config(self) -> Result<Config, ConfigError> {
         let workers = count(&self.workers)?;
         let initial = count(&self.processes)?;
         self.check_join_pair()?;
@@ -174,12 +175,13 @@ impl Options {
         let process = match &self.process {
             None => 0,
             Some((name, value)) => {
-                let process = value
-                    .parse::<usize>()
-                    .map_err(|_| format!("option {name}: expected a process index, found {value:?}"))?;
+                let process = value.parse::<usize>().map_err(|_| {
+                    ConfigError::option(name, format!("expected a process index, found {value:?}"))
+                })?;
                 if process >= processes {
-                    return Err(format!(
-                        "option {name}: process {process} does not exist in a cluster of {processes} process(es)"
+                    return Err(ConfigError::option(
+                        name,
+                        format!("process {process} does not exist in a cluster of {processes} process(es)"),
                     ));
                 }
                 process
@@ -191,7 +193,7 @@ impl Options {
             return Ok(if workers == 1 { Config::Thread } else { Config::Process(workers) });
         }
         let addresses = match &self.hostfile {
-            Some((_, path)) => read_hostfile(path, processes).map_err(|error| error.to_string())?,
+            Some((_, path)) => read_hostfile(path, processes)?,
             None => default_addresses(processes),
         };
         Ok(Config::Cluster(ClusterConfig {
@@ -208,71 +210,80 @@ impl Options {
             insecure: self.insecure || insecure_from_environment()?,
             clock: clock_from_environment()?,
             frames: None,
-            receive_budget: self.receive_budget()?,
+            receive_budget: ReceiveBudget::from_options(
+                given(&self.receive_budget),
+                given(&self.early_bytes),
+            )?,
         }))
     }
 
     /// `--join` and `--nn` come together or not at all.
-    fn check_join_pair(&self) -> Result<(), String> {
+    fn check_join_pair(&self) -> Result<(), ConfigError> {
         match (&self.join, &self.after_join) {
-            (None, Some((name, _))) => Err(format!(
-                "option {name} (the number of processes after a join) needs --join W, the worker \
-                 that serves the joiner's bootstrap"
+            (None, Some((name, _))) => Err(ConfigError::option(
+                name,
+                "the number of processes after a join needs --join W, the worker that serves the \
+                 joiner's bootstrap",
             )),
-            (Some((name, _)), None) => {
-                Err(format!("option {name} needs --nn N, the number of processes after the join (-p + 1)"))
-            }
+            (Some((name, _)), None) => Err(ConfigError::option(
+                name,
+                "needs --nn N, the number of processes after the join (-p + 1)",
+            )),
             _ => Ok(()),
         }
     }
 
     /// The bootstrap server of a joining process (`--join W`, checked against `--nn N`, the
-    /// initial count `initial`, this process's index and `workers` per process).
-    fn join_server(&self, initial: usize, process: usize, workers: usize) -> Result<Option<usize>, String> {
-        let (join, after) = match (&self.join, &self.after_join) {
-            (None, None) => return Ok(None),
-            (Some(join), Some((_, after))) => (join, after),
-            (None, Some((name, _))) => {
-                return Err(format!(
-                    "option {name} (the number of processes after a join) needs --join W, the \
-                     worker that serves the joiner's bootstrap"
-                ))
-            }
-            (Some((name, _)), None) => {
-                return Err(format!(
-                    "option {name} needs --nn N, the number of processes after the join (-p + 1)"
-                ))
-            }
+    /// initial count `initial`, this process's index and `workers` per process); the pair was
+    /// checked by `check_join_pair`.
+    fn join_server(
+        &self,
+        initial: usize,
+        process: usize,
+        workers: usize,
+    ) -> Result<Option<usize>, ConfigError> {
+        let (Some((name, value)), Some((nn, after))) = (&self.join, &self.after_join) else {
+            return Ok(None);
         };
-        let (name, value) = join;
         let server = value
             .parse::<usize>()
-            .map_err(|_| format!("option {name}: expected a worker index, found {value:?}"))?;
-        let after: usize =
-            after.parse().map_err(|_| format!("option --nn: expected a number, found {after:?}"))?;
+            .map_err(|_| ConfigError::option(name, format!("expected a worker index, found {value:?}")))?;
+        let after: usize = after
+            .parse()
+            .map_err(|_| ConfigError::option(nn, format!("expected a number, found {after:?}")))?;
         if initial == 1 {
-            return Err("a process started alone (-n 1) runs without a network, so no process can join it; \
-                        start the initial processes with -n 2 or more"
-                .into());
+            return Err(ConfigError::option(
+                name,
+                "a process started alone (-n 1) runs without a network, so no process can join it; \
+                 start the initial processes with -n 2 or more",
+            ));
         }
         if after <= initial {
-            return Err(format!(
-                "option --nn: {after} processes after the join must be more than the {initial} initial \
-                 processes (-n)"
+            return Err(ConfigError::option(
+                nn,
+                format!(
+                    "{after} processes after the join must be more than the {initial} initial processes (-n)"
+                ),
             ));
         }
         if after != process + 1 {
-            return Err(format!(
-                "option --nn: a joining process is the last of the cluster, so with -p {process} the cluster \
-                 has {} processes after the join, not {after} (one process joins at a time)",
-                process + 1
+            return Err(ConfigError::option(
+                nn,
+                format!(
+                    "a joining process is the last of the cluster, so with -p {process} the cluster has {} \
+                     processes after the join, not {after} (one process joins at a time)",
+                    process + 1
+                ),
             ));
         }
         if server >= process * workers {
-            return Err(format!(
-                "option {name}: worker {server} is not a worker of a running process (with -p {process} and \
-                 -w {workers} those are workers 0 to {})",
-                process * workers - 1
+            return Err(ConfigError::option(
+                name,
+                format!(
+                    "worker {server} is not a worker of a running process (with -p {process} and -w {workers} \
+                     those are workers 0 to {})",
+                    process * workers - 1
+                ),
             ));
         }
         Ok(Some(server))
@@ -280,11 +291,12 @@ impl Options {
 
     /// The processes that left before this one joins (`--gone P,Q`, comma-separated, each
     /// below `-p`); only with `--join`.
-    fn gone(&self, join: Option<usize>, process: usize) -> Result<Vec<usize>, String> {
+    fn gone(&self, join: Option<usize>, process: usize) -> Result<Vec<usize>, ConfigError> {
         let Some((name, value)) = &self.gone else { return Ok(Vec::new()) };
         if join.is_none() {
-            return Err(format!(
-                "option {name}: only a joining process (--join W) names processes that left"
+            return Err(ConfigError::option(
+                name,
+                "only a joining process (--join W) names processes that left",
             ));
         }
         let mut gone = Vec::new();
@@ -292,12 +304,16 @@ impl Options {
             match part.trim().parse::<usize>() {
                 Ok(q) if q < process && !gone.contains(&q) => gone.push(q),
                 Ok(q) => {
-                    return Err(format!(
-                        "option {name}: process {q} is not a distinct process below this one ({process})"
+                    return Err(ConfigError::option(
+                        name,
+                        format!("process {q} is not a distinct process below this one ({process})"),
                     ))
                 }
                 Err(_) => {
-                    return Err(format!("option {name}: expected process indices like 1,3, found {value:?}"))
+                    return Err(ConfigError::option(
+                        name,
+                        format!("expected process indices like 1,3, found {value:?}"),
+                    ))
                 }
             }
         }
@@ -305,22 +321,13 @@ impl Options {
         Ok(gone)
     }
 
-    /// The receive budgets from `--receive-budget` and `--early-bytes`, else their environment
-    /// variables, else the defaults.
-    fn receive_budget(&self) -> Result<ReceiveBudget, String> {
-        ReceiveBudget::from_options(given(&self.receive_budget), given(&self.early_bytes))
-            .map_err(|error| error.to_string())
-    }
-
     /// The peer timeout from `--peer-timeout`, else `TIMELY_PEER_TIMEOUT`, else the default.
-    fn liveness(&self) -> Result<Liveness, String> {
+    fn liveness(&self) -> Result<Liveness, ConfigError> {
         match (&self.peer_timeout, std::env::var(PEER_TIMEOUT_VARIABLE)) {
-            (Some((name, value)), _) => {
-                Liveness::from_seconds(value).map_err(|error| format!("option {name}: {error}"))
-            }
-            (None, Ok(value)) => {
-                Liveness::from_seconds(&value).map_err(|error| format!("{PEER_TIMEOUT_VARIABLE}: {error}"))
-            }
+            (Some((name, value)), _) => Liveness::from_seconds(value)
+                .map_err(|error| ConfigError::OptionSeconds { option: name.clone(), error }),
+            (None, Ok(value)) => Liveness::from_seconds(&value)
+                .map_err(|error| ConfigError::VariableSeconds { variable: PEER_TIMEOUT_VARIABLE, error }),
             (None, Err(_)) => Ok(Liveness::default()),
         }
     }
@@ -332,39 +339,43 @@ fn given(option: &Given) -> Option<(&str, &str)> {
 }
 
 /// The clock interval from `TIMELY_CLOCK_INTERVAL`, else the default.
-fn clock_from_environment() -> Result<ClockSync, String> {
+fn clock_from_environment() -> Result<ClockSync, ConfigError> {
     match std::env::var(CLOCK_INTERVAL_VARIABLE) {
-        Ok(value) => {
-            ClockSync::from_seconds(&value).map_err(|error| format!("{CLOCK_INTERVAL_VARIABLE}: {error}"))
-        }
+        Ok(value) => ClockSync::from_seconds(&value)
+            .map_err(|error| ConfigError::VariableSeconds { variable: CLOCK_INTERVAL_VARIABLE, error }),
         Err(_) => Ok(ClockSync::default()),
     }
 }
 
 /// Whether `TIMELY_INSECURE` asks to run without a secret (`1`; `0` or unset do not).
-fn insecure_from_environment() -> Result<bool, String> {
+fn insecure_from_environment() -> Result<bool, ConfigError> {
     match std::env::var(INSECURE_VARIABLE).as_deref().map(str::trim) {
         Err(_) | Ok("" | "0") => Ok(false),
         Ok("1") => Ok(true),
-        Ok(other) => Err(format!("{INSECURE_VARIABLE} must be 1 or 0, found {other:?}")),
+        Ok(other) => {
+            Err(ConfigError::variable(INSECURE_VARIABLE, format!("must be 1 or 0, found {other:?}")))
+        }
     }
 }
 
 /// The positive count given by an option, or 1 when absent.
-fn count(given: &Given) -> Result<usize, String> {
+fn count(given: &Given) -> Result<usize, ConfigError> {
     let Some((name, value)) = given else { return Ok(1) };
     match value.parse::<usize>() {
-        Ok(0) => Err(format!("option {name}: the number must be at least 1")),
+        Ok(0) => Err(ConfigError::option(name, "the number must be at least 1")),
         Ok(count) => Ok(count),
-        Err(_) => Err(format!("option {name}: expected a number, found {value:?}")),
+        Err(_) => Err(ConfigError::option(name, format!("expected a number, found {value:?}"))),
     }
 }
 
 /// The cluster identity from `TIMELY_CLUSTER_ID` and `TIMELY_CLUSTER_SECRET` (defaults: 0, empty).
-fn identity_from_environment() -> Result<ClusterIdentity, String> {
+fn identity_from_environment() -> Result<ClusterIdentity, ConfigError> {
     let cluster_id = match std::env::var(CLUSTER_ID_VARIABLE) {
         Ok(value) => value.trim().parse::<u64>().map_err(|_| {
-            format!("{CLUSTER_ID_VARIABLE} must be a number from 0 to 2^64 - 1, found {value:?}")
+            ConfigError::variable(
+                CLUSTER_ID_VARIABLE,
+                format!("must be a number from 0 to 2^64 - 1, found {value:?}"),
+            )
         })?,
         Err(_) => 0,
     };
@@ -373,7 +384,9 @@ fn identity_from_environment() -> Result<ClusterIdentity, String> {
         Err(_) | Ok("") => Sealing::Auto,
         Ok("1") => Sealing::Always,
         Ok("0") => Sealing::Never,
-        Ok(other) => return Err(format!("{SEAL_VARIABLE} must be 1 or 0, found {other:?}")),
+        Ok(other) => {
+            return Err(ConfigError::variable(SEAL_VARIABLE, format!("must be 1 or 0, found {other:?}")))
+        }
     };
     Ok(ClusterIdentity { cluster_id, secret, sealing })
 }
@@ -404,8 +417,8 @@ impl Config {
     /// joining), `--join` without `--nn` or the reverse, `N` other than `-p + 1` or not above
     /// `-n`, `-n 1` with `--join`, `W` not a worker of a process below `-p`, an unreadable or
     /// malformed hostfile, a malformed cluster id, peer timeout or `TIMELY_INSECURE`.
-    pub fn from_args<I: IntoIterator<Item = String>>(args: I) -> Result<(Config, Vec<String>), String> {
-        let args = RuntimeArgs::parse(args).map_err(|error| error.to_string())?;
+    pub fn from_args<I: IntoIterator<Item = String>>(args: I) -> Result<(Config, Vec<String>), ConfigError> {
+        let args = RuntimeArgs::parse(args)?;
         Ok((Config::from_runtime_args(&args)?, args.rest))
     }
 
@@ -415,7 +428,7 @@ impl Config {
     /// # Errors
     ///
     /// As [`Config::from_args`], but for the command line's own form.
-    pub fn from_runtime_args(args: &RuntimeArgs) -> Result<Config, String> {
+    pub fn from_runtime_args(args: &RuntimeArgs) -> Result<Config, ConfigError> {
         Options::from_runtime_args(args).into_config()
     }
 
@@ -428,31 +441,14 @@ impl Config {
     /// `Process(0)`: there must be at least one worker; for a cluster, an address other
     /// machines can reach without a secret or `insecure` (refused before any socket is opened),
     /// or any connection error (a port in use, a missing process, a refused handshake).
-    pub fn try_build(self) -> Result<Vec<AllocatorBuilder>, String> {
+    pub fn try_build(self) -> Result<Vec<AllocatorBuilder>, ConfigError> {
         match self {
             Config::Thread => Ok(vec![AllocatorBuilder::Thread(ThreadBuilder)]),
-            Config::Process(0) => Err("Config::Process(0): the number of workers must be at least 1".into()),
+            Config::Process(0) => Err(ConfigError::NoWorkers),
             Config::Process(peers) => {
                 Ok(ProcessBuilder::new_vector(peers).into_iter().map(AllocatorBuilder::Process).collect())
             }
-            Config::Cluster(cluster) => cluster_builders(cluster).map_err(|error| error.to_string()),
-        }
-    }
-}
-
-impl Config {
-    /// Like [`Config::try_build`], and says whether a failure is a join that may succeed later
-    /// ([`NetworkError::JoinPostponed`]: a leave was in progress; nothing was admitted).
-    ///
-    /// # Errors
-    ///
-    /// Those of [`Config::try_build`], as `(message, postponed)`.
-    pub fn try_build_joining(self) -> Result<Vec<AllocatorBuilder>, (String, bool)> {
-        match self {
-            Config::Cluster(cluster) => {
-                cluster_builders(cluster).map_err(|error| (error.to_string(), error.is_join_postponed()))
-            }
-            other => other.try_build().map_err(|message| (message, false)),
+            Config::Cluster(cluster) => Ok(cluster_builders(cluster)?),
         }
     }
 }
@@ -553,5 +549,5 @@ pub fn initialize<T: Send + 'static, F>(config: Config, func: F) -> Result<Worke
 where
     F: Fn(Allocator) -> T + Send + Sync + 'static,
 {
-    initialize_from(config.try_build()?, func)
+    initialize_from(config.try_build().map_err(|error| error.to_string())?, func)
 }

@@ -15,6 +15,7 @@
 
 pub mod allocator;
 pub mod clock;
+pub mod config_error;
 pub mod diagnostics;
 pub mod exchangeable;
 pub mod initialize;
@@ -29,6 +30,7 @@ pub mod workers;
 pub use allocator::joined::JoinedPushers;
 pub use allocator::thread::{LocalQueue, SharedQueue};
 pub use allocator::{Allocator, AllocatorBuilder, ChannelEndpoints, ChannelRecord, FanOut};
+pub use config_error::ConfigError;
 pub use exchangeable::Exchangeable;
 pub use initialize::{initialize, Config};
 pub use networking::{FrameDirection, FrameObserver};

@@ -21,7 +21,7 @@ use timely_communication::networking::{
 use timely_communication::Config;
 
 fn parse(args: &[&str]) -> Result<ClusterConfig, String> {
-    match Config::from_args(args.iter().map(ToString::to_string))?.0 {
+    match Config::from_args(args.iter().map(ToString::to_string)).map_err(|error| error.to_string())?.0 {
         Config::Cluster(cluster) => Ok(cluster),
         other => panic!("{args:?} is a cluster, not {other:?}"),
     }

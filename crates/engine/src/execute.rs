@@ -63,7 +63,7 @@ where
         )),
         None => None,
     };
-    let builders = config.try_build().map_err(ExecuteError::Config)?;
+    let builders = config.try_build().map_err(|error| ExecuteError::Config(error.to_string()))?;
     let signal = StopSignal::new();
     let first_failure: Arc<Mutex<Option<String>>> = Default::default();
     let failure = first_failure.clone();
@@ -139,7 +139,7 @@ where
 {
     let args = RuntimeArgs::parse(args).map_err(|error| error.to_string())?;
     let trace = TraceSettings::from_runtime_args(&args)?;
-    let config = Config::from_runtime_args(&args)?;
+    let config = Config::from_runtime_args(&args).map_err(|error| error.to_string())?;
     Ok((config, trace, args.rest))
 }
 

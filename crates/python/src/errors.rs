@@ -25,7 +25,7 @@ create_exception!(
     timely_py,
     LeavingError,
     TimelyError,
-    "An input handle refused records: its worker's process is leaving the cluster (`worker.leaving`)."
+    "An input handle refused records, or a source used a capability that was released: its worker's process is leaving the cluster (`worker.leaving`)."
 );
 create_exception!(
     timely_py,

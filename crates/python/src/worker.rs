@@ -294,7 +294,8 @@ impl PyWorker {
     /// True once this worker's process is leaving the cluster: `leave()` was called on one of
     /// its workers, or the launcher asked it to leave (`launch.remove_process`). Updated at
     /// every step. From then on its input handles are released (what they accepted is
-    /// delivered) and `send` raises `LeavingError`: a leaving worker's program should stop
+    /// delivered) and `send` raises `LeavingError`, and so are the capabilities of its
+    /// generic sources (`Scope.source`): a leaving worker's program should stop
     /// feeding and return. One that goes on still leaves: once the leave is complete its
     /// steps return False and its probes are done.
     #[getter]
@@ -437,11 +438,11 @@ pub fn run(
         _ => None,
     };
     // A cluster connects to its other processes here, which may take a while: detached.
-    let builders = py.detach(|| config.try_build_joining()).map_err(|(message, postponed)| {
-        if postponed {
-            postponed_join(&message);
+    let builders = py.detach(|| config.try_build()).map_err(|error| {
+        if error.is_join_postponed() {
+            postponed_join(&error.to_string());
         }
-        ClusterError::new_err(message)
+        ClusterError::new_err(error.to_string())
     })?;
     let workers = builders.len();
     let abort = Arc::new(AtomicBool::new(false));

@@ -18,6 +18,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use super::seconds::{parse_seconds, SecondsError};
 use super::MessageHeader;
 use crate::clock::{self, ClockOffset};
 
@@ -54,15 +55,15 @@ impl ClockSync {
     /// # Errors
     ///
     /// An interval shorter than [`MIN_CLOCK_INTERVAL`].
-    pub fn new(interval: Duration) -> Result<ClockSync, String> {
+    pub fn new(interval: Duration) -> Result<ClockSync, SecondsError> {
         if interval >= MIN_CLOCK_INTERVAL {
             Ok(ClockSync { interval })
         } else {
-            Err(format!(
-                "a clock interval of {} s is shorter than the minimum of {} s",
-                interval.as_secs_f64(),
-                MIN_CLOCK_INTERVAL.as_secs_f64()
-            ))
+            Err(SecondsError::TooShort {
+                setting: "clock interval",
+                given: interval,
+                min: MIN_CLOCK_INTERVAL,
+            })
         }
     }
 
@@ -72,14 +73,8 @@ impl ClockSync {
     ///
     /// Text that is not a positive number of seconds, or an interval shorter than
     /// [`MIN_CLOCK_INTERVAL`]; the message quotes the text.
-    pub fn from_seconds(text: &str) -> Result<ClockSync, String> {
-        let interval = text
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .and_then(|seconds| Duration::try_from_secs_f64(seconds).ok())
-            .ok_or_else(|| format!("expected a positive number of seconds, found {text:?}"))?;
-        ClockSync::new(interval)
+    pub fn from_seconds(text: &str) -> Result<ClockSync, SecondsError> {
+        ClockSync::new(parse_seconds(text)?)
     }
 
     /// The time between the starts of two measurements.
@@ -262,7 +257,7 @@ mod tests {
             [("soon", "found \"soon\""), ("-1", "positive"), ("NaN", "positive"), ("0.01", "minimum")]
         {
             let error = ClockSync::from_seconds(text).expect_err(text);
-            assert!(error.contains(expected), "{text}: {error}");
+            assert!(error.to_string().contains(expected), "{text}: {error}");
         }
     }
 }

@@ -19,6 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
+use super::seconds::{parse_seconds, SecondsError};
+
 /// The peer timeout when none is given.
 pub const DEFAULT_PEER_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -49,16 +51,16 @@ impl Liveness {
     /// # Errors
     ///
     /// A timeout outside [`MIN_PEER_TIMEOUT`] ..= [`MAX_PEER_TIMEOUT`].
-    pub fn new(timeout: Duration) -> Result<Liveness, String> {
+    pub fn new(timeout: Duration) -> Result<Liveness, SecondsError> {
         if (MIN_PEER_TIMEOUT..=MAX_PEER_TIMEOUT).contains(&timeout) {
             Ok(Liveness { timeout })
         } else {
-            Err(format!(
-                "a peer timeout of {} s is outside the accepted range, {} to {} s",
-                timeout.as_secs_f64(),
-                MIN_PEER_TIMEOUT.as_secs_f64(),
-                MAX_PEER_TIMEOUT.as_secs_f64()
-            ))
+            Err(SecondsError::OutOfRange {
+                setting: "peer timeout",
+                given: timeout,
+                min: MIN_PEER_TIMEOUT,
+                max: MAX_PEER_TIMEOUT,
+            })
         }
     }
 
@@ -68,15 +70,8 @@ impl Liveness {
     ///
     /// Text that is not a number, or a number outside the accepted range (zero, negative,
     /// not finite, too small or too large); the message quotes the text.
-    pub fn from_seconds(text: &str) -> Result<Liveness, String> {
-        let seconds = text
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|seconds| seconds.is_finite() && *seconds > 0.0)
-            .ok_or_else(|| format!("expected a positive number of seconds, found {text:?}"))?;
-        let timeout = Duration::try_from_secs_f64(seconds).map_err(|error| format!("{text:?}: {error}"))?;
-        Liveness::new(timeout)
+    pub fn from_seconds(text: &str) -> Result<Liveness, SecondsError> {
+        Liveness::new(parse_seconds(text)?)
     }
 
     /// How long a peer may stay silent.
@@ -218,11 +213,11 @@ mod tests {
     fn rejects_what_is_not_a_usable_number_of_seconds() {
         for text in ["", "ten", "0", "-3", "NaN", "inf", "1e400"] {
             let error = Liveness::from_seconds(text).expect_err(text);
-            assert!(error.contains("positive number of seconds"), "{text}: {error}");
+            assert!(error.to_string().contains("positive number of seconds"), "{text}: {error}");
         }
         for text in ["0.001", "1e9"] {
             let error = Liveness::from_seconds(text).expect_err(text);
-            assert!(error.contains("outside the accepted range"), "{text}: {error}");
+            assert!(error.to_string().contains("outside the accepted range"), "{text}: {error}");
         }
     }
 

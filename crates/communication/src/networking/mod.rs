@@ -75,6 +75,7 @@ pub mod protection;
 pub mod receive_budget;
 pub mod runtime;
 pub mod seal;
+pub mod seconds;
 pub mod spill_file;
 pub mod transport;
 
@@ -101,6 +102,7 @@ pub use receive_budget::{
     DEFAULT_RECEIVE_BUDGET_BYTES,
 };
 pub use seal::{SessionKeys, Violation};
+pub use seconds::{parse_seconds, SecondsError};
 pub use transport::{
     Delivery, JoinedProcess, ProcessSender, ReceiveStats, Transport, TransportOptions, WakeFn,
     WorkerEndpoints,

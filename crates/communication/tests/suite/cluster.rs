@@ -140,7 +140,7 @@ fn an_address_other_machines_can_reach_needs_a_secret_and_is_refused_before_bind
     };
     for process in [0, 1] {
         let started = Instant::now();
-        let error = unprotected(process).try_build().err().expect("refused without a secret");
+        let error = unprotected(process).try_build().err().expect("refused without a secret").to_string();
         assert!(started.elapsed() < Duration::from_secs(2), "refused at once, not after dialing");
         assert!(error.contains("refusing to start without a cluster secret"), "{error}");
         assert!(error.contains("10.255.255.1:2102") && !error.contains("in use"), "{error}");

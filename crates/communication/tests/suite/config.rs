@@ -3,7 +3,7 @@
 use timely_communication::Config;
 
 fn parse(args: &[&str]) -> Result<(Config, Vec<String>), String> {
-    Config::from_args(args.iter().map(ToString::to_string))
+    Config::from_args(args.iter().map(ToString::to_string)).map_err(|error| error.to_string())
 }
 
 /// The number of workers and the remaining args, for comparison.
@@ -200,4 +200,23 @@ fn bad_receive_budgets_are_clear_errors_naming_the_option_and_value() {
         let option = args[2].split('=').next().unwrap();
         assert!(error.contains(&format!("option {option}")), "{args:?}: names the option: {error}");
     }
+}
+
+#[test]
+fn errors_say_where_the_problem_is() {
+    use timely_communication::networking::SecondsError;
+    use timely_communication::ConfigError;
+    let error = |args: &[&str]| Config::from_args(args.iter().map(ToString::to_string)).unwrap_err();
+    assert!(matches!(error(&["--workers=0"]), ConfigError::Option { option, .. } if option == "--workers"));
+    assert!(matches!(error(&["-w"]), ConfigError::Args(_)));
+    assert!(matches!(
+        error(&["-n", "2", "--peer-timeout", "soon"]),
+        ConfigError::OptionSeconds { option, error: SecondsError::NotSeconds(text) } if option == "--peer-timeout" && text == "soon"
+    ));
+    assert!(matches!(
+        error(&["-n", "2", "--peer-timeout=0.001"]),
+        ConfigError::OptionSeconds { error: SecondsError::OutOfRange { setting: "peer timeout", .. }, .. }
+    ));
+    assert!(matches!(error(&["-n", "2", "-h", "/nonexistent/hostfile"]), ConfigError::Network(_)));
+    assert_eq!(Config::Process(0).try_build().err(), Some(ConfigError::NoWorkers));
 }

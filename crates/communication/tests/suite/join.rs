@@ -323,7 +323,7 @@ fn workers_learn_of_a_join_through_their_allocator() {
 }
 
 fn parse(args: &[&str]) -> Result<ClusterConfig, String> {
-    match Config::from_args(args.iter().map(|arg| arg.to_string()))?.0 {
+    match Config::from_args(args.iter().map(|arg| arg.to_string())).map_err(|error| error.to_string())?.0 {
         Config::Cluster(cluster) => Ok(cluster),
         other => panic!("{args:?} is a cluster, not {other:?}"),
     }

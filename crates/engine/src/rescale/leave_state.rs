@@ -3,8 +3,8 @@
 //!
 //! This module owns which workers are leaving and which have left, the membership every
 //! exchange routes over (the workers present, leavers excluded), the *sealed* markers sent and
-//! received, the keyed exchanges ([`KeyedRoutes`]) and input handles ([`ReleaseOnLeave`])
-//! registered with it, and the operators that watch the membership. The protocol that changes
+//! received, the keyed exchanges ([`KeyedRoutes`]) and the input handles and sources
+//! ([`ReleaseOnLeave`]) registered with it, and the operators that watch the membership. The protocol that changes
 //! it is in `leave`.
 
 use std::cell::{Cell, RefCell};
@@ -20,11 +20,12 @@ pub trait KeyedRoutes {
     fn may_route_to(&self, worker: usize) -> bool;
 }
 
-/// Something the worker's program feeds through (an input handle), holding capabilities that
-/// the program, not an operator, releases.
+/// Something that holds capabilities no input justifies, which only the program would release:
+/// an input handle the program feeds through, or a source operator whose logic decides when
+/// it ends (the Python bindings' generic sources).
 pub trait ReleaseOnLeave {
-    /// This worker is leaving: hand on what was accepted, hold no capability from now on and
-    /// accept nothing more.
+    /// This worker is leaving: hand on what was accepted (or given), hold no capability from
+    /// now on and accept nothing more.
     fn release(&self);
 }
 
@@ -97,7 +98,7 @@ pub struct Leaves {
     pub(super) routes: RefCell<Vec<Weak<dyn KeyedRoutes>>>,
     /// Operators to wake when the workers present change.
     pub(super) watchers: RefCell<Vec<Weak<Activator>>>,
-    /// The input handles of this worker, released when it starts leaving.
+    /// The input handles and sources of this worker, released when it starts leaving.
     pub(super) inputs: RefCell<Vec<Weak<dyn ReleaseOnLeave>>>,
     /// On a leaving worker: the trace activity of its leave, ended once it is drained.
     pub(super) activity: RefCell<Option<Activity>>,
@@ -208,8 +209,8 @@ impl Leaves {
         self.watchers.borrow_mut().push(Rc::downgrade(activator));
     }
 
-    /// Registers an input handle, released when this worker starts leaving (at once if it
-    /// already is).
+    /// Registers an input handle or a source, released when this worker starts leaving (at
+    /// once if it already is).
     pub fn release_on_leave(&self, input: Weak<dyn ReleaseOnLeave>) {
         if self.this_leaves.get() {
             if let Some(input) = input.upgrade() {
@@ -222,7 +223,7 @@ impl Leaves {
         inputs.push(input);
     }
 
-    /// This worker starts leaving: every input handle lets go of its capabilities.
+    /// This worker starts leaving: every input handle and source lets go of its capabilities.
     pub(super) fn release_inputs(&self) {
         // Taken out first: releasing hands records on, which must not find the list borrowed.
         let inputs = std::mem::take(&mut *self.inputs.borrow_mut());

@@ -70,15 +70,17 @@ fn run(plan: Plan) -> Seen {
     let Plan { processes, threads, leaver, .. } = plan;
     let addresses = common::free_addresses(processes);
     let seen: Arc<Mutex<Seen>> = Arc::default();
-    // Stayers that have built the second dataflow; the leaver is held until all have.
+    // Workers that have built the second dataflow; the leaver is held until all that build
+    // it have (its own workers too: a leave complete before they build would refuse them).
     let built = Arc::new(AtomicUsize::new(0));
     let stayers = (processes - 1) * threads;
+    let builders = stayers + if plan.leaver_builds { threads } else { 0 };
     let program = {
         let seen = seen.clone();
         move |worker: &mut Worker| {
             let index = worker.index();
             let leaves_now = index / threads == leaver;
-            hold_leaver(worker, leaves_now, &built, stayers);
+            hold_leaver(worker, leaves_now, &built, builders);
             let state = worker.state().clone();
             let leaves = state.rescaling().leaves();
             let mut rng = Rng::new(plan.seed ^ (index as u64) << 32);
@@ -92,6 +94,7 @@ fn run(plan: Plan) -> Seen {
                 if plan.leaver_builds {
                     (0..rng.below(plan.delay + 1)).for_each(|_| _ = worker.step());
                     let (mut input, _probe) = build_counted(worker, &seen);
+                    built.fetch_add(1, Ordering::SeqCst);
                     // Released by the leave: it refuses records and holds no capability.
                     assert!(input.try_send(1).is_err());
                 }

@@ -4,8 +4,11 @@
 //! dropping one outside its operator's run activates the operator so that the change is
 //! reported. An `InputCapability` is valid only during the run that received its records.
 //! Ports and notificators resolve a Python capability argument here, to the engine's
-//! capability of the right operator.
+//! capability of the right operator. A source's capabilities are also released when its
+//! worker's process leaves the cluster (`leave`): using one then raises `LeavingError`.
 
+use crate::errors::LeavingError;
+use crate::generic::leave::LeaveSlot;
 use crate::generic::local::Local;
 use crate::generic::state::OpState;
 use crate::time::{from_py, show, to_py, Time};
@@ -13,7 +16,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use std::cell::RefCell;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use timely_engine::dataflow::operators::{Capability, InputCapability};
 
 /// An engine capability with the state of the operator it belongs to.
@@ -40,19 +43,33 @@ fn downgrade(held: &mut Held, time: &Bound<'_, PyAny>) -> PyResult<()> {
     Ok(())
 }
 
+/// Why a capability is no longer held.
+enum Gone {
+    /// Released by Python, or taken over (the text says by what, after "released").
+    Released(&'static str),
+    /// Released because the worker's process is leaving; the source's name.
+    Leaving(String),
+}
+
 /// A capability's state: held, or released (and why).
 struct CapSlot {
     held: Option<Held>,
-    gone: &'static str,
+    gone: Gone,
 }
 
 type CapCell = Rc<RefCell<CapSlot>>;
 
 impl CapSlot {
     fn held(&self) -> PyResult<&Held> {
-        self.held
-            .as_ref()
-            .ok_or_else(|| PyValueError::new_err(format!("capability was released{}", self.gone)))
+        self.held.as_ref().ok_or_else(|| match &self.gone {
+            Gone::Released(why) => PyValueError::new_err(format!("capability was released{}", why)),
+            Gone::Leaving(source) => LeavingError::new_err(format!(
+                "the capability of source '{}' was released because this worker's process is leaving \
+                 the cluster: the source should stop (return from its logic, or stop once \
+                 worker.leaving is True); what it gave before is delivered",
+                source
+            )),
+        })
     }
 
     /// Gives the capability up, activating its operator if that is not running.
@@ -66,6 +83,18 @@ impl CapSlot {
 impl Drop for CapSlot {
     fn drop(&mut self) {
         self.release();
+    }
+}
+
+impl LeaveSlot for RefCell<CapSlot> {
+    /// Gives the capability up; one released before keeps its reason.
+    fn release_for_leave(&self) -> bool {
+        let Ok(mut slot) = self.try_borrow_mut() else { return false };
+        if let Some(held) = slot.held.take() {
+            slot.gone = Gone::Leaving(held.op.name.clone());
+            held.op.changed();
+        }
+        true
     }
 }
 
@@ -89,7 +118,12 @@ pub struct PyCapability {
 impl PyCapability {
     /// Hands `held` to Python.
     pub fn new(held: Held) -> Self {
-        let slot = Rc::new(RefCell::new(CapSlot { held: Some(held), gone: "" }));
+        let leave = held.op.leave.clone();
+        let slot = Rc::new(RefCell::new(CapSlot { held: Some(held), gone: Gone::Released("") }));
+        if let Some(leave) = leave {
+            let tracked: Weak<RefCell<CapSlot>> = Rc::downgrade(&slot);
+            leave.track(tracked);
+        }
         PyCapability { slot: Local::new("this Capability", slot) }
     }
 
@@ -108,7 +142,7 @@ impl PyCapability {
         if !Rc::ptr_eq(&slot.held()?.op, op) {
             return Err(op.wrong_operator());
         }
-        slot.gone = gone;
+        slot.gone = Gone::Released(gone);
         Ok(slot.held.take().expect("checked above"))
     }
 
@@ -147,7 +181,8 @@ impl PyCapability {
     }
 
     /// Gives the capability up; using it afterwards raises `ValueError`. Releasing twice
-    /// does nothing.
+    /// does nothing. A source's capabilities are also released when its worker's process
+    /// leaves the cluster; using one then raises `LeavingError`.
     fn release(&self) -> PyResult<()> {
         self.release_now()
     }

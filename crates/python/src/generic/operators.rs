@@ -207,6 +207,14 @@ impl PyScope {
     /// the worker's next step. Send with `output.give(capability, x)`; `downgrade` the
     /// capability as times complete and release it when done: a source holding no
     /// capability is finished, and one that holds a capability must be activated again.
+    ///
+    /// When the worker's process leaves the cluster (`worker.leaving`), every capability of
+    /// the source is released (`generic::leave`): what it gave before is delivered, and using
+    /// a capability afterwards (`give` with it, `delayed`, `downgrade`, `time`) raises
+    /// `LeavingError`; the source should stop. Letting that error out of the logic ends the
+    /// run quietly, so a source that never stops still lets its process leave; any other
+    /// exception fails the run. Operators with inputs are not released: they finish when
+    /// their inputs do.
     #[pyo3(signature = (constructor, name="Source"))]
     fn source(&self, py: Python<'_>, constructor: Py<PyAny>, name: &str) -> PyResult<PyStream> {
         let spec = Spec {

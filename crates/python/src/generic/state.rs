@@ -1,12 +1,15 @@
 //! What a generic operator is (`Spec`, `Kind`) and the state its closure shares with its
 //! Python wrappers (`OpState`): whether the logic is running, which run it is, the
-//! activator, and the snapshot of the input frontiers taken at the start of each run.
+//! activator, the snapshot of the input frontiers taken at the start of each run, and, for a
+//! source, its part in its worker's leave.
 
 use crate::generic::frontier::PyFrontier;
+use crate::generic::leave::SourceLeave;
 use crate::time::{show, Time};
 use pyo3::exceptions::{PyAttributeError, PyIndexError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 use timely_engine::scheduling::Activator;
 use timely_engine::MutableAntichain;
 
@@ -51,6 +54,8 @@ pub struct OpState {
     pub watch: bool,
     /// The input frontiers at the start of the current run (if `watch`).
     pub frontiers: RefCell<Vec<MutableAntichain<Time>>>,
+    /// A source's capabilities, released when its worker leaves (None with inputs).
+    pub leave: Option<Rc<SourceLeave>>,
 }
 
 impl OpState {
@@ -77,8 +82,13 @@ impl OpState {
         self.live.set(true);
     }
 
-    /// The run ended.
+    /// The run ended. On a leaving worker, a source's capabilities that were in use when the
+    /// leave began (or were made since) are released now, while the run still counts as live
+    /// (the engine reports the change after it, with no activation needed).
     pub fn end(&self) {
+        if let Some(leave) = self.leave.as_ref().filter(|leave| leave.is_released()) {
+            leave.sweep();
+        }
         self.live.set(false);
         self.generation.set(self.generation.get() + 1);
     }
