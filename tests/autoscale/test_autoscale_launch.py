@@ -24,6 +24,11 @@ def results(out):
     return sorted((int(x), int(y), int(w), int(p)) for p, w, x, y in found)
 
 
+def autoscale_lines(out):
+    """Worker 0's decisions that change the count, in order (`scale out from 2 to 3 ...`)."""
+    return re.findall(r"^\[0\] autoscale: (scale (?:out|in) from .*)$", out, re.MULTILINE)
+
+
 def assert_exact(out, offered=int(RATE * 0.1) * int(SECONDS / 0.1)):
     """Every record offered is mapped exactly once, as a sequential run maps it."""
     got = results(out)
@@ -45,7 +50,16 @@ def test_the_autoscaler_adds_a_process_and_results_stay_exact(tmp_path):
     assert "[launch] process 2 started: it joins the cluster through worker 0" in err
     assert "process 3 started" not in err, "one scale-out only: max_processes is 3"
     assert re.search(r"^\[0\] worker 0: epoch \d+, workers present \[0, 1, 2\], [\d.]+ s$", out, re.MULTILINE)
-    assert f"[0] worker 0: done, {RATE * SECONDS} records, 1 actions, 3 processes" in out
+    # The scale-out is the only action, but at high load a scale-in may follow late in the run:
+    # the autoscaler observes the input's rate, which a worker 0 starved of CPU holds down
+    # (offering less than it should), so it sees 3 processes as too many. Never a second
+    # scale-out (max 3).
+    said = autoscale_lines(out)
+    assert said[0].startswith("scale out from 2 to 3"), said
+    assert all(line.startswith("scale in from 3 to 2") for line in said[1:]), said
+    done = re.search(rf"^\[0\] worker 0: done, {RATE * SECONDS} records, (\d) actions, (\d) processes$", out, re.M)
+    assert done and int(done.group(1)) == len(said), (said, out[-500:])
+    assert int(done.group(2)) in ((3,) if len(said) == 1 else (2, 3)), (said, out[-500:])
     got = assert_exact(out)
     assert any(w == 2 for _, _, w, _ in got), "the joined process took no share"
 
