@@ -42,10 +42,7 @@ mod reachability_graph;
 mod reachability_scopes;
 mod reachability_tracker;
 mod rescaling;
-#[cfg(feature = "trace-files")]
 mod trace;
-#[cfg(not(feature = "trace-files"))]
-mod trace_refused;
 mod wire_fuzz;
 mod wire_input;
 mod wire_joins;

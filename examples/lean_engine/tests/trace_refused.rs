@@ -1,7 +1,8 @@
-//! The engine built without trace files (feature `trace-files` off, as a program that only
-//! depends on timely-engine builds it): a trace asked for in code or on the command line
-//! stops the run before any worker starts, with an error that says the program was built
-//! without trace files. The traced runs themselves are `trace`'s (with the feature).
+//! The engine built without trace files (feature `trace-files` off, as this program, which
+//! depends on timely-engine alone, builds it): a trace asked for in code or on the command
+//! line stops the run before any worker starts, with an error that says the program was built
+//! without trace files. Traced runs are tested in the engine's own suite (`trace`), which has
+//! the feature.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
