@@ -153,6 +153,13 @@ if [ "$mode" = tests ]; then
     rust=$SECONDS
     CARGO_TARGET_DIR="$PWD/target" cargo build --release --manifest-path benches/timely-compare/Cargo.toml
     took "benches/timely-compare" "$rust"
+    # A program on timely-engine with its default features (no trace files: no Arrow, no
+    # Parquet), a workspace of its own so that the extension's features do not reach it;
+    # tests/trace/test_lean_engine.py runs it.
+    step "compiling examples/lean_engine (timely-engine without trace files)"
+    rust=$SECONDS
+    CARGO_TARGET_DIR="$PWD/target" cargo build --release --manifest-path examples/lean_engine/Cargo.toml
+    took "examples/lean_engine" "$rust"
 fi
 
 step "compiling the extension module timely_py._core (release; a first build takes minutes)"

@@ -56,10 +56,17 @@ rust_tests() {
         # `&&`: the function's status is its last command's, and `run_step` runs it where
         # `set -e` does not apply, so a failed nextest run must fail it explicitly.
         cargo nextest run --workspace --release --no-fail-fast --status-level fail --final-status-level slow &&
-            cargo test --workspace --release --doc -q
+            cargo test --workspace --release --doc -q &&
+            lean_engine_tests
     else
-        cargo test --workspace --release -q
+        cargo test --workspace --release -q && lean_engine_tests
     fi
+}
+
+# The engine without trace files (examples/lean_engine, a workspace of its own): a trace asked
+# for is refused.
+lean_engine_tests() {
+    CARGO_TARGET_DIR="$PWD/target" cargo test --release -q --manifest-path examples/lean_engine/Cargo.toml
 }
 
 pytest_args=(-n 2)

@@ -9,6 +9,11 @@
 //! points), `trace` (tracing a run into files), `clock_watch` (clock measurements into the
 //! trace).
 //!
+//! Features: `trace-files` writes traces (Parquet files, or Arrow batches for a callback)
+//! through `timely_trace`'s writer, and brings Arrow and Parquet in. Off by default: a program
+//! that does not trace compiles neither, and asking it for a trace (`--trace DIR`,
+//! `TIMELY_TRACE_DIR`) fails with an error that says it was built without trace files.
+//!
 //! ```
 //! use timely_engine::dataflow::{InputHandle, ProbeHandle};
 //!
@@ -29,6 +34,7 @@
 //! assert_eq!(seen.extract(), vec![(0, 0), (1, 2), (2, 4)]);
 //! ```
 
+#[cfg(feature = "trace-files")]
 mod clock_watch;
 mod cluster_failure;
 pub mod dataflow;

@@ -1,12 +1,15 @@
 //! The vocabulary of the trace format: event kinds, the classes that switch them on and off,
-//! the values of the small string columns, and the Arrow schema of every trace file.
+//! the values of the small string columns, and (feature `files`) the Arrow schema of every
+//! trace file.
 //!
 //! Names here are the strings that appear in the files; `docs/trace-format.md` is the
 //! reference and this module must agree with it.
 
 use std::fmt;
+#[cfg(feature = "files")]
 use std::sync::{Arc, OnceLock};
 
+#[cfg(feature = "files")]
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 /// The version of the trace format written by this crate (`format_version` in metadata).
@@ -290,6 +293,7 @@ impl Wake {
 }
 
 /// The columns of every trace file, in order (`process` and `worker` come from the path).
+#[cfg(feature = "files")]
 pub fn schema() -> SchemaRef {
     static SCHEMA: OnceLock<SchemaRef> = OnceLock::new();
     SCHEMA

@@ -75,7 +75,8 @@ impl Kind {
     }
 }
 
-#[cfg(test)]
+// The columns are the Arrow schema's, which comes with the trace files.
+#[cfg(all(test, feature = "files"))]
 mod tests {
     use super::*;
     use crate::schema::schema;

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use timely_communication::{RuntimeArgs, RuntimeOption};
-use timely_trace::{BatchCallback, EventClasses};
+#[cfg(feature = "trace-files")]
+use timely_trace::BatchCallback;
+use timely_trace::EventClasses;
 
 /// The environment variable naming a trace directory (like `--trace DIR`).
 pub const TRACE_DIR_VARIABLE: &str = "TIMELY_TRACE_DIR";
@@ -20,7 +22,9 @@ pub const TRACE_FLUSH_VARIABLE: &str = "TIMELY_TRACE_FLUSH";
 pub struct TraceSettings {
     /// Where the trace files go (none: only the callback receives events).
     pub directory: Option<PathBuf>,
-    /// Receives every batch of events on the writer thread, with the worker's index.
+    /// Receives every batch of events on the writer thread, with the worker's index (feature
+    /// `trace-files`: the batches are Arrow's).
+    #[cfg(feature = "trace-files")]
     pub callback: Option<BatchCallback>,
     /// The event classes recorded.
     pub classes: EventClasses,
@@ -35,6 +39,7 @@ impl TraceSettings {
     pub fn to_directory(directory: impl Into<PathBuf>) -> Self {
         TraceSettings {
             directory: Some(directory.into()),
+            #[cfg(feature = "trace-files")]
             callback: None,
             classes: EventClasses::all(),
             flush_interval: Duration::from_secs(1),
