@@ -12,8 +12,7 @@ import random
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support.analysis_traces import ANALYSIS_TABLES as TABLES
-from support.analysis_traces import BUILDERS, ordered, write_all
+from support.analysis_traces import BUILDERS, assert_same_tables, ordered, write_all
 from timely_py.analysis import activities as acts
 from timely_py.analysis import analyze, driver_communications, driver_profiles, pipeline
 
@@ -22,14 +21,6 @@ from timely_py.analysis import analyze, driver_communications, driver_profiles, 
 def traces(tmp_path_factory):
     """Every hand-built trace, by name."""
     return write_all(tmp_path_factory.mktemp("driver_profiles"))
-
-
-def written(result):
-    """Each table's schema (metadata left out) and rows, sorted."""
-    return {
-        name: (pq.read_table(result.tables[name]).schema.remove_metadata(), ordered(pq.read_table(result.tables[name]).to_pylist()))
-        for name in TABLES
-    }  # fmt: skip
 
 
 def by_spark_and_by_driver(spark, trace_dir, out, monkeypatch, slice="500ns"):
@@ -44,29 +35,18 @@ def by_spark_and_by_driver(spark, trace_dir, out, monkeypatch, slice="500ns"):
     return by_spark, by_driver
 
 
-def assert_same(by_spark, by_driver):
-    before, after = written(by_spark), written(by_driver)
-    for table in TABLES:
-        assert after[table][0] == before[table][0], f"{table}: {after[table][0]} / {before[table][0]}"
-        assert after[table][1] == before[table][1], table
-    for ordered_table in ("profile", "profile_contributor_worker", "slack"):  # written in Spark's order
-        rows = [pq.read_table(r.tables[ordered_table]).to_pylist() for r in (by_spark, by_driver)]
-        assert rows[1] == rows[0], ordered_table
-    assert by_driver.top == by_spark.top and by_driver.finding == by_spark.finding
-
-
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("name", list(BUILDERS))
 def test_driver_profiles_equal_sparks_on_hand_built_traces(spark, traces, name, tmp_path, monkeypatch):
     by_spark, by_driver = by_spark_and_by_driver(spark, traces[name], tmp_path, monkeypatch)
-    assert_same(by_spark, by_driver)
+    assert_same_tables(by_spark, by_driver)
     assert pq.read_table(by_driver.tables["critical_path"]).num_rows > 0
 
 
 @pytest.mark.timeout(900)
 def test_driver_profiles_equal_sparks_on_a_traced_bfs_run(spark, bfs_trace, tmp_path, monkeypatch):
     by_spark, by_driver = by_spark_and_by_driver(spark, bfs_trace, tmp_path, monkeypatch, slice="5ms")
-    assert_same(by_spark, by_driver)
+    assert_same_tables(by_spark, by_driver)
     assert by_driver.slices > 1 and pq.read_table(by_driver.tables["imbalance"]).num_rows > by_driver.slices
 
 

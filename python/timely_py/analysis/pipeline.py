@@ -179,8 +179,11 @@ def analyze(
         built = worker_files.build_activities(spark, trace_dir)
     else:
         built = build_activities(spark, trace_dir, kernels)
+    # The per-worker path's profiles come from the collected path too: Spark's ten profile
+    # queries cost more than collecting it (``docs/benchmarks.md``, "Per-worker files").
     return analyze_built(
-        built, trace_dir, out, length, progress=progress, views=views, started=started, kernels=kernels
+        built, trace_dir, out, length, progress=progress, views=views, started=started, kernels=kernels,
+        on_driver=True if per_worker else None,
     )
 
 
