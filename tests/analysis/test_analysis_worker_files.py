@@ -68,3 +68,15 @@ def test_a_worker_hands_spark_its_endpoints_and_bounds_only(traces):
 def test_the_per_worker_path_runs_the_native_kernels_only(spark, traces, tmp_path):
     with pytest.raises(ValueError, match="native kernels"):
         analyze(traces["three_workers"], out=tmp_path, spark=spark, views=False, kernels="python", per_worker=True)
+
+
+@pytest.mark.timeout(60)
+def test_a_worker_directory_without_files_yet_has_no_events_and_no_endpoints(tmp_path):
+    directory = tmp_path / "process=0" / "worker=3"
+    directory.mkdir(parents=True)
+    (row,) = worker_files.worker_directories(tmp_path)
+    assert (row["process"], row["worker"]) == (0, 3)
+    columns = [name for name in worker_files.ENDPOINTS.names if name not in ("t", "process")]
+    events = worker_files.read_worker(str(directory), 0, 3, columns, {0: {}})
+    assert events.num_rows == 0 and {"t", "ord", "worker", "kind", "address"} <= set(events.column_names)
+    assert worker_files.endpoints(events).num_rows == 0

@@ -59,8 +59,12 @@ ENDPOINTS = pa.schema(
        ("source_operator", pa.int64())]
 )  # fmt: skip
 
-#: The Arrow types of the pieces kernel's columns (:data:`.activities.PIECE_COLUMNS`), as Spark reads them.
-PIECE_TYPES = {"kind": pa.string(), "useful": pa.bool_(), "wake": pa.string(), "name": pa.string()}
+
+#: The Arrow types of the trace's columns that are not int64 (as Spark reads them: ``events``).
+_TRACE_TYPES = {
+    "kind": pa.string(), "name": pa.string(), "channel_kind": pa.string(), "wake": pa.string(),
+    "useful": pa.bool_(), "address": pa.list_(pa.int64()),
+}  # fmt: skip
 
 _PART = re.compile(r"part-(\d+)\.parquet$")
 
@@ -90,9 +94,9 @@ def read_worker(directory: str, process: int, worker: int, columns: List[str],
         first = int(match.group(1)) * ROWS_PER_PART
         table = table.append_column("ord", pa.array(np.arange(first, first + table.num_rows, dtype=np.int64)))
         tables.append(_plain_strings(table))
-    if not tables:
-        return pa.table({name: pa.array([], pa.int64()) for name in ("time_ns", "ord")})
-    events = pa.concat_tables(tables)
+    if not tables:  # a worker directory whose first file is not written yet
+        tables = [pa.table({name: pa.array([], _TRACE_TYPES.get(name, pa.int64())) for name in [*columns, "time_ns", "ord"]})]
+    events = pa.concat_tables(tables, promote_options="default")
     rows = events.num_rows
     events = events.append_column("process", pa.array(np.full(rows, process, dtype=np.int64)))
     events = events.append_column("worker", pa.array(np.full(rows, worker, dtype=np.int64)))
@@ -144,14 +148,14 @@ def _activity_task(
     def task(workers: pa.Table, received: pa.Table) -> pa.Table:
         tables = [read_worker(r["directory"], r["process"], r["worker"], columns, processes) for r in workers.to_pylist()]
         events = pa.concat_tables(tables) if tables else _no_events()
-        pieces = pa.table({name: events[name].cast(PIECE_TYPES.get(name, pa.int64())) for name in PIECE_COLUMNS})
+        pieces = pa.table({name: events[name].cast(_TRACE_TYPES.get(name, pa.int64())) for name in PIECE_COLUMNS})
         return stage(pieces, received)
 
     return task
 
 
 def _no_events() -> pa.Table:
-    return pa.table({name: pa.array([], PIECE_TYPES.get(name, pa.int64())) for name in PIECE_COLUMNS})
+    return pa.table({name: pa.array([], _TRACE_TYPES.get(name, pa.int64())) for name in PIECE_COLUMNS})
 
 
 def worker_frame(spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"]) -> "DataFrame":
