@@ -1,17 +1,13 @@
 """The per-worker path of a large trace (`analysis.worker_files`: each worker's files read by
-pyarrow in its own Python task, only the message endpoints handed to Spark's joins) against
-the path of events cached in Spark with Spark's joins and profile queries (what a large trace
-took before): every table `analyze` writes, schema and rows (sorted, floats exactly), the
-ordered tables in Spark's order, on the hand-built traces of `support.analysis_traces` (clock
-offsets between processes, three workers, every event kind) and on a traced BFS run of two
-processes; and what one worker hands Spark."""
+pyarrow in its own Python task, only the message endpoints handed to Spark's joins): what one
+worker hands Spark, a worker directory without files yet, and that the path runs the native
+kernels only. Its tables against Spark's path: `test_analysis_driver_profiles.py`."""
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import pytest
-from support.analysis_traces import BUILDERS, assert_same_tables, write_all
-from timely_py.analysis import analyze, pipeline, worker_files
+from support.analysis_traces import write_all
+from timely_py.analysis import analyze, worker_files
 from timely_py.analysis.events import trace_info
 
 
@@ -19,31 +15,6 @@ from timely_py.analysis.events import trace_info
 def traces(tmp_path_factory):
     """Every hand-built trace, by name."""
     return write_all(tmp_path_factory.mktemp("worker_files"))
-
-
-def by_spark_and_by_files(spark, trace_dir, out, monkeypatch, slice="500ns"):
-    """Every table `analyze` writes with the events cached in Spark and no driver shortcut
-    (the large-trace path before the per-worker one), then with the per-worker path."""
-    with monkeypatch.context() as patched:
-        patched.setattr(pipeline, "SMALL_TRACE_EVENTS", 0)  # no trace is small: Spark's joins and queries
-        by_spark = analyze(trace_dir, out=out / "spark", slice=slice, spark=spark, views=False, per_worker=False)
-    by_files = analyze(trace_dir, out=out / "files", slice=slice, spark=spark, views=False, per_worker=True)
-    return by_spark, by_files
-
-
-@pytest.mark.timeout(600)
-@pytest.mark.parametrize("name", list(BUILDERS))
-def test_per_worker_files_give_the_tables_of_spark_on_hand_built_traces(spark, traces, name, tmp_path, monkeypatch):
-    by_spark, by_files = by_spark_and_by_files(spark, traces[name], tmp_path, monkeypatch)
-    assert_same_tables(by_spark, by_files)
-    assert pq.read_table(by_files.tables["activities"]).num_rows > 0
-
-
-@pytest.mark.timeout(900)
-def test_per_worker_files_give_the_tables_of_spark_on_a_traced_bfs_run(spark, bfs_trace, tmp_path, monkeypatch):
-    by_spark, by_files = by_spark_and_by_files(spark, bfs_trace, tmp_path, monkeypatch, slice="5ms")
-    assert_same_tables(by_spark, by_files)
-    assert by_files.workers == 4 and pq.read_table(by_files.tables["communications"]).num_rows > 0
 
 
 @pytest.mark.timeout(60)
@@ -80,3 +51,31 @@ def test_a_worker_directory_without_files_yet_has_no_events_and_no_endpoints(tmp
     events = worker_files.read_worker(str(directory), 0, 3, columns, {0: {}})
     assert events.num_rows == 0 and {"t", "ord", "worker", "kind", "address"} <= set(events.column_names)
     assert worker_files.endpoints(events).num_rows == 0
+
+
+class _Stop(Exception):
+    """Ends a console-script run once `analyze` was called."""
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("flags, per_worker", [([], None), (["--through-spark"], False)])
+def test_the_console_script_reads_through_spark_when_asked(traces, tmp_path, monkeypatch, flags, per_worker):
+    import concurrent.futures
+
+    from timely_py import cli
+    from timely_py.analysis import cli as analysis_cli
+    from timely_py.analysis import pipeline
+
+    calls = []
+
+    def recording_analyze(*args, **options):
+        calls.append(options)
+        raise _Stop
+
+    ready = concurrent.futures.Future()
+    ready.set_result(object())
+    monkeypatch.setattr(analysis_cli, "session_soon", lambda **options: ready)
+    monkeypatch.setattr(pipeline, "analyze", recording_analyze)
+    with pytest.raises(_Stop):
+        cli.main(["analyze", str(traces["three_workers"]), "--out", str(tmp_path), *flags])
+    assert calls[0]["per_worker"] is per_worker

@@ -18,7 +18,8 @@ worker (``process=P/worker=W``), so Spark gets a DataFrame of the workers (a row
    (:func:`.kernels.native_worker_stage`, as :mod:`.worker_stage` does for events cached
    in Spark): only its activities go back to the JVM.
 
-The tables are those of the Spark path, row for row (``tests/analysis/test_analysis_worker_files.py``).
+The tables are those of the Spark path, row for row
+(``tests/analysis/test_analysis_driver_profiles.py``, ``test_analysis_worker_files.py``).
 The executors must see the trace directory at the path the driver was given (a local
 master, or a file system shared by the cluster). It must not implement a kernel, decide
 what a communication is, or interpret events beyond choosing the endpoints.
