@@ -319,7 +319,8 @@ def assert_same_tables(before, after):
 
     tables_before, tables_after = written_tables(before), written_tables(after)
     for table in ANALYSIS_TABLES:
-        assert tables_after[table][0] == tables_before[table][0], f"{table}: {tables_after[table][0]} / {tables_before[table][0]}"
+        schema_before, schema_after = tables_before[table][0], tables_after[table][0]
+        assert schema_after == schema_before, f"{table}: {schema_after} / {schema_before}"
         assert tables_after[table][1] == tables_before[table][1], table
     for ordered_table in ("profile", "profile_contributor_worker", "slack"):  # written in Spark's order
         rows = [pq.read_table(r.tables[ordered_table]).to_pylist() for r in (before, after)]

@@ -96,7 +96,8 @@ def read_worker(directory: str, process: int, worker: int, columns: List[str],
         table = table.append_column("ord", pa.array(np.arange(first, first + table.num_rows, dtype=np.int64)))
         tables.append(_plain_strings(table))
     if not tables:  # a worker directory whose first file is not written yet
-        tables = [pa.table({name: pa.array([], _TRACE_TYPES.get(name, pa.int64())) for name in [*columns, "time_ns", "ord"]})]
+        names = [*columns, "time_ns", "ord"]
+        tables = [pa.table({name: pa.array([], _TRACE_TYPES.get(name, pa.int64())) for name in names})]
     events = pa.concat_tables(tables, promote_options="default")
     rows = events.num_rows
     events = events.append_column("process", pa.array(np.full(rows, process, dtype=np.int64)))
@@ -126,7 +127,9 @@ def endpoints(events: pa.Table) -> pa.Table:
     return pa.concat_tables([rows, edges])
 
 
-def _endpoint_task(processes: Mapping[int, Mapping[str, Any]]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def _endpoint_task(
+    processes: Mapping[int, Mapping[str, Any]],
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function of step 1: worker rows in, their endpoints out."""
     columns = [name for name in ENDPOINTS.names if name not in ("t", "process")]
 
@@ -147,7 +150,8 @@ def _activity_task(
     columns = [name for name in PIECE_COLUMNS if name not in ("worker", "t", "ord")]
 
     def task(workers: pa.Table, received: pa.Table) -> pa.Table:
-        tables = [read_worker(r["directory"], r["process"], r["worker"], columns, processes) for r in workers.to_pylist()]
+        rows = workers.to_pylist()
+        tables = [read_worker(r["directory"], r["process"], r["worker"], columns, processes) for r in rows]
         events = pa.concat_tables(tables) if tables else _no_events()
         pieces = pa.table({name: events[name].cast(_TRACE_TYPES.get(name, pa.int64())) for name in PIECE_COLUMNS})
         return stage(pieces, received)
