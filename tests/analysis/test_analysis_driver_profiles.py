@@ -1,19 +1,22 @@
 """A small trace's communications and profiles computed on the driver
 (`analysis.driver_communications`: the message events collected once and joined in pyarrow;
 `analysis.driver_profiles`: from the collected critical path and one query of the sliced
-activities) against Spark's joins and queries (`analysis.activities.communications`,
-`analysis.profiles`): every table `analyze` writes, schema (nullability included) and rows
-(sorted, floats compared exactly), on the hand-built traces of `support.analysis_traces` (one
-of them with three workers) and on a traced BFS run; the ordered tables in Spark's order; and
-the communications of random message events (duplicates, null keys, unmatched sends) both ways."""
+activities), and a large trace's per-worker path (`analysis.worker_files`: each worker's files
+read by pyarrow in its own task, only the endpoints joined by Spark, the profiles on the
+driver), against Spark's joins and queries over the events cached in Spark
+(`analysis.activities.communications`, `analysis.profiles`): every table `analyze` writes,
+schema (nullability included) and rows (sorted, floats compared exactly), on the hand-built
+traces of `support.analysis_traces` (one of them with three workers, two with clock offsets
+between processes) and on a traced BFS run of two processes; the ordered tables in Spark's
+order; and the communications of random message events (duplicates, null keys, unmatched
+sends) both ways."""
 
 import random
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support.analysis_traces import ANALYSIS_TABLES as TABLES
-from support.analysis_traces import BUILDERS, ordered, write_all
+from support.analysis_traces import BUILDERS, assert_same_tables, ordered, write_all
 from timely_py.analysis import activities as acts
 from timely_py.analysis import analyze, driver_communications, driver_profiles, pipeline
 
@@ -24,49 +27,34 @@ def traces(tmp_path_factory):
     return write_all(tmp_path_factory.mktemp("driver_profiles"))
 
 
-def written(result):
-    """Each table's schema (metadata left out) and rows, sorted."""
-    return {
-        name: (pq.read_table(result.tables[name]).schema.remove_metadata(), ordered(pq.read_table(result.tables[name]).to_pylist()))
-        for name in TABLES
-    }  # fmt: skip
-
-
 def by_spark_and_by_driver(spark, trace_dir, out, monkeypatch, slice="500ns"):
     """Every table `analyze` writes with the communications and profiles from Spark's joins and
-    queries, then from the driver."""
+    queries, then from the driver, then by the per-worker path."""
     with monkeypatch.context() as patched:
         patched.setattr(pipeline, "SMALL_TRACE_EVENTS", 0)  # no trace is small: Spark's queries
-        by_spark = analyze(trace_dir, out=out / "spark", slice=slice, spark=spark, views=False)
+        by_spark = analyze(trace_dir, out=out / "spark", slice=slice, spark=spark, views=False, per_worker=False)
     with monkeypatch.context() as patched:
         patched.setattr(pipeline, "SMALL_TRACE_EVENTS", 1 << 62)  # every trace is small: the driver
-        by_driver = analyze(trace_dir, out=out / "driver", slice=slice, spark=spark, views=False)
-    return by_spark, by_driver
-
-
-def assert_same(by_spark, by_driver):
-    before, after = written(by_spark), written(by_driver)
-    for table in TABLES:
-        assert after[table][0] == before[table][0], f"{table}: {after[table][0]} / {before[table][0]}"
-        assert after[table][1] == before[table][1], table
-    for ordered_table in ("profile", "profile_contributor_worker", "slack"):  # written in Spark's order
-        rows = [pq.read_table(r.tables[ordered_table]).to_pylist() for r in (by_spark, by_driver)]
-        assert rows[1] == rows[0], ordered_table
-    assert by_driver.top == by_spark.top and by_driver.finding == by_spark.finding
+        by_driver = analyze(trace_dir, out=out / "driver", slice=slice, spark=spark, views=False, per_worker=False)
+    by_files = analyze(trace_dir, out=out / "files", slice=slice, spark=spark, views=False, per_worker=True)
+    return by_spark, by_driver, by_files
 
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("name", list(BUILDERS))
 def test_driver_profiles_equal_sparks_on_hand_built_traces(spark, traces, name, tmp_path, monkeypatch):
-    by_spark, by_driver = by_spark_and_by_driver(spark, traces[name], tmp_path, monkeypatch)
-    assert_same(by_spark, by_driver)
+    by_spark, by_driver, by_files = by_spark_and_by_driver(spark, traces[name], tmp_path, monkeypatch)
+    assert_same_tables(by_spark, by_driver)
+    assert_same_tables(by_spark, by_files)
     assert pq.read_table(by_driver.tables["critical_path"]).num_rows > 0
 
 
 @pytest.mark.timeout(900)
 def test_driver_profiles_equal_sparks_on_a_traced_bfs_run(spark, bfs_trace, tmp_path, monkeypatch):
-    by_spark, by_driver = by_spark_and_by_driver(spark, bfs_trace, tmp_path, monkeypatch, slice="5ms")
-    assert_same(by_spark, by_driver)
+    by_spark, by_driver, by_files = by_spark_and_by_driver(spark, bfs_trace, tmp_path, monkeypatch, slice="5ms")
+    assert_same_tables(by_spark, by_driver)
+    assert_same_tables(by_spark, by_files)
+    assert by_files.workers == 4
     assert by_driver.slices > 1 and pq.read_table(by_driver.tables["imbalance"]).num_rows > by_driver.slices
 
 

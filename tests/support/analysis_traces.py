@@ -302,3 +302,27 @@ def write_all(root):
 def ordered(rows):
     """Rows in one order that only depends on their values (nulls and all)."""
     return sorted(rows, key=repr)
+
+
+def written_tables(result):
+    """Each table of an analysis's `result`: its schema (metadata left out) and rows, sorted."""
+    import pyarrow.parquet as pq
+
+    tables = {name: pq.read_table(result.tables[name]) for name in ANALYSIS_TABLES}
+    return {name: (table.schema.remove_metadata(), ordered(table.to_pylist())) for name, table in tables.items()}
+
+
+def assert_same_tables(before, after):
+    """Two analyses wrote the same tables: schemas, rows (sorted, floats exactly), the ordered
+    tables in the same order, and the same headline."""
+    import pyarrow.parquet as pq
+
+    tables_before, tables_after = written_tables(before), written_tables(after)
+    for table in ANALYSIS_TABLES:
+        schema_before, schema_after = tables_before[table][0], tables_after[table][0]
+        assert schema_after == schema_before, f"{table}: {schema_after} / {schema_before}"
+        assert tables_after[table][1] == tables_before[table][1], table
+    for ordered_table in ("profile", "profile_contributor_worker", "slack"):  # written in Spark's order
+        rows = [pq.read_table(r.tables[ordered_table]).to_pylist() for r in (before, after)]
+        assert rows[1] == rows[0], ordered_table
+    assert after.top == before.top and after.finding == before.finding

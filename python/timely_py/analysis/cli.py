@@ -48,6 +48,11 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help="the per-partition kernels: rust (native, default) or python (the reference)",
     )  # fmt: skip
     command.add_argument(
+        "--through-spark", action="store_true",
+        help="read a large trace through Spark, not each worker's files in a task of its own "
+        "(for a cluster whose executors cannot see the trace directory)",
+    )  # fmt: skip
+    command.add_argument(
         "--follow", action="store_true",
         help="analyse a trace still being written: print each slice once it is final, stop when the run ends",
     )  # fmt: skip
@@ -78,7 +83,7 @@ def _analyze(arguments: argparse.Namespace) -> int:
     progress("spark session", time.monotonic() - started)
     result = analyze(
         arguments.directory, out=arguments.out, slice=arguments.slice, spark=spark, progress=progress,
-        views=not arguments.no_views, kernels=arguments.kernels,
+        views=not arguments.no_views, kernels=arguments.kernels, per_worker=False if arguments.through_spark else None,
     )  # fmt: skip
     print(report(result))
     return 0

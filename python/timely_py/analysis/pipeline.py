@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import activities as acts
-from . import driver_communications, driver_profiles, plots, profiles, worker_stage
+from . import driver_communications, driver_profiles, plots, profiles, worker_files, worker_stage
 from .clocks import correct_clocks
 from .critical_path import critical_paths
 from .events import TraceInfo, count_events, load_events
@@ -150,6 +150,7 @@ def analyze(
     progress: Optional[Progress] = None,
     views: bool = True,
     kernels: str = "rust",
+    per_worker: Optional[bool] = None,
 ) -> AnalysisResult:
     """Analyses the trace at ``trace_dir`` and writes its tables as Parquet under ``out``,
     and (``views``) the plots, the HTML viewer and the Perfetto trace of ``docs/critical-path.md``.
@@ -159,7 +160,9 @@ def analyze(
     ``communications``, ``activities``, ``critical_path``, ``slices``, ``profile``,
     ``profile_type``, ``profile_operator``, ``profile_worker``, ``profile_contributor_worker``,
     ``imbalance``, ``slack``. ``kernels`` runs the per-partition kernels natively (``"rust"``) or as the plain-Python
-    reference (``"python"``); both give the same tables.
+    reference (``"python"``); both give the same tables. ``per_worker``: whether stages 0 to 3
+    run as one task per worker over its own files (:mod:`.worker_files`, native kernels only);
+    by default for a trace of :data:`.worker_files.PER_WORKER_EVENTS` events or more.
     Raises ValueError for a path that is not a readable trace, a bad slice length or kernels.
     """
     length = parse_duration(slice)
@@ -168,10 +171,19 @@ def analyze(
     if spark is None:  # a session passed in was made, and timed, by the caller
         spark = get_session(master=master, conf=conf, events=count_events(trace_dir))
         started = _stage(progress, "spark session", started)
-    session = spark
-    built = build_activities(session, trace_dir, kernels)
+    if per_worker is None:
+        per_worker = kernels == "rust" and count_events(trace_dir) >= worker_files.PER_WORKER_EVENTS
+    if per_worker and kernels != "rust":
+        raise ValueError("the per-worker path runs the native kernels only (kernels='rust')")
+    if per_worker:
+        built = worker_files.build_activities(spark, trace_dir)
+    else:
+        built = build_activities(spark, trace_dir, kernels)
+    # The per-worker path's profiles come from the collected path too: Spark's ten profile
+    # queries cost more than collecting it (``docs/benchmarks.md``, "Per-worker files").
     return analyze_built(
-        built, trace_dir, out, length, progress=progress, views=views, started=started, kernels=kernels
+        built, trace_dir, out, length, progress=progress, views=views, started=started, kernels=kernels,
+        on_driver=True if per_worker else None,
     )
 
 

@@ -114,7 +114,7 @@ BUSY = pa.schema([("slice", _I64), ("contributor", _STR), ("type", _STR), ("work
 
 def spark_types(schema: pa.Schema) -> Dict[str, str]:
     """The Spark SQL type of each column of ``schema``."""
-    names = {pa.int64(): "bigint", pa.string(): "string", pa.bool_(): "boolean"}
+    names = {pa.int64(): "bigint", pa.string(): "string", pa.bool_(): "boolean", pa.list_(pa.int64()): "array<bigint>"}
     return {field.name: names[field.type] for field in schema}
 
 
