@@ -24,6 +24,7 @@ import glob
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -56,7 +57,10 @@ def launch(out: Path, processes: int, mode: str, *, spec: str, sleep: float, low
            t0: float = 0.0, start_epoch: int = 0, run: int = 0, observed: bool = False,
            extra: Sequence[str] = ()) -> subprocess.Popen:
     """Starts one run of the job under the launcher, in a session of its own (to kill it whole)."""
-    ports = ["--base-port", str(base_port)] if base_port else []  # 0: the launcher picks free ports
+    # 0: ports the OS says are free, in a hostfile of this run's own. Not the launcher's
+    # default range: other launchers (tests beside this one) pick free ports there too, and
+    # one could take a port between this run's check and its processes' binds.
+    ports = ["--base-port", str(base_port)] if base_port else ["--hostfile", str(free_hostfile(out, high + 4))]
     command = [sys.executable, "-m", "timely_py.launch", "-n", str(processes), *ports,
                "--max-processes", str(high + 4), str(JOB), "--out", str(out), "--mode", mode, "--schedule", spec,
                "--sleep", str(sleep), "--min", str(low), "--max", str(high), "--t0", f"{t0:.6f}",
@@ -68,6 +72,21 @@ def launch(out: Path, processes: int, mode: str, *, spec: str, sleep: float, low
                                    start_new_session=True)
     process.log_path = path  # type: ignore[attr-defined]
     return process
+
+
+def free_hostfile(out: Path, count: int) -> Path:
+    """A hostfile in `out` with `count` loopback ports the OS reports free."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        ports = [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+    path = out / "hostfile"
+    path.write_text("".join(f"127.0.0.1:{port}\n" for port in ports))
+    return path
 
 
 def wait(process: subprocess.Popen, timeout: float) -> None:
