@@ -11,9 +11,15 @@ leave released it is that one. The records go through a plain `exchange` and a k
 `count_by_key`. The leaving process leaves once its source has emitted `leave_at` epochs:
 its first worker calls `worker.leave()` ("leave", and "fail", where its source then raises an
 unrelated exception), or the first worker of process `remover` asks the launcher once its
-probe passed `leave_at` ("remove"). Each worker writes to `OUTDIR/W.json`:
+probe passed `leave_at` ("remove"). With `join`, worker 0 first asks the launcher for a process
+in epoch `join_at`; the joined workers build the same dataflow, feed from the first epoch their
+source is given, and the joined process may be the leaver or the remover. The leave is asked
+only once the asking worker saw the join, and the sources that stay stop `stay_epochs` epochs
+after their worker saw it (a source stopped before the join would leave the joiner's without
+a capability). Each worker writes to `OUTDIR/W.json`:
 
     {"worker": W, "leaving": bool, "members": [...], "epoch": E (next epoch its source would emit),
+     "stop_at": epoch its source stops at if it stays, "joined": bool (a joined worker),
      "stopped": None or [exception type, message] (what ended its source's logic),
      "emitted": [[epoch, key, worker, epoch, i], ...] (records its source gave),
      "exchange": [[epoch, key, worker, epoch, i], ...], "counts": [[epoch, key, count], ...]}
@@ -50,9 +56,16 @@ class Plan:
     leaver: int  # the process that leaves
     remover: int  # with "remove": the process whose first worker asks the launcher
     leave_at: int  # the leave is asked once the leaver's source emitted this many epochs
-    stay_epochs: int  # epochs the sources of the processes that stay emit
+    stay_epochs: int  # epochs the sources of the processes that stay emit (after the join, if any)
     touch: str  # one of TOUCHES
     keys: tuple
+    join: bool  # worker 0 asks the launcher for one more process first
+    join_at: int  # with `join`, the epoch in which worker 0 asks
+
+    @property
+    def final_processes(self):
+        """The processes of the run, the joined one included."""
+        return self.processes + self.join
 
     @property
     def leavers(self):
@@ -65,16 +78,19 @@ class Plan:
         return [(rng.choice(self.keys), worker, epoch, i) for i in range(rng.randint(0, 3))]
 
 
-def plan(seed, processes, workers, how):
-    """The plan of `seed` on `processes` processes of `workers` workers each."""
+def plan(seed, processes, workers, how, join=False):
+    """The plan of `seed` on `processes` processes of `workers` workers each (and one that
+    joins, with `join`)."""
     rng = random.Random(seed)
-    leaver = rng.randrange(processes)
+    final = processes + join
+    leaver = rng.randrange(final)
     ints = rng.sample(range(-20, 200), rng.randint(3, 10))
     return Plan(
         seed=seed, processes=processes, workers=workers, how=how, leaver=leaver,
-        remover=rng.choice([p for p in range(processes) if p != leaver]),
+        remover=rng.choice([p for p in range(final) if p != leaver]),
         leave_at=rng.randint(2, 40), stay_epochs=rng.randint(1, 80), touch=TOUCHES[seed % len(TOUCHES)],
         keys=tuple(i if rng.random() < 0.5 else f"k{i}" for i in ints),
+        join=join, join_at=rng.randint(0, 3),
     )
 
 
@@ -101,14 +117,14 @@ class Run:
         return [(e, k, c, w) for w, data in self.workers.items() for e, k, c in data["counts"]]
 
 
-def launch_run(directory, seed, processes, workers, how):
+def launch_run(directory, seed, processes, workers, how, join=False):
     """Runs the script of `seed` under the launcher and returns its `Run` (failed or not)."""
-    p = plan(seed, processes, workers, how)
+    p = plan(seed, processes, workers, how, join)
     outdir = directory / "workers"
     outdir.mkdir()
-    hostfile, _ = write_hostfile(directory, processes)
+    hostfile, _ = write_hostfile(directory, p.final_processes)
     with Launched(directory, "-n", processes, "-w", workers, "--hostfile", hostfile,
-                  SCRIPT, seed, outdir, processes, workers, how) as run:
+                  SCRIPT, seed, outdir, processes, workers, how, "join" if join else "stay") as run:
         status = run.status(RUN_TIMEOUT)
         out, err = run.out(), run.err()
     found = {int(path.stem): json.loads(path.read_text()) for path in outdir.glob("*.json")}
