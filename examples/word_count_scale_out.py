@@ -10,7 +10,8 @@ calls `timely_py.launch.add_process()`; the new process's workers join, receive 
 state of the word count from the others, and feed words too. As soon as worker 0 counts the
 new workers it rebalances the bins over every worker with STRATEGY (all_at_once, fluid or
 batched; default batched), so part of the per-word state moves to the new process while
-words keep arriving. Each worker prints how many words it counted (the new ones count only
+words keep arriving (every worker feeds on until the new process has joined, however long its
+start takes). Each worker prints how many words it counted (the new ones count only
 once bins have moved to them), and worker 0 checks the result: the latest count of every word
 must equal a plain count of every word any worker fed, before and after the join.
 """
@@ -24,6 +25,8 @@ from timely_py import launch
 from timely_py.megaphone import Control, Controller, RoutingTable, Strategy
 
 BINS = 64
+#: Seconds the workers feed on waiting for the process they asked for before they give up.
+WAIT_FOR_JOIN = 60
 TEXT = """the quick brown fox jumps over the lazy dog while the dog sleeps and the fox
 runs over the hill to the river where the quick fish swim under the old bridge""".split()
 
@@ -75,7 +78,13 @@ def main(worker):
     controller = Controller(RoutingTable.round_robin(BINS, worker.peers))  # used by worker 0
     epoch, peers = data.time, worker.peers
     last = max(epochs, epoch + 12) if joined else epochs
-    while epoch < last or not controller.idle:  # worker 0 sends every planned move
+    grown = joined  # every worker feeds on until it counts the new process's workers
+    started = time.monotonic()
+    # Worker 0 sends every planned move; nobody stops before the new process joined, since
+    # a joiner that arrives late (a slow machine) would find no cluster to join.
+    while epoch < last or not controller.idle or (not grown and epochs > ask_at):
+        if not grown and time.monotonic() - started > WAIT_FOR_JOIN:
+            raise SystemExit(f"worker {worker.index}: no process joined within {WAIT_FOR_JOIN} s")
         data.send_batch([(word, 1) for word in words_of(epoch, worker.index)])
         if worker.index == 0:
             if epoch == ask_at:
@@ -87,7 +96,7 @@ def main(worker):
         while probe.less_than(epoch + 1):
             worker.step_or_park(0.01)
         if worker.peers > peers:
-            peers, last = worker.peers, max(last, epoch + 12)
+            peers, last, grown = worker.peers, max(last, epoch + 12), True
             if worker.index == 0:
                 moved = controller.rebalance(worker.members, strategy_named(strategy_name), epoch + 2)
                 say(f"worker 0: epoch {epoch}, the cluster grew to {peers} workers: moving "

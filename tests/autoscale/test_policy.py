@@ -172,3 +172,26 @@ def test_an_operator_that_hardly_ran_passes_demand_on_with_its_last_selectivity(
     assert not by_name(second)["Parse"].judged
     fresh = Policy(Settings(max_processes=8)).decide(idle_parse, **TWO_BY_TWO)
     assert by_name(fresh)["Count"].demand == pytest.approx(2000 + 200), "one out per record in before any"
+
+
+@pytest.mark.timeout(10)
+def test_before_any_measured_selectivity_a_few_records_give_a_rough_one():
+    """A starved worker passed Split only 3 ranges in the window, too few to measure its
+    fan-out, and none was measured before: the 120 pieces it sent for them still carry the
+    offered 10 ranges/s on to Work as 400 records/s (the example `autoscaled_pipeline.py` once
+    saw 10 here under load and missed its scale-out). A later window with a measure replaces
+    the rough ratio, and a rough ratio is never kept."""
+    def window(split_in, split_out):
+        return signals_of(["Input", "Split", "Work"], edges=[("Input", "Split", 1.0), ("Split", "Work", 1.0)],
+                          window_s=1.5, records_in={"Split": split_in, "Work": 150},
+                          records_out={"Input": split_in, "Split": split_out, "Work": 150},
+                          useful_s={"Input": 0.01, "Split": 0.001, "Work": 1.4}, workers=[0])
+    policy = Policy(Settings(max_processes=3))
+    starved = policy.decide(window(3, 120), offered={"Input": 10.0}, processes=2, workers_per_process=1)
+    assert by_name(starved)["Work"].demand == pytest.approx(400.0)
+    assert starved.action == "scale_out"
+    assert not policy.selectivities, "a ratio from too few records is not kept"
+    measured = policy.decide(window(30, 600), offered={"Input": 10.0}, processes=2, workers_per_process=1)
+    assert by_name(measured)["Work"].demand == pytest.approx(200.0)
+    again = policy.decide(window(3, 300), offered={"Input": 10.0}, processes=2, workers_per_process=1)
+    assert by_name(again)["Work"].demand == pytest.approx(200.0), "the measured selectivity stands"

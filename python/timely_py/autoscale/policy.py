@@ -10,7 +10,8 @@ bottleneck) decides it.
 2. In topological order, an operator's demand is the sum of its input channels' demanded
    rates, and each output channel carries demand x selectivity (records sent on that
    channel per record in, over the window; from a window in which the operator received
-   fewer than `MIN_RECORDS`, the last one measured, or 1 before any).
+   fewer than `MIN_RECORDS`, the last one measured, before any the ratio its few records
+   show, and 1 without records).
 3. With one instance's true processing rate ``r`` and ``n`` instances (the workers present),
    the utilisation is ``demand / (r n)``; the instances it needs are ``demand / (r target)``,
    and the processes ``ceil(instances / workers_per_process)``.
@@ -94,9 +95,11 @@ class Policy:
                     if measured is not None:
                         self.selectivities[channel] = measured
                     # An operator that hardly ran in the window (its worker spent it in another
-                    # operator's long run) says nothing of what it passes on: the last measured
-                    # selectivity stands, and before any, one record out per record in.
-                    on_channel[channel] = demand * self.selectivities.get(channel, 1.0)
+                    # operator's long run) says little of what it passes on: the last measured
+                    # selectivity stands; before any, what its few records say (a fan-out of
+                    # 40 seen on 3 records beats assuming 1), and with none, one out per in.
+                    rough = s.selectivity(channel) if channel not in self.selectivities else None
+                    on_channel[channel] = demand * self.selectivities.get(channel, 1.0 if rough is None else rough)
                 true_rate = s.true_processing_rate
                 judged = s.useful_s >= settings.min_useful and s.records_in > 0
                 note = "" if judged else (
