@@ -15,8 +15,9 @@ const LIMIT: Duration = Duration::from_secs(120);
 const SETUP: Duration = Duration::from_secs(20);
 /// A clock interval short enough for a test to see several measurements.
 const INTERVAL: Duration = Duration::from_millis(300);
-/// The largest error accepted on loopback, even on a loaded machine.
-const MAX_ERROR_NS: i64 = 50_000_000;
+/// The largest error accepted on loopback, even on a loaded machine (at load 16 on 2 cores
+/// a measurement's round trip took 110 ms, an error of 55 ms).
+const MAX_ERROR_NS: i64 = 250_000_000;
 
 /// Connects `processes` simulated processes; returns each one's streams.
 fn connect(processes: usize) -> Vec<Vec<Option<PeerStream>>> {
