@@ -109,7 +109,7 @@ def test_a_loop_is_one_operator_whose_records_enter_through_its_scope():
     inside it, which the input sends on from the program's code) are its records in, the
     edge Input -> loop is found, and its true rate is records entered per useful second of
     the whole loop: each record costs several iterations' sleeps, so it is far below the
-    map's 1 / SLEEP."""
+    map's 1 / SLEEP. Inside the loop, that map is the operator blamed."""
     from support.autoscale import looping_main
     from timely_py.autoscale import Policy, Settings
 
@@ -131,6 +131,14 @@ def test_a_loop_is_one_operator_whose_records_enter_through_its_scope():
     decision = Policy(Settings(max_processes=8)).decide(signals, processes=1, workers_per_process=2,
                                                         offered={"Input": 2000.0})
     assert decision.bottleneck.operator.name == "Halving" and decision.action == "scale_out"
+    # Inside the loop, the map that sleeps per iteration took most of its useful time: it is
+    # the operator blamed, and the explanation names it.
+    inside = decision.bottleneck.inside
+    assert inside and abs(sum(share for _, share in inside) - 1.0) < 1e-9, inside
+    blamed = decision.bottleneck.blamed
+    assert blamed.name == "Map" and len(blamed.address) == 3 and inside[0][1] > 0.5, inside
+    assert f"inside Halving#{loop.operator.id}, its useful time: Map#{blamed.id} " in decision.explain()
+    assert decision.to_dict()["bottleneck"]["inside"][0]["name"] == "Map"
 
 
 def long_run_batches(stop_ns):

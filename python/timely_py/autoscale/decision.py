@@ -23,6 +23,8 @@ __all__ = ["ACTIONS", "Decision", "OperatorDemand"]
 #: action is still under way), ``no_data`` (no operator did enough work to judge) or
 #: ``rebalance`` (move a keyed operator's bins to `Decision.layout`, the count unchanged).
 ACTIONS = ("scale_out", "scale_in", "stay", "wait", "no_data", "rebalance")
+#: How many operators inside a scope blamed as the bottleneck `Decision.explain` names.
+INSIDE_SHOWN = 3
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,9 @@ class OperatorDemand:
     sources' rates to be served, carried from the sources along the channels with the
     observed selectivities; `true_rate` is one instance's true processing rate; an operator
     is `judged` when it did enough useful work in the window for that rate to mean something
-    (`note` says why not otherwise).
+    (`note` says why not otherwise). For a scope (a loop, a region), which the policy judges
+    as one operator, `inside` lists the operators inside it with their share of its useful
+    time, largest first, and `blamed` is the first: the operator inside the loop that limits it.
 
     >>> from timely_py.autoscale.graph import Operator
     >>> d = OperatorDemand(Operator(4, (0, 4), "Map"), demand=900.0, true_rate=250.0,
@@ -50,6 +54,12 @@ class OperatorDemand:
     workers_per_process: int
     judged: bool = True
     note: str = ""
+    inside: Tuple[Tuple[Operator, float], ...] = ()
+
+    @property
+    def blamed(self) -> Operator:
+        """The operator to blame: the busiest one inside a scope, else the operator itself."""
+        return self.inside[0][0] if self.inside else self.operator
 
     @property
     def utilisation(self) -> Optional[float]:
@@ -81,6 +91,7 @@ class OperatorDemand:
             "true_rate": self.true_rate, "instances": self.instances, "utilisation": self.utilisation,
             "required_instances": self.required_instances, "processes_needed": self.processes_needed,
             "judged": self.judged, "note": self.note,
+            "inside": [{"operator": op.id, "name": op.name, "share": share} for op, share in self.inside],
         }
 
 
@@ -136,6 +147,9 @@ class Decision:
                 f"{b.utilisation:.2f} (band {self.settings.low:.2f}-{self.settings.high:.2f}), needs "
                 f"{b.required_instances:.2f} instances at target {self.settings.target:.2f}"
             )
+            shown = [f"{op.label()} {share:.0%}" for op, share in b.inside[:INSIDE_SHOWN] if share >= 0.01]
+            if shown:
+                lines.append(f"  inside {b.operator.label()}, its useful time: " + ", ".join(shown))
         if self.contributors is not None:
             lines.append(f"  {self.contributors.describe()}")
         for name, rate in sorted(self.source_rates.items()):

@@ -36,10 +36,11 @@ This module owns the arithmetic only: no trace, no clock, no launcher.
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Mapping, Optional, Sequence, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .bins import BinLoad
 from .decision import Decision, OperatorDemand
+from .graph import Operator
 from .settings import Settings
 from .signals import Signals
 
@@ -106,7 +107,7 @@ class Policy:
                     "no records in the window" if s.records_in == 0 else
                     f"{s.useful_s * 1000:.1f} ms of useful time, below min_useful")
             result.append(OperatorDemand(op, demand, true_rate, instances, settings.target,
-                                         workers_per_process, judged, note))
+                                         workers_per_process, judged, note, _inside(signals, s.inside)))
         return result
 
     def decide(self, signals: Signals, *, processes: int, workers_per_process: int,
@@ -236,3 +237,13 @@ class Policy:
 def _processes(count: int) -> str:
     """``"1 process"``, ``"3 processes"``."""
     return f"{count} process" if count == 1 else f"{count} processes"
+
+
+def _inside(signals: Signals, useful: Mapping[int, float]) -> Tuple[Tuple[Operator, float], ...]:
+    """The operators inside a scope with their share of its useful time, largest first."""
+    total = sum(useful.values())
+    if total <= 0:
+        return ()
+    shares = [(signals.graph.operators[child], seconds / total) for child, seconds in useful.items()
+              if child in signals.graph.operators]
+    return tuple(sorted(shares, key=lambda pair: (-pair[1], pair[0].id)))

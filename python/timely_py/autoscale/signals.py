@@ -73,13 +73,16 @@ class OperatorSignals:
     """One top-level operator over the window, per worker and pooled over the workers seen.
 
     `sent` maps each channel out of the operator to the records sent on it (by the workers
-    seen); `source` is True for an operator that no channel enters."""
+    seen); `source` is True for an operator that no channel enters; for a scope (a loop, a
+    region), `inside` maps each operator inside it that is not a scope to its useful seconds
+    (summed over the workers seen), which say where inside the scope its time went."""
 
     operator: Operator
     window_s: float
     workers: Tuple[WorkerSignals, ...]
     sent: Dict[int, int] = field(default_factory=dict)
     source: bool = False
+    inside: Dict[int, float] = field(default_factory=dict)
 
     @property
     def records_in(self) -> int:
@@ -184,6 +187,8 @@ def compute_signals(graph: Graph, useful: pa.Table, messages: pa.Table, start_ns
     # the window bringing its share (records arrive when a run starts; a run of seconds
     # working off a backlog must not count them all in a window that sees a second of it).
     run_records: Dict[Tuple[int, int], float] = {}
+    # Per scope, the useful ns of each operator inside it that is not a scope.
+    inside: Dict[int, Dict[int, int]] = {}
     leaves = graph.leaves()
     for row in useful.to_pylist():
         owner = graph.owner(row["operator"])
@@ -191,6 +196,9 @@ def compute_signals(graph: Graph, useful: pa.Table, messages: pa.Table, start_ns
             continue
         was = time.get((row["worker"], owner), (0, 0))
         time[(row["worker"], owner)] = (was[0] + row["useful_ns"], was[1] + row["busy_ns"])
+        if owner != row["operator"]:
+            within = inside.setdefault(owner, {})
+            within[row["operator"]] = within.get(row["operator"], 0) + row["useful_ns"]
         if owner == row["operator"]:
             run_records[(row["worker"], owner)] = run_records.get((row["worker"], owner), 0.0) + (row.get("records") or 0.0)
     received: Dict[Tuple[int, int], int] = {}
@@ -221,5 +229,6 @@ def compute_signals(graph: Graph, useful: pa.Table, messages: pa.Table, start_ns
                 useful_s=useful_ns / 1e9, busy_s=busy_ns / 1e9,
             ))
         per_channel = {e.channel: sum(sent.get((w, e.channel), 0) for w in workers) for e in outputs}
-        operators[op.id] = OperatorSignals(op, window_s, tuple(per_worker), per_channel, op.id in sources)
+        within = {child: ns / 1e9 for child, ns in inside.get(op.id, {}).items()}
+        operators[op.id] = OperatorSignals(op, window_s, tuple(per_worker), per_channel, op.id in sources, within)
     return Signals(start_ns, end_ns, tuple(workers), operators, graph)
