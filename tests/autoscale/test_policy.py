@@ -190,8 +190,31 @@ def test_before_any_measured_selectivity_a_few_records_give_a_rough_one():
     starved = policy.decide(window(3, 120), offered={"Input": 10.0}, processes=2, workers_per_process=1)
     assert by_name(starved)["Work"].demand == pytest.approx(400.0)
     assert starved.action == "scale_out"
-    assert not policy.selectivities, "a ratio from too few records is not kept"
+    assert not policy.selectivities, "a ratio from too few records is not a measure"
     measured = policy.decide(window(30, 600), offered={"Input": 10.0}, processes=2, workers_per_process=1)
     assert by_name(measured)["Work"].demand == pytest.approx(200.0)
     again = policy.decide(window(3, 300), offered={"Input": 10.0}, processes=2, workers_per_process=1)
     assert by_name(again)["Work"].demand == pytest.approx(200.0), "the measured selectivity stands"
+
+
+@pytest.mark.timeout(10)
+def test_few_records_of_disjoint_windows_add_up_to_a_measured_selectivity():
+    """Split receives 4 ranges per window, never the 10 a measure needs in one window; three
+    disjoint windows add up to 12 ranges and 480 pieces: a fan-out of 40 is measured and
+    kept, so a window where Split received nothing (its worker in Work's long run) still
+    carries 10 ranges/s to Work as 400 records/s. Overlapping windows are added once."""
+    def window(start_s, split_in, split_out):
+        return signals_of(["Input", "Split", "Work"], edges=[("Input", "Split", 1.0), ("Split", "Work", 1.0)],
+                          window_s=1.5, start_s=start_s, records_in={"Split": split_in, "Work": 150},
+                          records_out={"Input": split_in, "Split": split_out, "Work": 150},
+                          useful_s={"Input": 0.01, "Split": 0.001, "Work": 1.4}, workers=[0])
+    policy = Policy(Settings(max_processes=3))
+    decide = lambda w: policy.decide(w, offered={"Input": 10.0}, processes=2, workers_per_process=1)  # noqa: E731
+    decide(window(0.0, 4, 160))
+    decide(window(1.0, 4, 160))  # overlaps the first: not added
+    assert not policy.selectivities
+    decide(window(1.5, 4, 160))
+    decide(window(3.0, 4, 160))
+    assert list(policy.selectivities.values()) == [pytest.approx(40.0)]
+    idle = decide(window(4.5, 0, 0))
+    assert by_name(idle)["Work"].demand == pytest.approx(400.0)

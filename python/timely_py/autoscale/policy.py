@@ -10,8 +10,9 @@ bottleneck) decides it.
 2. In topological order, an operator's demand is the sum of its input channels' demanded
    rates, and each output channel carries demand x selectivity (records sent on that
    channel per record in, over the window; from a window in which the operator received
-   fewer than `MIN_RECORDS`, the last one measured, before any the ratio its few records
-   show, and 1 without records).
+   fewer than `MIN_RECORDS`, the last one measured; before any, the records of disjoint
+   windows add up until there are `MIN_RECORDS` to measure from, meanwhile their ratio
+   stands in, and 1 without records).
 3. With one instance's true processing rate ``r`` and ``n`` instances (the workers present),
    the utilisation is ``demand / (r n)``; the instances it needs are ``demand / (r target)``,
    and the processes ``ceil(instances / workers_per_process)``.
@@ -42,7 +43,7 @@ from .bins import BinLoad
 from .decision import Decision, OperatorDemand
 from .graph import Operator
 from .settings import Settings
-from .signals import Signals
+from .signals import OperatorSignals, Signals
 
 __all__ = ["MIN_RECORDS", "Policy"]
 
@@ -62,6 +63,12 @@ class Policy:
         #: The last selectivity measured per channel, for windows in which its operator
         #: received too few records to measure it (its worker was busy elsewhere).
         self.selectivities: Dict[int, float] = {}
+        #: Per channel not measured yet: records in and records sent, summed over disjoint
+        #: windows that each had too few (a starved worker may never see enough in one).
+        self._partial: Dict[int, Tuple[int, int]] = {}
+        #: The end of the last window added to `_partial` (windows overlap: only one that
+        #: starts at or after it is added).
+        self._partial_until_ns: Optional[int] = None
 
     def demands(self, signals: Signals, *, processes: int, workers_per_process: int,
                 offered: Optional[Mapping[Union[int, str], float]] = None) -> List[OperatorDemand]:
@@ -74,6 +81,9 @@ class Policy:
         on_channel: Dict[int, float] = {}
         result: List[OperatorDemand] = []
         window_s = signals.window_s
+        disjoint = self._partial_until_ns is None or signals.start_ns >= self._partial_until_ns
+        if disjoint:
+            self._partial_until_ns = signals.end_ns
         for op in signals.graph.topological_order():
             s = signals.operators.get(op.id)
             if s is None:
@@ -92,15 +102,7 @@ class Policy:
                 edges = signals.graph.inputs(op.id)
                 demand = sum(on_channel.get(e.channel, 0.0) for e in edges)
                 for channel in s.sent:
-                    measured = s.selectivity(channel) if s.records_in >= MIN_RECORDS else None
-                    if measured is not None:
-                        self.selectivities[channel] = measured
-                    # An operator that hardly ran in the window (its worker spent it in another
-                    # operator's long run) says little of what it passes on: the last measured
-                    # selectivity stands; before any, what its few records say (a fan-out of
-                    # 40 seen on 3 records beats assuming 1), and with none, one out per in.
-                    rough = s.selectivity(channel) if channel not in self.selectivities else None
-                    on_channel[channel] = demand * self.selectivities.get(channel, 1.0 if rough is None else rough)
+                    on_channel[channel] = demand * self._selectivity(channel, s, disjoint)
                 true_rate = s.true_processing_rate
                 judged = s.useful_s >= settings.min_useful and s.records_in > 0
                 note = "" if judged else (
@@ -109,6 +111,32 @@ class Policy:
             result.append(OperatorDemand(op, demand, true_rate, instances, settings.target,
                                          workers_per_process, judged, note, _inside(signals, s.inside)))
         return result
+
+    def _selectivity(self, channel: int, s: OperatorSignals, disjoint: bool) -> float:
+        """The selectivity of `channel` out of the operator of `s` to carry demand with; a
+        `disjoint` window adds its few records to the channel's partial count."""
+        if s.records_in >= MIN_RECORDS:
+            self.selectivities[channel] = s.sent[channel] / s.records_in
+            self._partial.pop(channel, None)
+        elif channel not in self.selectivities and s.records_in > 0 and disjoint:
+            records_in, sent = self._partial.get(channel, (0, 0))
+            records_in, sent = records_in + s.records_in, sent + s.sent[channel]
+            if records_in >= MIN_RECORDS:
+                self.selectivities[channel] = sent / records_in
+                self._partial.pop(channel, None)
+            else:
+                self._partial[channel] = (records_in, sent)
+        # An operator that hardly ran in the window (its worker spent it in another operator's
+        # long run) says little of what it passes on: the last measured selectivity stands;
+        # before any, what its few records say (a fan-out of 40 seen on 3 records beats
+        # assuming 1), and with none, one out per record in.
+        if channel in self.selectivities:
+            return self.selectivities[channel]
+        if channel in self._partial:
+            records_in, sent = self._partial[channel]
+            return sent / records_in
+        rough = s.selectivity(channel)
+        return 1.0 if rough is None else rough
 
     def decide(self, signals: Signals, *, processes: int, workers_per_process: int,
                offered: Optional[Mapping[Union[int, str], float]] = None, time_ns: Optional[int] = None,

@@ -16,11 +16,13 @@ __all__ = ["signals_of"]
 
 def signals_of(operators: Sequence[str], *, edges: Sequence[Tuple[str, str, float]], window_s: float,
                records_in: Optional[Mapping[str, int]] = None, records_out: Optional[Mapping[str, int]] = None,
-               useful_s: Optional[Mapping[str, float]] = None, workers: Sequence[int] = (0,)) -> Signals:
+               useful_s: Optional[Mapping[str, float]] = None, workers: Sequence[int] = (0,),
+               start_s: float = 0.0) -> Signals:
     """Signals of a one-dataflow graph of the named `operators` (ids 1, 2, ... in that
     order) joined by `edges` ``(source, target, share)``: each edge carries ``share`` of its
     source's records out (1.0 for a plain channel). Totals are over all `workers` and are
-    split evenly among them; `records_out` defaults to `records_in` (a selectivity of 1).
+    split evenly among them; `records_out` defaults to `records_in` (a selectivity of 1). The
+    window starts at `start_s` seconds.
 
     >>> s = signals_of(["Input", "Map"], edges=[("Input", "Map", 1.0)], window_s=1.0,
     ...                records_in={"Map": 100}, records_out={"Input": 100}, useful_s={"Map": 0.5})
@@ -49,7 +51,8 @@ def signals_of(operators: Sequence[str], *, edges: Sequence[Tuple[str, str, floa
                 useful_s=useful_s.get(op.name, 0.0) / count, busy_s=useful_s.get(op.name, 0.0) / count,
             ))
         result[op.id] = OperatorSignals(op, window_s, tuple(per), sent, op.id in sources)
-    return Signals(0, int(window_s * 1e9), tuple(workers), result, graph)
+    start_ns = int(start_s * 1e9)
+    return Signals(start_ns, start_ns + int(window_s * 1e9), tuple(workers), result, graph)
 
 
 def _share(total: int, index: int, count: int) -> int:
