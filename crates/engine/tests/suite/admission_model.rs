@@ -71,32 +71,10 @@ mod actions;
 mod model;
 mod properties;
 
-use crate::model_support::explorer::{self, Model, Report};
-use actions::{apply, enabled, Action, Bug, Config};
+use crate::model_support::explorer::{self, Report};
+use actions::{Action, Bug, Config};
 use model::{bit, Set, State};
-use properties::{check_state, check_terminal, Property, Violation};
-
-impl Model for Config {
-    type State = State;
-    type Action = Action;
-    type Property = Property;
-
-    fn enabled(&self, state: &State) -> Vec<Action> {
-        enabled(state, self)
-    }
-
-    fn apply(&self, state: &State, action: Action) -> Result<State, Violation> {
-        Ok(apply(state, self, action))
-    }
-
-    fn check_state(&self, state: &State) -> Result<(), Violation> {
-        check_state(state, self)
-    }
-
-    fn check_terminal(&self, state: &State) -> Result<(), Violation> {
-        check_terminal(state, self)
-    }
-}
+use properties::Property;
 
 /// A scenario under the engine's rule: `members` initial members, `leavers` asking to leave.
 fn scenario(members: usize, leavers: Set, told_gone: bool) -> Config {

@@ -1,10 +1,11 @@
 //! What must hold in every reachable state, and in every state where nothing can happen.
 //!
-//! This module owns the properties the explorer checks; it does not enumerate states.
+//! This module owns the properties the explorer checks, and the `Model` the explorer runs
+//! (whose actions are `actions`'); it does not enumerate states.
 
-use super::actions::{leave_allowed, Config};
+use super::actions::{self, leave_allowed, Action, Config};
 use super::model::{bit, Leave, Seen, State, Verdict, JOINER};
-use crate::model_support::explorer;
+use crate::model_support::explorer::{self, Model};
 
 /// The property a state violates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,6 +25,30 @@ pub enum Property {
 }
 
 pub type Violation = explorer::Violation<Property>;
+
+/// The model as the explorer sees it: the actions are `actions`', the properties these.
+impl Model for Config {
+    type Action = Action;
+    type Property = Property;
+    type State = State;
+
+    fn check_state(&self, state: &State) -> Result<(), Violation> {
+        check_state(state, self)
+    }
+
+    fn check_terminal(&self, state: &State) -> Result<(), Violation> {
+        check_terminal(state, self)
+    }
+
+    fn enabled(&self, state: &State) -> Vec<Action> {
+        actions::enabled(state, self)
+    }
+
+    /// No action is wrong in itself here: every property is one of states.
+    fn apply(&self, state: &State, action: Action) -> Result<State, Violation> {
+        Ok(actions::apply(state, self, action))
+    }
+}
 
 fn violation(property: Property, detail: String) -> Violation {
     Violation { property, detail }
