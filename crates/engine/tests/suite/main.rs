@@ -18,6 +18,7 @@ mod operators_support;
 mod randomized_support;
 mod reachability_support;
 
+mod admission_model;
 mod bootstrap_model;
 mod cluster;
 mod hashing;
