@@ -30,6 +30,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import shutil
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Union
 
 import numpy as np
@@ -41,6 +42,7 @@ from .activities import PIECE_COLUMNS
 from .clocks import corrected_times
 from .driver_communications import MESSAGE_COLUMNS, MESSAGE_KINDS
 from .events import ROWS_PER_PART, trace_info
+from .schemas import ACTIVITIES, spark_schema
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -169,14 +171,48 @@ def worker_frame(spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"
     return spark.createDataFrame(rows, "process long, worker long, directory string")
 
 
-def build_activities(spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
-    """What :func:`.pipeline.build_activities` returns (``events`` is the cached endpoints
-    table here), by one task per worker over its own files."""
+#: What each worker's task of :func:`write_activities` hands back: how many activities it wrote.
+WRITTEN = pa.schema([("worker", pa.int64()), ("activities", pa.int64())])
+
+
+def activity_table_schema() -> pa.Schema:
+    """The ``activities`` table as Spark writes it: :data:`.schemas.ACTIVITIES`, ``operator``
+    first (:func:`.pipeline.with_operator_names`), every column nullable."""
+    return pa.schema([ACTIVITIES.field("operator")] + [f for f in ACTIVITIES if f.name != "operator"])
+
+
+def _writing_task(
+    processes: Mapping[int, Mapping[str, Any]], stage: Callable[[pa.Table, pa.Table], pa.Table],
+    names: Dict[int, str], directory: str,
+) -> Callable[[pa.Table, pa.Table], pa.Table]:  # fmt: skip
+    """The ``applyInArrow`` function of step 2: a worker's row and its deliveries in; its
+    activities, named, written to ``directory`` as one file; the count out (:data:`WRITTEN`)."""
+    from .follow_slices import named
+
+    activity_task = _activity_task(processes, stage)
+    schema = activity_table_schema()
+
+    def task(workers: pa.Table, received: pa.Table) -> pa.Table:
+        keys = workers["worker"].to_pylist() + received["worker"].to_pylist()
+        activities = named(activity_task(workers, received), names).select(schema.names).cast(schema)
+        # One file per worker, named by it: a task run again replaces its own file.
+        pq.write_table(activities, os.path.join(directory, f"part-{int(keys[0]):05d}.parquet"))
+        return pa.table({"worker": [int(keys[0])], "activities": [activities.num_rows]}, schema=WRITTEN)
+
+    return task
+
+
+def write_activities(
+    spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"], directory: Union[str, "os.PathLike[str]"]
+) -> Dict[str, Any]:
+    """Stages 0 to 3 by one task per worker over its own files: each task writes its worker's
+    activities (named, :func:`activity_table_schema`) into ``directory`` (made empty first;
+    the executors must see it at this path, as they see the trace), so the activities never
+    enter the JVM. Returns the trace's ``info``, the cached endpoints (``events``) and
+    ``communications``, and the catalogue's ``origin``."""
     from . import activities as acts
     from . import worker_stage
     from .kernels import native_worker_stage
-    from .pipeline import with_operator_names
-    from .schemas import ACTIVITIES, spark_schema
 
     info = trace_info(trace_dir)
     processes = {int(p): dict(meta) for p, meta in info.processes.items()}
@@ -188,14 +224,15 @@ def build_activities(spark: "SparkSession", trace_dir: Union[str, "os.PathLike[s
         acts.scope_depths(known.operators), dict(known.input_channels), known.origin, known.end,
         worker_stage.delivery_rows,
     )  # fmt: skip
+    names = {operator: name for operator, (name, _) in known.operators.items()}
+    target = os.path.abspath(str(directory))
+    if os.path.exists(target):
+        shutil.rmtree(target)
+    os.makedirs(target)
     received = worker_stage.deliveries(communications).groupBy("worker")
-    activities = workers.groupBy("worker").cogroup(received).applyInArrow(
-        _activity_task(processes, stage), spark_schema(ACTIVITIES)
+    written = workers.groupBy("worker").cogroup(received).applyInArrow(
+        _writing_task(processes, stage, names, target), spark_schema(WRITTEN)
     )
-    return {
-        "info": info,
-        "events": found,
-        "communications": communications,
-        "activities": with_operator_names(activities, known),
-        "origin": known.origin,
-    }
+    written.collect()
+    return {"info": info, "events": found, "communications": communications, "origin": known.origin}
+
