@@ -185,33 +185,24 @@ def analyze_per_worker(
     spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"], out: Union[str, "os.PathLike[str]"], length: int,
     *, progress: Optional[Progress] = None, views: bool = True, started: Optional[float] = None,
 ) -> AnalysisResult:  # fmt: skip
-    """What :func:`analyze` does for a large trace: each worker's task writes its activities
-    into ``out`` (:func:`.worker_files.write_activities`); the driver reads them back and makes
-    the slices, critical paths and summaries (:func:`.driver_slices.run_tables`) while Spark
-    writes the communications it joined (``docs/benchmarks.md``, "Activities written by the
-    workers' tasks")."""
+    """What :func:`analyze` does for a large trace: Spark's tasks read the workers' files, the
+    driver joins the communications and each worker's task writes its activities into ``out``
+    (:func:`.worker_files.write_tables`); the driver reads them back and makes the slices,
+    critical paths and summaries (:func:`.driver_slices.run_tables`) (``docs/benchmarks.md``,
+    "Activities written by the workers' tasks")."""
     started = time.monotonic() if started is None else started
     if views:  # matplotlib's import, while the driver waits for Spark
         threading.Thread(target=plots.preload, name="preload-plots", daemon=True).start()
     out = Path(out)
-    built = worker_files.write_activities(spark, trace_dir, out / "activities")
-    activities = pq.read_table(out / "activities")
-    workers = built["info"].workers
-
-    def summaries() -> Dict[str, pa.Table]:
-        return driver_slices.run_tables(spark, activities, length, built["origin"], workers)
-
-    done = run_together({"communications": partial(_spark_write, built["communications"], out / "communications"),
-                         "tables": summaries})  # fmt: skip
+    built = worker_files.write_tables(spark, trace_dir, out)
+    tables = driver_slices.run_tables(spark, pq.read_table(out / "activities"), length, built["origin"], built["info"].workers)
     started = _stage(progress, "activities and waits, slices and critical paths", started)
     written = {"activities": out / "activities", "communications": out / "communications"}
-    for name, table in done["tables"].items():
+    for name, table in tables.items():
         _driver_write(table, out / name)
         written[name] = out / name
     started = _stage(progress, "profiles written", started)
-    for frame in (built["events"], built["communications"]):
-        frame.unpersist()
-    result = _result(out, written, built["info"], length, done["tables"])
+    result = _result(out, written, built["info"], length, tables)
     if views:
         result = dataclasses.replace(result, views=write_views(out, trace_dir))
         _stage(progress, "plots, viewer and Perfetto trace", started)

@@ -40,12 +40,14 @@ import pyarrow.parquet as pq
 
 from .activities import PIECE_COLUMNS
 from .clocks import corrected_times
-from .driver_communications import MESSAGE_COLUMNS, MESSAGE_KINDS
+from .driver_communications import MESSAGE_COLUMNS, MESSAGE_KINDS, data_messages, progress_batches
 from .events import ROWS_PER_PART, trace_info
 from .schemas import ACTIVITIES, spark_schema
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
+
+    from .activities import Catalogue
 
 #: A trace of at least this many events takes this path with the native kernels (below it
 #: the driver's path of a small trace, :mod:`.driver_communications`, is faster).
@@ -166,9 +168,11 @@ def _no_events() -> pa.Table:
 
 
 def worker_frame(spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"]) -> "DataFrame":
-    """The trace's workers as a DataFrame, a row each (:func:`worker_directories`)."""
+    """The trace's workers as a DataFrame, a row and a partition each (:func:`worker_directories`)."""
     rows = [(r["process"], r["worker"], r["directory"]) for r in worker_directories(trace_dir)]
-    return spark.createDataFrame(rows, "process long, worker long, directory string")
+    # A partition per worker: a task each.
+    return spark.createDataFrame(spark.sparkContext.parallelize(rows, max(1, len(rows))),
+                                 "process long, worker long, directory string")  # fmt: skip
 
 
 #: What each worker's task of :func:`write_activities` hands back: how many activities it wrote.
@@ -181,35 +185,75 @@ def activity_table_schema() -> pa.Schema:
     return pa.schema([ACTIVITIES.field("operator")] + [f for f in ACTIVITIES if f.name != "operator"])
 
 
+def catalogue_of(found: pa.Table) -> "Catalogue":
+    """:func:`.activities.catalogue` of the endpoints ``found`` (:data:`ENDPOINTS`), in pyarrow."""
+    from .activities import INPUT_OPERATOR, Catalogue
+
+    created = found.filter(pc.equal(found["kind"], "operator_created")).select(["operator", "name", "address"])
+    operators = {int(r["operator"]): (r["name"] or "", list(r["address"] or [])) for r in created.to_pylist()}
+    sources = pc.and_(pc.is_valid(found["source_operator"]), pc.equal(found["channel_kind"], "data"))
+    channels = found.filter(pc.and_(pc.equal(found["kind"], "channel_created"), sources))
+    inputs = {tuple(address): op for op, (name, address) in operators.items() if name == INPUT_OPERATOR}
+    input_channels = {
+        int(r["channel"]): inputs[key]
+        for r in channels.select(["channel", "address", "source_operator"]).to_pylist()
+        if (key := (*(r["address"] or []), int(r["source_operator"]))) in inputs
+    }
+    origin, end = pc.min(found["t"]).as_py(), pc.max(found["t"]).as_py()
+    return Catalogue(operators, input_channels, origin, end)
+
+
+def communications_of(spark: "SparkSession", found: pa.Table, workers_per_process: int) -> pa.Table:
+    """:func:`.activities.communications` of the endpoints ``found``, joined and timed in pyarrow
+    (:mod:`.follow_communications`), with the schema Spark gives that table (nullability
+    included: asked of Spark's plan over no rows, which runs no job)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from . import activities as acts
+    from .follow_communications import timed
+
+    data = timed(data_messages(found), "data_message")
+    progress = timed(progress_batches(found, workers_per_process), "progress_message")
+    empty = spark.createDataFrame([], spark_schema(ENDPOINTS))
+    schema = to_arrow_schema(acts.communications(empty, workers_per_process).schema)
+    return pa.concat_tables([data, progress]).select(schema.names).cast(schema)
+
+
 def _writing_task(
     processes: Mapping[int, Mapping[str, Any]], stage: Callable[[pa.Table, pa.Table], pa.Table],
-    names: Dict[int, str], directory: str,
-) -> Callable[[pa.Table, pa.Table], pa.Table]:  # fmt: skip
-    """The ``applyInArrow`` function of step 2: a worker's row and its deliveries in; its
-    activities, named, written to ``directory`` as one file; the count out (:data:`WRITTEN`)."""
+    names: Dict[int, str], deliveries: Any, directory: str,
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:  # fmt: skip
+    """The ``mapInArrow`` function of step 2: worker rows in; each worker's activities (from
+    its files and its ``deliveries``, a broadcast ``worker -> table``), named, written to
+    ``directory`` as one file; the counts out (:data:`WRITTEN`)."""
     from .follow_slices import named
 
     activity_task = _activity_task(processes, stage)
     schema = activity_table_schema()
 
-    def task(workers: pa.Table, received: pa.Table) -> pa.Table:
-        keys = workers["worker"].to_pylist() + received["worker"].to_pylist()
-        activities = named(activity_task(workers, received), names).select(schema.names).cast(schema)
-        # One file per worker, named by it: a task run again replaces its own file.
-        pq.write_table(activities, os.path.join(directory, f"part-{int(keys[0]):05d}.parquet"))
-        return pa.table({"worker": [int(keys[0])], "activities": [activities.num_rows]}, schema=WRITTEN)
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for row in batch.to_pylist():
+                worker = int(row["worker"])
+                received = deliveries.value.get(worker, deliveries.value[None])
+                made = activity_task(pa.Table.from_pylist([row]), received)
+                activities = named(made, names).select(schema.names).cast(schema)
+                # One file per worker, named by it: a task run again replaces its own file.
+                pq.write_table(activities, os.path.join(directory, f"part-{worker:05d}.parquet"))
+                yield pa.RecordBatch.from_pylist([{"worker": worker, "activities": activities.num_rows}], schema=WRITTEN)
 
     return task
 
 
-def write_activities(
-    spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"], directory: Union[str, "os.PathLike[str]"]
+def write_tables(
+    spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"], out: Union[str, "os.PathLike[str]"]
 ) -> Dict[str, Any]:
-    """Stages 0 to 3 by one task per worker over its own files: each task writes its worker's
-    activities (named, :func:`activity_table_schema`) into ``directory`` (made empty first;
-    the executors must see it at this path, as they see the trace), so the activities never
-    enter the JVM. Returns the trace's ``info``, the cached endpoints (``events``) and
-    ``communications``, and the catalogue's ``origin``."""
+    """Stages 0 to 3 of a large trace, the events never in the JVM: one Spark job's tasks read
+    the workers' files and hand the driver their endpoints; the driver makes the catalogue and
+    the communications (written to ``out/communications``); a second job's task per worker
+    writes its activities into ``out/activities`` (named, :func:`activity_table_schema`).
+    The executors must see the trace and ``out`` at the paths the driver was given. Returns
+    the trace's ``info``, the ``communications`` and the catalogue's ``origin``."""
     from . import activities as acts
     from . import worker_stage
     from .kernels import native_worker_stage
@@ -217,22 +261,27 @@ def write_activities(
     info = trace_info(trace_dir)
     processes = {int(p): dict(meta) for p, meta in info.processes.items()}
     workers = worker_frame(spark, trace_dir)
-    found = workers.mapInArrow(_endpoint_task(processes), spark_schema(ENDPOINTS)).cache()
-    known = acts.catalogue(found)
-    communications = acts.communications(found, info.workers_per_process).cache()
+    found = workers.mapInArrow(_endpoint_task(processes), spark_schema(ENDPOINTS)).toArrow()
+    known = catalogue_of(found)
+    communications = communications_of(spark, found, info.workers_per_process)
     stage = native_worker_stage(
         acts.scope_depths(known.operators), dict(known.input_channels), known.origin, known.end,
         worker_stage.delivery_rows,
     )  # fmt: skip
     names = {operator: name for operator, (name, _) in known.operators.items()}
-    target = os.path.abspath(str(directory))
-    if os.path.exists(target):
-        shutil.rmtree(target)
-    os.makedirs(target)
-    received = worker_stage.deliveries(communications).groupBy("worker")
-    written = workers.groupBy("worker").cogroup(received).applyInArrow(
-        _writing_task(processes, stage, names, target), spark_schema(WRITTEN)
-    )
-    written.collect()
-    return {"info": info, "events": found, "communications": communications, "origin": known.origin}
-
+    received = communications.select([old for old, _ in worker_stage.DELIVERY_COLUMNS])
+    received = received.rename_columns([new for _, new in worker_stage.DELIVERY_COLUMNS])
+    per_worker: Dict[Any, pa.Table] = {None: received.slice(0, 0)}
+    for worker in pc.unique(received["worker"]).to_pylist():
+        per_worker[worker] = received.filter(pc.equal(received["worker"], worker))
+    deliveries = spark.sparkContext.broadcast(per_worker)
+    directories = {name: os.path.join(os.path.abspath(str(out)), name) for name in ("activities", "communications")}
+    for directory in directories.values():
+        if os.path.exists(directory):
+            shutil.rmtree(directory)
+        os.makedirs(directory)
+    pq.write_table(communications, os.path.join(directories["communications"], "part-00000.parquet"))
+    task = _writing_task(processes, stage, names, deliveries, directories["activities"])
+    workers.mapInArrow(task, spark_schema(WRITTEN)).collect()
+    deliveries.unpersist()
+    return {"info": info, "communications": communications, "origin": known.origin}
