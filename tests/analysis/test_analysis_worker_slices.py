@@ -4,13 +4,16 @@ communications the driver makes from the endpoints against Spark's (`analysis.ac
 schema and sorted rows, on every hand-built trace of `support.analysis_traces` and on a traced
 BFS run; the files it writes (one activities file per worker, an output directory emptied
 first); and every table against the `--through-spark` path (`per_worker=False`) on the BFS run
-cut into many slices. The hand-built traces' tables: `test_analysis_driver_profiles.py`."""
+cut into many slices; the driver's slack summary against Spark's query. The hand-built traces' tables: `test_analysis_driver_profiles.py`."""
 
+import random
+
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from support.analysis_traces import BUILDERS, assert_same_tables, ordered, write_all
 from timely_py.analysis import activities as acts
-from timely_py.analysis import analyze, worker_files
+from timely_py.analysis import analyze, driver_slices, profiles, worker_files
 from timely_py.analysis.events import trace_info
 from timely_py.analysis.schemas import spark_schema
 
@@ -76,3 +79,19 @@ def test_the_per_worker_tables_equal_the_through_spark_paths_on_many_slices(spar
     by_files = analyze(bfs_trace, out=tmp_path / "files", slice="1ms", spark=spark, views=False, per_worker=True)
     assert by_files.slices == through_spark.slices > 5
     assert_same_tables(through_spark, by_files)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_drivers_slack_summary_equals_sparks(spark, seed):
+    rng = random.Random(seed)
+    names = ["Map", "Join", "Input", "Probe", "Übung"]
+    rows = [(rng.choice(names), rng.random() < 0.3, rng.choice([0, 0, 5, rng.randrange(1000)])) for _ in range(300)]
+    rows += [("AllCritical", True, 7), ("AllCritical", True, 3), ("One", False, 9)]  # no slack off the path; one row
+    marked = pa.table({"contributor": [r[0] for r in rows], "critical": [r[1] for r in rows],
+                       "slack_ns": [r[2] for r in rows]})  # fmt: skip
+    by_spark = profiles.slack_summary(spark.createDataFrame(marked)).toArrow()
+    by_driver = driver_slices.slack_summary(marked, driver_slices.slack_schema(spark))
+    assert by_driver.schema == by_spark.schema
+    assert by_driver.to_pylist() == by_spark.to_pylist()  # in Spark's order
+    assert {r["contributor"]: r["median_slack_ns"] for r in by_driver.to_pylist()}["AllCritical"] is None
