@@ -15,7 +15,6 @@ from support.analysis_traces import BUILDERS, assert_same_tables, ordered, write
 from timely_py.analysis import activities as acts
 from timely_py.analysis import analyze, driver_slices, profiles, worker_files
 from timely_py.analysis.events import trace_info
-from timely_py.analysis.schemas import spark_schema
 
 
 @pytest.fixture(scope="module")
@@ -27,9 +26,9 @@ def traces(tmp_path_factory):
 def endpoints_of(spark, trace_dir):
     """The endpoints every worker's task hands the driver, as one Arrow table."""
     processes = {int(p): dict(meta) for p, meta in trace_info(trace_dir).processes.items()}
-    workers = worker_files.worker_frame(spark, trace_dir)
-    task = worker_files._endpoint_task(processes)
-    return workers.mapInArrow(task, spark_schema(worker_files.ENDPOINTS)).toArrow()
+    found = worker_files.endpoints_table(worker_files.worker_frame(spark, trace_dir), processes)
+    assert found.schema == worker_files.ENDPOINTS
+    return found
 
 
 def assert_driver_equals_spark(spark, trace_dir):

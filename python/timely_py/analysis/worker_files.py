@@ -146,6 +146,35 @@ def _endpoint_task(
     return task
 
 
+#: What step 1's tasks hand the driver: the endpoints as Arrow IPC streams, a row per record
+#: batch, so the JVM passes bytes along instead of converting every endpoint to a row and back.
+PACKED = pa.schema([("endpoints", pa.binary())])
+
+
+def _packed_endpoint_task(
+    processes: Mapping[int, Mapping[str, Any]],
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function of step 1: worker rows in, their endpoints out (:data:`PACKED`)."""
+    endpoint_task = _endpoint_task(processes)
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in endpoint_task(batches):
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, batch.schema) as writer:
+                writer.write_batch(batch)
+            yield pa.RecordBatch.from_arrays([pa.array([sink.getvalue().to_pybytes()], pa.binary())], schema=PACKED)
+
+    return task
+
+
+def endpoints_table(workers: "DataFrame", processes: Mapping[int, Mapping[str, Any]]) -> pa.Table:
+    """Step 1: the endpoints (:data:`ENDPOINTS`) of every worker of ``workers``
+    (:func:`worker_frame`), read by one Spark task per worker, as one table on the driver."""
+    packed = workers.mapInArrow(_packed_endpoint_task(processes), "endpoints binary").toArrow()
+    tables = [pa.ipc.open_stream(blob).read_all() for blob in packed["endpoints"].to_pylist()]
+    return pa.concat_tables(tables) if tables else ENDPOINTS.empty_table()
+
+
 def _activity_task(
     processes: Mapping[int, Mapping[str, Any]], stage: Callable[[pa.Table, pa.Table], pa.Table]
 ) -> Callable[[pa.Table, pa.Table], pa.Table]:
@@ -261,7 +290,7 @@ def write_tables(
     info = trace_info(trace_dir)
     processes = {int(p): dict(meta) for p, meta in info.processes.items()}
     workers = worker_frame(spark, trace_dir)
-    found = workers.mapInArrow(_endpoint_task(processes), spark_schema(ENDPOINTS)).toArrow()
+    found = endpoints_table(workers, processes)
     known = catalogue_of(found)
     communications = communications_of(spark, found, info.workers_per_process)
     stage = native_worker_stage(
