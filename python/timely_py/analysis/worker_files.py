@@ -1,28 +1,32 @@
 """Stages 0 to 3 of a large trace, one Python task per worker that reads its own files:
-the events never enter the JVM.
+the events and the activities never enter the JVM.
 
 This module owns the per-worker path of ``kernels="rust"`` (:func:`.pipeline.analyze` takes it
-for a trace of at least :data:`PER_WORKER_EVENTS` events). The trace is one directory per
-worker (``process=P/worker=W``), so Spark gets a DataFrame of the workers (a row each) and:
+for a trace of at least :data:`PER_WORKER_EVENTS` events; :func:`write_tables`). The trace is
+one directory per worker (``process=P/worker=W``), so Spark gets a DataFrame of the workers (a
+row and a partition each) and:
 
-1. ``mapInArrow`` over it: each task reads its workers' Parquet files with pyarrow, puts their
-   times on process 0's clock (:func:`.clocks.corrected_times`, Spark's arithmetic) and hands
-   back only the *endpoints*: the message and network events (the columns the
-   communications' joins read), the ``operator_created`` and ``channel_created`` events, and
-   the worker's first and last ``t`` as two rows without a kind. That table (cached) is all
-   the catalogue (:func:`.activities.catalogue`) and the communications
-   (:func:`.activities.communications`, Spark's joins: the one step across workers) read.
-2. ``groupBy("worker").cogroup(deliveries).applyInArrow`` over the workers: each call reads
-   its worker's files again, with the ``ord`` that :mod:`.events` gives them, and runs the
-   native pieces and wait-state kernels on them and the messages delivered to it
-   (:func:`.kernels.native_worker_stage`, as :mod:`.worker_stage` does for events cached
-   in Spark): only its activities go back to the JVM.
+1. ``mapInArrow`` over it (:func:`endpoints_table`): each task reads its worker's Parquet files
+   with pyarrow, puts their times on process 0's clock (:func:`.clocks.corrected_times`,
+   Spark's arithmetic) and hands the driver only the *endpoints* (as Arrow IPC bytes): the
+   message and network events, the ``operator_created`` and ``channel_created`` events, and
+   the worker's first and last ``t`` as two rows without a kind.
+2. The driver makes the catalogue (:func:`catalogue_of`) and the communications
+   (:func:`communications_of`: the joins of :mod:`.driver_communications`, timed as
+   :mod:`.follow_communications` times them, Spark's schema) from the endpoints: the one
+   step across workers. It writes the ``communications`` table and broadcasts each worker's
+   deliveries.
+3. ``mapInArrow`` over the workers again: each task reads its worker's files again, with the
+   ``ord`` that :mod:`.events` gives them, runs the native pieces and wait-state kernels on
+   them and its deliveries (:func:`.kernels.native_worker_stage`), names the operators and
+   writes the worker's activities as one file of the ``activities`` table.
 
-The tables are those of the Spark path, row for row
-(``tests/analysis/test_analysis_driver_profiles.py``, ``test_analysis_worker_files.py``).
-The executors must see the trace directory at the path the driver was given (a local
-master, or a file system shared by the cluster). It must not implement a kernel, decide
-what a communication is, or interpret events beyond choosing the endpoints.
+The driver then reads the activities back for the slices, paths and summaries
+(:mod:`.driver_slices`). The tables are those of the Spark path, row for row
+(``tests/analysis/test_analysis_driver_profiles.py``, ``test_analysis_worker_slices.py``).
+The executors must see the trace directory and the output directory at the paths the driver
+was given (a local master, or a file system shared by the cluster). It must not implement a
+kernel, decide what a communication is, or interpret events beyond choosing the endpoints.
 """
 
 from __future__ import annotations
