@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..trace.reader import part_files
-from . import driver_profiles, follow_slices
+from . import driver_slices, follow_slices
 from .activities import INPUT_OPERATOR, scope_depths
 from .clocks import corrected_times
 from .events import load_files
@@ -33,9 +33,6 @@ from .worker_stage import DELIVERY_COLUMNS
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
-
-#: Slice numbers below and above every slice of a run (its tables take them all).
-EVERY_SLICE = 1 << 62
 
 
 @dataclass(frozen=True)
@@ -150,20 +147,13 @@ class CarriedAnalysis:
     ) -> Dict[str, pa.Table]:  # fmt: skip
         """Every table of :func:`.analyze` for the finished run, from the final activities of every
         batch and the last batch's (``current``), the retired and the last ``communications``:
-        the profiles as :mod:`.driver_profiles` makes them, ``slack`` by Spark's query over the
+        the profiles as :mod:`.driver_slices` makes them, ``slack`` by Spark's query over the
         activities it reads (its leaders' and the waits)."""
-        from . import profiles
-
         everything = [t for tail in self.workers.tails.values() for t in tail.final] + list(current.values())
         activities = follow_slices.named(pa.concat_tables(everything), self.names())
         activities = activities.select(["operator"] + [c for c in activities.column_names if c != "operator"])
-        cut = follow_slices.sliced(activities, length, origin, -EVERY_SLICE, EVERY_SLICE)
-        path = follow_slices.critical_paths(cut)
-        tables = driver_profiles.all_profiles(path, follow_slices.busy(cut), workers)
-        leaders = driver_profiles.slack_leaders(path, profiles.TOP_SLACK)
-        marked = follow_slices.slack_rows(cut, path, leaders)
-        tables["slack"] = profiles.slack_summary(spark.createDataFrame(marked)).toArrow()
-        tables.update(critical_path=path, activities=activities)
+        tables = driver_slices.run_tables(spark, activities, length, origin, workers)
+        tables["activities"] = activities
         tables["communications"] = pa.concat_tables([*self.pending.retired, communications])
         return tables
 

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import activities as acts
-from . import driver_communications, driver_profiles, plots, profiles, worker_files, worker_stage
+from . import driver_communications, driver_profiles, driver_slices, plots, profiles, worker_files, worker_stage
 from .clocks import correct_clocks
 from .critical_path import critical_paths
 from .events import TraceInfo, count_events, load_events
@@ -176,15 +176,37 @@ def analyze(
     if per_worker and kernels != "rust":
         raise ValueError("the per-worker path runs the native kernels only (kernels='rust')")
     if per_worker:
-        built = worker_files.build_activities(spark, trace_dir)
-    else:
-        built = build_activities(spark, trace_dir, kernels)
-    # The per-worker path's profiles come from the collected path too: Spark's ten profile
-    # queries cost more than collecting it (``docs/benchmarks.md``, "Per-worker files").
-    return analyze_built(
-        built, trace_dir, out, length, progress=progress, views=views, started=started, kernels=kernels,
-        on_driver=True if per_worker else None,
-    )
+        return analyze_per_worker(spark, trace_dir, out, length, progress=progress, views=views, started=started)
+    built = build_activities(spark, trace_dir, kernels)
+    return analyze_built(built, trace_dir, out, length, progress=progress, views=views, started=started, kernels=kernels)
+
+
+def analyze_per_worker(
+    spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"], out: Union[str, "os.PathLike[str]"], length: int,
+    *, progress: Optional[Progress] = None, views: bool = True, started: Optional[float] = None,
+) -> AnalysisResult:  # fmt: skip
+    """What :func:`analyze` does for a large trace: Spark's tasks read the workers' files, the
+    driver joins the communications and each worker's task writes its activities into ``out``
+    (:func:`.worker_files.write_tables`); the driver reads them back and makes the slices,
+    critical paths and summaries (:func:`.driver_slices.run_tables`) (``docs/benchmarks.md``,
+    "Activities written by the workers' tasks")."""
+    started = time.monotonic() if started is None else started
+    if views:  # matplotlib's import, while the driver waits for Spark
+        threading.Thread(target=plots.preload, name="preload-plots", daemon=True).start()
+    out = Path(out)
+    built = worker_files.write_tables(spark, trace_dir, out)
+    tables = driver_slices.run_tables(spark, pq.read_table(out / "activities"), length, built["origin"], built["info"].workers)
+    started = _stage(progress, "activities and waits, slices and critical paths", started)
+    written = {"activities": out / "activities", "communications": out / "communications"}
+    for name, table in tables.items():
+        _driver_write(table, out / name)
+        written[name] = out / name
+    started = _stage(progress, "profiles written", started)
+    result = _result(out, written, built["info"], length, tables)
+    if views:
+        result = dataclasses.replace(result, views=write_views(out, trace_dir))
+        _stage(progress, "plots, viewer and Perfetto trace", started)
+    return result
 
 
 def analyze_built(

@@ -1,28 +1,32 @@
 """Stages 0 to 3 of a large trace, one Python task per worker that reads its own files:
-the events never enter the JVM.
+the events and the activities never enter the JVM.
 
 This module owns the per-worker path of ``kernels="rust"`` (:func:`.pipeline.analyze` takes it
-for a trace of at least :data:`PER_WORKER_EVENTS` events). The trace is one directory per
-worker (``process=P/worker=W``), so Spark gets a DataFrame of the workers (a row each) and:
+for a trace of at least :data:`PER_WORKER_EVENTS` events; :func:`write_tables`). The trace is
+one directory per worker (``process=P/worker=W``), so Spark gets a DataFrame of the workers (a
+row and a partition each) and:
 
-1. ``mapInArrow`` over it: each task reads its workers' Parquet files with pyarrow, puts their
-   times on process 0's clock (:func:`.clocks.corrected_times`, Spark's arithmetic) and hands
-   back only the *endpoints*: the message and network events (the columns the
-   communications' joins read), the ``operator_created`` and ``channel_created`` events, and
-   the worker's first and last ``t`` as two rows without a kind. That table (cached) is all
-   the catalogue (:func:`.activities.catalogue`) and the communications
-   (:func:`.activities.communications`, Spark's joins: the one step across workers) read.
-2. ``groupBy("worker").cogroup(deliveries).applyInArrow`` over the workers: each call reads
-   its worker's files again, with the ``ord`` that :mod:`.events` gives them, and runs the
-   native pieces and wait-state kernels on them and the messages delivered to it
-   (:func:`.kernels.native_worker_stage`, as :mod:`.worker_stage` does for events cached
-   in Spark): only its activities go back to the JVM.
+1. ``mapInArrow`` over it (:func:`endpoints_table`): each task reads its worker's Parquet files
+   with pyarrow, puts their times on process 0's clock (:func:`.clocks.corrected_times`,
+   Spark's arithmetic) and hands the driver only the *endpoints* (as Arrow IPC bytes): the
+   message and network events, the ``operator_created`` and ``channel_created`` events, and
+   the worker's first and last ``t`` as two rows without a kind.
+2. The driver makes the catalogue (:func:`catalogue_of`) and the communications
+   (:func:`communications_of`: the joins of :mod:`.driver_communications`, timed as
+   :mod:`.follow_communications` times them, Spark's schema) from the endpoints: the one
+   step across workers. It writes the ``communications`` table and broadcasts each worker's
+   deliveries.
+3. ``mapInArrow`` over the workers again: each task reads its worker's files again, with the
+   ``ord`` that :mod:`.events` gives them, runs the native pieces and wait-state kernels on
+   them and its deliveries (:func:`.kernels.native_worker_stage`), names the operators and
+   writes the worker's activities as one file of the ``activities`` table.
 
-The tables are those of the Spark path, row for row
-(``tests/analysis/test_analysis_driver_profiles.py``, ``test_analysis_worker_files.py``).
-The executors must see the trace directory at the path the driver was given (a local
-master, or a file system shared by the cluster). It must not implement a kernel, decide
-what a communication is, or interpret events beyond choosing the endpoints.
+The driver then reads the activities back for the slices, paths and summaries
+(:mod:`.driver_slices`). The tables are those of the Spark path, row for row
+(``tests/analysis/test_analysis_driver_profiles.py``, ``test_analysis_worker_slices.py``).
+The executors must see the trace directory and the output directory at the paths the driver
+was given (a local master, or a file system shared by the cluster). It must not implement a
+kernel, decide what a communication is, or interpret events beyond choosing the endpoints.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import shutil
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Union
 
 import numpy as np
@@ -39,11 +44,14 @@ import pyarrow.parquet as pq
 
 from .activities import PIECE_COLUMNS
 from .clocks import corrected_times
-from .driver_communications import MESSAGE_COLUMNS, MESSAGE_KINDS
+from .driver_communications import MESSAGE_COLUMNS, MESSAGE_KINDS, data_messages, progress_batches
 from .events import ROWS_PER_PART, trace_info
+from .schemas import ACTIVITIES, spark_schema
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
+
+    from .activities import Catalogue
 
 #: A trace of at least this many events takes this path with the native kernels (below it
 #: the driver's path of a small trace, :mod:`.driver_communications`, is faster).
@@ -142,6 +150,35 @@ def _endpoint_task(
     return task
 
 
+#: What step 1's tasks hand the driver: the endpoints as Arrow IPC streams, a row per record
+#: batch, so the JVM passes bytes along instead of converting every endpoint to a row and back.
+PACKED = pa.schema([("endpoints", pa.binary())])
+
+
+def _packed_endpoint_task(
+    processes: Mapping[int, Mapping[str, Any]],
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function of step 1: worker rows in, their endpoints out (:data:`PACKED`)."""
+    endpoint_task = _endpoint_task(processes)
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in endpoint_task(batches):
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, batch.schema) as writer:
+                writer.write_batch(batch)
+            yield pa.RecordBatch.from_arrays([pa.array([sink.getvalue().to_pybytes()], pa.binary())], schema=PACKED)
+
+    return task
+
+
+def endpoints_table(workers: "DataFrame", processes: Mapping[int, Mapping[str, Any]]) -> pa.Table:
+    """Step 1: the endpoints (:data:`ENDPOINTS`) of every worker of ``workers``
+    (:func:`worker_frame`), read by one Spark task per worker, as one table on the driver."""
+    packed = workers.mapInArrow(_packed_endpoint_task(processes), "endpoints binary").toArrow()
+    tables = [pa.ipc.open_stream(blob).read_all() for blob in packed["endpoints"].to_pylist()]
+    return pa.concat_tables(tables) if tables else ENDPOINTS.empty_table()
+
+
 def _activity_task(
     processes: Mapping[int, Mapping[str, Any]], stage: Callable[[pa.Table, pa.Table], pa.Table]
 ) -> Callable[[pa.Table, pa.Table], pa.Table]:
@@ -164,38 +201,120 @@ def _no_events() -> pa.Table:
 
 
 def worker_frame(spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"]) -> "DataFrame":
-    """The trace's workers as a DataFrame, a row each (:func:`worker_directories`)."""
+    """The trace's workers as a DataFrame, a row and a partition each (:func:`worker_directories`)."""
     rows = [(r["process"], r["worker"], r["directory"]) for r in worker_directories(trace_dir)]
-    return spark.createDataFrame(rows, "process long, worker long, directory string")
+    # A partition per worker: a task each.
+    return spark.createDataFrame(spark.sparkContext.parallelize(rows, max(1, len(rows))),
+                                 "process long, worker long, directory string")  # fmt: skip
 
 
-def build_activities(spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
-    """What :func:`.pipeline.build_activities` returns (``events`` is the cached endpoints
-    table here), by one task per worker over its own files."""
+#: What each worker's task of :func:`write_activities` hands back: how many activities it wrote.
+WRITTEN = pa.schema([("worker", pa.int64()), ("activities", pa.int64())])
+
+
+def activity_table_schema() -> pa.Schema:
+    """The ``activities`` table as Spark writes it: :data:`.schemas.ACTIVITIES`, ``operator``
+    first (:func:`.pipeline.with_operator_names`), every column nullable."""
+    return pa.schema([ACTIVITIES.field("operator")] + [f for f in ACTIVITIES if f.name != "operator"])
+
+
+def catalogue_of(found: pa.Table) -> "Catalogue":
+    """:func:`.activities.catalogue` of the endpoints ``found`` (:data:`ENDPOINTS`), in pyarrow."""
+    from .activities import INPUT_OPERATOR, Catalogue
+
+    created = found.filter(pc.equal(found["kind"], "operator_created")).select(["operator", "name", "address"])
+    operators = {int(r["operator"]): (r["name"] or "", list(r["address"] or [])) for r in created.to_pylist()}
+    sources = pc.and_(pc.is_valid(found["source_operator"]), pc.equal(found["channel_kind"], "data"))
+    channels = found.filter(pc.and_(pc.equal(found["kind"], "channel_created"), sources))
+    inputs = {tuple(address): op for op, (name, address) in operators.items() if name == INPUT_OPERATOR}
+    input_channels = {
+        int(r["channel"]): inputs[key]
+        for r in channels.select(["channel", "address", "source_operator"]).to_pylist()
+        if (key := (*(r["address"] or []), int(r["source_operator"]))) in inputs
+    }
+    origin, end = pc.min(found["t"]).as_py(), pc.max(found["t"]).as_py()
+    return Catalogue(operators, input_channels, origin, end)
+
+
+def communications_of(spark: "SparkSession", found: pa.Table, workers_per_process: int) -> pa.Table:
+    """:func:`.activities.communications` of the endpoints ``found``, joined and timed in pyarrow
+    (:mod:`.follow_communications`), with the schema Spark gives that table (nullability
+    included: asked of Spark's plan over no rows, which runs no job)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from . import activities as acts
+    from .follow_communications import timed
+
+    data = timed(data_messages(found), "data_message")
+    progress = timed(progress_batches(found, workers_per_process), "progress_message")
+    empty = spark.createDataFrame([], spark_schema(ENDPOINTS))
+    schema = to_arrow_schema(acts.communications(empty, workers_per_process).schema)
+    return pa.concat_tables([data, progress]).select(schema.names).cast(schema)
+
+
+def _writing_task(
+    processes: Mapping[int, Mapping[str, Any]], stage: Callable[[pa.Table, pa.Table], pa.Table],
+    names: Dict[int, str], deliveries: Any, directory: str,
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:  # fmt: skip
+    """The ``mapInArrow`` function of step 2: worker rows in; each worker's activities (from
+    its files and its ``deliveries``, a broadcast ``worker -> table``), named, written to
+    ``directory`` as one file; the counts out (:data:`WRITTEN`)."""
+    from .follow_slices import named
+
+    activity_task = _activity_task(processes, stage)
+    schema = activity_table_schema()
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for row in batch.to_pylist():
+                worker = int(row["worker"])
+                received = deliveries.value.get(worker, deliveries.value[None])
+                made = activity_task(pa.Table.from_pylist([row]), received)
+                activities = named(made, names).select(schema.names).cast(schema)
+                # One file per worker, named by it: a task run again replaces its own file.
+                pq.write_table(activities, os.path.join(directory, f"part-{worker:05d}.parquet"))
+                yield pa.RecordBatch.from_pylist([{"worker": worker, "activities": activities.num_rows}], schema=WRITTEN)
+
+    return task
+
+
+def write_tables(
+    spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"], out: Union[str, "os.PathLike[str]"]
+) -> Dict[str, Any]:
+    """Stages 0 to 3 of a large trace, the events never in the JVM: one Spark job's tasks read
+    the workers' files and hand the driver their endpoints; the driver makes the catalogue and
+    the communications (written to ``out/communications``); a second job's task per worker
+    writes its activities into ``out/activities`` (named, :func:`activity_table_schema`).
+    The executors must see the trace and ``out`` at the paths the driver was given. Returns
+    the trace's ``info``, the ``communications`` and the catalogue's ``origin``."""
     from . import activities as acts
     from . import worker_stage
     from .kernels import native_worker_stage
-    from .pipeline import with_operator_names
-    from .schemas import ACTIVITIES, spark_schema
 
     info = trace_info(trace_dir)
     processes = {int(p): dict(meta) for p, meta in info.processes.items()}
     workers = worker_frame(spark, trace_dir)
-    found = workers.mapInArrow(_endpoint_task(processes), spark_schema(ENDPOINTS)).cache()
-    known = acts.catalogue(found)
-    communications = acts.communications(found, info.workers_per_process).cache()
+    found = endpoints_table(workers, processes)
+    known = catalogue_of(found)
+    communications = communications_of(spark, found, info.workers_per_process)
     stage = native_worker_stage(
         acts.scope_depths(known.operators), dict(known.input_channels), known.origin, known.end,
         worker_stage.delivery_rows,
     )  # fmt: skip
-    received = worker_stage.deliveries(communications).groupBy("worker")
-    activities = workers.groupBy("worker").cogroup(received).applyInArrow(
-        _activity_task(processes, stage), spark_schema(ACTIVITIES)
-    )
-    return {
-        "info": info,
-        "events": found,
-        "communications": communications,
-        "activities": with_operator_names(activities, known),
-        "origin": known.origin,
-    }
+    names = {operator: name for operator, (name, _) in known.operators.items()}
+    received = communications.select([old for old, _ in worker_stage.DELIVERY_COLUMNS])
+    received = received.rename_columns([new for _, new in worker_stage.DELIVERY_COLUMNS])
+    per_worker: Dict[Any, pa.Table] = {None: received.slice(0, 0)}
+    for worker in pc.unique(received["worker"]).to_pylist():
+        per_worker[worker] = received.filter(pc.equal(received["worker"], worker))
+    deliveries = spark.sparkContext.broadcast(per_worker)
+    directories = {name: os.path.join(os.path.abspath(str(out)), name) for name in ("activities", "communications")}
+    for directory in directories.values():
+        if os.path.exists(directory):
+            shutil.rmtree(directory)
+        os.makedirs(directory)
+    pq.write_table(communications, os.path.join(directories["communications"], "part-00000.parquet"))
+    task = _writing_task(processes, stage, names, deliveries, directories["activities"])
+    workers.mapInArrow(task, spark_schema(WRITTEN)).collect()
+    deliveries.unpersist()
+    return {"info": info, "communications": communications, "origin": known.origin}
