@@ -54,7 +54,11 @@ pub enum FlagError {
 impl FlagError {
     /// A value of `flag` that is not what it takes; `expected` says what it takes.
     pub fn bad_value(flag: &str, value: &str, expected: impl Display) -> FlagError {
-        FlagError::BadValue { flag: flag.to_string(), value: value.to_string(), expected: expected.to_string() }
+        FlagError::BadValue {
+            flag: flag.to_string(),
+            value: value.to_string(),
+            expected: expected.to_string(),
+        }
     }
 }
 
@@ -148,7 +152,8 @@ impl ProgramFlags {
     /// An undeclared flag, a missing or unexpected value, too many positional arguments, or
     /// `--help` ([`FlagError::HelpRequested`]).
     pub fn parse<I: IntoIterator<Item = String>>(&self, args: I) -> Result<Flags, FlagError> {
-        let mut parsed = Flags::default();
+        let mut parsed =
+            Flags { names: self.positionals.iter().map(|(name, _)| *name).collect(), ..Flags::default() };
         // lexopt skips the first argument as the program's name: give it a placeholder.
         let mut parser = lexopt::Parser::from_iter(std::iter::once(String::new()).chain(args));
         while let Some(arg) = parser.next().map_err(lex_error)? {
@@ -188,9 +193,9 @@ impl ProgramFlags {
     }
 
     /// Exits as [`ProgramFlags::parse_or_exit`] does on `error`: for errors found while
-    /// reading the values.
-    pub fn exit(&self, error: &FlagError) -> ! {
-        if *error == FlagError::HelpRequested {
+    /// reading the values, and those of the runtime's options read before (`ConfigError`).
+    pub fn exit(&self, error: &(dyn std::error::Error + 'static)) -> ! {
+        if error.downcast_ref::<FlagError>() == Some(&FlagError::HelpRequested) {
             println!("{}", self.help());
             std::process::exit(0)
         }
@@ -205,6 +210,8 @@ pub struct Flags {
     /// Each flag given, with its value (empty for a switch).
     given: Vec<(&'static str, String)>,
     positionals: Vec<String>,
+    /// The declared names of the positional arguments, for errors.
+    names: Vec<&'static str>,
 }
 
 impl Flags {
@@ -259,12 +266,13 @@ impl Flags {
         })
     }
 
-    /// Positional argument `index` (declared as `name`), `default` when not given.
+    /// Positional argument `index`, `default` when not given.
     ///
     /// # Errors
     ///
-    /// [`FlagError::BadValue`] naming the argument, for a value that is not a `T`.
-    pub fn positional<T: FromStr>(&self, index: usize, name: &str, default: T) -> Result<T, FlagError> {
+    /// [`FlagError::BadValue`] naming the argument as declared, for a value that is not a `T`.
+    pub fn positional<T: FromStr>(&self, index: usize, default: T) -> Result<T, FlagError> {
+        let name = self.names.get(index).copied().unwrap_or("a positional argument");
         self.positionals.get(index).map_or(Ok(default), |text| parse_as::<T>(name, text))
     }
 
@@ -316,12 +324,12 @@ mod tests {
     fn both_spellings_switches_and_positionals_are_read() {
         let flags = program().parse(strings(&["--runs=3", "7", "--quiet", "--joins", "1.5,2"])).unwrap();
         assert_eq!(flags.value("--runs", 5u64), Ok(3));
-        assert_eq!(flags.positional(0, "ROUNDS", 10u64), Ok(7));
+        assert_eq!(flags.positional(0, 10u64), Ok(7));
         assert!(flags.has("--quiet"));
         assert_eq!(flags.list("--joins", vec![4.0, 8.0]), Ok(vec![1.5, 2.0]));
         let defaults = program().parse(Vec::new()).unwrap();
         assert_eq!(defaults.value("--runs", 5u64), Ok(5));
-        assert_eq!(defaults.positional(0, "ROUNDS", 10u64), Ok(10));
+        assert_eq!(defaults.positional(0, 10u64), Ok(10));
         assert!(!defaults.has("--quiet"));
     }
 
@@ -343,14 +351,16 @@ mod tests {
         let error = flags.value("--runs", 5u64).unwrap_err();
         assert_eq!(error, FlagError::bad_value("--runs", "many", "u64"));
         assert_eq!(error.to_string(), "option --runs: expected u64, found \"many\"");
-        assert_eq!(flags.positional(0, "ROUNDS", 1u64), Err(FlagError::bad_value("ROUNDS", "x", "u64")));
+        assert_eq!(flags.positional(0, 1u64), Err(FlagError::bad_value("ROUNDS", "x", "u64")));
         assert!(flags.list("--joins", vec![1.0]).unwrap_err().to_string().contains("\"1,soon\""));
     }
 
     #[test]
     fn the_help_lists_every_argument() {
         let help = program().with_runtime_options().help();
-        for expected in ["usage: prog [ROUNDS] [OPTIONS]", "--runs N", "--quiet", "--help", "-w VALUE", "--insecure"] {
+        for expected in
+            ["usage: prog [ROUNDS] [OPTIONS]", "--runs N", "--quiet", "--help", "-w VALUE", "--insecure"]
+        {
             assert!(help.contains(expected), "{expected:?} in\n{help}");
         }
     }
