@@ -97,12 +97,14 @@ where
             resume_unwind(payload)
         })
     })
-    .map_err(ExecuteError::Config)?;
+    .map_err(|error| ExecuteError::Config(error.to_string()))?;
     let results = guards.join();
     let failure = first_failure.lock().unwrap_or_else(|e| e.into_inner()).take();
     let results: Result<Vec<T>, ExecuteError> = match failure {
         Some(message) => Err(ExecuteError::Worker(message)),
-        None => results.into_iter().map(|r| r.map_err(ExecuteError::Worker)).collect(),
+        None => {
+            results.into_iter().map(|r| r.map_err(|panic| ExecuteError::Worker(panic.to_string()))).collect()
+        }
     };
     if let Some(trace) = trace.and_then(Arc::into_inner) {
         if let Err(error) = trace.finish(results.is_ok()) {
