@@ -6,11 +6,10 @@
 //! so every program of the repository reads its arguments with one piece (on `lexopt`).
 //! It owns no defaults: each program passes its own when it reads a value.
 
-use std::ffi::OsString;
 use std::fmt::Display;
 use std::str::FromStr;
 
-use crate::runtime_args::RuntimeOption;
+use crate::runtime_args::{self, text, ArgsError, RuntimeOption};
 
 /// A command line a program cannot read.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -293,13 +292,10 @@ fn kind<T>() -> &'static str {
     name.rsplit("::").next().unwrap_or(name)
 }
 
-fn text(value: OsString) -> String {
-    value.to_string_lossy().into_owned()
-}
-
+/// What the lexer refuses, as the runtime's parser reports it.
 fn lex_error(error: lexopt::Error) -> FlagError {
-    match error {
-        lexopt::Error::NonUnicodeValue(value) => FlagError::NotUnicode(text(value)),
+    match runtime_args::lex_error(error) {
+        ArgsError::NotUnicode(value) => FlagError::NotUnicode(value),
         other => FlagError::Invalid(other.to_string()),
     }
 }
@@ -309,7 +305,7 @@ mod tests {
     use super::*;
 
     fn strings(items: &[&str]) -> Vec<String> {
-        items.iter().map(|s| s.to_string()).collect()
+        items.iter().map(ToString::to_string).collect()
     }
 
     fn program() -> ProgramFlags {
