@@ -86,8 +86,9 @@ def test_the_binary_reports_where_records_of_moved_bins_were_processed(binaries)
     assert sent == processed > 5000, "every key's first record and the fed ones, each processed once"
     before, after, misplaced = (int(n) for n in summary["# moved"])
     assert before > 0 and after > 0 and misplaced == 0, "moved bins were processed on the old, then the new owner"
-    for strategy, error in (("batched:0", "batched:N needs a positive N"), ("fluid@0", "@GAP needs a positive"),
-                            ("random", "unknown strategy")):  # fmt: skip
+    for strategy, error in (("batched:0", 'expected batched:N with a positive N, found "batched:0"'),
+                            ("fluid@0", 'expected @GAP with a positive number of epochs, or @done, found "fluid@0"'),
+                            ("random", 'expected a strategy: all-at-once, fluid or batched:N')):  # fmt: skip
         bad = subprocess.run([str(binary), "--strategy", strategy], capture_output=True, text=True, timeout=10)
         assert bad.returncode == 2 and error in bad.stderr, bad.stderr
 

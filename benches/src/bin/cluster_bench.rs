@@ -29,6 +29,7 @@ use std::process::{Child, Command};
 use std::time::Duration;
 use timely_benches::{exchange_plan, hello_plan, CountingAllocator, Plan, Routing, Segment};
 use timely_communication::initialize::{ClusterConfig, CLUSTER_SECRET_VARIABLE};
+use timely_communication::{FlagError, Flags, ProgramFlags};
 use timely_engine::dataflow::Abomonated;
 use timely_engine::Config;
 
@@ -48,37 +49,28 @@ struct Options {
 }
 
 impl Options {
-    fn parse() -> Result<Options, String> {
-        let mut options = Options {
-            child: false,
-            runs: 5,
-            hello_rounds: 10_000,
-            warmup: 10_000,
-            batches: vec![1_000, 100_000],
-            records: 5_000_000,
-            hostfiles: Vec::new(),
-        };
-        let mut args = std::env::args().skip(1);
-        while let Some(name) = args.next() {
-            let value = args.next().ok_or_else(|| format!("{name} needs a value"))?;
-            let number = || value.parse::<u64>().map_err(|_| format!("{name}: not a number: {value}"));
-            match name.as_str() {
-                "--role" => options.child = value == "child",
-                "--runs" => options.runs = number()? as usize,
-                "--hello-rounds" => options.hello_rounds = number()?,
-                "--warmup" => options.warmup = number()?,
-                "--records" => options.records = number()?,
-                "--batches" => {
-                    options.batches = value
-                        .split(',')
-                        .map(|b| b.parse().map_err(|_| format!("--batches: {value}")))
-                        .collect::<Result<_, _>>()?
-                }
-                "--hostfiles" => options.hostfiles = value.split(',').map(PathBuf::from).collect(),
-                _ => return Err(format!("unknown option {name}")),
-            }
-        }
-        Ok(options)
+    /// The command line (`--role` and `--hostfiles` are for the child the parent starts).
+    fn flags() -> ProgramFlags {
+        ProgramFlags::new("cluster_bench")
+            .flag("--runs", "N", "runs of every workload and layout (default 5)")
+            .flag("--hello-rounds", "N", "timed rounds of hello (default 10000)")
+            .flag("--warmup", "N", "untimed rounds of hello first (default 10000)")
+            .flag("--batches", "B1,B2", "records per round of the exchange workloads (default 1000,100000)")
+            .flag("--records", "N", "records per exchange workload (default 5000000)")
+            .flag("--role", "child", "run as process 1 (the parent starts it)")
+            .flag("--hostfiles", "F1,F2", "the hostfiles of the workloads, for the child")
+    }
+
+    fn parse(flags: &Flags) -> Result<Options, FlagError> {
+        Ok(Options {
+            child: flags.text("--role") == Some("child"),
+            runs: flags.value("--runs", 5)?,
+            hello_rounds: flags.value("--hello-rounds", 10_000)?,
+            warmup: flags.value("--warmup", 10_000)?,
+            batches: flags.list("--batches", vec![1_000, 100_000])?,
+            records: flags.value("--records", 5_000_000)?,
+            hostfiles: flags.list("--hostfiles", Vec::new())?,
+        })
     }
 
     /// The arguments that make a child run the same workloads on `hostfiles`.
@@ -168,10 +160,9 @@ enum Layout {
 }
 
 fn main() {
-    let options = Options::parse().unwrap_or_else(|error| {
-        eprintln!("cluster_bench: {error}");
-        std::process::exit(2)
-    });
+    let program = Options::flags();
+    let given = program.parse_or_exit(std::env::args().skip(1));
+    let options = Options::parse(&given).unwrap_or_else(|error| program.exit(&error));
     if options.child {
         for (workload, hostfile) in Workload::all(&options).into_iter().zip(&options.hostfiles) {
             workload.run(cluster_config(1, hostfile), &options);

@@ -11,6 +11,7 @@
 
 use std::time::Duration;
 
+use timely_communication::{FlagError, Flags, ProgramFlags};
 use timely_engine::wire_fuzz::alloc::{largest_allocation, CountingAllocator};
 use timely_engine::wire_fuzz::inputs::{ACCEPTED, HOSTILE};
 use timely_engine::wire_fuzz::{fuzz_frames, FrameFuzzOptions};
@@ -18,33 +19,32 @@ use timely_engine::wire_fuzz::{fuzz_frames, FrameFuzzOptions};
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
 
+/// The command line: `--inputs`, `--per-run`, `--seed` and `--cap-mib`.
+fn flags() -> ProgramFlags {
+    ProgramFlags::new("fuzz_frames")
+        .flag("--inputs", "N", "inputs in all (default 1000000)")
+        .flag("--per-run", "N", "inputs per engine run (default 1000)")
+        .flag("--seed", "S", "the random seed (default 1)")
+        .flag("--cap-mib", "MIB", "the largest allocation allowed (default 64)")
+}
+
 /// `--inputs`, `--per-run`, `--seed` and `--cap-mib`, with their defaults.
-fn parse() -> Result<(FrameFuzzOptions, usize), String> {
-    let mut options =
-        FrameFuzzOptions { inputs: 1_000_000, per_run: 1000, seed: 1, deadline: Duration::from_secs(10) };
-    let mut cap_mib = 64;
-    let mut args = std::env::args().skip(1);
-    while let Some(name) = args.next() {
-        let value = args.next().ok_or_else(|| format!("{name} needs a value"))?;
-        let number =
-            value.parse::<u64>().map_err(|_| format!("{name}: expected a number, found {value:?}"))?;
-        match name.as_str() {
-            "--inputs" => options.inputs = number as usize,
-            "--per-run" => options.per_run = number as usize,
-            "--seed" => options.seed = number,
-            "--cap-mib" => cap_mib = number as usize,
-            other => {
-                return Err(format!("unknown option {other}; use --inputs, --per-run, --seed, --cap-mib"))
-            }
-        }
-    }
-    Ok((options, cap_mib))
+fn parse(flags: &Flags) -> Result<(FrameFuzzOptions, usize), FlagError> {
+    let options = FrameFuzzOptions {
+        inputs: flags.value("--inputs", 1_000_000)?,
+        per_run: flags.value("--per-run", 1000)?,
+        seed: flags.value("--seed", 1)?,
+        deadline: Duration::from_secs(10),
+    };
+    Ok((options, flags.value("--cap-mib", 64)?))
 }
 
 fn main() {
+    let program = flags();
+    let given = program.parse_or_exit(std::env::args().skip(1));
+    let (options, cap_mib) = parse(&given).unwrap_or_else(|error| program.exit(&error));
     let run = || -> Result<(), String> {
-        let (options, cap_mib) = parse()?;
-        let report = fuzz_frames(&options)?;
+        let report = fuzz_frames(&options).map_err(|error| error.to_string())?;
         let largest = largest_allocation();
         println!(
             "{} inputs in {} engine runs ({} sealed, {} as a joiner) in {:.1} s ({:.0} inputs/s); {} runs ended \

@@ -10,6 +10,7 @@
 use std::net::TcpListener;
 
 use timely_communication::networking::join_fuzz::{fuzz_join_acceptor, FuzzOptions, KINDS};
+use timely_communication::{FlagError, Flags, ProgramFlags};
 
 /// Three loopback addresses free now (ports the kernel picked).
 fn free_addresses() -> Result<Vec<String>, String> {
@@ -22,33 +23,35 @@ fn free_addresses() -> Result<Vec<String>, String> {
         .collect()
 }
 
+/// The command line: `--inputs`, `--clients`, `--seed` and `--runs`.
+fn flags() -> ProgramFlags {
+    ProgramFlags::new("fuzz_join_acceptor")
+        .flag("--inputs", "N", "join attempts in all (default 100000)")
+        .flag("--clients", "N", "threads firing them (default 4)")
+        .flag("--seed", "S", "the first run's random seed (default 1)")
+        .flag("--runs", "N", "runs, each with the next seed (default 1)")
+}
+
 /// `--inputs`, `--clients`, `--seed` and `--runs`, with their defaults.
-fn parse() -> Result<(usize, usize, u64, usize), String> {
-    let (mut inputs, mut clients, mut seed, mut runs) = (100_000, 4, 1, 1);
-    let mut args = std::env::args().skip(1);
-    while let Some(name) = args.next() {
-        let value = args.next().ok_or_else(|| format!("{name} needs a value"))?;
-        let number =
-            value.parse::<u64>().map_err(|_| format!("{name}: expected a number, found {value:?}"))?;
-        match name.as_str() {
-            "--inputs" => inputs = number as usize,
-            "--clients" => clients = number as usize,
-            "--seed" => seed = number,
-            "--runs" => runs = number as usize,
-            other => return Err(format!("unknown option {other}; use --inputs, --clients, --seed, --runs")),
-        }
-    }
-    Ok((inputs, clients, seed, runs))
+fn parse(flags: &Flags) -> Result<(usize, usize, u64, usize), FlagError> {
+    Ok((
+        flags.value("--inputs", 100_000)?,
+        flags.value("--clients", 4)?,
+        flags.value("--seed", 1)?,
+        flags.value("--runs", 1)?,
+    ))
 }
 
 fn main() {
+    let program = flags();
+    let given = program.parse_or_exit(std::env::args().skip(1));
+    let (inputs, clients, seed, runs) = parse(&given).unwrap_or_else(|error| program.exit(&error));
     let run = || -> Result<(), String> {
-        let (inputs, clients, seed, runs) = parse()?;
         let mut rates = Vec::new();
         for run in 0..runs {
             let options =
                 FuzzOptions { inputs, clients, seed: seed + run as u64, addresses: free_addresses()? };
-            let report = fuzz_join_acceptor(&options)?;
+            let report = fuzz_join_acceptor(&options).map_err(|error| error.to_string())?;
             let kinds: Vec<String> =
                 KINDS.iter().zip(report.kinds).map(|(kind, n)| format!("{kind}: {n}")).collect();
             println!(

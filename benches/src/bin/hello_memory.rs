@@ -10,26 +10,22 @@
 use timely_benches::{
     allocations, current_rss_kib, hello_rounds, peak_rss_kib, workers_of, CountingAllocator,
 };
+use timely_communication::{FlagError, ProgramFlags};
 
 #[global_allocator]
 static GLOBAL: CountingAllocator = CountingAllocator;
 
 fn main() {
+    let program = ProgramFlags::new("hello_memory")
+        .positional("ROUNDS", "rounds of the hello dataflow")
+        .with_runtime_options();
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (config, rest) = timely_engine::Config::from_args(args).unwrap_or_else(|e| {
-        eprintln!("{}", e);
-        std::process::exit(2)
-    });
-    let rounds: u64 = match rest.iter().find(|a| !a.starts_with('-')) {
-        Some(a) => a.parse().unwrap_or_else(|_| {
-            eprintln!("ROUNDS must be a non-negative integer, got {:?}", a);
-            std::process::exit(2)
-        }),
-        None => {
-            eprintln!("usage: hello_memory ROUNDS [-w WORKERS]");
-            std::process::exit(2)
-        }
-    };
+    let (config, rest) = timely_engine::Config::from_args(args).unwrap_or_else(|error| program.exit(&error));
+    let given = program.parse_or_exit(rest);
+    if given.positionals().is_empty() {
+        program.exit(&FlagError::Combination("ROUNDS is required".to_string()));
+    }
+    let rounds: u64 = given.positional(0, 0).unwrap_or_else(|error| program.exit(&error));
     let workers = workers_of(&config);
     let elapsed = hello_rounds(config, rounds);
     let allocations = allocations();

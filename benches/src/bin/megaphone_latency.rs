@@ -39,6 +39,7 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 use timely_communication::initialize::ClusterConfig;
 use timely_communication::networking::ClusterIdentity;
+use timely_communication::{FlagError, Flags, ProgramFlags};
 use timely_engine::dataflow::{InputHandle, ProbeHandle};
 use timely_engine::{Config, Worker};
 use timely_megaphone::{plan, Bins, Command, Context, Control, KeyedOperators, RoutingTable, Strategy};
@@ -61,67 +62,70 @@ struct Options {
 
 /// `STRATEGY[@GAP|@done]`: the strategy and the epochs between its steps (1 without `@`,
 /// `None` for `@done`).
-fn parse_strategy(value: &str) -> Result<(Strategy, Option<u64>), String> {
-    let (value, gap) = match value.split_once('@') {
+fn parse_strategy(text: &str) -> Result<(Strategy, Option<u64>), FlagError> {
+    let bad = |expected: &str| FlagError::bad_value("--strategy", text, expected);
+    let (value, gap) = match text.split_once('@') {
         Some((strategy, "done")) => (strategy, None),
         Some((strategy, gap)) => match gap.parse() {
             Ok(gap) if gap > 0 => (strategy, Some(gap)),
-            _ => return Err(format!("@GAP needs a positive number of epochs or `done`, not {gap:?}")),
+            _ => return Err(bad("@GAP with a positive number of epochs, or @done")),
         },
-        None => (value, Some(1)),
+        None => (text, Some(1)),
     };
     let strategy = match value.split_once(':') {
         None if value == "all-at-once" => Ok(Strategy::AllAtOnce),
         None if value == "fluid" => Ok(Strategy::Fluid),
         Some(("batched", n)) => match n.parse() {
             Ok(per_worker) if per_worker > 0 => Ok(Strategy::Batched { per_worker }),
-            _ => Err(format!("batched:N needs a positive N, not {n:?}")),
+            _ => Err(bad("batched:N with a positive N")),
         },
-        _ => Err(format!("unknown strategy {value:?} (all-at-once, fluid, batched:N)")),
+        _ => Err(bad("a strategy: all-at-once, fluid or batched:N, then @GAP or @done")),
     }?;
     Ok((strategy, gap))
 }
 
+/// The command line.
+fn flags() -> ProgramFlags {
+    ProgramFlags::new("megaphone_latency")
+        .flag("--workers", "N", "workers per process (default 2)")
+        .flag("--processes", "N", "processes (default 1)")
+        .flag("--bins", "B", "Megaphone bins, a power of two (default 256)")
+        .flag("--keys", "K", "distinct keys (default 100000)")
+        .flag("--state-bytes", "S", "bytes of state per key (default 64)")
+        .flag("--rate", "R", "records per second (default 200000)")
+        .flag("--duration", "S", "seconds of input (default 4)")
+        .flag("--migrate-at", "S", "seconds before the migration starts (default 2)")
+        .flag("--strategy", "S", "all-at-once, fluid or batched:N, then @GAP or @done (default all-at-once)")
+}
+
 impl Options {
-    fn parse() -> Result<Options, String> {
-        let mut options = Options {
-            workers: 2,
-            processes: 1,
-            bins: 256,
-            keys: 100_000,
-            state_bytes: 64,
-            rate: 200_000.0,
-            duration: 4.0,
-            migrate_at: 2.0,
-            strategy: Strategy::AllAtOnce,
-            gap: Some(1),
+    /// The options `flags` give, with their defaults; numbers are read as `f64` (`--rate 2e5`).
+    fn parse(flags: &Flags) -> Result<Options, FlagError> {
+        let number = |flag: &str, default: f64| flags.value(flag, default);
+        let (strategy, gap) =
+            flags.value_with("--strategy", (Strategy::AllAtOnce, Some(1)), parse_strategy)?;
+        let options = Options {
+            workers: number("--workers", 2.0)? as usize,
+            processes: number("--processes", 1.0)? as usize,
+            bins: number("--bins", 256.0)? as usize,
+            keys: number("--keys", 100_000.0)? as u64,
+            state_bytes: number("--state-bytes", 64.0)? as usize,
+            rate: number("--rate", 200_000.0)?,
+            duration: number("--duration", 4.0)?,
+            migrate_at: number("--migrate-at", 2.0)?,
+            strategy,
+            gap,
         };
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        for pair in args.chunks(2) {
-            let [name, value] = pair else { return Err(format!("{} needs a value", pair[0])) };
-            let number = |v: &str| v.parse::<f64>().map_err(|_| format!("{name}: not a number: {v:?}"));
-            match name.as_str() {
-                "--workers" => options.workers = number(value)? as usize,
-                "--processes" => options.processes = number(value)? as usize,
-                "--bins" => options.bins = number(value)? as usize,
-                "--keys" => options.keys = number(value)? as u64,
-                "--state-bytes" => options.state_bytes = number(value)? as usize,
-                "--rate" => options.rate = number(value)?,
-                "--duration" => options.duration = number(value)?,
-                "--migrate-at" => options.migrate_at = number(value)?,
-                "--strategy" => (options.strategy, options.gap) = parse_strategy(value)?,
-                _ => return Err(format!("unknown option {name}")),
-            }
-        }
-        Bins::new(options.bins).map_err(|e| e.to_string())?;
+        Bins::new(options.bins).map_err(|e| FlagError::bad_value("--bins", &options.bins.to_string(), e))?;
+        let combination = |problem: &str| Err(FlagError::Combination(problem.to_string()));
         if options.workers == 0 || options.processes == 0 || options.workers * options.processes < 2 {
-            return Err("--workers x --processes must be at least 2 (a migration needs two workers)".into());
+            return combination("--workers x --processes must be at least 2 (a migration needs two workers)");
         }
         if options.keys == 0 || options.rate <= 0.0 {
-            return Err("--keys and --rate must be positive".into());
+            return combination("--keys and --rate must be positive");
         }
         if !(0.0..options.duration).contains(&options.migrate_at) {
-            return Err("--migrate-at must be within --duration".into());
+            return combination("--migrate-at must be within --duration");
         }
         Ok(options)
     }
@@ -464,10 +468,9 @@ fn report(options: &Options, shared: &Shared) -> bool {
 }
 
 fn main() {
-    let options = Options::parse().unwrap_or_else(|e| {
-        eprintln!("{e}\nusage: megaphone_latency [--workers N] [--processes N] [--bins B] [--keys K] [--state-bytes S] [--rate R] [--duration S] [--migrate-at S] [--strategy all-at-once|fluid|batched:N[@GAP|@done]]");
-        std::process::exit(2)
-    });
+    let program = flags();
+    let given = program.parse_or_exit(std::env::args().skip(1));
+    let options = Options::parse(&given).unwrap_or_else(|error| program.exit(&error));
     match run(options.clone()) {
         Ok(shared) => {
             if !report(&options, &shared) {

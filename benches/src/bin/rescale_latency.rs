@@ -47,6 +47,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use timely_communication::initialize::ClusterConfig;
 use timely_communication::networking::ClusterIdentity;
+use timely_communication::{FlagError, Flags, ProgramFlags};
 use timely_engine::dataflow::{InputHandle, ProbeHandle, Scope, Stream};
 use timely_engine::{execute_traced, Config, Product, TraceSettings, Worker};
 use timely_megaphone::{Bins, Command, Control, Controller, RoutingTable, StateMachine, Strategy};
@@ -78,88 +79,94 @@ struct Options {
     evacuate: bool,
 }
 
+/// The command line.
+fn flags() -> ProgramFlags {
+    ProgramFlags::new("rescale_latency")
+        .flag("--threads", "N", "workers per process (default 2)")
+        .flag("--initial", "N", "processes at the start, at least 2 (default 2)")
+        .flag("--joins", "T1,T2", "seconds at which a process joins (default 4,8)")
+        .flag("--duration", "S", "seconds of input (default 12)")
+        .flag("--rate", "R", "records per second (default 2000)")
+        .flag("--injectors", "K", "workers that send the records (default 4)")
+        .flag("--cost", "C", "work per record (default 2000)")
+        .flag("--sleep-us", "U", "microseconds each record sleeps (default 0)")
+        .flag("--loops", "N", "iterations of a loop per record, 0 for none (default 0)")
+        .flag("--window-ms", "W", "milliseconds per latency window (default 100)")
+        .flag("--trace", "DIR", "write a trace of the run there")
+        .flag("--pin", "0|1", "pin workers to CPUs (default 0)")
+        .flag("--keyed", "BINS", "Megaphone bins of the keyed variant, 0 for the stateless map (default 0)")
+        .flag("--state-bytes", "S", "bytes of state per key, keyed variant (default 0)")
+        .flag("--keys", "K", "distinct keys, keyed variant (default 10000)")
+        .flag("--strategy", "S", "all_at_once, fluid or batched (default batched)")
+        .flag("--leave", "P@S", "process P leaves S seconds after the start")
+        .flag("--evacuate", "0|1", "move the leaver's bins off it first, keyed variant (default 0)")
+}
+
+/// `P@SECONDS`: the process that leaves and when.
+fn parse_leave(text: &str) -> Result<(usize, f64), FlagError> {
+    let bad = || FlagError::bad_value("--leave", text, "P@SECONDS");
+    let (process, at) = text.split_once('@').ok_or_else(bad)?;
+    Ok((process.parse::<f64>().map_err(|_| bad())? as usize, at.parse().map_err(|_| bad())?))
+}
+
+/// `all_at_once`, `fluid` or `batched` (4 bins per worker at a time).
+fn parse_strategy(text: &str) -> Result<Strategy, FlagError> {
+    match text {
+        "all_at_once" => Ok(Strategy::AllAtOnce),
+        "fluid" => Ok(Strategy::Fluid),
+        "batched" => Ok(Strategy::Batched { per_worker: 4 }),
+        _ => Err(FlagError::bad_value("--strategy", text, "all_at_once, fluid or batched")),
+    }
+}
+
 impl Options {
-    fn parse() -> Result<Options, String> {
-        let mut options = Options {
-            threads: 2,
-            initial: 2,
-            joins: vec![4.0, 8.0],
-            duration: 12.0,
-            rate: 2000.0,
-            injectors: 4,
-            cost: 2000,
-            sleep_us: 0,
-            loops: 0,
-            window_ms: 100,
-            trace: None,
-            pin: false,
-            keyed: 0,
-            state_bytes: 0,
-            keys: 10_000,
-            strategy: Strategy::Batched { per_worker: 4 },
-            leave: None,
-            evacuate: false,
+    /// The options `flags` give, with their defaults; numbers are read as `f64` (`--rate 2e3`).
+    fn parse(flags: &Flags) -> Result<Options, FlagError> {
+        let number = |flag: &str, default: f64| flags.value(flag, default);
+        let options = Options {
+            threads: number("--threads", 2.0)? as usize,
+            initial: number("--initial", 2.0)? as usize,
+            joins: flags.list("--joins", vec![4.0, 8.0])?,
+            duration: number("--duration", 12.0)?,
+            rate: number("--rate", 2000.0)?,
+            injectors: number("--injectors", 4.0)? as usize,
+            cost: number("--cost", 2000.0)? as u64,
+            sleep_us: number("--sleep-us", 0.0)? as u64,
+            loops: number("--loops", 0.0)? as u64,
+            window_ms: number("--window-ms", 100.0)?.max(1.0) as u64,
+            trace: flags.value_with("--trace", None, |dir| Ok(Some(PathBuf::from(dir))))?,
+            pin: number("--pin", 0.0)? != 0.0,
+            keyed: number("--keyed", 0.0)? as usize,
+            state_bytes: number("--state-bytes", 0.0)? as usize,
+            keys: (number("--keys", 10_000.0)? as u64).max(1),
+            strategy: flags.value_with("--strategy", Strategy::Batched { per_worker: 4 }, parse_strategy)?,
+            leave: flags.value_with("--leave", None, |text| parse_leave(text).map(Some))?,
+            evacuate: number("--evacuate", 0.0)? != 0.0,
         };
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        for pair in args.chunks(2) {
-            let [name, value] = pair else { return Err(format!("{} needs a value", pair[0])) };
-            let number = |v: &str| v.parse::<f64>().map_err(|_| format!("{name}: not a number: {v:?}"));
-            match name.as_str() {
-                "--threads" => options.threads = number(value)? as usize,
-                "--initial" => options.initial = number(value)? as usize,
-                "--joins" => {
-                    options.joins =
-                        value.split(',').filter(|s| !s.is_empty()).map(number).collect::<Result<_, _>>()?
-                }
-                "--duration" => options.duration = number(value)?,
-                "--rate" => options.rate = number(value)?,
-                "--injectors" => options.injectors = number(value)? as usize,
-                "--cost" => options.cost = number(value)? as u64,
-                "--sleep-us" => options.sleep_us = number(value)? as u64,
-                "--loops" => options.loops = number(value)? as u64,
-                "--window-ms" => options.window_ms = number(value)?.max(1.0) as u64,
-                "--trace" => options.trace = Some(PathBuf::from(value)),
-                "--pin" => options.pin = number(value)? != 0.0,
-                "--keyed" => options.keyed = number(value)? as usize,
-                "--state-bytes" => options.state_bytes = number(value)? as usize,
-                "--keys" => options.keys = (number(value)? as u64).max(1),
-                "--leave" => {
-                    let (process, at) = value.split_once('@').ok_or("--leave: expected P@SECONDS")?;
-                    options.leave = Some((number(process)? as usize, number(at)?));
-                }
-                "--evacuate" => options.evacuate = number(value)? != 0.0,
-                "--strategy" => {
-                    options.strategy = match value.as_str() {
-                        "all_at_once" => Strategy::AllAtOnce,
-                        "fluid" => Strategy::Fluid,
-                        "batched" => Strategy::Batched { per_worker: 4 },
-                        other => return Err(format!("--strategy: unknown strategy {other:?}")),
-                    }
-                }
-                _ => return Err(format!("unknown option {name}")),
-            }
-        }
+        let combination = |problem: &str| Err(FlagError::Combination(problem.to_string()));
         if options.threads == 0 || options.initial < 2 || options.injectors == 0 {
-            return Err("--threads and --injectors must be at least 1, --initial at least 2".into());
+            return combination("--threads and --injectors must be at least 1, --initial at least 2");
         }
         if options.leave.is_some_and(|(process, at)| {
             process >= options.initial + options.joins.len() || at >= options.duration
         }) {
-            return Err("--leave P@S: a process of the run, before --duration".into());
+            return combination("--leave P@S: a process of the run, before --duration");
         }
         if options.evacuate && (options.keyed == 0 || options.leave.is_none_or(|(process, _)| process == 0)) {
-            return Err("--evacuate 1: needs --keyed and --leave P@S with P not 0 (worker 0 plans it)".into());
+            return combination(
+                "--evacuate 1: needs --keyed and --leave P@S with P not 0 (worker 0 plans it)",
+            );
         }
         if options.keyed > 0 && Bins::new(options.keyed).is_err() {
-            return Err("--keyed: the bins must be a power of two".into());
+            return combination("--keyed: the bins must be a power of two");
         }
         if options.injectors > options.initial * options.threads {
-            return Err("--injectors cannot exceed the initial workers".into());
+            return combination("--injectors cannot exceed the initial workers");
         }
         if options.joins.windows(2).any(|w| w[0] > w[1])
             || options.joins.iter().any(|&t| t >= options.duration)
         {
-            return Err("--joins must be increasing and before --duration".into());
+            return combination("--joins must be increasing and before --duration");
         }
         Ok(options)
     }
@@ -518,10 +525,9 @@ fn report(options: &Options, shared: &Shared, spawned: &[u64]) -> bool {
 }
 
 fn main() {
-    let options = Options::parse().unwrap_or_else(|e| {
-        eprintln!("{e}\nusage: rescale_latency [--threads N] [--initial N] [--joins T1,T2] [--duration S] [--rate R] [--injectors K] [--cost C] [--sleep-us U] [--loops N] [--window-ms W] [--trace DIR] [--pin 0|1] [--keyed BINS] [--keys K] [--strategy S] [--leave P@S] [--evacuate 0|1]");
-        std::process::exit(2)
-    });
+    let program = flags();
+    let given = program.parse_or_exit(std::env::args().skip(1));
+    let options = Options::parse(&given).unwrap_or_else(|error| program.exit(&error));
     match run(options.clone()) {
         Ok((shared, spawned)) => {
             if !report(&options, &shared, &spawned) {

@@ -13,6 +13,7 @@
 //! worker's scopes, and in its largest scope). Measures only; no judgement here.
 
 use std::collections::HashMap;
+use timely_communication::{FlagError, ProgramFlags};
 use timely_engine::dataflow::{InputHandle, Pipeline, ProbeHandle};
 use timely_engine::{execute, Config, Product, Worker};
 
@@ -130,31 +131,28 @@ fn run(
 }
 
 fn main() {
-    let usage =
-        "usage: rescale_state exchange|loop|notify [--rounds R] [--every N] [--records K] [-w WORKERS]";
+    let program = ProgramFlags::new("rescale_state")
+        .positional("WORKLOAD", "exchange, loop or notify")
+        .flag("--rounds", "R", "rounds (default 2000)")
+        .flag("--every", "N", "rounds between two samples (default 100)")
+        .flag("--records", "K", "records per worker and round (default 1000)")
+        .with_runtime_options();
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (config, rest) = Config::from_args(args).unwrap_or_else(|e| fail(&e.to_string(), usage));
-    let workload =
-        rest.first().and_then(|name| Workload::parse(name)).unwrap_or_else(|| fail("no workload", usage));
-    let mut numbers = HashMap::from([("--rounds", 2000u64), ("--every", 100), ("--records", 1000)]);
-    for pair in rest[1..].chunks(2) {
-        let value = pair.get(1).and_then(|v| v.parse::<u64>().ok());
-        match (numbers.get_mut(pair[0].as_str()), value) {
-            (Some(slot), Some(value)) => *slot = value,
-            _ => fail(&format!("bad option {:?}", pair.join(" ")), usage),
-        }
-    }
-    let (rounds, every) = (numbers["--rounds"], numbers["--every"].max(1));
-    let results = run(workload, config, rounds, every, numbers["--records"]);
+    let (config, rest) = Config::from_args(args).unwrap_or_else(|error| program.exit(&error));
+    let given = program.parse_or_exit(rest);
+    let read = || -> Result<(Workload, u64, u64, u64), FlagError> {
+        let name: String = given.positional(0, String::new())?;
+        let workload = Workload::parse(&name)
+            .ok_or_else(|| FlagError::bad_value("WORKLOAD", &name, "exchange, loop or notify"))?;
+        let rounds = given.value("--rounds", 2000)?;
+        Ok((workload, rounds, given.value::<u64>("--every", 100)?.max(1), given.value("--records", 1000)?))
+    };
+    let (workload, rounds, every, records) = read().unwrap_or_else(|error| program.exit(&error));
+    let results = run(workload, config, rounds, every, records);
     println!("workload,workers,round,worker,scopes,total,largest");
     for (worker, samples) in &results {
         for (round, scopes, total, largest) in samples {
             println!("{},{},{round},{worker},{scopes},{total},{largest}", workload.name(), results.len());
         }
     }
-}
-
-fn fail(message: &str, usage: &str) -> ! {
-    eprintln!("{message}\n{usage}");
-    std::process::exit(2)
 }

@@ -4,12 +4,14 @@
 //! the start of the last process to the last `establish` returning, in µs. Processes start
 //! 5 ms apart in index order, so every listener is bound when the last process dials (no
 //! dial retry is timed: that would measure the retry backoff, not set-up). It uses only the public
-//! `establish` API, so the same file builds on earlier commits to compare them side by side.
+//! `establish` API and `ProgramFlags`, so the same file builds on the commits that have both,
+//! to compare them side by side.
 
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use timely_communication::networking::{establish, ClusterIdentity};
+use timely_communication::{FlagError, ProgramFlags};
 
 fn free_addresses(count: usize) -> Vec<String> {
     let listeners: Vec<TcpListener> =
@@ -18,9 +20,12 @@ fn free_addresses(count: usize) -> Vec<String> {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let rounds: usize = args.next().map_or(50, |a| a.parse().expect("ROUNDS is a number"));
-    let processes: usize = args.next().map_or(2, |a| a.parse().expect("PROCESSES is a number"));
+    let program = ProgramFlags::new("setup_time")
+        .positional("ROUNDS", "set-ups timed (default 50)")
+        .positional("PROCESSES", "processes per set-up (default 2)");
+    let flags = program.parse_or_exit(std::env::args().skip(1));
+    let read = || Ok::<_, FlagError>((flags.positional(0, 50usize)?, flags.positional(1, 2usize)?));
+    let (rounds, processes) = read().unwrap_or_else(|error| program.exit(&error));
     let identity = ClusterIdentity { secret: b"setup-time".to_vec(), ..Default::default() };
     let mut times = Vec::with_capacity(rounds);
     for _ in 0..rounds {

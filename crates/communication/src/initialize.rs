@@ -21,7 +21,7 @@ use crate::networking::{
     SetupTimes, Transport, TransportOptions,
 };
 use crate::runtime_args::{RuntimeArgs, RuntimeOption};
-use crate::workers::{initialize_from, WorkerGuards};
+use crate::workers::{initialize_from, SpawnError, WorkerGuards};
 use crate::{Allocator, AllocatorBuilder};
 
 /// How many workers to run, and how they communicate.
@@ -545,9 +545,20 @@ fn warn_if_unprotected(protection: &Protection) {
 /// # Errors
 ///
 /// An invalid `config`, or a thread that could not be spawned.
-pub fn initialize<T: Send + 'static, F>(config: Config, func: F) -> Result<WorkerGuards<T>, String>
+pub fn initialize<T: Send + 'static, F>(config: Config, func: F) -> Result<WorkerGuards<T>, InitializeError>
 where
     F: Fn(Allocator) -> T + Send + Sync + 'static,
 {
-    initialize_from(config.try_build().map_err(|error| error.to_string())?, func)
+    Ok(initialize_from(config.try_build()?, func)?)
+}
+
+/// Why [`initialize`] could not start the workers.
+#[derive(Debug, thiserror::Error)]
+pub enum InitializeError {
+    /// The configuration does not make a run.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A worker thread could not be spawned.
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
 }

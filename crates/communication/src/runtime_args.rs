@@ -265,11 +265,12 @@ impl RuntimeArgs {
     }
 }
 
-fn text(value: OsString) -> String {
+/// An argument as text (what is not Unicode replaced).
+pub(crate) fn text(value: OsString) -> String {
     value.to_string_lossy().into_owned()
 }
 
-fn lex_error(error: lexopt::Error) -> ArgsError {
+pub(crate) fn lex_error(error: lexopt::Error) -> ArgsError {
     match error {
         lexopt::Error::NonUnicodeValue(value) => ArgsError::NotUnicode(text(value)),
         other => ArgsError::Invalid(other.to_string()),

@@ -15,13 +15,16 @@ use std::rc::Rc;
 use std::time::Instant;
 mod common;
 
+use timely_communication::ProgramFlags;
 use timely_engine::dataflow::{InputHandle, Pipeline, ProbeHandle};
 
 const BATCH: u64 = 1024;
 
 fn main() {
-    let (runtime, numbers) =
-        common::runtime_and_numbers("exchange [RECORDS_PER_ROUND] [ROUNDS] [-w WORKERS]", &[1_000_000, 10]);
+    let program = ProgramFlags::new("exchange")
+        .positional("RECORDS_PER_ROUND", "records per round (default 1000000)")
+        .positional("ROUNDS", "rounds (default 10)");
+    let (runtime, numbers, _) = common::runtime_and_numbers(program, &[1_000_000, 10]);
     let (records, rounds) = (numbers[0], numbers[1]);
     let start = Instant::now();
     let results = runtime

@@ -7,11 +7,15 @@
 mod common;
 
 use std::time::Instant;
+use timely_communication::ProgramFlags;
 use timely_engine::dataflow::{InputHandle, ProbeHandle};
 
 fn main() {
-    let quiet = common::has_flag("--quiet");
-    let (runtime, numbers) = common::runtime_and_numbers("hello [ROUNDS] [-w WORKERS] [--quiet]", &[10]);
+    let program = ProgramFlags::new("hello")
+        .positional("ROUNDS", "rounds (default 10)")
+        .switch("--quiet", "print no record; report the mean time per round");
+    let (runtime, numbers, flags) = common::runtime_and_numbers(program, &[10]);
+    let quiet = flags.has("--quiet");
     let rounds = numbers[0];
     let start = Instant::now();
     runtime

@@ -20,6 +20,7 @@
 mod common;
 
 use std::collections::{HashMap, VecDeque};
+use timely_communication::ProgramFlags;
 use timely_engine::dataflow::operators::Captured;
 use timely_engine::dataflow::{Exchange, InputHandle};
 use timely_engine::Product;
@@ -79,8 +80,11 @@ fn histogram<'a>(distances: impl Iterator<Item = &'a u64>) -> Vec<usize> {
 }
 
 fn parse_args() -> (common::Runtime, u32, usize, u64) {
-    let (runtime, numbers) =
-        common::runtime_and_numbers("loops [NODES] [EDGES] [SEED] [-w WORKERS]", &[100_000, 200_000, 1]);
+    let program = ProgramFlags::new("loops")
+        .positional("NODES", "nodes of the random graph (default 100000)")
+        .positional("EDGES", "edges (default 200000)")
+        .positional("SEED", "the random seed (default 1)");
+    let (runtime, numbers, _) = common::runtime_and_numbers(program, &[100_000, 200_000, 1]);
     let (nodes, edges, seed) = (numbers[0], numbers[1] as usize, numbers[2]);
     if nodes == 0 || nodes > u32::MAX as u64 {
         eprintln!("NODES must be between 1 and {}", u32::MAX);

@@ -20,6 +20,7 @@
 mod common;
 
 use std::collections::HashMap;
+use timely_communication::ProgramFlags;
 use timely_engine::dataflow::operators::{hash_of, Captured};
 use timely_engine::dataflow::{Exchange, InputHandle, ProbeHandle};
 
@@ -89,8 +90,10 @@ fn lines_for(epoch: u64, words: u64, index: usize, peers: usize) -> Vec<String> 
 }
 
 fn main() {
-    let (runtime, numbers) =
-        common::runtime_and_numbers("wordcount [EPOCHS] [WORDS_PER_EPOCH] [-w WORKERS]", &[5, 40]);
+    let program = ProgramFlags::new("wordcount")
+        .positional("EPOCHS", "epochs (default 5)")
+        .positional("WORDS_PER_EPOCH", "words per epoch (default 40)");
+    let (runtime, numbers, _) = common::runtime_and_numbers(program, &[5, 40]);
     let (epochs, words) = (numbers[0], numbers[1]);
     let results: Captured<u64, (String, u64)> = Captured::new();
     let shared = results.clone();

@@ -6,11 +6,11 @@
 //! failure.
 
 use crate::returned_workers::ReturnedWorkers;
-use crate::trace::{ProcessTrace, TraceSettings};
+use crate::trace::{ProcessTrace, TraceSettings, TraceSettingsError};
 use crate::worker::{ClusterFailure, StopSignal, StoppedByPeer, Worker};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
-use timely_communication::{initialize_from, Config, RuntimeArgs};
+use timely_communication::{initialize_from, Config, ConfigError, RuntimeArgs};
 
 /// Why a run failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,12 +97,14 @@ where
             resume_unwind(payload)
         })
     })
-    .map_err(ExecuteError::Config)?;
+    .map_err(|error| ExecuteError::Config(error.to_string()))?;
     let results = guards.join();
     let failure = first_failure.lock().unwrap_or_else(|e| e.into_inner()).take();
     let results: Result<Vec<T>, ExecuteError> = match failure {
         Some(message) => Err(ExecuteError::Worker(message)),
-        None => results.into_iter().map(|r| r.map_err(ExecuteError::Worker)).collect(),
+        None => {
+            results.into_iter().map(|r| r.map_err(|panic| ExecuteError::Worker(panic.to_string()))).collect()
+        }
     };
     if let Some(trace) = trace.and_then(Arc::into_inner) {
         if let Err(error) = trace.finish(results.is_ok()) {
@@ -127,19 +129,36 @@ where
     T: Send + 'static,
     F: Fn(&mut Worker) -> T + Send + Sync + 'static,
 {
-    let (config, trace, _rest) = runtime_from_args(args).map_err(ExecuteError::Config)?;
+    let (config, trace, _rest) =
+        runtime_from_args(args).map_err(|error| ExecuteError::Config(error.to_string()))?;
     execute_traced(config, trace, func)
+}
+
+/// Why the runtime's options on a command line do not make a run.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RuntimeArgsError {
+    /// The command line, or an option of the cluster, is wrong.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A trace option is wrong.
+    #[error(transparent)]
+    Trace(#[from] TraceSettingsError),
 }
 
 /// Reads the runtime's options out of `args`: the configuration, the trace settings, and
 /// the arguments that are the program's own.
-pub fn runtime_from_args<I>(args: I) -> Result<(Config, Option<TraceSettings>, Vec<String>), String>
+///
+/// # Errors
+///
+/// A command line that cannot be read, or an option (or its environment variable) with a
+/// bad value; the error names the option as written, or the variable, and the value.
+pub fn runtime_from_args<I>(args: I) -> Result<(Config, Option<TraceSettings>, Vec<String>), RuntimeArgsError>
 where
     I: IntoIterator<Item = String>,
 {
-    let args = RuntimeArgs::parse(args).map_err(|error| error.to_string())?;
+    let args = RuntimeArgs::parse(args).map_err(ConfigError::from)?;
     let trace = TraceSettings::from_runtime_args(&args)?;
-    let config = Config::from_runtime_args(&args).map_err(|error| error.to_string())?;
+    let config = Config::from_runtime_args(&args)?;
     Ok((config, trace, args.rest))
 }
 

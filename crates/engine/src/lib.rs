@@ -49,12 +49,14 @@ pub mod trace;
 pub mod wire_fuzz;
 pub mod worker;
 
-pub use execute::{example, execute, execute_from_args, execute_traced, runtime_from_args, ExecuteError};
+pub use execute::{
+    example, execute, execute_from_args, execute_traced, runtime_from_args, ExecuteError, RuntimeArgsError,
+};
 pub use order::{PartialOrder, Product, TotalOrder};
 pub use progress::{
     Antichain, ChangeBatch, MutableAntichain, Nesting, PathSummary, Refines, Timestamp, VecLoop, VecTime,
 };
 pub use returned_workers::ReturnedWorkers;
 pub use timely_communication::Config;
-pub use trace::{ProcessTrace, TraceSettings};
+pub use trace::{ProcessTrace, TraceSettings, TraceSettingsError};
 pub use worker::{Activity, ClusterFailure, StopSignal, StoppedByPeer, Worker, WorkerState};

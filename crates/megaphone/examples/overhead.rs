@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
+use timely_communication::{FlagError, ProgramFlags};
 use timely_engine::dataflow::operators::hash_of;
 use timely_engine::dataflow::{Exchange, InputHandle, ProbeHandle, Stream};
 use timely_engine::Config;
@@ -137,22 +138,32 @@ fn load() -> String {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let arg = |i: usize, default: u64| args.get(i).map_or(default, |a| a.parse().expect("a number"));
-    let (epochs, records, runs, workers) = (arg(0, 100), arg(1, 20_000), arg(2, 5), arg(3, 2) as usize);
-    let variants: Vec<Variant> = args
-        .get(4)
-        .map_or("exchange,256,4096", String::as_str)
-        .split(',')
-        .map(|v| {
-            if v == "exchange" {
-                Variant::Exchange
-            } else {
-                Variant::Megaphone(v.parse().expect("a bin count"))
-            }
-        })
-        .collect();
-    let processes = arg(5, 1) as usize;
+    let program = ProgramFlags::new("overhead")
+        .positional("EPOCHS", "epochs per run (default 100)")
+        .positional("RECORDS", "records per epoch (default 20000)")
+        .positional("RUNS", "runs per variant (default 5)")
+        .positional("WORKERS", "workers per process (default 2)")
+        .positional("VARIANTS", "exchange or a bin count, comma-separated (default exchange,256,4096)")
+        .positional("PROCESSES", "processes (default 1)");
+    let flags = program.parse_or_exit(std::env::args().skip(1));
+    let read = || -> Result<_, FlagError> {
+        let variants: String = flags.positional(4, "exchange,256,4096".to_string())?;
+        let variants = variants
+            .split(',')
+            .map(|v| match v {
+                "exchange" => Ok(Variant::Exchange),
+                bins => bins
+                    .parse()
+                    .map(Variant::Megaphone)
+                    .map_err(|_| FlagError::bad_value("VARIANTS", &variants, "exchange or a bin count")),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let numbers =
+            (flags.positional(0, 100u64)?, flags.positional(1, 20_000u64)?, flags.positional(2, 5u64)?);
+        Ok((numbers, flags.positional(3, 2usize)?, variants, flags.positional(5, 1usize)?))
+    };
+    let ((epochs, records, runs), workers, variants, processes) =
+        read().unwrap_or_else(|error| program.exit(&error));
     println!("{epochs} epochs of {records} records, {processes} process(es) of {workers} workers, {runs} runs per variant");
     println!("load average before: {}", load());
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); variants.len()];

@@ -103,7 +103,8 @@ fn execute_from_args(
         args.push(format!("--peer-timeout={seconds}"));
     }
     args.extend(argv);
-    let (config, trace, _rest) = runtime_from_args(args).map_err(pyo3::exceptions::PyValueError::new_err)?;
+    let (config, trace, _rest) = runtime_from_args(args)
+        .map_err(|error| pyo3::exceptions::PyValueError::new_err(error.to_string()))?;
     let trace = match trace {
         None if trace_callback.is_some() => tracing::callback_settings_from_env()?,
         trace => trace,
@@ -116,7 +117,8 @@ fn execute_from_args(
 /// `--early-bytes`, `--trace...` and their spellings) that `execute_from_args` reads.
 #[pyfunction]
 fn program_args(argv: Vec<String>) -> PyResult<Vec<String>> {
-    let (_config, _trace, rest) = runtime_from_args(argv).map_err(pyo3::exceptions::PyValueError::new_err)?;
+    let (_config, _trace, rest) = runtime_from_args(argv)
+        .map_err(|error| pyo3::exceptions::PyValueError::new_err(error.to_string()))?;
     Ok(rest)
 }
 

@@ -40,23 +40,15 @@ pub fn settings(
     }
     TraceSettings::with_options(directory, events, flush)
         .map(Some)
-        .map_err(|error| PyValueError::new_err(format!("trace_{error}")))
+        .map_err(|error| PyValueError::new_err(error.to_string()))
 }
 
 /// The settings of a run traced for a callback alone (no directory), with the event classes
 /// and flush interval the environment names (`TIMELY_TRACE_EVENTS`, `TIMELY_TRACE_FLUSH`).
 pub fn callback_settings_from_env() -> PyResult<Option<TraceSettings>> {
-    let variable = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
-    let events = variable(timely_engine::trace::TRACE_EVENTS_VARIABLE);
-    let flush = match variable(timely_engine::trace::TRACE_FLUSH_VARIABLE) {
-        Some(text) => Some(text.trim().parse::<f64>().map_err(|_| {
-            PyValueError::new_err(format!(
-                "TIMELY_TRACE_FLUSH: expected a positive number of seconds, found {text:?}"
-            ))
-        })?),
-        None => None,
-    };
-    settings(None, events.as_deref(), flush, true)
+    TraceSettings::from_environment_without_directory()
+        .map(Some)
+        .map_err(|error| PyValueError::new_err(error.to_string()))
 }
 
 /// The trace of one run of `execute`, as the calling thread holds it.

@@ -24,7 +24,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
-use timely_communication::{initialize_from, Allocator, Config};
+use timely_communication::{initialize_from, Allocator, Config, WorkerPanicked};
 use timely_engine::logging::Logger;
 use timely_engine::{ClusterFailure, ProcessTrace, ReturnedWorkers, TraceSettings, Worker, WorkerState};
 
@@ -461,7 +461,7 @@ pub fn run(
         let _ = done.send(());
         outcome
     })
-    .map_err(PyRuntimeError::new_err)?;
+    .map_err(|error| PyRuntimeError::new_err(error.to_string()))?;
     let mut interrupt = None;
     let mut remaining = workers;
     while remaining > 0 {
@@ -547,7 +547,7 @@ fn release_frames(py: Python<'_>, error: PyErr) -> PyErr {
 /// cancellation, a cancellation before a panic.
 fn collect_results(
     py: Python<'_>,
-    results: Vec<Result<PyResult<Py<PyAny>>, String>>,
+    results: Vec<Result<PyResult<Py<PyAny>>, WorkerPanicked>>,
 ) -> PyResult<Vec<Py<PyAny>>> {
     let mut values = Vec::with_capacity(results.len());
     let mut cancelled = None;
@@ -559,8 +559,8 @@ fn collect_results(
                 cancelled.get_or_insert(error);
             }
             Ok(Err(error)) => return Err(error),
-            Err(message) => {
-                panicked.get_or_insert(message);
+            Err(panic) => {
+                panicked.get_or_insert(panic.to_string());
             }
         }
     }

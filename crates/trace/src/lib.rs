@@ -30,7 +30,7 @@ pub mod sink;
 #[cfg(feature = "files")]
 pub mod writer;
 
-pub use schema::{ChannelKind, EventClass, EventClasses, Kind, Wake, FORMAT_VERSION};
+pub use schema::{ChannelKind, EventClass, EventClasses, Kind, UnknownEventClass, Wake, FORMAT_VERSION};
 
 #[cfg(feature = "files")]
 pub use batch::{Cells, EventBatch, Int, Row};

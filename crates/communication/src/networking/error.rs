@@ -1,11 +1,41 @@
 //! The errors of the networking layer.
 //!
-//! This module owns [`NetworkError`]: one variant per way cluster setup or transport can fail,
+//! This module owns [`NetworkError`] (and [`AddressError`], what is wrong with a hostfile's
+//! line): one variant per way cluster setup or transport can fail,
 //! each with a `Display` message that says what happened and what to check. It must not decide
 //! what to do about an error (retry, log, abort): that is the caller's business.
 
 use std::fmt;
 use std::time::Duration;
+
+/// What is wrong with an address of a hostfile.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AddressError {
+    /// `host` without `:port`.
+    #[error("the port is missing")]
+    NoPort,
+    /// `[::1]` without `:port`.
+    #[error("the port is missing after ']'")]
+    NoPortAfterBracket,
+    /// `[::1:2101`.
+    #[error("an IPv6 address opened with '[' lacks its ']'")]
+    UnclosedBracket,
+    /// `::1:2101`.
+    #[error("an IPv6 address needs brackets, as in [::1]:2101")]
+    UnbracketedIpv6,
+    /// `:2101`.
+    #[error("the host is empty")]
+    EmptyHost,
+    /// `a b:2101`.
+    #[error("the host contains white space")]
+    SpaceInHost,
+    /// `host:0`.
+    #[error("port 0 is not a fixed port")]
+    PortZero,
+    /// `host:http`, `host:99999`; holds the port as written.
+    #[error("the port {0:?} is not a number from 1 to 65535")]
+    BadPort(String),
+}
 
 /// Everything that can go wrong while reading a hostfile, setting up connections, or moving
 /// bytes between processes.
@@ -28,7 +58,7 @@ pub enum NetworkError {
         /// The line as it stands in the file.
         content: String,
         /// What is wrong with it.
-        reason: String,
+        reason: AddressError,
     },
     /// The hostfile lists fewer addresses than there are processes.
     TooFewHosts {

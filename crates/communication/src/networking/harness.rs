@@ -114,6 +114,48 @@ pub fn shutdown_all(members: Vec<Member>, timeout: Duration) -> Vec<Result<(), N
         .collect()
 }
 
+/// What went wrong in a simulated cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// A process could not be set up.
+    #[error("process {process}: {error}")]
+    Start {
+        /// The process.
+        process: usize,
+        /// Why.
+        error: NetworkError,
+    },
+    /// A process's setup thread panicked.
+    #[error("process {process}: its setup thread panicked")]
+    SetupPanicked {
+        /// The process.
+        process: usize,
+    },
+    /// A frame could not be sent.
+    #[error(transparent)]
+    Send(NetworkError),
+    /// Frames of a round did not all arrive in time.
+    #[error("worker {worker} received {} of {expected} frames of round {round} (from {sources:?})", .sources.len())]
+    Missing {
+        /// The worker receiving.
+        worker: usize,
+        /// The frames it expected.
+        expected: usize,
+        /// The round.
+        round: u64,
+        /// The workers whose frame arrived.
+        sources: Vec<u64>,
+    },
+    /// A frame that is not the one expected, or came twice.
+    #[error("worker {worker} received a wrong or repeated frame: {header:?}")]
+    WrongFrame {
+        /// The worker receiving.
+        worker: usize,
+        /// The frame's header.
+        header: MessageHeader,
+    },
+}
+
 /// Starts the initial processes of a cluster listed in `addresses`, each on its own thread.
 ///
 /// # Errors
@@ -124,7 +166,7 @@ pub fn start_cluster(
     threads: usize,
     identity: &ClusterIdentity,
     deadline: Duration,
-) -> Result<Vec<Member>, String> {
+) -> Result<Vec<Member>, HarnessError> {
     let handles: Vec<_> = (0..addresses.len())
         .map(|process| {
             let (addresses, identity) = (addresses.to_vec(), identity.clone());
@@ -138,8 +180,8 @@ pub fn start_cluster(
         .into_iter()
         .enumerate()
         .map(|(process, handle)| match handle.join() {
-            Ok(result) => result.map_err(|error| format!("process {process}: {error}")),
-            Err(_) => Err(format!("process {process}: its setup thread panicked")),
+            Ok(result) => result.map_err(|error| HarnessError::Start { process, error }),
+            Err(_) => Err(HarnessError::SetupPanicked { process }),
         })
         .collect()
 }
@@ -160,7 +202,7 @@ fn payload(source: u64, target: u64, round: u64) -> [u8; 24] {
 /// # Errors
 ///
 /// What went wrong: a send that failed, a frame missing, duplicated or wrong.
-pub fn exchange(members: &mut [Member], round: u64, limit: Duration) -> Result<(), String> {
+pub fn exchange(members: &mut [Member], round: u64, limit: Duration) -> Result<(), HarnessError> {
     for member in members.iter_mut() {
         let threads = member.workers.len();
         for worker in &mut member.workers {
@@ -180,7 +222,7 @@ pub fn exchange(members: &mut [Member], round: u64, limit: Duration) -> Result<(
 
 /// Worker `worker` sends round `round` to every worker of every process it has a sender to
 /// (every process runs `threads` workers).
-fn send_round(worker: &mut WorkerEndpoints, threads: usize, round: u64) -> Result<(), String> {
+fn send_round(worker: &mut WorkerEndpoints, threads: usize, round: u64) -> Result<(), HarnessError> {
     let source = worker.index as u64;
     for sender in worker.senders.iter_mut().flatten() {
         let first = (sender.process() * threads) as u64;
@@ -193,9 +235,9 @@ fn send_round(worker: &mut WorkerEndpoints, threads: usize, round: u64) -> Resul
                 length: 0,
                 seqno: round,
             };
-            sender.send(header, &payload(source, target, round)).map_err(|error| error.to_string())?;
+            sender.send(header, &payload(source, target, round)).map_err(HarnessError::Send)?;
         }
-        sender.flush().map_err(|error| error.to_string())?;
+        sender.flush().map_err(HarnessError::Send)?;
     }
     Ok(())
 }
@@ -206,16 +248,13 @@ fn receive_round(
     round: u64,
     expected: usize,
     deadline: Instant,
-) -> Result<(), String> {
+) -> Result<(), HarnessError> {
     let mut sources = std::collections::BTreeSet::new();
     while sources.len() < expected {
         let Some((header, bytes)) = worker.receiver.try_recv() else {
             if Instant::now() > deadline {
-                return Err(format!(
-                    "worker {} received {} of {expected} frames of round {round} (from {sources:?})",
-                    worker.index,
-                    sources.len()
-                ));
+                let sources = sources.into_iter().collect();
+                return Err(HarnessError::Missing { worker: worker.index, expected, round, sources });
             }
             std::thread::sleep(Duration::from_micros(200));
             continue;
@@ -226,7 +265,7 @@ fn receive_round(
             && (header.target_lower, header.target_upper) == (target, target + 1)
             && bytes.in_memory() == Some(&payload(header.source, target, round)[..]);
         if !right || !sources.insert(header.source) {
-            return Err(format!("worker {} received a wrong or repeated frame: {header:?}", worker.index));
+            return Err(HarnessError::WrongFrame { worker: worker.index, header });
         }
     }
     Ok(())

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use super::NetworkError;
+use super::{AddressError, NetworkError};
 
 /// The port of process 0 in [`default_addresses`]; process `i` uses `DEFAULT_BASE_PORT + i`.
 pub const DEFAULT_BASE_PORT: u16 = 2101;
@@ -64,31 +64,31 @@ pub fn parse_hostfile(text: &str) -> Result<Vec<String>, NetworkError> {
 }
 
 /// Checks that `address` is `host:port` or `[ipv6]:port`, saying what is wrong if not.
-fn check_address(address: &str) -> Result<(), String> {
+fn check_address(address: &str) -> Result<(), AddressError> {
     let (host, port) = split_host_port(address)?;
     if host.is_empty() {
-        return Err("the host is empty".into());
+        return Err(AddressError::EmptyHost);
     }
     if host.chars().any(char::is_whitespace) {
-        return Err("the host contains white space".into());
+        return Err(AddressError::SpaceInHost);
     }
     match port.parse::<u16>() {
-        Ok(0) => Err("port 0 is not a fixed port".into()),
+        Ok(0) => Err(AddressError::PortZero),
         Ok(_) => Ok(()),
-        Err(_) => Err(format!("the port {port:?} is not a number from 1 to 65535")),
+        Err(_) => Err(AddressError::BadPort(port.to_string())),
     }
 }
 
 /// Splits `host:port`, where a host containing `:` must be bracketed (`[::1]:2101`).
-fn split_host_port(address: &str) -> Result<(&str, &str), String> {
+fn split_host_port(address: &str) -> Result<(&str, &str), AddressError> {
     if let Some(rest) = address.strip_prefix('[') {
-        let (host, after) = rest.split_once(']').ok_or("an IPv6 address opened with '[' lacks its ']'")?;
-        let port = after.strip_prefix(':').ok_or("the port is missing after ']'")?;
+        let (host, after) = rest.split_once(']').ok_or(AddressError::UnclosedBracket)?;
+        let port = after.strip_prefix(':').ok_or(AddressError::NoPortAfterBracket)?;
         return Ok((host, port));
     }
-    let (host, port) = address.rsplit_once(':').ok_or("the port is missing")?;
+    let (host, port) = address.rsplit_once(':').ok_or(AddressError::NoPort)?;
     if host.contains(':') {
-        return Err("an IPv6 address needs brackets, as in [::1]:2101".into());
+        return Err(AddressError::UnbracketedIpv6);
     }
     Ok((host, port))
 }

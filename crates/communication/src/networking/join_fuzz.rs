@@ -20,9 +20,9 @@ use std::sync::Once;
 use std::time::{Duration, Instant};
 
 use super::handshake::{handshake, hello_bytes, LocalProcess, Role};
-use super::harness::{exchange, shutdown_all, start_cluster, Member};
+use super::harness::{exchange, shutdown_all, start_cluster, HarnessError, Member};
 use super::proof::Side;
-use super::{ClusterIdentity, Entry, Liveness};
+use super::{ClusterIdentity, Entry, Liveness, NetworkError};
 
 /// How long the acceptor may take to close a junk connection whose client closed its side.
 pub const ANSWER_LIMIT: Duration = Duration::from_secs(10);
@@ -93,17 +93,79 @@ pub fn count_panics() {
     });
 }
 
+/// What the join fuzzer found wrong, or why it could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum JoinFuzzError {
+    /// Not three addresses, or no client.
+    #[error("the fuzzer needs three addresses and at least one client")]
+    Options,
+    /// The simulated cluster did not start or move frames.
+    #[error(transparent)]
+    Cluster(#[from] HarnessError),
+    /// Threads of the process panicked.
+    #[error("{0} thread(s) panicked during the run")]
+    Panicked(usize),
+    /// A client thread panicked.
+    #[error("a fuzz client panicked")]
+    ClientPanicked,
+    /// A member failed while the inputs came in.
+    #[error("process {process} failed during the fuzzing: {failure}")]
+    Failed {
+        /// The member.
+        process: usize,
+        /// Its failure.
+        failure: NetworkError,
+    },
+    /// The valid joiner was not admitted.
+    #[error("the valid joiner after the fuzzing: {0}")]
+    Joiner(NetworkError),
+    /// The members learned of other joins than the valid one.
+    #[error("after the valid join the workers learned of {0:?}, not [2] each")]
+    Learned(Vec<Vec<usize>>),
+    /// A member did not shut down in order.
+    #[error("process {process} did not shut down in order: {error}")]
+    Shutdown {
+        /// The member.
+        process: usize,
+        /// Why.
+        error: NetworkError,
+    },
+    /// A client could not connect.
+    #[error("cannot connect to {target}: {error}")]
+    Connect {
+        /// The acceptor's address.
+        target: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// A hello could not be encoded.
+    #[error(transparent)]
+    Hello(NetworkError),
+    /// A client's read timeout could not be set.
+    #[error("cannot set a read timeout: {0}")]
+    ReadTimeout(std::io::Error),
+    /// The acceptor completed a handshake with a wrong secret.
+    #[error("a handshake with a wrong secret succeeded")]
+    WrongSecretAccepted,
+    /// The acceptor kept a junk connection open.
+    #[error("the acceptor kept a junk connection open for {0:?}")]
+    KeptOpen(Duration),
+    /// The acceptor kept sending on a junk connection.
+    #[error("the acceptor kept sending for {0:?}")]
+    KeptSending(Duration),
+}
+
 /// Runs the fuzzer as `options` say.
 ///
 /// # Errors
 ///
 /// What went wrong: the cluster did not start, an input hung the acceptor, a thread panicked, the
 /// members stopped moving frames or refused the valid joiner, or did not shut down in order.
-pub fn fuzz_join_acceptor(options: &FuzzOptions) -> Result<FuzzReport, String> {
+pub fn fuzz_join_acceptor(options: &FuzzOptions) -> Result<FuzzReport, JoinFuzzError> {
     count_panics();
     let panics_before = PANICS.load(Ordering::SeqCst);
     if options.addresses.len() != 3 || options.clients == 0 {
-        return Err("the fuzzer needs three addresses and at least one client".into());
+        return Err(JoinFuzzError::Options);
     }
     let identity =
         ClusterIdentity { cluster_id: 42, secret: b"fuzz secret".to_vec(), ..ClusterIdentity::default() };
@@ -115,13 +177,13 @@ pub fn fuzz_join_acceptor(options: &FuzzOptions) -> Result<FuzzReport, String> {
     check_members(&mut members, options, &identity)?;
     let panics = PANICS.load(Ordering::SeqCst) - panics_before;
     if panics > 0 {
-        return Err(format!("{panics} thread(s) panicked during the run"));
+        return Err(JoinFuzzError::Panicked(panics));
     }
     Ok(FuzzReport { kinds, elapsed })
 }
 
 /// Sends the inputs from `options.clients` threads; returns the count per kind.
-fn fire(options: &FuzzOptions, identity: &ClusterIdentity) -> Result<[usize; KINDS.len()], String> {
+fn fire(options: &FuzzOptions, identity: &ClusterIdentity) -> Result<[usize; KINDS.len()], JoinFuzzError> {
     let handles: Vec<_> = (0..options.clients)
         .map(|client| {
             let share =
@@ -133,13 +195,13 @@ fn fire(options: &FuzzOptions, identity: &ClusterIdentity) -> Result<[usize; KIN
                 for _ in 0..share {
                     kinds[inputs.send_one(&target)?] += 1;
                 }
-                Ok::<_, String>(kinds)
+                Ok::<_, JoinFuzzError>(kinds)
             })
         })
         .collect();
     let mut total = [0usize; KINDS.len()];
     for handle in handles {
-        let kinds = handle.join().map_err(|_| "a fuzz client panicked".to_string())??;
+        let kinds = handle.join().map_err(|_| JoinFuzzError::ClientPanicked)??;
         total.iter_mut().zip(kinds).for_each(|(sum, count)| *sum += count);
     }
     Ok(total)
@@ -151,16 +213,16 @@ fn check_members(
     members: &mut Vec<Member>,
     options: &FuzzOptions,
     identity: &ClusterIdentity,
-) -> Result<(), String> {
+) -> Result<(), JoinFuzzError> {
     for (process, member) in members.iter().enumerate() {
         if let Some(failure) = member.transport.health().failure() {
-            return Err(format!("process {process} failed during the fuzzing: {failure}"));
+            return Err(JoinFuzzError::Failed { process, failure });
         }
     }
     exchange(members, 1, SETUP)?;
     let settings = (THREADS, Liveness::default());
     let joiner = Member::start(Entry::Join, 2, &options.addresses, settings, identity, SETUP)
-        .map_err(|error| format!("the valid joiner after the fuzzing: {error}"))?;
+        .map_err(JoinFuzzError::Joiner)?;
     members.push(joiner);
     let deadline = Instant::now() + SETUP;
     for member in members.iter_mut().take(2) {
@@ -170,12 +232,12 @@ fn check_members(
             learned.iter_mut().zip(member.take_joins()).for_each(|(seen, more)| seen.extend(more));
         }
         if learned.iter().any(|seen| seen != &[2]) {
-            return Err(format!("after the valid join the workers learned of {learned:?}, not [2] each"));
+            return Err(JoinFuzzError::Learned(learned));
         }
     }
     exchange(members, 2, SETUP)?;
     for (process, result) in shutdown_all(std::mem::take(members), SETUP).into_iter().enumerate() {
-        result.map_err(|error| format!("process {process} did not shut down in order: {error}"))?;
+        result.map_err(|error| JoinFuzzError::Shutdown { process, error })?;
     }
     Ok(())
 }
@@ -237,16 +299,16 @@ impl Inputs {
     }
 
     /// The hello of the valid next joiner (process 2 of 3, two threads), as `role` would send it.
-    fn hello(&self, local: LocalProcess) -> Result<Vec<u8>, String> {
-        hello_bytes(&local, self.identity.cluster_id).map_err(|error| error.to_string())
+    fn hello(&self, local: LocalProcess) -> Result<Vec<u8>, JoinFuzzError> {
+        hello_bytes(&local, self.identity.cluster_id).map_err(JoinFuzzError::Hello)
     }
 
     /// Sends one input to `target`; returns its kind.
-    fn send_one(&mut self, target: &str) -> Result<usize, String> {
+    fn send_one(&mut self, target: &str) -> Result<usize, JoinFuzzError> {
         let kind = self.below(KINDS.len());
         let joiner = LocalProcess { process: 2, processes: 3, threads: THREADS, role: Role::Joining };
-        let mut stream =
-            TcpStream::connect(target).map_err(|error| format!("cannot connect to {target}: {error}"))?;
+        let mut stream = TcpStream::connect(target)
+            .map_err(|error| JoinFuzzError::Connect { target: target.to_string(), error })?;
         let _ = stream.set_nodelay(true);
         let written = match kind {
             0 => {
@@ -268,7 +330,7 @@ impl Inputs {
             }
             3 => {
                 let wrong = self.wrong_joiner(joiner);
-                let hello = hello_bytes(&wrong.0, wrong.1).map_err(|error| error.to_string())?;
+                let hello = hello_bytes(&wrong.0, wrong.1).map_err(JoinFuzzError::Hello)?;
                 write_all(&mut stream, &hello)
             }
             4 => write_all(&mut stream, &self.hello(LocalProcess { role: Role::Setup, ..joiner })?),
@@ -286,7 +348,7 @@ impl Inputs {
                 let wrong = ClusterIdentity { secret: self.bytes(8), ..self.identity.clone() };
                 let refused = handshake(&mut stream, &joiner, &wrong, Side::Dialler, ANSWER_LIMIT);
                 if refused.is_ok() {
-                    return Err("a handshake with a wrong secret succeeded".into());
+                    return Err(JoinFuzzError::WrongSecretAccepted);
                 }
                 Ok(())
             }
@@ -315,9 +377,9 @@ fn write_all(stream: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// Closes our sending side and reads until the acceptor closes the connection.
-fn await_close(mut stream: TcpStream) -> Result<(), String> {
+fn await_close(mut stream: TcpStream) -> Result<(), JoinFuzzError> {
     let _ = stream.shutdown(Shutdown::Write);
-    stream.set_read_timeout(Some(ANSWER_LIMIT)).map_err(|error| error.to_string())?;
+    stream.set_read_timeout(Some(ANSWER_LIMIT)).map_err(JoinFuzzError::ReadTimeout)?;
     let started = Instant::now();
     let mut sink = [0u8; 256];
     loop {
@@ -327,11 +389,11 @@ fn await_close(mut stream: TcpStream) -> Result<(), String> {
             Err(error)
                 if matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
             {
-                return Err(format!("the acceptor kept a junk connection open for {ANSWER_LIMIT:?}"));
+                return Err(JoinFuzzError::KeptOpen(ANSWER_LIMIT));
             }
             // A reset is the acceptor closing with our bytes unread.
             Err(_) => return Ok(()),
-            Ok(_) => return Err(format!("the acceptor kept sending for {ANSWER_LIMIT:?}")),
+            Ok(_) => return Err(JoinFuzzError::KeptSending(ANSWER_LIMIT)),
         }
     }
 }

@@ -155,17 +155,12 @@ impl Silences {
     /// # Errors
     ///
     /// The reason it counts as lost: how long it has been silent, and the timeout.
-    pub(crate) fn check(&self, process: usize) -> Result<(), String> {
+    pub(crate) fn check(&self, process: usize) -> Result<(), SilentPeer> {
         let silent = self.silence(process);
         if silent <= self.liveness.timeout {
             return Ok(());
         }
-        Err(format!(
-            "it sent nothing for {:.1} s, longer than the peer timeout of {} s (is it stopped, \
-             frozen, or cut off by the network?)",
-            silent.as_secs_f64(),
-            self.liveness.timeout.as_secs_f64()
-        ))
+        Err(SilentPeer { silent, timeout: self.liveness.timeout })
     }
 
     /// The process other than `ended` that has been silent the longest, if that is within one
@@ -192,6 +187,21 @@ impl Silences {
             (process, reason)
         })
     }
+}
+
+/// A peer silent for longer than its timeout: the reason it counts as lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "it sent nothing for {:.1} s, longer than the peer timeout of {} s (is it stopped, frozen, or \
+     cut off by the network?)",
+    .silent.as_secs_f64(),
+    .timeout.as_secs_f64()
+)]
+pub struct SilentPeer {
+    /// How long it has been silent.
+    pub silent: Duration,
+    /// The peer timeout.
+    pub timeout: Duration,
 }
 
 #[cfg(test)]
@@ -229,7 +239,7 @@ mod tests {
         assert_eq!(silences.overdue(1), None);
         std::thread::sleep(Duration::from_millis(450));
         silences.heard(2);
-        let reason = silences.check(1).expect_err("silent for longer than the timeout");
+        let reason = silences.check(1).expect_err("silent for longer than the timeout").to_string();
         assert!(reason.contains("sent nothing for ") && reason.contains("peer timeout of 0.4 s"), "{reason}");
         assert_eq!(silences.check(2), Ok(()));
         // Process 2 ends: process 1, silent past its timeout, is blamed; process 2 is not

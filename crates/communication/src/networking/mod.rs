@@ -81,7 +81,7 @@ pub mod transport;
 
 pub use clock_sync::{ClockSync, DEFAULT_CLOCK_INTERVAL};
 pub use connect::{establish, establish_as, establish_with, Connections, Entry, SetupTimes};
-pub use error::NetworkError;
+pub use error::{AddressError, NetworkError};
 pub use framing::{
     MessageHeader, CLOCK_PROBE_CHANNEL, CLOCK_REPLY_CHANNEL, FIRST_CONTROL_CHANNEL, GOODBYE_CHANNEL,
     HEADER_BYTES, HEARTBEAT_CHANNEL, MAX_MESSAGE_BYTES,

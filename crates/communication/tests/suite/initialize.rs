@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use timely_communication::{initialize, initialize_from, Config};
+use timely_communication::{initialize, initialize_from, Config, ConfigError, InitializeError};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -54,7 +54,9 @@ fn join_reports_a_panic_with_its_message() {
     assert_eq!(results[0], Ok(0));
     assert_eq!(results[2], Ok(2));
     let error = results[1].as_ref().unwrap_err();
-    assert!(error.contains("boom on worker 1"), "{error}");
+    assert_eq!(error.index, 1);
+    assert!(error.message.contains("boom on worker 1"), "{error}");
+    assert!(error.to_string().starts_with("worker 1 panicked: "), "{error}");
 }
 
 #[test]
@@ -83,7 +85,8 @@ fn dropping_the_guards_reraises_a_worker_panic() {
 fn zero_workers_is_an_error() {
     assert!(Config::Process(0).try_build().is_err());
     let error = initialize(Config::Process(0), |_allocator| ()).err().expect("an error");
-    assert!(error.contains("at least 1"), "{error}");
+    assert!(matches!(error, InitializeError::Config(ConfigError::NoWorkers)), "{error}");
+    assert!(error.to_string().contains("at least 1"), "{error}");
 }
 
 #[test]

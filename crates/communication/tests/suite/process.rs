@@ -139,7 +139,8 @@ fn mismatched_types_panic_naming_the_channel_and_both_types() {
         .unwrap()
         .join()
     });
-    let errors: Vec<&String> = results.iter().filter_map(|result| result.as_ref().err()).collect();
+    let errors: Vec<String> =
+        results.iter().filter_map(|result| result.as_ref().err()).map(|e| e.to_string()).collect();
     assert_eq!(errors.len(), 1, "exactly the second worker to allocate fails: {results:?}");
     for text in ["channel 5", "u64", "alloc::string::String"] {
         assert!(errors[0].contains(text), "{text:?} missing from {:?}", errors[0]);
@@ -159,7 +160,7 @@ fn allocating_a_channel_twice_on_one_worker_panics() {
         .join()
     });
     assert!(results[0].is_ok());
-    assert!(results[1].as_ref().unwrap_err().contains("channel 9 allocated twice"), "{results:?}");
+    assert!(results[1].as_ref().unwrap_err().message.contains("channel 9 allocated twice"), "{results:?}");
 }
 
 #[test]

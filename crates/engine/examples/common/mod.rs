@@ -1,7 +1,9 @@
 //! Command-line handling shared by the examples: the runtime's options (`-w N`, `-n`, `-p`,
-//! `-h`, `--trace DIR`, ...) and the example's own positional numbers, with a usage message on
-//! bad input.
+//! `-h`, `--trace DIR`, ...) and the example's own positional numbers and switches, read with
+//! the one parser of the repository's programs (`timely_communication::ProgramFlags`), with the
+//! usage and a listing on bad input or `--help`.
 
+use timely_communication::{FlagError, Flags, ProgramFlags};
 use timely_engine::{execute_traced, runtime_from_args, Config, ExecuteError, TraceSettings, Worker};
 
 /// How the example runs: the workers and, with `--trace DIR`, the trace.
@@ -21,30 +23,16 @@ impl Runtime {
     }
 }
 
-/// The runtime's options and `defaults.len()` positional numbers (missing ones take their
-/// defaults). Exits with `usage` on a bad value. Flags the runtime does not know are ignored here.
-pub fn runtime_and_numbers(usage: &str, defaults: &[u64]) -> (Runtime, Vec<u64>) {
+/// The runtime's options, then `program`'s: its positional numbers (one per declared
+/// positional argument; missing ones take their `defaults`) and its switches. Exits with the
+/// usage on a bad command line, and with the listing on `--help`.
+pub fn runtime_and_numbers(program: ProgramFlags, defaults: &[u64]) -> (Runtime, Vec<u64>, Flags) {
+    let program = program.with_runtime_options();
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (config, trace, rest) = runtime_from_args(args).unwrap_or_else(|e| fail(&e, usage));
-    let given: Vec<u64> = rest
-        .iter()
-        .filter(|a| !a.starts_with('-'))
-        .map(|a| a.parse::<u64>().unwrap_or_else(|_| fail(&format!("not a number: {}", a), usage)))
-        .collect();
-    if given.len() > defaults.len() {
-        fail("too many arguments", usage);
-    }
-    let numbers = defaults.iter().enumerate().map(|(i, d)| given.get(i).copied().unwrap_or(*d)).collect();
-    (Runtime { config, trace }, numbers)
-}
-
-/// True when `flag` is among the program's arguments.
-#[allow(dead_code)]
-pub fn has_flag(flag: &str) -> bool {
-    std::env::args().skip(1).any(|a| a == flag)
-}
-
-fn fail(message: &str, usage: &str) -> ! {
-    eprintln!("{}\nusage: {}", message, usage);
-    std::process::exit(2)
+    let (config, trace, rest) = runtime_from_args(args).unwrap_or_else(|error| program.exit(&error));
+    let flags = program.parse_or_exit(rest);
+    let numbers: Result<Vec<u64>, FlagError> =
+        defaults.iter().enumerate().map(|(index, default)| flags.positional(index, *default)).collect();
+    let numbers = numbers.unwrap_or_else(|error| program.exit(&error));
+    (Runtime { config, trace }, numbers, flags)
 }

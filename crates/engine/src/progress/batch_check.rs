@@ -30,9 +30,10 @@ impl ScopePorts {
     /// # Errors
     ///
     /// What is out of range.
-    pub fn check(&self, location: &Location) -> Result<(), String> {
-        let Some(&(inputs, outputs)) = self.nodes.get(location.node) else {
-            return Err(format!("node {} of a scope of {} nodes", location.node, self.nodes.len()));
+    pub fn check(&self, location: &Location) -> Result<(), PortError> {
+        let node = location.node;
+        let Some(&(inputs, outputs)) = self.nodes.get(node) else {
+            return Err(PortError::NoNode { node, nodes: self.nodes.len() });
         };
         let (kind, port, ports) = match location.port {
             Port::Target(port) => ("input", port, inputs),
@@ -41,7 +42,7 @@ impl ScopePorts {
         if port < ports {
             Ok(())
         } else {
-            Err(format!("{kind} {port} of node {}, which has {ports}", location.node))
+            Err(PortError::NoPort { kind, port, node, ports })
         }
     }
 
@@ -53,7 +54,7 @@ impl ScopePorts {
     pub fn check_all<'a, T: 'a>(
         &self,
         updates: impl IntoIterator<Item = &'a ((Location, T), i64)>,
-    ) -> Result<(), String> {
+    ) -> Result<(), PortError> {
         updates.into_iter().try_for_each(|((location, _), _)| self.check(location))
     }
 
@@ -68,21 +69,61 @@ impl ScopePorts {
     pub fn check_bootstrap<'a, T: 'a>(
         &self,
         updates: impl IntoIterator<Item = &'a ((Location, T), i64)>,
-    ) -> Result<(), String> {
+    ) -> Result<(), BootstrapError> {
         let mut magnitude: u64 = 0;
         for ((location, _), delta) in updates {
-            self.check(location).map_err(|reason| format!("a progress update at {reason}"))?;
+            self.check(location)?;
             magnitude = magnitude.saturating_add(delta.unsigned_abs());
             if magnitude > MAX_BOOTSTRAP_MAGNITUDE {
-                return Err(format!(
-                    "progress updates whose deltas add up to more than {MAX_BOOTSTRAP_MAGNITUDE} in \
-                     magnitude (the last, {delta} at node {}): counts that large would overflow",
-                    location.node
-                ));
+                return Err(BootstrapError::TooLarge { delta: *delta, node: location.node });
             }
         }
         Ok(())
     }
+}
+
+/// A location that is not a port of the scope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PortError {
+    /// A node past the scope's.
+    #[error("node {node} of a scope of {nodes} nodes")]
+    NoNode {
+        /// The node named.
+        node: usize,
+        /// The scope's nodes.
+        nodes: usize,
+    },
+    /// A port past the node's.
+    #[error("{kind} {port} of node {node}, which has {ports}")]
+    NoPort {
+        /// `input` or `output`.
+        kind: &'static str,
+        /// The port named.
+        port: usize,
+        /// Its node.
+        node: usize,
+        /// The node's ports of that kind.
+        ports: usize,
+    },
+}
+
+/// What a joining worker's server sent that it cannot apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BootstrapError {
+    /// An update at a location that is not a port of the scope.
+    #[error("a progress update at {0}")]
+    Port(#[from] PortError),
+    /// Deltas whose magnitudes add up past [`MAX_BOOTSTRAP_MAGNITUDE`].
+    #[error(
+        "progress updates whose deltas add up to more than {MAX_BOOTSTRAP_MAGNITUDE} in magnitude (the \
+         last, {delta} at node {node}): counts that large would overflow"
+    )]
+    TooLarge {
+        /// The delta that took the sum past the bound.
+        delta: i64,
+        /// Its node.
+        node: usize,
+    },
 }
 
 /// The most the magnitudes of the deltas in a joining worker's progress state and ranges may
@@ -130,11 +171,13 @@ mod tests {
             (Location::source(1, usize::MAX), "which has 1"),
         ];
         for (bad, reason) in cases {
-            let error = ports.check(&bad).expect_err(reason);
+            let error = ports.check(&bad).expect_err(reason).to_string();
             assert!(error.contains(reason), "{error}");
         }
         let updates = [((Location::source(1, 0), 3u64), 1), ((Location::target(1, 5), 3), -1)];
-        assert_eq!(ports.check_all(&updates), Err("input 5 of node 1, which has 2".into()));
+        let error = PortError::NoPort { kind: "input", port: 5, node: 1, ports: 2 };
+        assert_eq!(ports.check_all(&updates), Err(error));
+        assert_eq!(error.to_string(), "input 5 of node 1, which has 2");
     }
 
     #[test]
@@ -144,10 +187,10 @@ mod tests {
         let bound = MAX_BOOTSTRAP_MAGNITUDE as i64;
         assert_eq!(ports.check_bootstrap(&[at(bound / 2), at(-bound / 2)]), Ok(()));
         let stranger = [at(1), ((Location::target(3, 0), 0), 1)];
-        let error = ports.check_bootstrap(&stranger).expect_err("node 3");
+        let error = ports.check_bootstrap(&stranger).expect_err("node 3").to_string();
         assert!(error.contains("a progress update at node 3 of a scope of 2 nodes"), "{error}");
         for too_much in [vec![at(i64::MAX), at(i64::MAX)], vec![at(i64::MIN)], vec![at(bound), at(-1)]] {
-            let error = ports.check_bootstrap(&too_much).expect_err("too large");
+            let error = ports.check_bootstrap(&too_much).expect_err("too large").to_string();
             assert!(error.contains("add up to more than 4611686018427387904"), "{error}");
         }
     }

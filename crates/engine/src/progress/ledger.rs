@@ -277,10 +277,10 @@ impl<T: Timestamp> Ledger<T> {
     /// On a joining worker whose state and ranges are all in: `check` of every update they
     /// carry, to run before [`Ledger::try_finish_joining`] applies any; an error names the
     /// server that sent them.
-    pub fn check_bootstrap<'a>(
+    pub fn check_bootstrap<'a, E>(
         &'a self,
-        check: impl FnOnce(&mut dyn Iterator<Item = &'a ((Location, T), i64)>) -> Result<(), String>,
-    ) -> Result<(), (usize, String)> {
+        check: impl FnOnce(&mut dyn Iterator<Item = &'a ((Location, T), i64)>) -> Result<(), E>,
+    ) -> Result<(), (usize, E)> {
         let Some(joining) = self.joining.as_ref().filter(|joining| joining.is_complete()) else {
             return Ok(());
         };

@@ -22,7 +22,9 @@ mod process;
 #[cfg(feature = "trace-files")]
 mod rows;
 
-pub use settings::{TraceSettings, TRACE_DIR_VARIABLE, TRACE_EVENTS_VARIABLE, TRACE_FLUSH_VARIABLE};
+pub use settings::{
+    TraceSettings, TraceSettingsError, TRACE_DIR_VARIABLE, TRACE_EVENTS_VARIABLE, TRACE_FLUSH_VARIABLE,
+};
 
 #[cfg(not(feature = "trace-files"))]
 pub use absent::{ProcessTrace, BUILT_WITHOUT_TRACE_FILES};

@@ -109,7 +109,7 @@ impl FrameFuzzReport {
 /// # Errors
 ///
 /// Only when no loopback port can be had; everything an input does is in the report.
-pub fn fuzz_frames(options: &FrameFuzzOptions) -> Result<FrameFuzzReport, String> {
+pub fn fuzz_frames(options: &FrameFuzzOptions) -> Result<FrameFuzzReport, FuzzSetupError> {
     count_panics();
     let panics_before = panics();
     let started = Instant::now();
@@ -129,14 +129,28 @@ pub fn fuzz_frames(options: &FrameFuzzOptions) -> Result<FrameFuzzReport, String
     Ok(report)
 }
 
+/// Why the fuzzer cannot go on; what an input does goes into the report instead.
+#[derive(Debug, thiserror::Error)]
+pub enum FuzzSetupError {
+    /// No loopback port could be had.
+    #[error("no free loopback port: {0}")]
+    NoPort(std::io::Error),
+    /// The fake peer's stream could not be split into a reader and a writer.
+    #[error("cannot split the fake peer's stream: {0}")]
+    Stream(std::io::Error),
+    /// The fake peer has no stream to process 0.
+    #[error("no stream to process 0")]
+    NoStream,
+}
+
 /// `count` loopback addresses free now.
-fn free_addresses(count: usize) -> Result<Vec<String>, String> {
+fn free_addresses(count: usize) -> Result<Vec<String>, FuzzSetupError> {
     let listeners = (0..count)
-        .map(|_| TcpListener::bind("127.0.0.1:0").map_err(|error| error.to_string()))
+        .map(|_| TcpListener::bind("127.0.0.1:0").map_err(FuzzSetupError::NoPort))
         .collect::<Result<Vec<_>, _>>()?;
     listeners
         .iter()
-        .map(|listener| Ok(listener.local_addr().map_err(|error| error.to_string())?.to_string()))
+        .map(|listener| Ok(listener.local_addr().map_err(FuzzSetupError::NoPort)?.to_string()))
         .collect()
 }
 
@@ -311,7 +325,8 @@ fn connect(
     deadline: Duration,
     stop: &Arc<AtomicBool>,
 ) -> Result<(Engines, Vec<PeerStream>, Channels), (Engines, String)> {
-    let addresses = free_addresses(if joiner { 3 } else { 2 }).map_err(|error| (Vec::new(), error))?;
+    let addresses =
+        free_addresses(if joiner { 3 } else { 2 }).map_err(|error| (Vec::new(), error.to_string()))?;
     let (sender, channels) = mpsc::channel();
     let members = if joiner { 2 } else { 1 };
     let engines: Engines = (0..members)
@@ -365,7 +380,7 @@ fn one_run(
     joiner: bool,
     deadline: Duration,
     report: &mut FrameFuzzReport,
-) -> Result<FuzzRng, String> {
+) -> Result<FuzzRng, FuzzSetupError> {
     let run = report.runs;
     let fake = if joiner { 2 } else { 1 };
     let sealing = if sealed { Sealing::Always } else { Sealing::Never };
@@ -385,15 +400,15 @@ fn one_run(
     let mut writer = None;
     for peer in streams {
         let keys = peer.keys.clone();
-        let (socket, _, inflow) = peer.split().map_err(|error| error.to_string())?;
+        let (socket, _, inflow) = peer.split().map_err(FuzzSetupError::Stream)?;
         let _ = socket.set_read_timeout(Some(deadline));
         readers.push(std::thread::spawn(move || read_until_closed(inflow)));
         if writer.is_none() {
-            writer = Some(Writer::new(socket.try_clone().map_err(|error| error.to_string())?, keys.as_ref()));
+            writer = Some(Writer::new(socket.try_clone().map_err(FuzzSetupError::Stream)?, keys.as_ref()));
         }
         sockets.push(socket);
     }
-    let mut writer = writer.ok_or("no stream to process 0")?;
+    let mut writer = writer.ok_or(FuzzSetupError::NoStream)?;
     let mut maker = InputMaker::new(rng, channels, fake);
     if joiner {
         let hello = maker.hello();

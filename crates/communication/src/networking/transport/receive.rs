@@ -37,7 +37,7 @@ use super::alarm::Alarm;
 use super::send::{Command, Departure};
 use crate::clock;
 use crate::networking::clock_sync::{BurstCollector, OffsetLog};
-use crate::networking::liveness::Silences;
+use crate::networking::liveness::{Silences, SilentPeer};
 use crate::networking::payload::Payload;
 use crate::networking::peer_stream::Inflow;
 use crate::networking::receive_budget::Spiller;
@@ -182,7 +182,7 @@ pub(super) fn spawn(
         .name(format!("timely:recv-{remote}"))
         .spawn(move || {
             if let Err(reason) = inbound.run(&mut stream) {
-                inbound.alarm.raise(remote, reason);
+                inbound.alarm.raise(remote, reason.to_string());
             }
             let _ = done.send(remote);
         })
@@ -219,7 +219,7 @@ impl Inbound {
 
     /// Receives until the peer's goodbye and end of stream (`Ok`), or fails with the reason.
     /// After the peer's abort frame, its cause is reported lost and the thread ends.
-    fn run(&mut self, stream: &mut Inflow) -> Result<(), String> {
+    fn run(&mut self, stream: &mut Inflow) -> Result<(), ReceiveError> {
         let mut slab = BytesSlab::new(SLAB_LOG2);
         let alarm = Arc::clone(&self.alarm);
         let silence = Watch { silences: &alarm.silences, remote: self.remote };
@@ -232,7 +232,7 @@ impl Inbound {
             let last = self.deliver_complete(&mut slab);
             self.wake();
             self.publish(&slab);
-            match last.map_err(|error| error.to_string())? {
+            match last? {
                 Some(Last::Goodbye(payload)) => {
                     self.depart(payload);
                     return expect_end(stream, &slab, &silence);
@@ -247,7 +247,7 @@ impl Inbound {
             slab.ensure_capacity(read_room(slab.valid()));
             let read = read_some(stream, slab.empty(), &silence)?;
             if read == 0 {
-                return Err("the connection closed without a goodbye".into());
+                return Err(ReceiveError::ClosedWithoutGoodbye);
             }
             slab.make_valid(read);
             if self.frames.is_some() {
@@ -416,14 +416,35 @@ impl Watch<'_> {
         self.silences.heard(self.remote);
     }
 
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), SilentPeer> {
         self.silences.check(self.remote)
     }
 }
 
+/// Why a connection's receive thread stops before the peer's goodbye and end of stream; the
+/// message is the reason the peer is reported lost.
+#[derive(Debug, thiserror::Error)]
+enum ReceiveError {
+    /// A frame that cannot be read or delivered.
+    #[error(transparent)]
+    Frame(#[from] NetworkError),
+    /// The peer was silent for longer than its timeout.
+    #[error(transparent)]
+    Silent(#[from] SilentPeer),
+    /// Reading from the socket failed.
+    #[error("receiving failed: {0}")]
+    Read(std::io::Error),
+    /// The stream ended before the goodbye frame.
+    #[error("the connection closed without a goodbye")]
+    ClosedWithoutGoodbye,
+    /// Bytes came after the goodbye frame.
+    #[error("bytes followed the goodbye frame")]
+    BytesAfterGoodbye,
+}
+
 /// Reads once, retrying interrupted reads and reads that timed out while the peer is within its
 /// timeout; the error is the reason the connection failed.
-fn read_some(stream: &mut impl Read, into: &mut [u8], silence: &Watch<'_>) -> Result<usize, String> {
+fn read_some(stream: &mut impl Read, into: &mut [u8], silence: &Watch<'_>) -> Result<usize, ReceiveError> {
     loop {
         match stream.read(into) {
             Ok(read) => {
@@ -434,17 +455,17 @@ fn read_some(stream: &mut impl Read, into: &mut [u8], silence: &Watch<'_>) -> Re
             Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 silence.check()?
             }
-            Err(error) => return Err(format!("receiving failed: {error}")),
+            Err(error) => return Err(ReceiveError::Read(error)),
         }
     }
 }
 
 /// After the peer's goodbye, only the end of the stream may follow.
-fn expect_end(stream: &mut impl Read, slab: &BytesSlab, silence: &Watch<'_>) -> Result<(), String> {
+fn expect_end(stream: &mut impl Read, slab: &BytesSlab, silence: &Watch<'_>) -> Result<(), ReceiveError> {
     let mut probe = [0u8; 1];
     if slab.valid().is_empty() && read_some(stream, &mut probe, silence)? == 0 {
         Ok(())
     } else {
-        Err("bytes followed the goodbye frame".into())
+        Err(ReceiveError::BytesAfterGoodbye)
     }
 }
