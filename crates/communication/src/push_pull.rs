@@ -29,6 +29,11 @@ pub trait Pull<T> {
     /// `None` means nothing is available right now.
     fn pull(&mut self) -> &mut Option<T>;
     /// Takes the next available element, if any.
+    ///
+    /// Pullers that hold their elements in a queue override it to return the element
+    /// straight from the queue: going through [`Pull::pull`]'s slot writes the element and
+    /// reads it back at once, which stalls the processor on every element (the read cannot
+    /// be served from the pending writes of the slot's fields).
     fn recv(&mut self) -> Option<T> {
         self.pull().take()
     }
@@ -49,6 +54,10 @@ impl<T, P: Push<T> + ?Sized> Push<T> for Box<P> {
 impl<T, P: Pull<T> + ?Sized> Pull<T> for Box<P> {
     fn pull(&mut self) -> &mut Option<T> {
         (**self).pull()
+    }
+    #[inline]
+    fn recv(&mut self) -> Option<T> {
+        (**self).recv()
     }
     fn recycle(&mut self, element: T) {
         (**self).recycle(element)

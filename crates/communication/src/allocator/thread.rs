@@ -136,6 +136,11 @@ impl<T> Pull<T> for LocalPuller<T> {
         &mut self.current
     }
 
+    #[inline]
+    fn recv(&mut self) -> Option<T> {
+        self.queue.borrow_mut().pop()
+    }
+
     fn recycle(&mut self, element: T) {
         self.queue.borrow_mut().recycle(element);
     }

@@ -10,7 +10,7 @@
 //! This module owns how records travel; it does not count progress (operator ports do).
 
 use super::Scope;
-use crate::logging::{self, Event, Logger};
+use crate::logging::{Event, Logger};
 use crate::progress::Timestamp;
 use crate::scheduling::Activator;
 use serde::de::DeserializeOwned;
@@ -251,6 +251,11 @@ impl<T, D> Pull<Message<T, D>> for QueuePuller<T, D> {
         &mut self.current
     }
 
+    #[inline]
+    fn recv(&mut self) -> Option<Message<T, D>> {
+        self.queue.borrow_mut().pop()
+    }
+
     fn recycle(&mut self, message: Message<T, D>) {
         self.queue.borrow_mut().recycle(message);
     }
@@ -279,20 +284,28 @@ impl<P> LogPusher<P> {
 }
 
 impl<T, D, P: Push<Message<T, D>>> Push<Message<T, D>> for LogPusher<P> {
+    /// Stamps the sender (when the message does not already name it) and, with a logger,
+    /// the sequence number, which only the log reads. Writing neither when nothing changes
+    /// matters: the next pusher copies the message at once, and a copy right after writes
+    /// to its fields stalls (the copy's wide reads cannot be served from the narrow writes).
     #[inline]
     fn push(&mut self, element: &mut Option<Message<T, D>>) {
         if let Some(message) = element.as_mut() {
-            message.from = self.source;
-            message.seq = self.next_seq;
-            self.next_seq += 1;
-            logging::log(&self.logger, || Event::Messages {
-                send: true,
-                channel: self.channel,
-                source: self.source,
-                target: self.target,
-                sequence: message.seq,
-                length: message.data.len(),
-            });
+            if message.from != self.source {
+                message.from = self.source;
+            }
+            if let Some(logger) = &self.logger {
+                message.seq = self.next_seq;
+                self.next_seq += 1;
+                logger.log(Event::Messages {
+                    send: true,
+                    channel: self.channel,
+                    source: self.source,
+                    target: self.target,
+                    sequence: message.seq,
+                    length: message.data.len(),
+                });
+            }
         }
         self.pusher.push(element);
     }
@@ -312,21 +325,35 @@ impl<P> LogPuller<P> {
     }
 }
 
+/// Logs that `message` arrived on `channel` at `target`.
+fn log_received<T, D>(logger: &Logger, channel: usize, target: usize, message: &Message<T, D>) {
+    logger.log(Event::Messages {
+        send: false,
+        channel,
+        source: message.from,
+        target,
+        sequence: message.seq,
+        length: message.data.len(),
+    });
+}
+
 impl<T, D, P: Pull<Message<T, D>>> Pull<Message<T, D>> for LogPuller<P> {
     #[inline]
     fn pull(&mut self) -> &mut Option<Message<T, D>> {
         let slot = self.puller.pull();
         if let (Some(logger), Some(message)) = (&self.logger, slot.as_ref()) {
-            logger.log(Event::Messages {
-                send: false,
-                channel: self.channel,
-                source: message.from,
-                target: self.target,
-                sequence: message.seq,
-                length: message.data.len(),
-            });
+            log_received(logger, self.channel, self.target, message);
         }
         slot
+    }
+
+    #[inline]
+    fn recv(&mut self) -> Option<Message<T, D>> {
+        let message = self.puller.recv();
+        if let (Some(logger), Some(message)) = (&self.logger, message.as_ref()) {
+            log_received(logger, self.channel, self.target, message);
+        }
+        message
     }
 
     fn recycle(&mut self, message: Message<T, D>) {

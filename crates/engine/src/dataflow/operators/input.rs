@@ -370,7 +370,7 @@ impl<T: Timestamp> Scope<T> {
                     for item in iter.by_ref() {
                         session.give(item);
                         sent += 1;
-                        if sent == super::builder::BUFFER_SIZE * 16 {
+                        if sent == super::builder::BUFFER_SIZE * 256 {
                             info.activator.activate();
                             return;
                         }
