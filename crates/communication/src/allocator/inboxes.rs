@@ -175,6 +175,19 @@ impl Inboxes {
         Delivered::Queued
     }
 
+    /// Takes out what waits for channel `channel`, not allocated (on a leaving worker, a
+    /// channel of a dataflow it never builds), oldest first; nothing if it is allocated.
+    pub(crate) fn take_early(&mut self, channel: usize, threads: usize) -> VecDeque<Message> {
+        let messages = self.early.remove(&channel).unwrap_or_default();
+        for (source, payload) in &messages {
+            let bytes = cost(payload);
+            self.early_by_process[source / threads] -= bytes;
+            self.stats.early_bytes -= bytes;
+        }
+        self.stats.early_messages -= messages.len();
+        messages
+    }
+
     /// What is held and what was dropped so far.
     pub(crate) fn stats(&self) -> InboxStats {
         InboxStats { early_limit: self.early_limit, ..self.stats }
@@ -210,6 +223,20 @@ mod tests {
         let over = inboxes.deliver(10, 2, 2, payload(1));
         assert_eq!(over, Delivered::OverLimit { process: 2, bytes: LIMIT });
         assert_eq!(inboxes.stats().early_messages, 1, "the message over the limit is not kept");
+    }
+
+    #[test]
+    fn early_messages_taken_out_leave_nothing_held() {
+        let mut inboxes = Inboxes::new(LIMIT);
+        assert_eq!(inboxes.deliver(7, 3, 2, payload(100)), Delivered::Queued);
+        assert_eq!(inboxes.deliver(7, 2, 2, payload(20)), Delivered::Queued);
+        assert_eq!(inboxes.deliver(8, 2, 2, payload(5)), Delivered::Queued);
+        let taken: Vec<(usize, usize)> = inboxes.take_early(7, 2).into_iter().map(|(s, p)| (s, p.len())).collect();
+        assert_eq!(taken, vec![(3, 100), (2, 20)], "in arrival order, with their senders");
+        let held = inboxes.stats();
+        assert_eq!((held.early_messages, held.early_bytes), (1, 5 + HEADER_BYTES), "channel 8 still waits");
+        assert!(inboxes.take_early(7, 2).is_empty(), "taken once");
+        assert_eq!(inboxes.allocate(7, 2).borrow().is_empty(), true, "nothing left for the channel");
     }
 
     #[test]

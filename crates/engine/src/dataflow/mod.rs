@@ -8,6 +8,7 @@
 
 pub mod channels;
 pub mod exchange;
+pub mod forwarded;
 pub mod membership;
 pub mod operators;
 pub mod plain;
@@ -16,8 +17,10 @@ pub mod stream;
 
 pub use channels::{Data, ExchangeData, Message, Pact, Pipeline};
 pub use exchange::{
-    to_worker, AllWorkers, ByHash, Exchange, ExchangeWith, Members, NotGone, Partition, ToWorker,
+    copies_to_worker, to_worker, AllWorkers, ByHash, CopiesToWorker, Exchange, ExchangeWith, Members, NotGone,
+    Partition, ToWorker,
 };
+pub use forwarded::Stranded;
 pub use membership::{Change, Membership, SharedMembership};
 pub use operators::{InputHandle, ProbeHandle};
 pub use plain::Abomonated;

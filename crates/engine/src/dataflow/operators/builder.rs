@@ -9,6 +9,7 @@
 
 use super::capability::{Capability, CapabilityChanges, CapabilityError, CapabilityRef, InputCapability};
 use crate::dataflow::channels::{Data, Message, MessagePuller, Pact, Tee};
+use crate::dataflow::forwarded::RETIRED_SENDER;
 use crate::dataflow::{Scope, Stream};
 use crate::progress::reachability::Summary;
 use crate::progress::{
@@ -375,8 +376,13 @@ impl<T: Timestamp, D: Data> InputPort<T, D> {
                 self.puller.recycle(used);
             }
         }
-        let message = self.puller.recv()?;
+        let mut message = self.puller.recv()?;
         self.shared.borrow_mut().consumeds[self.port].update(message.time.clone(), message.data.len() as i64);
+        while message.from == RETIRED_SENDER {
+            // A copy a leaver received in a dataflow it never built: counted, not delivered.
+            message = self.puller.recv()?;
+            self.shared.borrow_mut().consumeds[self.port].update(message.time.clone(), message.data.len() as i64);
+        }
         let message = self.current.insert(message);
         Some((InputCapability::new(message.time.clone(), self.changes.clone()), &mut message.data))
     }
