@@ -28,7 +28,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
 use std::rc::Rc;
 use timely_engine::dataflow::operators::{Capability, InputPort, OperatorBuilder, OutputPort};
-use timely_engine::dataflow::{copies_to_worker, to_worker, ByHash, Data, ExchangeData, ExchangeWith, Pipeline, Stream};
+use timely_engine::dataflow::{
+    copies_to_worker, to_worker, ByHash, Data, ExchangeData, ExchangeWith, Pipeline, Stream,
+};
 use timely_engine::progress::{Antichain, MutableAntichain};
 use timely_engine::scheduling::Activator;
 use timely_engine::worker::WorkerState;

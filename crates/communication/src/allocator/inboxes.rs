@@ -231,7 +231,8 @@ mod tests {
         assert_eq!(inboxes.deliver(7, 3, 2, payload(100)), Delivered::Queued);
         assert_eq!(inboxes.deliver(7, 2, 2, payload(20)), Delivered::Queued);
         assert_eq!(inboxes.deliver(8, 2, 2, payload(5)), Delivered::Queued);
-        let taken: Vec<(usize, usize)> = inboxes.take_early(7, 2).into_iter().map(|(s, p)| (s, p.len())).collect();
+        let taken: Vec<(usize, usize)> =
+            inboxes.take_early(7, 2).into_iter().map(|(s, p)| (s, p.len())).collect();
         assert_eq!(taken, vec![(3, 100), (2, 20)], "in arrival order, with their senders");
         let held = inboxes.stats();
         assert_eq!((held.early_messages, held.early_bytes), (1, 5 + HEADER_BYTES), "channel 8 still waits");

@@ -178,7 +178,8 @@ where
         activator: Activator,
     ) -> (MessagePusher<T, D>, MessagePuller<T, D>) {
         let worker = scope.worker();
-        let ((pushers, mut puller), joined) = worker.allocator().allocate_joinable::<Message<T, D>>(identifier);
+        let ((pushers, mut puller), joined) =
+            worker.allocator().allocate_joinable::<Message<T, D>>(identifier);
         if worker.allocator().can_rescale() {
             // What a leaver received here in a dataflow it never built may be handed to this
             // worker (`forwarded`).

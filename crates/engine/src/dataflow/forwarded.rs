@@ -1,5 +1,6 @@
 //! Messages a leaver received on a channel of a dataflow it never built, handed to one worker
-//! that stays (`docs/rescaling.md`, "Dataflows the leaver never builds").
+//! that stays (`docs/rescaling.md`, "Dataflows the leaver never builds that others built
+//! before its notice").
 //!
 //! Each exchanging edge says what becomes of such messages ([`Stranded`], from its
 //! `Partition`): the records of a data exchange all went to the leaver under one routing, so
@@ -19,7 +20,7 @@ use crate::scheduling::Activator;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
-use timely_communication::{Exchangeable, Pull, ProtocolViolations};
+use timely_communication::{Exchangeable, ProtocolViolations, Pull};
 
 /// What becomes of messages that a leaver received on an edge of a dataflow it never built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -17,8 +17,8 @@ pub mod stream;
 
 pub use channels::{Data, ExchangeData, Message, Pact, Pipeline};
 pub use exchange::{
-    copies_to_worker, to_worker, AllWorkers, ByHash, CopiesToWorker, Exchange, ExchangeWith, Members, NotGone,
-    Partition, ToWorker,
+    copies_to_worker, to_worker, AllWorkers, ByHash, CopiesToWorker, Exchange, ExchangeWith, Members,
+    NotGone, Partition, ToWorker,
 };
 pub use forwarded::Stranded;
 pub use membership::{Change, Membership, SharedMembership};

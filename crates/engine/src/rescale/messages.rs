@@ -117,7 +117,8 @@ pub enum BootstrapMessage {
     /// those whose messages it forwarded (`Forwarded`, before this) and those whose messages it
     /// could not. A stayer that built such a dataflow stops the run if a data channel of it is
     /// among the latter, or among the former and its edge cannot place them; progress channels
-    /// are harmless (`docs/rescaling.md`, "Dataflows the leaver never builds").
+    /// are harmless (`docs/rescaling.md`, "Dataflows the leaver never builds that others
+    /// built before its notice").
     Stranded {
         /// The leaving worker.
         from: usize,

@@ -107,14 +107,22 @@ pub(crate) fn forwarded(
 /// # Errors
 ///
 /// `from` is not a worker whose leave this worker knows of.
-pub(crate) fn received(state: &WorkerState, from: usize, channels: &[usize], kept: &[usize]) -> Result<(), String> {
+pub(crate) fn received(
+    state: &WorkerState,
+    from: usize,
+    channels: &[usize],
+    kept: &[usize],
+) -> Result<(), String> {
     let leaves = state.rescaling().leaves();
     if !leaves.leaving().contains(&from) && !leaves.departed().contains(&from) {
         return Err("listed channels of dataflows it never built, but it is not leaving".into());
     }
-    let placeable = |channel: &usize| matches!(state.stranded_kind(*channel), Some(Stranded::Forward | Stranded::Retire));
+    let placeable =
+        |channel: &usize| matches!(state.stranded_kind(*channel), Some(Stranded::Forward | Stranded::Retire));
     let unplaced = kept.iter().chain(channels.iter().filter(|channel| !placeable(channel)));
-    if let Some(&channel) = unplaced.into_iter().find(|&&channel| state.live_dataflow_of_data_channel(channel).is_some()) {
+    if let Some(&channel) =
+        unplaced.into_iter().find(|&&channel| state.live_dataflow_of_data_channel(channel).is_some())
+    {
         unplaceable(state, from, channel);
     }
     Ok(())

@@ -97,13 +97,18 @@ fn run(plan: Plan) -> Seen {
                 input.advance_to(round + 1);
                 (0..1 + rng.below(plan.steps + 1)).for_each(|_| _ = worker.step());
                 if round == 0 {
-                    assert!(state.rescaling().leaves().leaving().is_empty(), "built and fed before the notice");
+                    assert!(
+                        state.rescaling().leaves().leaving().is_empty(),
+                        "built and fed before the notice"
+                    );
                     fed.fetch_add(1, Ordering::SeqCst);
                 }
             }
             if plan.rounds == 1 {
                 // Wait for the notice: the leave happens while the dataflow runs.
-                while state.rescaling().leaves().leaving().is_empty() && state.rescaling().leaves().departed().is_empty() {
+                while state.rescaling().leaves().leaving().is_empty()
+                    && state.rescaling().leaves().departed().is_empty()
+                {
                     worker.step();
                 }
             }

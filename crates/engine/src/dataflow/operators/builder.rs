@@ -381,7 +381,8 @@ impl<T: Timestamp, D: Data> InputPort<T, D> {
         while message.from == RETIRED_SENDER {
             // A copy a leaver received in a dataflow it never built: counted, not delivered.
             message = self.puller.recv()?;
-            self.shared.borrow_mut().consumeds[self.port].update(message.time.clone(), message.data.len() as i64);
+            self.shared.borrow_mut().consumeds[self.port]
+                .update(message.time.clone(), message.data.len() as i64);
         }
         let message = self.current.insert(message);
         Some((InputCapability::new(message.time.clone(), self.changes.clone()), &mut message.data))
