@@ -176,10 +176,10 @@ impl ClusterBuilder {
 
 /// The allocator of one worker of a cluster.
 pub struct ClusterAllocator {
-    local: ProcessAllocator,
+    pub(super) local: ProcessAllocator,
     index: usize,
     processes: usize,
-    threads: usize,
+    pub(super) threads: usize,
     /// The connection buffer to each process, shared by all channels (`None` for this process).
     senders: Vec<Option<Rc<RefCell<ProcessSender>>>>,
     receiver: ThreadQueue<Delivery>,
@@ -192,7 +192,7 @@ pub struct ClusterAllocator {
     /// When this process started and finished connecting to the others.
     connection: Option<(i64, i64)>,
     /// Per channel, what arrived from other processes (see [`super::inboxes`]).
-    inboxes: Inboxes,
+    pub(super) inboxes: Inboxes,
     /// How to give every channel allocated so far pushers to the workers of a joined process.
     backfills: Backfills<Rc<RefCell<ProcessSender>>>,
     /// The workers of processes that joined, not yet taken by [`ClusterAllocator::take_joins`].
@@ -394,29 +394,6 @@ impl ClusterAllocator {
                 }
             }
         }
-    }
-
-    /// Takes out the messages of other processes that wait for channel `channel`, which this
-    /// worker has not allocated: each sender's global index and the message's bytes, oldest
-    /// first (on a leaving worker, what was sent to it on a channel of a dataflow it never
-    /// builds, to hand to a worker that stays).
-    ///
-    /// # Errors
-    ///
-    /// A message that spilled to disk cannot be read back.
-    pub fn take_early(&mut self, channel: usize) -> std::io::Result<Vec<(usize, Vec<u8>)>> {
-        let mut scratch = Vec::new();
-        let mut taken = Vec::new();
-        for (source, payload) in self.inboxes.take_early(channel, self.threads) {
-            taken.push((source, payload.read(&mut scratch)?.to_vec()));
-        }
-        Ok(taken)
-    }
-
-    /// True when another worker of this process allocated channel `identifier` and this one
-    /// has not ([`super::process::ProcessAllocator::allocated_by_another`]).
-    pub fn allocated_locally_by_another(&self, identifier: usize) -> bool {
-        self.local.allocated_by_another(identifier)
     }
 
     /// Flushes what this worker buffered for other processes.

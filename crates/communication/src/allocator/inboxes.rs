@@ -176,8 +176,17 @@ impl Inboxes {
     }
 
     /// Takes out what waits for channel `channel`, not allocated (on a leaving worker, a
-    /// channel of a dataflow it never builds), oldest first; nothing if it is allocated.
-    pub(crate) fn take_early(&mut self, channel: usize, threads: usize) -> VecDeque<Message> {
+    /// channel of a dataflow it never builds): each sender and the message's bytes, oldest
+    /// first; nothing if it is allocated.
+    ///
+    /// # Errors
+    ///
+    /// A message that spilled to disk cannot be read back (what remains is dropped).
+    pub(crate) fn take_early(
+        &mut self,
+        channel: usize,
+        threads: usize,
+    ) -> std::io::Result<Vec<(usize, Vec<u8>)>> {
         let messages = self.early.remove(&channel).unwrap_or_default();
         for (source, payload) in &messages {
             let bytes = cost(payload);
@@ -185,7 +194,12 @@ impl Inboxes {
             self.stats.early_bytes -= bytes;
         }
         self.stats.early_messages -= messages.len();
-        messages
+        let mut scratch = Vec::new();
+        let mut taken = Vec::with_capacity(messages.len());
+        for (source, payload) in messages {
+            taken.push((source, payload.read(&mut scratch)?.to_vec()));
+        }
+        Ok(taken)
     }
 
     /// What is held and what was dropped so far.
@@ -232,12 +246,12 @@ mod tests {
         assert_eq!(inboxes.deliver(7, 2, 2, payload(20)), Delivered::Queued);
         assert_eq!(inboxes.deliver(8, 2, 2, payload(5)), Delivered::Queued);
         let taken: Vec<(usize, usize)> =
-            inboxes.take_early(7, 2).into_iter().map(|(s, p)| (s, p.len())).collect();
+            inboxes.take_early(7, 2).unwrap().into_iter().map(|(s, bytes)| (s, bytes.len())).collect();
         assert_eq!(taken, vec![(3, 100), (2, 20)], "in arrival order, with their senders");
         let held = inboxes.stats();
         assert_eq!((held.early_messages, held.early_bytes), (1, 5 + HEADER_BYTES), "channel 8 still waits");
-        assert!(inboxes.take_early(7, 2).is_empty(), "taken once");
-        assert_eq!(inboxes.allocate(7, 2).borrow().is_empty(), true, "nothing left for the channel");
+        assert!(inboxes.take_early(7, 2).unwrap().is_empty(), "taken once");
+        assert!(inboxes.allocate(7, 2).borrow().is_empty(), "nothing left for the channel");
     }
 
     #[test]

@@ -253,7 +253,7 @@ impl Allocator {
 
     /// In a cluster, takes out the messages of other processes that wait for channel
     /// `channel`, which this worker has not allocated: each sender and the message's bytes,
-    /// oldest first ([`ClusterAllocator::take_early`]); nothing elsewhere (workers of one
+    /// oldest first; nothing elsewhere (workers of one
     /// process hand each other typed messages, which only the channel's allocation takes).
     ///
     /// # Errors
@@ -261,7 +261,7 @@ impl Allocator {
     /// A message that spilled to disk cannot be read back.
     pub fn take_early(&mut self, channel: usize) -> std::io::Result<Vec<(usize, Vec<u8>)>> {
         match self {
-            Allocator::Cluster(allocator) => allocator.take_early(channel),
+            Allocator::Cluster(allocator) => allocator.inboxes.take_early(channel, allocator.threads),
             _ => Ok(Vec::new()),
         }
     }
@@ -273,7 +273,7 @@ impl Allocator {
         match self {
             Allocator::Thread(_) => false,
             Allocator::Process(allocator) => allocator.allocated_by_another(identifier),
-            Allocator::Cluster(allocator) => allocator.allocated_locally_by_another(identifier),
+            Allocator::Cluster(allocator) => allocator.local.allocated_by_another(identifier),
         }
     }
 

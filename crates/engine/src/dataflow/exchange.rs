@@ -11,10 +11,11 @@
 //! This module owns the routing of records on an edge; it does not decide membership.
 
 use super::channels::{ExchangeData, LogPuller, LogPusher, Message, MessagePuller, MessagePusher, Pact};
-use super::forwarded::{ForwardedInbox, ForwardingPuller, Stranded};
+use super::forwarded::ForwardingPuller;
 use super::Scope;
 use crate::logging::Logger;
 use crate::progress::Timestamp;
+use crate::rescale::forward_inbox::{ForwardedInbox, Stranded};
 use crate::scheduling::Activator;
 use crate::worker::WorkerState;
 use std::rc::Rc;
@@ -184,7 +185,9 @@ where
             // What a leaver received here in a dataflow it never built may be handed to this
             // worker (`forwarded`).
             let inbox = ForwardedInbox::new(P::STRANDED, activator.clone());
-            worker.receive_forwarded_on(identifier, &inbox);
+            if let Some(leaver) = worker.receive_forwarded_on(identifier, &inbox) {
+                crate::rescale::stranded::unplaceable(worker, leaver, identifier);
+            }
             let violations = worker.allocator().violations();
             puller = Box::new(ForwardingPuller::new(puller, inbox, violations, identifier));
         }

@@ -15,12 +15,12 @@ pub mod plain;
 pub mod scope;
 pub mod stream;
 
+pub use crate::rescale::forward_inbox::Stranded;
 pub use channels::{Data, ExchangeData, Message, Pact, Pipeline};
 pub use exchange::{
     copies_to_worker, to_worker, AllWorkers, ByHash, CopiesToWorker, Exchange, ExchangeWith, Members,
     NotGone, Partition, ToWorker,
 };
-pub use forwarded::Stranded;
 pub use membership::{Change, Membership, SharedMembership};
 pub use operators::{InputHandle, ProbeHandle};
 pub use plain::Abomonated;

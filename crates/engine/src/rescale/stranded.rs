@@ -19,9 +19,9 @@
 //! (progress batches count nothing). This module must not decide how a run stops, only that
 //! this one must.
 
+use super::forward_inbox::Stranded;
 use super::messages::BootstrapMessage;
 use crate::cluster_failure::stop_for_program;
-use crate::dataflow::forwarded::Stranded;
 use crate::worker::WorkerState;
 
 /// On a drained leaving worker, which receives nothing more: hands what it received on

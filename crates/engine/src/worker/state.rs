@@ -8,9 +8,9 @@
 //! (`crate::worker`), and the protocol (`crate::rescale`) works on this state.
 
 use crate::cluster_failure::ClusterFailure;
-use crate::dataflow::forwarded::{ForwardedInbox, ForwardedMessage, Stranded};
 use crate::logging::Logger;
 use crate::progress::ReceivedMagnitude;
+use crate::rescale::forward_inbox::{ForwardedInbox, ForwardedMessage, Stranded};
 use crate::rescale::Rescaling;
 use crate::scheduling::{Activator, ActiveSet, ChannelActivators};
 use std::cell::{Cell, RefCell};
@@ -134,21 +134,21 @@ impl WorkerState {
     }
 
     /// Messages a leaver forwards for exchanging channel `channel` go to `inbox`, with those
-    /// that arrived before it was built. Stops the run if some did and the channel cannot
-    /// take them ([`Stranded::Fail`]).
-    pub(crate) fn receive_forwarded_on(&self, channel: usize, inbox: &Rc<ForwardedInbox>) {
+    /// that arrived before it was built. If some did and the channel cannot take them
+    /// ([`Stranded::Fail`]), returns the leaver that forwarded them (the run must stop).
+    pub(crate) fn receive_forwarded_on(&self, channel: usize, inbox: &Rc<ForwardedInbox>) -> Option<usize> {
         let pending = self.pending_forwarded.borrow_mut().remove(&channel);
         {
             let mut forwarded = self.forwarded.borrow_mut();
             forwarded.retain(|_, inbox| inbox.strong_count() > 0);
             forwarded.insert(channel, Rc::downgrade(inbox));
         }
-        let Some(messages) = pending else { return };
+        let messages = pending?;
         if inbox.kind() == Stranded::Fail {
-            let (leaver, _, _) = messages[0];
-            crate::rescale::stranded::unplaceable(self, leaver, channel);
+            return messages.first().map(|&(leaver, _, _)| leaver);
         }
         messages.into_iter().for_each(|message| inbox.push(message));
+        None
     }
 
     /// What becomes of messages a leaver received on channel `channel` in a dataflow it never

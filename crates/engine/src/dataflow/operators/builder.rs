@@ -9,12 +9,12 @@
 
 use super::capability::{Capability, CapabilityChanges, CapabilityError, CapabilityRef, InputCapability};
 use crate::dataflow::channels::{Data, Message, MessagePuller, Pact, Tee};
-use crate::dataflow::forwarded::RETIRED_SENDER;
 use crate::dataflow::{Scope, Stream};
 use crate::progress::reachability::Summary;
 use crate::progress::{
     Antichain, ChangeBatch, MutableAntichain, Operate, SharedProgress, Source, Target, Timestamp,
 };
+use crate::rescale::forward_inbox::RETIRED_SENDER;
 use crate::rescale::{HeldTimes, Initial};
 use crate::scheduling::Activator;
 use std::cell::RefCell;
