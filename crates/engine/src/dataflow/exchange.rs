@@ -68,11 +68,23 @@ pub struct ToWorker<F>(pub F);
 impl<D: 'static, F: FnMut(&D) -> usize + 'static> Partition<D> for ToWorker<F> {
     #[inline]
     fn partition(&mut self, data: &mut Vec<D>, members: &[usize], targets: &mut [Vec<D>]) {
-        for datum in data.drain(..) {
-            let target = (self.0)(&datum);
-            debug_assert!(members.binary_search(&target).is_ok(), "record for worker {target}, not a member");
-            targets[target].push(datum);
-        }
+        to_named(data, members, targets, &mut self.0);
+    }
+}
+
+/// Moves every record of `data` to `targets[worker(record)]`, a member.
+#[inline]
+fn to_named<D>(
+    data: &mut Vec<D>,
+    members: &[usize],
+    targets: &mut [Vec<D>],
+    worker: impl FnMut(&D) -> usize,
+) {
+    let mut worker = worker;
+    for datum in data.drain(..) {
+        let target = worker(&datum);
+        debug_assert!(members.binary_search(&target).is_ok(), "record for worker {target}, not a member");
+        targets[target].push(datum);
     }
 }
 
@@ -86,11 +98,7 @@ impl<D: 'static, F: FnMut(&D) -> usize + 'static> Partition<D> for CopiesToWorke
 
     #[inline]
     fn partition(&mut self, data: &mut Vec<D>, members: &[usize], targets: &mut [Vec<D>]) {
-        for datum in data.drain(..) {
-            let target = (self.0)(&datum);
-            debug_assert!(members.binary_search(&target).is_ok(), "copy for worker {target}, not a member");
-            targets[target].push(datum);
-        }
+        to_named(data, members, targets, &mut self.0);
     }
 }
 
