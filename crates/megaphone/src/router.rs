@@ -28,7 +28,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
 use std::rc::Rc;
 use timely_engine::dataflow::operators::{Capability, InputPort, OperatorBuilder, OutputPort};
-use timely_engine::dataflow::{to_worker, ByHash, Data, ExchangeData, ExchangeWith, Pipeline, Stream};
+use timely_engine::dataflow::{
+    copies_to_worker, to_worker, ByHash, Data, ExchangeData, ExchangeWith, Pipeline, Stream,
+};
 use timely_engine::progress::{Antichain, MutableAntichain};
 use timely_engine::scheduling::Activator;
 use timely_engine::worker::WorkerState;
@@ -75,8 +77,10 @@ where
     } else {
         builder.new_input(data, Pipeline)
     };
+    // Commands are copies, one per worker: what a leaver that never built the operator
+    // received of them is retired by a worker that stays (`timely_engine::dataflow::forwarded`).
     let mut control_in =
-        builder.new_input(&inputs.commands, to_worker(|routed: &Routed<Update>| routed.target));
+        builder.new_input(&inputs.commands, copies_to_worker(|routed: &Routed<Update>| routed.target));
     let mut parts_in = builder.new_input(&inputs.parts, to_worker(|part: &RoutingState| part.target));
     // Parts of the routing state reach no output: they carry no records and no capability.
     let connection = || vec![Antichain::from_elem(0), Antichain::from_elem(0), Antichain::new()];

@@ -176,10 +176,10 @@ impl ClusterBuilder {
 
 /// The allocator of one worker of a cluster.
 pub struct ClusterAllocator {
-    local: ProcessAllocator,
+    pub(super) local: ProcessAllocator,
     index: usize,
     processes: usize,
-    threads: usize,
+    pub(super) threads: usize,
     /// The connection buffer to each process, shared by all channels (`None` for this process).
     senders: Vec<Option<Rc<RefCell<ProcessSender>>>>,
     receiver: ThreadQueue<Delivery>,
@@ -192,7 +192,7 @@ pub struct ClusterAllocator {
     /// When this process started and finished connecting to the others.
     connection: Option<(i64, i64)>,
     /// Per channel, what arrived from other processes (see [`super::inboxes`]).
-    inboxes: Inboxes,
+    pub(super) inboxes: Inboxes,
     /// How to give every channel allocated so far pushers to the workers of a joined process.
     backfills: Backfills<Rc<RefCell<ProcessSender>>>,
     /// The workers of processes that joined, not yet taken by [`ClusterAllocator::take_joins`].

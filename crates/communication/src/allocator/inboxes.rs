@@ -175,6 +175,33 @@ impl Inboxes {
         Delivered::Queued
     }
 
+    /// Takes out what waits for channel `channel`, not allocated (on a leaving worker, a
+    /// channel of a dataflow it never builds): each sender and the message's bytes, oldest
+    /// first; nothing if it is allocated.
+    ///
+    /// # Errors
+    ///
+    /// A message that spilled to disk cannot be read back (what remains is dropped).
+    pub(crate) fn take_early(
+        &mut self,
+        channel: usize,
+        threads: usize,
+    ) -> std::io::Result<Vec<(usize, Vec<u8>)>> {
+        let messages = self.early.remove(&channel).unwrap_or_default();
+        for (source, payload) in &messages {
+            let bytes = cost(payload);
+            self.early_by_process[source / threads] -= bytes;
+            self.stats.early_bytes -= bytes;
+        }
+        self.stats.early_messages -= messages.len();
+        let mut scratch = Vec::new();
+        let mut taken = Vec::with_capacity(messages.len());
+        for (source, payload) in messages {
+            taken.push((source, payload.read(&mut scratch)?.to_vec()));
+        }
+        Ok(taken)
+    }
+
     /// What is held and what was dropped so far.
     pub(crate) fn stats(&self) -> InboxStats {
         InboxStats { early_limit: self.early_limit, ..self.stats }
@@ -210,6 +237,21 @@ mod tests {
         let over = inboxes.deliver(10, 2, 2, payload(1));
         assert_eq!(over, Delivered::OverLimit { process: 2, bytes: LIMIT });
         assert_eq!(inboxes.stats().early_messages, 1, "the message over the limit is not kept");
+    }
+
+    #[test]
+    fn early_messages_taken_out_leave_nothing_held() {
+        let mut inboxes = Inboxes::new(LIMIT);
+        assert_eq!(inboxes.deliver(7, 3, 2, payload(100)), Delivered::Queued);
+        assert_eq!(inboxes.deliver(7, 2, 2, payload(20)), Delivered::Queued);
+        assert_eq!(inboxes.deliver(8, 2, 2, payload(5)), Delivered::Queued);
+        let taken: Vec<(usize, usize)> =
+            inboxes.take_early(7, 2).unwrap().into_iter().map(|(s, bytes)| (s, bytes.len())).collect();
+        assert_eq!(taken, vec![(3, 100), (2, 20)], "in arrival order, with their senders");
+        let held = inboxes.stats();
+        assert_eq!((held.early_messages, held.early_bytes), (1, 5 + HEADER_BYTES), "channel 8 still waits");
+        assert!(inboxes.take_early(7, 2).unwrap().is_empty(), "taken once");
+        assert!(inboxes.allocate(7, 2).borrow().is_empty(), "nothing left for the channel");
     }
 
     #[test]

@@ -251,6 +251,32 @@ impl Allocator {
         }
     }
 
+    /// In a cluster, takes out the messages of other processes that wait for channel
+    /// `channel`, which this worker has not allocated: each sender and the message's bytes,
+    /// oldest first; nothing elsewhere (workers of one
+    /// process hand each other typed messages, which only the channel's allocation takes).
+    ///
+    /// # Errors
+    ///
+    /// A message that spilled to disk cannot be read back.
+    pub fn take_early(&mut self, channel: usize) -> std::io::Result<Vec<(usize, Vec<u8>)>> {
+        match self {
+            Allocator::Cluster(allocator) => allocator.inboxes.take_early(channel, allocator.threads),
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// True when another worker of this process allocated channel `identifier` and this one
+    /// has not: messages it sent this one there wait as elements, which only an allocation of
+    /// the channel takes (a single worker has no other).
+    pub fn allocated_locally_by_another(&self, identifier: usize) -> bool {
+        match self {
+            Allocator::Thread(_) => false,
+            Allocator::Process(allocator) => allocator.allocated_by_another(identifier),
+            Allocator::Cluster(allocator) => allocator.local.allocated_by_another(identifier),
+        }
+    }
+
     /// In a cluster, what this process's received messages hold against its receive budget
     /// and what spilled to disk ([`crate::networking::receive_budget`]).
     pub fn budget_stats(&self) -> Option<crate::networking::BudgetStats> {

@@ -125,6 +125,13 @@ impl ProcessAllocator {
         (pushers, Box::new(ProcessPuller { local, remote: receiver, give_back, current: None }))
     }
 
+    /// True when another worker of this process allocated channel `identifier` and this one
+    /// has not: that worker may have sent this one messages there, which wait as elements
+    /// (not bytes) until this worker allocates the channel.
+    pub fn allocated_by_another(&self, identifier: usize) -> bool {
+        self.shared.registry.lock().unwrap_or_else(PoisonError::into_inner).contains_key(&identifier)
+    }
+
     /// Moves channel ids posted by other workers into [`ProcessAllocator::events`].
     pub fn receive(&mut self) {
         self.events.borrow_mut().extend(self.inbox.try_iter());

@@ -11,9 +11,11 @@
 //! This module owns the routing of records on an edge; it does not decide membership.
 
 use super::channels::{ExchangeData, LogPuller, LogPusher, Message, MessagePuller, MessagePusher, Pact};
+use super::forwarded::ForwardingPuller;
 use super::Scope;
 use crate::logging::Logger;
 use crate::progress::Timestamp;
+use crate::rescale::forward_inbox::{ForwardedInbox, Stranded};
 use crate::scheduling::Activator;
 use crate::worker::WorkerState;
 use std::rc::Rc;
@@ -25,12 +27,19 @@ pub trait Partition<D>: 'static {
     /// `0..members.len()` per record (`members` is never empty), or to a member the record
     /// names itself ([`ToWorker`]).
     fn partition(&mut self, data: &mut Vec<D>, members: &[usize], targets: &mut [Vec<D>]);
+
+    /// What becomes of the records a worker that left received on this edge in a dataflow it
+    /// never built (`forwarded`): by default they stop the run with an error.
+    const STRANDED: Stranded = Stranded::Fail;
 }
 
 /// Partitions by `hash(record) % members`.
 pub struct ByHash<F>(pub F);
 
 impl<D: 'static, F: FnMut(&D) -> u64 + 'static> Partition<D> for ByHash<F> {
+    /// Records that went to a leaver went there by one hash: one stayer takes them all.
+    const STRANDED: Stranded = Stranded::Forward;
+
     #[inline]
     fn partition(&mut self, data: &mut Vec<D>, members: &[usize], targets: &mut [Vec<D>]) {
         if let [only] = members {
@@ -59,11 +68,37 @@ pub struct ToWorker<F>(pub F);
 impl<D: 'static, F: FnMut(&D) -> usize + 'static> Partition<D> for ToWorker<F> {
     #[inline]
     fn partition(&mut self, data: &mut Vec<D>, members: &[usize], targets: &mut [Vec<D>]) {
-        for datum in data.drain(..) {
-            let target = (self.0)(&datum);
-            debug_assert!(members.binary_search(&target).is_ok(), "record for worker {target}, not a member");
-            targets[target].push(datum);
-        }
+        to_named(data, members, targets, &mut self.0);
+    }
+}
+
+/// Moves every record of `data` to `targets[worker(record)]`, a member.
+#[inline]
+fn to_named<D>(
+    data: &mut Vec<D>,
+    members: &[usize],
+    targets: &mut [Vec<D>],
+    worker: impl FnMut(&D) -> usize,
+) {
+    let mut worker = worker;
+    for datum in data.drain(..) {
+        let target = worker(&datum);
+        debug_assert!(members.binary_search(&target).is_ok(), "record for worker {target}, not a member");
+        targets[target].push(datum);
+    }
+}
+
+/// Sends each record to the worker its function names, like [`ToWorker`], for records that
+/// are copies sent to every worker (commands every worker applies): what a worker that left
+/// received of them in a dataflow it never built is retired, not delivered again.
+pub struct CopiesToWorker<F>(pub F);
+
+impl<D: 'static, F: FnMut(&D) -> usize + 'static> Partition<D> for CopiesToWorker<F> {
+    const STRANDED: Stranded = Stranded::Retire;
+
+    #[inline]
+    fn partition(&mut self, data: &mut Vec<D>, members: &[usize], targets: &mut [Vec<D>]) {
+        to_named(data, members, targets, &mut self.0);
     }
 }
 
@@ -152,7 +187,18 @@ where
         activator: Activator,
     ) -> (MessagePusher<T, D>, MessagePuller<T, D>) {
         let worker = scope.worker();
-        let ((pushers, puller), joined) = worker.allocator().allocate_joinable::<Message<T, D>>(identifier);
+        let ((pushers, mut puller), joined) =
+            worker.allocator().allocate_joinable::<Message<T, D>>(identifier);
+        if worker.allocator().can_rescale() {
+            // What a leaver received here in a dataflow it never built may be handed to this
+            // worker (`forwarded`).
+            let inbox = ForwardedInbox::new(P::STRANDED, activator.clone());
+            if let Some(leaver) = worker.receive_forwarded_on(identifier, &inbox) {
+                crate::rescale::stranded::unplaceable(worker, leaver, identifier);
+            }
+            let violations = worker.allocator().violations();
+            puller = Box::new(ForwardingPuller::new(puller, inbox, violations, identifier));
+        }
         worker.activate_on_channel(identifier, activator);
         let index = scope.index();
         let logger = scope.logger();
@@ -180,6 +226,14 @@ where
 /// not left.
 pub fn to_worker<D, F: FnMut(&D) -> usize + 'static>(worker: F) -> ExchangeWith<NotGone, ToWorker<F>> {
     ExchangeWith::new(NotGone::default(), ToWorker(worker))
+}
+
+/// Routes each copy of a record to the worker it names (`worker(copy)`), among the workers
+/// that have not left ([`CopiesToWorker`]).
+pub fn copies_to_worker<D, F: FnMut(&D) -> usize + 'static>(
+    worker: F,
+) -> ExchangeWith<NotGone, CopiesToWorker<F>> {
+    ExchangeWith::new(NotGone::default(), CopiesToWorker(worker))
 }
 
 /// Routes each record to worker `hash(record) % peers`, `peers` being every worker this worker

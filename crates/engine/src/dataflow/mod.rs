@@ -8,15 +8,18 @@
 
 pub mod channels;
 pub mod exchange;
+pub mod forwarded;
 pub mod membership;
 pub mod operators;
 pub mod plain;
 pub mod scope;
 pub mod stream;
 
+pub use crate::rescale::forward_inbox::Stranded;
 pub use channels::{Data, ExchangeData, Message, Pact, Pipeline};
 pub use exchange::{
-    to_worker, AllWorkers, ByHash, Exchange, ExchangeWith, Members, NotGone, Partition, ToWorker,
+    copies_to_worker, to_worker, AllWorkers, ByHash, CopiesToWorker, Exchange, ExchangeWith, Members,
+    NotGone, Partition, ToWorker,
 };
 pub use membership::{Change, Membership, SharedMembership};
 pub use operators::{InputHandle, ProbeHandle};

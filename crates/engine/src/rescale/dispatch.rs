@@ -76,7 +76,12 @@ pub(crate) fn handle_events(state: &WorkerState, has_joins: bool) {
             BootstrapMessage::Leaving { .. } => leave::notice_from(state, from),
             BootstrapMessage::Sealed { .. } => leave::sealed(rescaling, from),
             BootstrapMessage::Left { dataflows, .. } => leave::left(state, from, dataflows),
-            BootstrapMessage::Stranded { channels, .. } => stranded::received(state, from, &channels),
+            BootstrapMessage::Stranded { channels, kept, .. } => {
+                stranded::received(state, from, &channels, &kept)
+            }
+            BootstrapMessage::Forwarded { channel, source, bytes, .. } => {
+                stranded::forwarded(state, from, channel, source, bytes)
+            }
             BootstrapMessage::Drained { .. } => leave::drained_from(state, from),
             BootstrapMessage::Released { .. } => leave::released(rescaling, from),
             other => match client::receive(state, from, other) {

@@ -113,15 +113,32 @@ pub enum BootstrapMessage {
         dataflows: usize,
     },
     /// A drained leaving worker tells every other worker not gone the channels on which it
-    /// received messages that nothing of its own took: channels of dataflows it never built.
-    /// A stayer that built such a dataflow and finds a data channel among them stops the run
-    /// (the records sent to the leaver there can never be delivered); progress channels are
-    /// harmless (`docs/rescaling.md`, "Dataflows built during a leave").
+    /// received messages that nothing of its own took (channels of dataflows it never built):
+    /// those whose messages it forwarded (`Forwarded`, before this) and those whose messages it
+    /// could not. A stayer that built such a dataflow stops the run if a data channel of it is
+    /// among the latter, or among the former and its edge cannot place them; progress channels
+    /// are harmless (`docs/rescaling.md`, "Dataflows the leaver never builds that others
+    /// built before its notice").
     Stranded {
         /// The leaving worker.
         from: usize,
-        /// The channels.
+        /// The channels whose messages it forwarded.
         channels: Vec<usize>,
+        /// The channels whose messages it could not forward.
+        kept: Vec<usize>,
+    },
+    /// A drained leaving worker hands the lowest-index worker present a message that `source`
+    /// sent it on `channel`, of a dataflow it never built: the receiver's instance of the
+    /// channel takes it in the leaver's place.
+    Forwarded {
+        /// The leaving worker.
+        from: usize,
+        /// The channel.
+        channel: usize,
+        /// The worker that sent the message to the leaver.
+        source: usize,
+        /// The message, as `source` encoded it.
+        bytes: Vec<u8>,
     },
     /// A drained leaving worker tells every other worker not gone to send it nothing more,
     /// not even the membership announcements that reach leavers until they go.
@@ -158,6 +175,7 @@ impl BootstrapMessage {
             | BootstrapMessage::Sealed { from }
             | BootstrapMessage::Left { from, .. }
             | BootstrapMessage::Stranded { from, .. }
+            | BootstrapMessage::Forwarded { from, .. }
             | BootstrapMessage::Drained { from }
             | BootstrapMessage::Released { from }
             | BootstrapMessage::Serving { from, .. } => Some(*from),
@@ -178,6 +196,7 @@ impl BootstrapMessage {
             BootstrapMessage::Sealed { .. } => "Sealed",
             BootstrapMessage::Left { .. } => "Left",
             BootstrapMessage::Stranded { .. } => "Stranded",
+            BootstrapMessage::Forwarded { .. } => "Forwarded",
             BootstrapMessage::Drained { .. } => "Drained",
             BootstrapMessage::Released { .. } => "Released",
             BootstrapMessage::Serving { .. } => "Serving",

@@ -24,6 +24,7 @@ pub(crate) mod bootstrap;
 pub mod client;
 mod client_state;
 mod dispatch;
+pub(crate) mod forward_inbox;
 pub mod leave;
 mod leave_state;
 pub mod messages;

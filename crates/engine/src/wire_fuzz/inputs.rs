@@ -370,7 +370,7 @@ impl InputMaker {
     fn bootstrap_message(&mut self, from: usize) -> BootstrapMessage {
         let channel = [self.channels.progress as usize, self.rng.next() as usize][self.rng.below(2)];
         let worker = self.rng.below(6);
-        match self.rng.below(13) {
+        match self.rng.below(14) {
             0 => BootstrapMessage::Hello { from },
             1 => {
                 let scopes = (0..self.rng.below(3))
@@ -407,7 +407,12 @@ impl InputMaker {
                 dataflows: [0, 1, self.rng.next() as usize][self.rng.below(3)],
             },
             8 => BootstrapMessage::Serving { from, joiner: worker },
-            9 => BootstrapMessage::Stranded { from, channels: vec![channel; self.rng.below(3)] },
+            9 => BootstrapMessage::Stranded {
+                from,
+                channels: vec![channel; self.rng.below(3)],
+                kept: vec![channel; self.rng.below(2)],
+            },
+            12 => BootstrapMessage::Forwarded { from, channel, source: worker, bytes: self.junk(64) },
             10 => BootstrapMessage::Drained { from },
             11 => BootstrapMessage::Released { from },
             _ => BootstrapMessage::Sealed { from },

@@ -10,10 +10,12 @@
 use crate::cluster_failure::ClusterFailure;
 use crate::logging::Logger;
 use crate::progress::ReceivedMagnitude;
+use crate::rescale::forward_inbox::{ForwardedInbox, ForwardedMessage, Stranded};
 use crate::rescale::Rescaling;
 use crate::scheduling::{Activator, ActiveSet, ChannelActivators};
 use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::rc::{Rc, Weak};
 use timely_communication::allocator::inboxes::InboxStats;
 use timely_communication::networking::BudgetStats;
 use timely_communication::Allocator;
@@ -35,6 +37,11 @@ pub struct WorkerState {
     unclaimed: RefCell<HashSet<usize>>,
     /// The channels that carry progress batches (the others carry records).
     progress_channels: RefCell<HashSet<usize>>,
+    /// Per exchanging channel, where messages a leaver forwards to this worker go
+    /// (`dataflow::forwarded`).
+    forwarded: RefCell<HashMap<usize, Weak<ForwardedInbox>>>,
+    /// Messages forwarded for channels this worker has not built yet, oldest first.
+    pending_forwarded: RefCell<HashMap<usize, Vec<ForwardedMessage>>>,
     pub(super) active_dataflows: ActiveSet,
     pub(super) dataflows: RefCell<Vec<Option<Box<dyn Dataflow>>>>,
     pub(super) logger: RefCell<Option<Logger>>,
@@ -56,6 +63,8 @@ impl WorkerState {
             channel_activators: RefCell::default(),
             unclaimed: RefCell::default(),
             progress_channels: RefCell::new(HashSet::new()),
+            forwarded: RefCell::default(),
+            pending_forwarded: RefCell::default(),
             active_dataflows: Default::default(),
             dataflows: RefCell::new(Vec::new()),
             logger: RefCell::new(None),
@@ -124,6 +133,55 @@ impl WorkerState {
         live.then_some(dataflow)
     }
 
+    /// Messages a leaver forwards for exchanging channel `channel` go to `inbox`, with those
+    /// that arrived before it was built. If some did and the channel cannot take them
+    /// ([`Stranded::Fail`]), returns the leaver that forwarded them (the run must stop).
+    pub(crate) fn receive_forwarded_on(&self, channel: usize, inbox: &Rc<ForwardedInbox>) -> Option<usize> {
+        let pending = self.pending_forwarded.borrow_mut().remove(&channel);
+        {
+            let mut forwarded = self.forwarded.borrow_mut();
+            forwarded.retain(|_, inbox| inbox.strong_count() > 0);
+            forwarded.insert(channel, Rc::downgrade(inbox));
+        }
+        let messages = pending?;
+        if inbox.kind() == Stranded::Fail {
+            return messages.first().map(|&(leaver, _, _)| leaver);
+        }
+        messages.into_iter().for_each(|message| inbox.push(message));
+        None
+    }
+
+    /// What becomes of messages a leaver received on channel `channel` in a dataflow it never
+    /// built, if this worker built the channel and it is live (`None` otherwise).
+    pub(crate) fn stranded_kind(&self, channel: usize) -> Option<Stranded> {
+        self.forwarded.borrow().get(&channel)?.upgrade().map(|inbox| inbox.kind())
+    }
+
+    /// Takes in `message`, forwarded by a leaver for channel `channel`: for the channel's
+    /// operator, or kept until the channel is built. Dropped when the channel is one of this
+    /// worker's that takes none: progress batches count nothing, and a data channel that
+    /// cannot take them stops the run by the leaver's list of channels.
+    pub(crate) fn take_forwarded(&self, channel: usize, message: ForwardedMessage) {
+        if let Some(inbox) = self.forwarded.borrow().get(&channel).and_then(Weak::upgrade) {
+            if inbox.kind() != Stranded::Fail {
+                inbox.push(message);
+            }
+            return;
+        }
+        let known = self.progress_channels.borrow().contains(&channel)
+            || self.channel_activators.borrow().get(&channel).is_some();
+        if !known {
+            self.pending_forwarded.borrow_mut().entry(channel).or_default().push(message);
+        }
+    }
+
+    /// Takes out the messages forwarded to this worker for channels it never built, per channel.
+    pub(crate) fn take_pending_forwarded(&self) -> Vec<(usize, Vec<ForwardedMessage>)> {
+        let mut pending: Vec<_> = self.pending_forwarded.borrow_mut().drain().collect();
+        pending.sort_unstable_by_key(|(channel, _)| *channel);
+        pending
+    }
+
     /// Mutable access to the allocator.
     pub fn allocator(&self) -> std::cell::RefMut<'_, Allocator> {
         self.allocator.borrow_mut()
@@ -140,6 +198,8 @@ impl WorkerState {
     /// Arranges that progress batches arriving on channel `channel` activate `activator`.
     pub fn activate_on_progress(&self, channel: usize, activator: Activator) {
         self.progress_channels.borrow_mut().insert(channel);
+        // Progress batches a leaver forwarded: they count nothing.
+        self.pending_forwarded.borrow_mut().remove(&channel);
         self.activate_on_channel(channel, activator);
     }
 

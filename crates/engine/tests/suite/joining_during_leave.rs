@@ -37,7 +37,7 @@ fn records(index: usize, epoch: u64) -> Vec<u64> {
 
 /// Builds the keyed count (after the hold of `hold_leaver`); returns the input and the probe.
 fn build(worker: &mut Worker, seen: &Arc<Mutex<Seen>>) -> (InputHandle<u64, u64>, ProbeHandle<u64>) {
-    build_parts(worker, seen, Parts { exchange: false, count: true })
+    build_parts(worker, seen, Parts { exchange: false, count: true, broadcast: false })
 }
 
 /// Feeds worker `index`'s records of `epoch` and notes them.

@@ -166,8 +166,29 @@ fn a_leave_completed_twice() {
 #[test]
 fn stranded_channels_from_a_worker_that_is_not_leaving() {
     member_sends(
-        |c| vec![wire(1, BootstrapMessage::Stranded { from: 1, channels: vec![c.progress as usize] })],
+        |c| {
+            vec![wire(
+                1,
+                BootstrapMessage::Stranded { from: 1, channels: vec![c.progress as usize], kept: vec![] },
+            )]
+        },
         "worker 1 listed channels of dataflows it never built, but it is not leaving",
+    );
+}
+
+#[test]
+fn a_message_forwarded_by_a_worker_that_is_not_leaving() {
+    member_sends(
+        |c| {
+            let forwarded = BootstrapMessage::Forwarded {
+                from: 1,
+                channel: c.data as usize,
+                source: 0,
+                bytes: vec![1, 2],
+            };
+            vec![wire(1, forwarded)]
+        },
+        "worker 1 forwarded a message of a dataflow it never built, but it is not leaving",
     );
 }
 

@@ -9,7 +9,7 @@ use crate::record::{KeyedPair, Record};
 use crate::stream::{PyStream, StreamHandle};
 use pyo3::prelude::*;
 use std::rc::Rc;
-use timely_engine::dataflow::{AllWorkers, ExchangeWith, Partition};
+use timely_engine::dataflow::{AllWorkers, ExchangeWith, Partition, Stranded};
 
 /// What a record is routed by.
 pub trait RoutingKey {
@@ -55,6 +55,9 @@ impl KeyPartition {
 }
 
 impl<D: RoutingKey + 'static> Partition<D> for KeyPartition {
+    /// Records that went to a leaver went there by one key: one stayer takes them all.
+    const STRANDED: Stranded = Stranded::Forward;
+
     fn partition(&mut self, data: &mut Vec<D>, members: &[usize], targets: &mut [Vec<D>]) {
         let count = members.len() as u64;
         let key = self.key.as_ref();

@@ -261,6 +261,9 @@ impl<T: Timestamp> Scope<T> {
 struct Cycle<F>(F);
 
 impl<D: 'static, F: FnMut(&mut Vec<D>, &[usize], &mut [Vec<D>]) + 'static> Partition<D> for Cycle<F> {
+    /// Every stayer received its own copy: a leaver's copies are retired, not delivered.
+    const STRANDED: crate::dataflow::Stranded = crate::dataflow::Stranded::Retire;
+
     fn partition(&mut self, data: &mut Vec<D>, members: &[usize], targets: &mut [Vec<D>]) {
         (self.0)(data, members, targets)
     }

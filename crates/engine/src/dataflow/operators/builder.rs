@@ -14,6 +14,7 @@ use crate::progress::reachability::Summary;
 use crate::progress::{
     Antichain, ChangeBatch, MutableAntichain, Operate, SharedProgress, Source, Target, Timestamp,
 };
+use crate::rescale::forward_inbox::RETIRED_SENDER;
 use crate::rescale::{HeldTimes, Initial};
 use crate::scheduling::Activator;
 use std::cell::RefCell;
@@ -375,8 +376,14 @@ impl<T: Timestamp, D: Data> InputPort<T, D> {
                 self.puller.recycle(used);
             }
         }
-        let message = self.puller.recv()?;
+        let mut message = self.puller.recv()?;
         self.shared.borrow_mut().consumeds[self.port].update(message.time.clone(), message.data.len() as i64);
+        while message.from == RETIRED_SENDER {
+            // A copy a leaver received in a dataflow it never built: counted, not delivered.
+            message = self.puller.recv()?;
+            self.shared.borrow_mut().consumeds[self.port]
+                .update(message.time.clone(), message.data.len() as i64);
+        }
         let message = self.current.insert(message);
         Some((InputCapability::new(message.time.clone(), self.changes.clone()), &mut message.data))
     }

@@ -19,6 +19,8 @@ pub struct Seen {
     pub received: Vec<(u64, u64)>,
     /// `(time, key, count)`.
     pub counts: Vec<(u64, u64, u64)>,
+    /// `(worker, time, record)` of every broadcast copy received.
+    pub broadcast: Vec<(usize, u64, u64)>,
     /// Per worker that built it during a leave: the workers leaving and gone when it did.
     pub built_during: Vec<(usize, Vec<usize>, Vec<usize>)>,
 }
@@ -28,7 +30,7 @@ pub fn build_counted(
     worker: &mut Worker,
     seen: &Arc<Mutex<Seen>>,
 ) -> (InputHandle<u64, u64>, ProbeHandle<u64>) {
-    build_parts(worker, seen, Parts { exchange: true, count: true })
+    build_parts(worker, seen, Parts { exchange: true, count: true, broadcast: false })
 }
 
 /// Feeds `rounds` rounds into `input`: in each up to `records` new records (increasing from
@@ -71,6 +73,8 @@ pub struct Parts {
     pub exchange: bool,
     /// A keyed count (`count_by_key`) of the records modulo [`KEYS`].
     pub count: bool,
+    /// A broadcast of the records, recorded with the worker that received each copy.
+    pub broadcast: bool,
 }
 
 /// Builds the `parts` of the counted dataflow on `worker`.
@@ -81,7 +85,8 @@ pub fn build_parts(
 ) -> (InputHandle<u64, u64>, ProbeHandle<u64>) {
     let mut input = InputHandle::new();
     let probe = ProbeHandle::new();
-    let (received, counted) = (seen.clone(), seen.clone());
+    let (received, counted, copies) = (seen.clone(), seen.clone(), seen.clone());
+    let index = worker.index();
     worker.dataflow(|scope| {
         let records = scope.input_from(&mut input);
         if parts.exchange {
@@ -95,6 +100,12 @@ pub fn build_parts(
                 .map(|x| x % KEYS)
                 .count_by_key()
                 .inspect_time(move |t, (key, n)| counted.lock().unwrap().counts.push((*t, *key, *n)))
+                .probe_with(&probe);
+        }
+        if parts.broadcast {
+            records
+                .broadcast()
+                .inspect_time(move |t, x| copies.lock().unwrap().broadcast.push((index, *t, *x)))
                 .probe_with(&probe);
         }
     });
@@ -128,6 +139,21 @@ pub fn check_counted(seen: &Seen, what: &str) {
     let expected: Vec<(u64, u64, u64)> =
         expected.into_iter().map(|((time, key), n)| (time, key, n)).collect();
     assert_eq!(counts, expected, "{what}: one count per time and key");
+}
+
+/// Checks that each of `workers` received one broadcast copy of every record fed, and that
+/// no other worker received any.
+pub fn check_broadcast(seen: &Seen, workers: &[usize], what: &str) {
+    let mut fed = seen.fed.clone();
+    fed.sort();
+    for &worker in workers {
+        let mut copies: Vec<(u64, u64)> =
+            seen.broadcast.iter().filter(|(w, ..)| *w == worker).map(|&(_, t, x)| (t, x)).collect();
+        copies.sort();
+        assert_eq!(copies, fed, "{what}: worker {worker} receives one copy of every record fed");
+    }
+    let other = seen.broadcast.iter().find(|(w, ..)| !workers.contains(w));
+    assert!(other.is_none(), "{what}: a copy reached a worker that never built the dataflow: {other:?}");
 }
 
 /// A small deterministic random number generator (xorshift64*).
