@@ -55,7 +55,7 @@ class Plan:
     how: str  # "leave", "remove" or "fail"
     leaver: int  # the process that leaves
     remover: int  # with "remove": the process whose first worker asks the launcher
-    leave_at: int  # the leave is asked once the leaver's source emitted this many epochs
+    leave_at: int  # the leave is asked once the leaver's source emitted this many epochs (from its first)
     stay_epochs: int  # epochs the sources of the processes that stay emit (after the join, if any)
     touch: str  # one of TOUCHES
     keys: tuple

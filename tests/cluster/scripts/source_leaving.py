@@ -100,9 +100,11 @@ def main(worker):
     if joined:
         joined_mark.touch()
     asked = join_asked = saw_join = False
+    seen_at = 0  # the epoch this worker's source was at when it saw the join
     try:
         while worker.step_or_park(0.01):
-            saw_join = saw_join or not PLAN.join or joined_mark.exists()
+            if not saw_join and (not PLAN.join or joined_mark.exists()):
+                saw_join, seen_at = True, (state["epoch"] or 0) if PLAN.join else 0
             if state["stop_at"] is None and saw_join and state["epoch"] is not None:
                 state["stop_at"] = state["epoch"] + PLAN.stay_epochs
             if PLAN.join and not join_asked and worker.index == 0 and (state["epoch"] or 0) >= PLAN.join_at:
@@ -110,10 +112,11 @@ def main(worker):
                 join_asked = True
             if asked or worker.index != asks or not saw_join or state["epoch"] is None:
                 continue
-            if PLAN.how == "remove" and not probe.less_than(PLAN.leave_at + 1):
+            # The remove waits `leave_at` epochs after the join, so a joined leaver fed too.
+            if PLAN.how == "remove" and not probe.less_than(seen_at + PLAN.leave_at + 1):
                 launch.remove_process(PLAN.leaver)
                 asked = True
-            elif PLAN.how != "remove" and state["epoch"] > PLAN.leave_at:
+            elif PLAN.how != "remove" and state["epoch"] - state["first"] > PLAN.leave_at:
                 worker.leave()
                 asked = True
     finally:
