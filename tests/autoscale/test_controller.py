@@ -52,7 +52,10 @@ def test_metrics_only_decides_and_explains_but_changes_nothing():
 def test_a_decision_to_scale_out_calls_the_actuator_once_then_stabilises():
     actuator = autoscale.RecordingActuator(first_new=1)
     scaler = autoscale.Autoscaler(settings(), processes=1, workers_per_process=2, actuator=actuator)
-    decisions = run_with(scaler)
+    # 120 epochs (about 2.4 s): after the scale-out the run must last a full window more for
+    # the decision that stays at the maximum; with 60 (1.2 s) a late first decision in a
+    # suite run left no room for it.
+    decisions = run_with(scaler, epochs=120)
     acted = [d for d in decisions if d.acted]
     assert len(acted) == 1 and acted[0].action == "scale_out" and acted[0].desired == 3
     assert actuator.calls == [("add", 1), ("add", 2)]
