@@ -16,11 +16,10 @@
 //! drained).
 
 use crate::common;
-use crate::common::loopback_cluster as config;
 use crate::leaving_support::counted::{
     build_counted, check_delivered_and_counted, feed_random_rounds, Rng, Seen,
 };
-use crate::leaving_support::hold_leaver;
+use crate::leaving_support::{hold_leaver, run_with_join};
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -218,11 +217,7 @@ fn program(worker: &mut Worker, plan: &Plan, shared: &Shared) {
     worker.step_while(|| !probe.done());
 }
 
-/// A process of the run, started on a thread of this test.
-type Process = std::thread::JoinHandle<Result<Vec<()>, timely_engine::ExecuteError>>;
-
-/// Runs `plan` and returns what the workers saw of each dataflow. Any failure of a process
-/// fails the test at once, naming it (the others would wait for it).
+/// Runs `plan` and returns what the workers saw of each dataflow.
 fn run(plan: Plan) -> Vec<Seen> {
     let addresses = common::free_addresses(plan.initial + 1);
     let shared = Shared {
@@ -231,30 +226,11 @@ fn run(plan: Plan) -> Vec<Seen> {
         join_now: Arc::default(),
         started: Arc::default(),
     };
-    let start = |config: timely_communication::Config| -> Process {
+    let program = {
         let (plan, shared) = (plan.clone(), shared.clone());
-        std::thread::spawn(move || timely_engine::execute(config, move |w| program(w, &plan, &shared)))
+        move |worker: &mut Worker| program(worker, &plan, &shared)
     };
-    let mut runs: Vec<Option<Process>> = (0..plan.initial)
-        .map(|process| Some(start(config(&addresses, process, plan.initial, plan.threads, None))))
-        .collect();
-    let joining = || config(&addresses, plan.initial, plan.initial, plan.threads, Some(plan.server));
-    let mut joined = false;
-    while runs.iter().any(Option::is_some) {
-        if !joined && shared.join_now.load(Ordering::SeqCst) {
-            runs.push(Some(start(joining())));
-            joined = true;
-        }
-        for (process, slot) in runs.iter_mut().enumerate() {
-            if !slot.as_ref().is_some_and(|run| run.is_finished()) {
-                continue;
-            }
-            if let Err(error) = slot.take().expect("a finished process").join().expect("process thread") {
-                panic!("process {process}: {error}");
-            }
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    run_with_join(&addresses, (plan.initial, plan.threads, plan.server), &shared.join_now, program);
     shared.seen.iter().map(|seen| std::mem::take(&mut *seen.lock().unwrap())).collect()
 }
 

@@ -29,6 +29,7 @@ mod leaving_at_once;
 mod leaving_dataflows;
 mod leaving_joined_dataflows;
 mod leaving_unbuilt;
+mod leaving_unbuilt_after_join;
 mod logging;
 mod loops_smoke;
 mod operators_builtin;
