@@ -60,6 +60,14 @@
 //!   sent: `Rescaling::retire_initial`). Batches of the second dataflow sent before a worker
 //!   built it wait for it (the engine's inboxes hold them for a channel not allocated yet),
 //!   so they reach every worker, forgotten senders' included.
+//! - **A dataflow the leaver never builds** (`Bounds::unbuilt`, module `unbuilt`; `docs/
+//!   rescaling.md`, "Dataflows the leaver never builds that others built before its
+//!   notice"): the second dataflow instead has an exchange, the stayers built it at the
+//!   start, and the leavers never build it. The stayers' inputs send to the leaver until they
+//!   handle the notice; what reaches it waits unconsumed (not holding up its drain), and the
+//!   drained leaver forwards it to the lowest-index stayer before its goodbye
+//!   (`second::SecondAction::Forward`), whose consumer takes it like its own; its `Left`
+//!   retires its initial capabilities in the stayers' views.
 //!
 //! # Properties, in every reachable state
 //!
@@ -108,7 +116,12 @@
 //! leaver, and `Left` retires nothing: InitialCount, then Deadlock (the stayer's view keeps
 //! the initial capability of a leaver that never built it); (k) a stayer that takes in the
 //! goodbye before the `Left` and builds the dataflow in between, not counting the departed
-//! leaver: InitialCount, then Frontier.
+//! leaver: InitialCount, then Frontier. With a dataflow the leaver never builds: (l) a leaver
+//! that forwards what it received at its notice, before it is drained: NoLostMessage (a
+//! stayer that had not handled the notice sent it one more), then Deadlock; (m) a leaver that
+//! goes without forwarding: NoLostMessage, then Deadlock; (n) a leaver that sends a batch
+//! consuming what it forwards, and the target one taking it in again: Frontier (a view that
+//! applied the leaver's batch and not the target's passes the forwarded message).
 //!
 //! # Abstractions, and why they are sound
 //!
@@ -141,7 +154,11 @@
 //! - Not modelled: keyed exchanges, Megaphone and their Membership operators (they hold
 //!   capabilities like any operator; their routing is their contract), nested scopes, more
 //!   than two dataflows, an exchange in the one built during the leave (its routing is that of
-//!   the first: the workers present), a leaver that builds a dataflow before its notice (as
+//!   the first: the workers present), the keyed exchanges' announcements and the copies of a
+//!   broadcast that a leaver which never built their dataflow retires instead of forwarding
+//!   (they carry no record), two leavers that never built a dataflow (the forward goes to a
+//!   stayer, and a leaver's own process's messages are refused: `docs/rescaling.md`), a
+//!   leaver that builds a dataflow before its notice (as
 //!   any worker before the leave), joins, the launcher and its acknowledgements, failures.
 //! - Bounded work: scenarios bound the epochs and the data messages per worker, and some start
 //!   after a prelude of steps (a reachable state). Each scenario is exhaustive within its
@@ -186,6 +203,7 @@ mod actions;
 mod model;
 mod properties;
 mod second;
+mod unbuilt;
 
 use crate::model_support::dataflow::Step;
 use crate::model_support::explorer::{self, Model, Report};
@@ -246,7 +264,11 @@ fn scenario(peers: usize, leavers: u8, sends: [u8; 3], last_epoch: u8, prelude: 
 
 /// The scenario's start: the initial state after its prelude.
 fn start(config: &Config) -> State {
-    explorer::start(config, State::initial(config.peers, config.sends), config.prelude)
+    let mut initial = State::initial(config.peers, config.sends);
+    if let Some(bounds) = config.second.filter(|bounds| bounds.unbuilt) {
+        unbuilt::build_at_start(&mut initial, config, bounds.sends);
+    }
+    explorer::start(config, initial, config.prelude)
 }
 
 /// Explores a scenario that must hold everywhere, and checks that it was explored completely.
@@ -364,7 +386,7 @@ fn removing_the_leavers_counts_at_the_forget_is_caught() {
 /// A scenario with a second dataflow built during the leave, whose inputs send up to
 /// `sends[w]` messages each (to their own consumer) over epochs up to `last_epoch`.
 fn with_second(config: Config, sends: [u8; 3], last_epoch: u8) -> Config {
-    Config { second: Some(Bounds { sends, last_epoch }), ..config }
+    Config { second: Some(Bounds { sends, last_epoch, unbuilt: false }), ..config }
 }
 
 #[test]

@@ -13,6 +13,7 @@
 use super::model::{has, Forgot, State};
 use super::properties::Property;
 use super::second::{self, Bounds, SecondAction};
+use super::unbuilt;
 use crate::model_support::dataflow::{passed, steps, Step, Worker, CONSUMER_OUT, INPUT_OUT, TIMES, WORKERS};
 use crate::model_support::views::{commit, least, View};
 
@@ -54,6 +55,14 @@ pub enum Bug {
     /// build a dataflow in between, counting the departed leaver, whose `Left` it has not
     /// taken in, as one that builds nothing (`Leaves::builders` for a departed worker).
     ForgetsBeforeLeft,
+    /// (l) A leaver forwards what it received in a dataflow it never built at its notice,
+    /// before it is drained (a stayer that has not handled the notice may still send to it).
+    ForwardsBeforeDrained,
+    /// (m) A leaver goes without forwarding what it received in a dataflow it never built.
+    GoesWithoutForwarding,
+    /// (n) A leaver that forwards messages sends a batch consuming them, and the target one
+    /// taking them in again, instead of leaving the senders' counts to the target's `-1`.
+    RecountsForwarded,
 }
 
 /// Which protocol the model runs, and how much work the workers do.
@@ -116,7 +125,8 @@ pub fn enabled(state: &State, config: &Config) -> Vec<Action> {
         if !state.noticed(w) {
             actions.push(Action::Notice(w as u8));
         }
-        if config.leaver(w) && drained(state, config, w) {
+        let forwarded = !config.second.is_some_and(|b| b.unbuilt) || unbuilt::may_go(state, config, w);
+        if config.leaver(w) && drained(state, config, w) && forwarded {
             actions.push(Action::Goodbye(w as u8));
         }
     }
@@ -165,14 +175,18 @@ fn has_marker(state: &State, config: &Config, v: usize) -> bool {
 
 /// Whether leaver `l` is drained: it handled the notice, has the sealed marker of every worker
 /// it waits for (every stayer; every other worker with `Config::sealed_by_all`), consumed
-/// every data message it received and its operators hold no capability, in both dataflows.
+/// every data message it received and its operators hold no capability, in both dataflows
+/// (in an unbuilt second dataflow it has no operators, and what it received waits for the
+/// forward).
 pub fn drained(state: &State, config: &Config, l: usize) -> bool {
     let waits_for = |v: usize| v != l && (config.sealed_by_all || !config.leaver(v));
     let sealed = config.bug == Some(Bug::LeavesWithoutSealedMarkers)
         || state.peers().filter(|&v| waits_for(v)).all(|v| has_marker(state, config, v));
     let worker = &state.workers[l];
     let idle = |worker: &Worker| worker.inbox == [0; TIMES] && worker.holds_nothing();
-    state.noticed(l) && sealed && idle(worker) && idle(&state.second.workers[l])
+    let unbuilt = config.second.is_some_and(|b| b.unbuilt);
+    let second = &state.second.workers[l];
+    state.noticed(l) && sealed && idle(worker) && (idle(second) || unbuilt && second.holds_nothing())
 }
 
 /// The state after `action`, or a description of why the action itself was wrong.

@@ -28,6 +28,7 @@
 use super::actions::{Bug, Config};
 use super::model::{has, State};
 use super::properties::{Property, Violation};
+use super::unbuilt;
 use crate::model_support::dataflow::{
     self, passed, Counts, Log, Step, Worker, CONSUMER_OUT, INPUT_OUT, WORKERS,
 };
@@ -40,6 +41,9 @@ pub struct Bounds {
     pub sends: [u8; WORKERS],
     /// The last epoch its inputs may advance to.
     pub last_epoch: u8,
+    /// The stayers built it before the notice, with an exchange, and the leavers never build
+    /// it (`unbuilt`); otherwise it is built during the leave, without an exchange.
+    pub unbuilt: bool,
 }
 
 /// The second dataflow's state, and what the workers know of the leavers' `Left`s.
@@ -55,6 +59,10 @@ pub struct Second {
     pub left: [Option<u8>; WORKERS],
     /// Per worker: the leavers whose `Left` it took in, one bit each.
     pub heard: [u8; WORKERS],
+    /// The workers that never build it (the leavers of an unbuilt one), one bit each.
+    pub never: u8,
+    /// The leavers that forwarded what they received in it (unbuilt), one bit each.
+    pub forwarded: u8,
 }
 
 /// The initial counts of `n` workers: `Counts::initial`, for any count a view may hold.
@@ -114,6 +122,7 @@ impl Second {
     /// Folds the batches every worker that built the dataflow applied into the logs' prefixes,
     /// as long as no member may still build it (one that builds it needs them all).
     pub fn compact(&mut self, members: u8) {
+        let members = members & !self.never;
         if (0..WORKERS).any(|r| has(members, r) && !self.built(r)) {
             return;
         }
@@ -139,6 +148,8 @@ pub enum SecondAction {
     /// Leaver `l`'s program returns during its leave: it builds nothing more, and sends `Left`
     /// at once instead of at its goodbye (`Worker::program_returned`).
     Return(u8),
+    /// Leaver `l` hands what it received in an unbuilt dataflow to the target (`unbuilt`).
+    Forward(u8),
 }
 
 /// The second dataflow's actions enabled in `state`.
@@ -148,7 +159,7 @@ pub fn enabled(state: &State, config: &Config, bounds: &Bounds) -> Vec<SecondAct
     for w in state.peers().filter(|&w| state.member(w)) {
         let may_build =
             !config.leaver(w) || second.left[w].is_none() || config.bug == Some(Bug::LeftBeforeDrained);
-        if state.noticed(w) && !second.built(w) && may_build {
+        if state.noticed(w) && !second.built(w) && may_build && !bounds.unbuilt {
             actions.push(SecondAction::Build(w as u8));
         }
         if second.built(w) {
@@ -157,7 +168,8 @@ pub fn enabled(state: &State, config: &Config, bounds: &Bounds) -> Vec<SecondAct
                 views.retain(|(_, view)| passed(view, t));
                 least(views)
             };
-            let local = dataflow::steps(&second.workers[w], w, bounds.last_epoch, |to| to == w, notifying);
+            let routes = |to| if bounds.unbuilt { unbuilt::routes(state, config, w, to) } else { to == w };
+            let local = dataflow::steps(&second.workers[w], w, bounds.last_epoch, routes, notifying);
             actions.extend(local.into_iter().map(SecondAction::Local));
         }
         for l in state.peers().filter(|&l| l != w && second.left[l].is_some() && !second.heard(w, l)) {
@@ -165,6 +177,9 @@ pub fn enabled(state: &State, config: &Config, bounds: &Bounds) -> Vec<SecondAct
         }
         if config.leaver(w) && state.noticed(w) && second.left[w].is_none() {
             actions.push(SecondAction::Return(w as u8));
+        }
+        if bounds.unbuilt && unbuilt::may_forward(state, config, w) {
+            actions.push(SecondAction::Forward(w as u8));
         }
     }
     actions
@@ -200,6 +215,7 @@ pub fn apply(next: &mut State, config: &Config, bounds: &Bounds, action: SecondA
             let batch = step.apply(&mut second.workers, &second.logs)?;
             second.logs[step.worker()].push(batch);
         }
+        SecondAction::Forward(l) => unbuilt::forward(next, config, l as usize),
         SecondAction::Return(l) => {
             let l = l as usize;
             second.left[l] = Some(1 + second.built(l) as u8);
@@ -238,6 +254,15 @@ pub fn send_left(state: &mut State, l: usize) {
 pub fn check_state(state: &State, config: &Config) -> Result<(), Violation> {
     let checked = |property| config.unchecked != Some(property);
     let second = &state.second;
+    for l in state.peers().filter(|&l| !state.member(l)) {
+        if checked(Property::NoLostMessage) && second.workers[l].inbox.iter().any(|&n| n > 0) {
+            let detail = format!(
+                "second dataflow: worker {l} left, but messages reached it: {:?}",
+                second.workers[l].inbox
+            );
+            return Err(Violation { property: Property::NoLostMessage, detail });
+        }
+    }
     let truth = second.truth();
     if checked(Property::Accounting) && truth != second.sent_total() {
         let detail = format!("second dataflow: held {truth:?}, sent {:?}", second.sent_total());
