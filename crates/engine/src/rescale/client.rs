@@ -9,6 +9,7 @@
 use std::collections::HashSet;
 
 use super::messages::{BootstrapMessage, ScopeWelcome, Welcome};
+use super::violation::ProtocolViolation;
 use crate::worker::WorkerState;
 
 /// More workers than any cluster has: a welcome naming a dataflow of more is a violation.
@@ -16,24 +17,21 @@ const MAX_WORKERS: u64 = 1 << 31;
 
 /// Checks a welcome of the server against what this joining worker knows: the workers
 /// before its process, and counts and indices that fit them.
-fn check_welcome(welcome: &Welcome, first: usize) -> Result<(), String> {
+fn check_welcome(welcome: &Welcome, first: usize) -> Result<(), ProtocolViolation> {
     if welcome.existing != first {
-        return Err(format!(
-            "sent a welcome for a cluster of {} workers before the join, but the joining workers start at {first}",
-            welcome.existing
-        ));
+        return Err(ProtocolViolation::WelcomeExisting { existing: welcome.existing, first });
     }
     // Not bounded by `first`: with back-to-back joins the server may count joiners admitted
     // after this one (the ledger grows to them too); bounded so that counts cannot overflow.
     if let Some(peers) = welcome.dataflows.iter().flatten().find(|&&peers| peers > MAX_WORKERS) {
-        return Err(format!("sent a welcome with a dataflow built for {peers} workers"));
+        return Err(ProtocolViolation::WelcomeTooManyPeers { peers: *peers });
     }
     if let Some(worker) = welcome.departed.iter().find(|&&worker| worker >= first) {
-        return Err(format!("sent a welcome naming worker {worker} of {first} as departed"));
+        return Err(ProtocolViolation::WelcomeDepartedJoiner { worker: *worker, first });
     }
     let mut channels = HashSet::new();
     if let Some(scope) = welcome.scopes.iter().find(|scope| !channels.insert(scope.channel)) {
-        return Err(format!("sent a welcome naming progress channel {} twice", scope.channel));
+        return Err(ProtocolViolation::WelcomeChannelTwice { channel: scope.channel });
     }
     // A scope's state is of a dataflow the server runs: the joiner counts its operators'
     // capabilities by that dataflow's workers, which must be there.
@@ -44,36 +42,21 @@ fn check_welcome(welcome: &Welcome, first: usize) -> Result<(), String> {
             .is_some_and(|&dataflow| matches!(welcome.dataflows.get(dataflow), Some(Some(_))))
     };
     if let Some(scope) = welcome.scopes.iter().find(|scope| !runs(scope)) {
-        return Err(format!(
-            "sent a welcome with the progress state of scope {:?}, which is in no dataflow it runs",
-            scope.address
-        ));
+        return Err(ProtocolViolation::WelcomeScopeNotRun { address: scope.address.clone() });
     }
     Ok(())
 }
 
 /// Why a message to the joining side is not taken: it breaks the protocol (the sender is to
 /// blame), or it shows that this process was started in a way that does not fit its cluster.
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub(crate) enum ClientError {
-    /// The message breaks the protocol; the text says how, after "worker W ".
-    #[error("{0}")]
-    Protocol(String),
+    /// The message breaks the protocol.
+    #[error(transparent)]
+    Protocol(#[from] ProtocolViolation),
     /// The welcome's departed workers are not this process's `--gone`.
     #[error(transparent)]
     Departed(#[from] DepartedMismatch),
-}
-
-impl From<String> for ClientError {
-    fn from(reason: String) -> ClientError {
-        ClientError::Protocol(reason)
-    }
-}
-
-impl From<&str> for ClientError {
-    fn from(reason: &str) -> ClientError {
-        ClientError::Protocol(reason.to_owned())
-    }
 }
 
 /// A joining process's server says the workers that left the cluster are `departed`, but this
@@ -138,29 +121,22 @@ pub(crate) fn receive(
     let rescaling = state.rescaling();
     let mut client = rescaling.client.borrow_mut();
     let Some(joiner) = client.as_mut() else {
-        return Err(ClientError::Protocol(format!(
-            "sent a {} message to worker {}, which is not joining",
-            message.kind(),
-            state.index()
-        )));
+        return Err(ProtocolViolation::NotJoining { kind: message.kind(), worker: state.index() }.into());
     };
     match message {
         BootstrapMessage::Welcome(welcome) => {
             if from != joiner.server {
-                return Err(ClientError::Protocol(format!(
-                    "sent a welcome, but the server of this worker is worker {}",
-                    joiner.server
-                )));
+                return Err(
+                    ProtocolViolation::NotTheServer { what: "a welcome", server: joiner.server }.into()
+                );
             }
             if joiner.welcome.is_some() {
-                return Err("sent a second welcome".into());
+                return Err(ProtocolViolation::WelcomeTwice.into());
             }
             let threads = state.allocator().threads().max(1);
             check_welcome(&welcome, state.index() / threads * threads)?;
             if let Some((next, _)) = joiner.next.iter().find(|(next, _)| *next >= welcome.existing) {
-                return Err(ClientError::Protocol(format!(
-                    "sent a welcome, but worker {next}, which joined too, sent a Next message"
-                )));
+                return Err(ProtocolViolation::WelcomeAfterNext { next: *next }.into());
             }
             let known = rescaling.leaves.departed();
             if welcome.departed != known {
@@ -170,12 +146,10 @@ pub(crate) fn receive(
         }
         BootstrapMessage::Next { from, scopes } => {
             if joiner.next.iter().any(|(next, _)| *next == from) {
-                return Err("sent a second Next message".into());
+                return Err(ProtocolViolation::NextTwice.into());
             }
             if let Some(existing) = joiner.existing().filter(|existing| from >= *existing) {
-                return Err(ClientError::Protocol(format!(
-                    "sent a Next message, but only the {existing} workers before the join do"
-                )));
+                return Err(ProtocolViolation::NextFromJoiner { existing }.into());
             }
             for &(channel, first) in &scopes {
                 if let Some(ledger) = joiner.ledger(channel) {
@@ -186,28 +160,20 @@ pub(crate) fn receive(
         }
         BootstrapMessage::Batches { channel, sender, start, batches } => {
             if from != joiner.server {
-                return Err(ClientError::Protocol(format!(
-                    "sent progress batches, but the server of this worker is worker {}",
-                    joiner.server
-                )));
+                let server = joiner.server;
+                return Err(ProtocolViolation::NotTheServer { what: "progress batches", server }.into());
             }
             if !joiner.requested.contains(&(channel, sender)) || !joiner.answered.insert((channel, sender)) {
-                return Err(ClientError::Protocol(format!(
-                    "sent progress batches of worker {sender} on channel {channel} that were not asked for"
-                )));
+                return Err(ProtocolViolation::BatchesNotAsked { sender, channel }.into());
             }
             let Some(ledger) = joiner.ledger(channel) else {
-                return Err(ClientError::Protocol(format!(
-                    "sent batches for progress channel {channel}, which is not being bootstrapped"
-                )));
+                return Err(ProtocolViolation::BatchesUnknownChannel { channel }.into());
             };
-            ledger.install_range(sender, start, &batches).map_err(|error| {
-                format!("sent progress batches of channel {channel} that do not fit: {error}")
-            })?;
+            ledger
+                .install_range(sender, start, &batches)
+                .map_err(|error| ProtocolViolation::BatchesDoNotFit { channel, error })?;
         }
-        other => {
-            return Err(ClientError::Protocol(format!("sent a {} message to a joining worker", other.kind())))
-        }
+        other => return Err(ProtocolViolation::UnexpectedForJoiner { kind: other.kind() }.into()),
     }
     Ok(())
 }
@@ -230,7 +196,8 @@ mod tests {
         ] {
             assert!(text.contains(needed), "expected {needed:?} in: {text}");
         }
-        let protocol: ClientError = "sent a second welcome".into();
-        assert_eq!(protocol, ClientError::Protocol("sent a second welcome".into()));
+        let protocol: ClientError = ProtocolViolation::WelcomeTwice.into();
+        assert!(matches!(protocol, ClientError::Protocol(ProtocolViolation::WelcomeTwice)), "{protocol:?}");
+        assert_eq!(protocol.to_string(), "sent a second welcome");
     }
 }

@@ -11,6 +11,7 @@ use std::rc::{Rc, Weak};
 
 use super::messages::Welcome;
 use super::operators::Initial;
+use super::violation::ProtocolViolation;
 use crate::progress::ScopeLedger;
 
 /// The state of a worker of a joining process.
@@ -103,7 +104,7 @@ impl Joiner {
         channel: usize,
         address: &[usize],
         ledger: &Rc<dyn ScopeLedger>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ProtocolViolation> {
         if !self.built_before_join(address[0]) {
             return Ok(());
         }
@@ -113,15 +114,12 @@ impl Joiner {
         }
         let welcome = self.welcome();
         let Some(scope) = welcome.scopes.iter().find(|scope| scope.channel == channel) else {
-            return Err(format!(
-                "sent a welcome without the scope {address:?} (progress channel {channel}) this worker \
-                 built; every worker must build the same dataflows in the same order"
-            ));
+            return Err(ProtocolViolation::WelcomeScopeMissing { address: address.to_vec(), channel });
         };
         ledger.start_joining(welcome.existing);
-        ledger.install_state(&scope.state, self.server, scope.announced).map_err(|error| {
-            format!("sent a progress state of scope {address:?} that does not fit: {error}")
-        })?;
+        ledger
+            .install_state(&scope.state, self.server, scope.announced)
+            .map_err(|error| ProtocolViolation::StateDoesNotFit { address: address.to_vec(), error })?;
         // Workers that left sent everything before the join: the state holds all of it.
         for &worker in &welcome.departed {
             ledger.direct_from(worker, 0);

@@ -16,6 +16,7 @@ use std::rc::Weak;
 use super::messages::BootstrapMessage;
 use super::phases;
 use super::state::Rescaling;
+use super::violation::ProtocolViolation;
 use crate::cluster_failure::stop_for_program;
 use crate::logging::Activity;
 use crate::worker::WorkerState;
@@ -145,9 +146,9 @@ fn no_process_stays(state: &WorkerState) -> ! {
 /// Why the notice breaks the protocol: `from`'s process has left already. (The envelope's
 /// check makes `from` a worker of the process that sent it: a process can announce its own
 /// leave only.)
-pub(crate) fn notice_from(state: &WorkerState, from: usize) -> Result<(), String> {
+pub(crate) fn notice_from(state: &WorkerState, from: usize) -> Result<(), ProtocolViolation> {
     if state.rescaling().leaves.departed.borrow().contains(&from) {
-        return Err("announced the leave of its process, which has left already".into());
+        return Err(ProtocolViolation::NoticeAfterDeparture);
     }
     notice(state, from);
     Ok(())
@@ -159,10 +160,10 @@ pub(crate) fn notice_from(state: &WorkerState, from: usize) -> Result<(), String
 /// # Errors
 ///
 /// `from` sealed this worker before.
-pub(crate) fn sealed(rescaling: &Rescaling, from: usize) -> Result<(), String> {
+pub(crate) fn sealed(rescaling: &Rescaling, from: usize) -> Result<(), ProtocolViolation> {
     match rescaling.leaves.sealed_from.borrow_mut().insert(from) {
         true => Ok(()),
-        false => Err(format!("sealed worker {} twice", rescaling.index)),
+        false => Err(ProtocolViolation::SealedTwice { worker: rescaling.index }),
     }
 }
 
@@ -234,7 +235,7 @@ pub(crate) fn announce_left(state: &WorkerState, dataflows: usize) {
 /// # Errors
 ///
 /// `from` said so before.
-pub(crate) fn left(state: &WorkerState, from: usize, dataflows: usize) -> Result<(), String> {
+pub(crate) fn left(state: &WorkerState, from: usize, dataflows: usize) -> Result<(), ProtocolViolation> {
     let rescaling = state.rescaling();
     let known = rescaling.leaves.leaving.borrow().contains(&from)
         || rescaling.leaves.departed.borrow().contains(&from);
@@ -242,7 +243,7 @@ pub(crate) fn left(state: &WorkerState, from: usize, dataflows: usize) -> Result
         notice(state, from);
     }
     if rescaling.leaves.built.borrow_mut().insert(from, dataflows).is_some() {
-        return Err("said twice that its leave is complete".into());
+        return Err(ProtocolViolation::LeftTwice);
     }
     rescaling.retire_initial(dataflows, &state.dataflow_slots());
     // Operators that counted it in a dataflow it never built learn of it (Megaphone's).
@@ -310,14 +311,14 @@ pub(crate) fn drained(state: &WorkerState) -> bool {
 /// # Errors
 ///
 /// `from` is not leaving, or said so before.
-pub(crate) fn drained_from(state: &WorkerState, from: usize) -> Result<(), String> {
+pub(crate) fn drained_from(state: &WorkerState, from: usize) -> Result<(), ProtocolViolation> {
     let rescaling = state.rescaling();
     let leaves = &rescaling.leaves;
     if !leaves.leaving.borrow().contains(&from) {
-        return Err("said it is drained, but it is not leaving".into());
+        return Err(ProtocolViolation::DrainedNotLeaving);
     }
     if !leaves.released_to.borrow_mut().insert(from) {
-        return Err("said twice that it is drained".into());
+        return Err(ProtocolViolation::DrainedTwice);
     }
     leaves.changed();
     rescaling.send(from, BootstrapMessage::Released { from: state.index() });
@@ -329,13 +330,13 @@ pub(crate) fn drained_from(state: &WorkerState, from: usize) -> Result<(), Strin
 /// # Errors
 ///
 /// This worker did not tell `from` that it is drained, or `from` answered before.
-pub(crate) fn released(rescaling: &Rescaling, from: usize) -> Result<(), String> {
+pub(crate) fn released(rescaling: &Rescaling, from: usize) -> Result<(), ProtocolViolation> {
     let leaves = &rescaling.leaves;
     if !leaves.drained_to.borrow().contains(&from) {
-        return Err(format!("released worker {}, which had not said it is drained", rescaling.index));
+        return Err(ProtocolViolation::ReleasedNotDrained { worker: rescaling.index });
     }
     match leaves.released_from.borrow_mut().insert(from) {
         true => Ok(()),
-        false => Err(format!("released worker {} twice", rescaling.index)),
+        false => Err(ProtocolViolation::ReleasedTwice { worker: rescaling.index }),
     }
 }

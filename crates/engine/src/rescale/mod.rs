@@ -34,6 +34,7 @@ pub mod server;
 mod server_state;
 mod state;
 pub(crate) mod stranded;
+mod violation;
 
 pub(crate) use dispatch::{handle, has_arrivals};
 pub use operators::{HeldTimes, Initial};

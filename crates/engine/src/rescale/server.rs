@@ -21,6 +21,7 @@ use std::ops::Range;
 use super::messages::{BootstrapMessage, ScopeWelcome, Welcome};
 use super::phases::{self, phase};
 use super::state::Rescaling;
+use super::violation::ProtocolViolation;
 use crate::cluster_failure::stop_for_violation;
 use crate::logging::Activity;
 use crate::progress::JoinDataError;
@@ -31,29 +32,20 @@ use crate::worker::WorkerState;
 /// # Errors
 ///
 /// Why the request breaks the protocol: `from` did not join, or asked before.
-pub(crate) fn hello(state: &WorkerState, from: usize) -> Result<(), String> {
+pub(crate) fn hello(state: &WorkerState, from: usize) -> Result<(), ProtocolViolation> {
     let mut server = state.rescaling().server.borrow_mut();
     if !server.may_have_joined(from, state.peers()) {
-        return Err("asked for a welcome but did not join the cluster".into());
+        return Err(ProtocolViolation::HelloWithoutJoin);
     }
     if server.hellos.contains(&from) || server.active.contains(&from) || server.finished.contains(&from) {
-        return Err("asked for a welcome twice".into());
+        return Err(ProtocolViolation::HelloTwice);
     }
     let process = state.rescaling().violations.process_of(from);
     if let Some(&other) = server.servers.get(&process).filter(|&&other| other != state.index()) {
-        return Err(second_server(state.index(), other, process));
+        return Err(ProtocolViolation::SecondServer { asked: state.index(), server: other, process });
     }
     server.hellos.push(from);
     Ok(())
-}
-
-/// Why a worker of joining process `process` that asked worker `asked` for a welcome breaks
-/// the protocol when worker `server` serves that process.
-fn second_server(asked: usize, server: usize, process: usize) -> String {
-    format!(
-        "asked worker {asked} for a welcome, but worker {server} serves its process ({process}): a \
-         joining process asks only its server, once per worker"
-    )
 }
 
 /// Worker `from` says it welcomed joining worker `joiner`: recorded as the server of the
@@ -63,21 +55,21 @@ fn second_server(asked: usize, server: usize, process: usize) -> String {
 /// # Errors
 ///
 /// Why the message breaks the protocol: `joiner` did not join, or `from` is not before it.
-pub(crate) fn serving(state: &WorkerState, from: usize, joiner: usize) -> Result<(), String> {
+pub(crate) fn serving(state: &WorkerState, from: usize, joiner: usize) -> Result<(), ProtocolViolation> {
     let rescaling = state.rescaling();
     let mut server = rescaling.server.borrow_mut();
     if !server.may_have_joined(joiner, state.peers()) || from >= joiner {
-        return Err(format!("said it welcomed worker {joiner}, which did not join after it"));
+        return Err(ProtocolViolation::ServingNoJoiner { joiner });
     }
     let process = rescaling.violations.process_of(joiner);
     let me = state.index();
     let asked_me = server.hellos.iter().any(|&hello| rescaling.violations.process_of(hello) == process);
     let reason = match server.servers.get(&process) {
-        _ if asked_me => Some(second_server(me, from, process)),
-        Some(&other) if other == me => Some(second_server(me, from, process)),
-        Some(&other) if other != from => Some(format!(
-            "asked workers {other} and {from} for a welcome: a joining process asks only its server"
-        )),
+        _ if asked_me => Some(ProtocolViolation::SecondServer { asked: me, server: from, process }),
+        Some(&other) if other == me => {
+            Some(ProtocolViolation::SecondServer { asked: me, server: from, process })
+        }
+        Some(&other) if other != from => Some(ProtocolViolation::TwoServers { first: other, second: from }),
         _ => None,
     };
     if let Some(reason) = reason {
@@ -102,24 +94,24 @@ pub(crate) fn range(
     sender: usize,
     start: u64,
     end: u64,
-) -> Result<(), String> {
+) -> Result<(), ProtocolViolation> {
     let rescaling = state.rescaling();
     let peers = state.peers();
     let mut server = rescaling.server.borrow_mut();
     if !server.active.contains(&from) {
-        return Err("asked for progress batches, but this worker is not its bootstrap server now".into());
+        return Err(ProtocolViolation::RangeNotServing);
     }
     if sender >= peers {
-        return Err(format!("asked for the progress batches of worker {sender} of {peers}"));
+        return Err(ProtocolViolation::RangeUnknownSender { sender, peers });
     }
     if end < start {
-        return Err(format!("asked for the reversed range [{start}, {end}) of worker {sender}"));
+        return Err(ProtocolViolation::RangeReversed { sender, start, end });
     }
     if !rescaling.recording_scopes().iter().any(|scope| scope.channel == channel) {
-        return Err(format!("asked for progress channel {channel}, which this worker does not have"));
+        return Err(ProtocolViolation::RangeUnknownChannel { channel });
     }
     if !server.requested.insert((from, channel, sender)) {
-        return Err(format!("asked twice for the batches of worker {sender} on progress channel {channel}"));
+        return Err(ProtocolViolation::RangeTwice { sender, channel });
     }
     server.ranges.push((from, channel, sender, start, end));
     Ok(())
@@ -270,14 +262,14 @@ fn answer_ranges(state: &WorkerState) {
 /// # Errors
 ///
 /// Why the message breaks the protocol: `from` did not join, or said so before.
-pub(crate) fn done(state: &WorkerState, from: usize) -> Result<(), String> {
+pub(crate) fn done(state: &WorkerState, from: usize) -> Result<(), ProtocolViolation> {
     let rescaling = state.rescaling();
     let mut server = rescaling.server.borrow_mut();
     if !server.may_have_joined(from, state.peers()) {
-        return Err("said it finished its bootstrap but did not join the cluster".into());
+        return Err(ProtocolViolation::DoneWithoutJoin);
     }
     if server.finished.contains(&from) {
-        return Err("said twice that it finished its bootstrap".into());
+        return Err(ProtocolViolation::DoneTwice);
     }
     server.admitted.remove(&from);
     server.finished.insert(from);

@@ -21,6 +21,7 @@
 
 use super::forward_inbox::Stranded;
 use super::messages::BootstrapMessage;
+use super::violation::ProtocolViolation;
 use crate::cluster_failure::stop_for_program;
 use crate::worker::WorkerState;
 
@@ -83,13 +84,13 @@ pub(crate) fn forwarded(
     channel: usize,
     source: usize,
     bytes: Vec<u8>,
-) -> Result<(), String> {
+) -> Result<(), ProtocolViolation> {
     let leaves = state.rescaling().leaves();
     if !leaves.leaving().contains(&from) && !leaves.departed().contains(&from) {
-        return Err("forwarded a message of a dataflow it never built, but it is not leaving".into());
+        return Err(ProtocolViolation::ForwardedNotLeaving);
     }
     if source >= state.peers() {
-        return Err(format!("forwarded a message of worker {source}, which does not exist"));
+        return Err(ProtocolViolation::ForwardedUnknownSource { source_worker: source });
     }
     if leaves.is_drained() {
         // This worker left too and handed on what it held already: nothing could take it.
@@ -112,10 +113,10 @@ pub(crate) fn received(
     from: usize,
     channels: &[usize],
     kept: &[usize],
-) -> Result<(), String> {
+) -> Result<(), ProtocolViolation> {
     let leaves = state.rescaling().leaves();
     if !leaves.leaving().contains(&from) && !leaves.departed().contains(&from) {
-        return Err("listed channels of dataflows it never built, but it is not leaving".into());
+        return Err(ProtocolViolation::StrandedNotLeaving);
     }
     let placeable =
         |channel: &usize| matches!(state.stranded_kind(*channel), Some(Stranded::Forward | Stranded::Retire));
