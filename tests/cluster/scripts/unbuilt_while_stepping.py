@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import timely_py as timely
+from support.megaphone_programs import count_words
 from timely_py.megaphone import Control
 
 DIR = Path(sys.argv[1])
@@ -41,17 +42,11 @@ def main(worker):
         return
     counted, running = [], []
     inp, ctl = timely.InputHandle(), timely.InputHandle()
-
-    def count(key, _value, total):
-        total = (total or 0) + 1
-        return total, [(key, total)]
-
     with worker.dataflow() as scope:
         records = scope.input_from(inp)
-        counts = records.count_by_key(lambda x: x % 5)
-        probe = counts.inspect_time(lambda t, kv: counted.append((t, *kv))).probe()
-        control = Control(scope.input_from(ctl), bins=8, name="Running")
-        records.map(lambda x: (x % 5, x)).state_machine(control, count).inspect(running.append).probe_with(probe)
+        probe = records.count_by_key(lambda x: x % 5).inspect_time(lambda t, kv: counted.append((t, *kv))).probe()
+        ones = records.map(lambda x: (x % 5, 1))
+        ones.state_machine(Control(scope.input_from(ctl), bins=8), count_words).inspect(running.append).probe_with(probe)
     fed = []
     for epoch in range(2):
         if epoch == 1:
@@ -66,11 +61,11 @@ def main(worker):
             worker.step()
         if epoch == 0:
             (DIR / f"built-{worker.index}").touch()
-    inp.close()
-    ctl.close()
+    for handle in (inp, ctl):
+        handle.close()
     while not probe.done():
         worker.step()
-    print(json.dumps({"fed": fed, "counted": counted, "running": running}), flush=True)
+    print(json.dumps(dict(fed=fed, counted=counted, running=running)), flush=True)
 
 
 timely.execute_from_args(sys.argv[2:], main)
