@@ -10,10 +10,14 @@ What must hold: the process left while the others ran on and exited 0; its progr
 the leave and its input refused that; the stateless `exchange` delivers every accepted record
 exactly once (and no refused one); and the keyed operators give one result per (epoch, key),
 equal to a sequential count or sum over the accepted records. And a leaver that feeds on
-forever, no longer stepping once it went, still stops on Ctrl-C."""
+forever, no longer stepping once it went, still stops on Ctrl-C. And a leaver that never
+builds a keyed dataflow the others built before its leave, and steps on instead of returning,
+still leaves, and the others' results there are exact."""
 
+import json
 import signal
 import time
+from collections import Counter
 
 import pytest
 from support.cluster import PROMPT, Cluster
@@ -97,3 +101,26 @@ def test_ctrl_c_stops_a_leaver_that_feeds_on_after_it_went(tmp_path):
         assert status != 0 and "KeyboardInterrupt" in cluster.stderr(1), cluster.report(1)
         assert cluster.wait(0) != 0
         assert "ClusterError" in cluster.stderr(0) and "process 1" in cluster.stderr(0), cluster.report(0)
+
+
+@pytest.mark.timeout(120)
+def test_a_leaver_stepping_on_without_building_a_keyed_dataflow_still_leaves(tmp_path):
+    """Processes 0 and 2 build a `count_by_key` and a Megaphone state machine before process
+    1's leave; process 1 never builds them, asks for its leave and steps on, ignoring
+    `worker.leaving`, until its worker has nothing more to do. Every process exits 0, the
+    counts per (epoch, key) equal a sequential count, and each key's running count reaches its
+    total once (before, the stayers waited for the leaver's `Left`, which waited for its drain,
+    which waited for them: the run never ended)."""
+    with Cluster(tmp_path, processes=3) as cluster:
+        cluster.start_all([CLUSTER_SCRIPTS / "unbuilt_while_stepping.py", tmp_path])
+        assert cluster.wait_all(timeout=90) == [0, 0, 0], cluster.report(0) + cluster.report(1) + cluster.report(2)
+        results = [json.loads(cluster.stdout(index)) for index in (0, 2)]
+        leaver = json.loads(cluster.stdout(1))
+    assert leaver["leaving"] and leaver["steps"] > 0, leaver
+    fed = [tuple(pair) for result in results for pair in result["fed"]]
+    counted = sorted(tuple(triple) for result in results for triple in result["counted"])
+    expected = Counter((epoch, x % 5) for epoch, x in fed)
+    assert counted == sorted((epoch, key, n) for (epoch, key), n in expected.items())
+    totals = Counter(x % 5 for _, x in fed)
+    running = sorted(tuple(pair) for result in results for pair in result["running"])
+    assert running == sorted((key, n) for key, total in totals.items() for n in range(1, total + 1))

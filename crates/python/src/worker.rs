@@ -372,7 +372,10 @@ impl PyWorker {
         let mut worker = self.worker()?;
         if worker.state().rescaling().leaves().has_left() {
             return Err(LeavingError::new_err(
-                "this worker's process left the cluster: it cannot build a dataflow any more",
+                "this worker's process is leaving the cluster and told the others that it builds no \
+                 more dataflows (its leave is complete, or it held nothing while a worker that stays \
+                 counted it in a dataflow it had not built): it cannot build a dataflow any more \
+                 (docs/rescaling.md, \"Dataflows built during a leave\")",
             ));
         }
         let scope = catch_panic(|| worker.new_dataflow::<Time>(name))?;

@@ -84,6 +84,9 @@ pub(crate) fn handle_events(state: &WorkerState, has_joins: bool) {
             }
             BootstrapMessage::Drained { .. } => leave::drained_from(state, from),
             BootstrapMessage::Released { .. } => leave::released(rescaling, from),
+            BootstrapMessage::BuiltAtNotice { dataflows, .. } => {
+                leave::built_at_notice(rescaling, from, dataflows)
+            }
             other => match client::receive(state, from, other) {
                 Err(client::ClientError::Departed(mismatch)) => stop_for_configuration(&mismatch),
                 Err(client::ClientError::Protocol(reason)) => Err(reason),

@@ -105,11 +105,19 @@ pub(crate) fn notice(state: &WorkerState, from: usize) {
         leaves.activity.replace(Some(Activity::begin(state.logger(), phases::LEAVE)));
     }
     let mut leaving = leaves.leaving.borrow_mut();
-    let before = leaving.len();
-    leaving.extend(workers);
-    let grew = leaving.len() > before;
+    let new: Vec<usize> = workers.clone().filter(|w| !leaving.contains(w)).collect();
+    leaving.extend(workers.clone());
     drop(leaving);
-    if grew {
+    if !workers.contains(&state.index()) {
+        // The leavers learn which dataflows built here count them (those built so far).
+        let dataflows = state.dataflows_built();
+        for &leaver in new.iter().filter(|&&w| w < state.peers()) {
+            state
+                .rescaling()
+                .send(leaver, BootstrapMessage::BuiltAtNotice { from: state.index(), dataflows });
+        }
+    }
+    if !new.is_empty() {
         leaves.changed();
         if leaves.members(state.peers()).is_empty() {
             no_process_stays(state);
@@ -220,6 +228,37 @@ pub(crate) fn announce_left(state: &WorkerState, dataflows: usize) {
     };
     for worker in others {
         rescaling.send(worker, BootstrapMessage::Left { from: me, dataflows });
+    }
+}
+
+/// Worker `from` had built `dataflows` dataflows when it handled the notice of this worker's
+/// leave (it may arrive before this worker hears of its own process's leave, which another
+/// worker of the process started).
+///
+/// # Errors
+///
+/// `from` said so before.
+pub(crate) fn built_at_notice(rescaling: &Rescaling, from: usize, dataflows: usize) -> Result<(), String> {
+    match rescaling.leaves.built_at_notice.borrow_mut().insert(from, dataflows) {
+        None => Ok(()),
+        Some(_) => Err(format!(
+            "told worker {} twice how many dataflows it had built at its notice",
+            rescaling.index
+        )),
+    }
+}
+
+/// On a leaving worker whose program has not returned and whose operators hold no capability
+/// (the caller checks that nothing is left to run): if a worker that has not sealed it counts
+/// it in a dataflow it has not built (`BuiltAtNotice`), it sends `Left` now and builds no
+/// dataflow from then on. That worker may seal it only once its `Left` says it never builds
+/// that dataflow (a keyed operator there cannot know otherwise that it routes nothing to it),
+/// and without `Left` before the drain, the drain would wait for that seal forever.
+pub(crate) fn announce_left_if_awaited(state: &WorkerState) {
+    let leaves = &state.rescaling().leaves;
+    let built = state.dataflows_built();
+    if !leaves.this_left.get() && leaves.left_awaited(built) && !state.rescaling().holds_capabilities() {
+        announce_left(state, built);
     }
 }
 

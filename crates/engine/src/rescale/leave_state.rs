@@ -92,6 +92,9 @@ pub struct Leaves {
     pub(super) drained: Cell<bool>,
     /// Per worker whose leave is complete (its `Left` arrived): the number of dataflows it built.
     pub(super) built: RefCell<BTreeMap<usize, usize>>,
+    /// On a leaver: per worker that handled its notice (`BuiltAtNotice`), the number of
+    /// dataflows it had built then, which count this leaver's initial capabilities.
+    pub(super) built_at_notice: RefCell<BTreeMap<usize, usize>>,
     /// Bumped whenever the workers present change (a join, a leave's notice, a departure).
     pub(super) version: Cell<u64>,
     /// The keyed exchanges of this worker.
@@ -169,6 +172,16 @@ impl Leaves {
     #[inline]
     pub(crate) fn may_announce_built(&self) -> bool {
         self.this_leaves.get() && self.program_returned.get() && !self.this_left.get()
+    }
+
+    /// True on a leaver that has built `built` dataflows while a worker that has not sealed it
+    /// had built more when it handled the notice: that worker counts this leaver's initial
+    /// capabilities in a dataflow this leaver has not built, and may wait for its `Left`.
+    pub(crate) fn left_awaited(&self, built: usize) -> bool {
+        let (sealed, departed) = (self.sealed_from.borrow(), self.departed.borrow());
+        self.built_at_notice.borrow().iter().any(|(worker, &dataflows)| {
+            dataflows > built && !sealed.contains(worker) && !departed.contains(worker)
+        })
     }
 
     /// Workers whose process is leaving (not yet gone).

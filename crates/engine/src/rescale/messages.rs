@@ -152,6 +152,16 @@ pub enum BootstrapMessage {
         /// The worker that answers.
         from: usize,
     },
+    /// A worker that handles the notice of another process's leave tells each of its leavers
+    /// how many dataflows it had built then: it counts the leaver's initial capabilities in
+    /// them, and one the leaver never built may wait for the leaver's `Left` before it lets the
+    /// leaver go (`docs/rescaling.md`, "Leaving: the protocol (contract)").
+    BuiltAtNotice {
+        /// The worker that handled the notice.
+        from: usize,
+        /// The number of dataflows it had built (their indices are `0..dataflows`).
+        dataflows: usize,
+    },
     /// A server that welcomed joining worker `joiner` tells every other worker before the
     /// joiner's process: a joining process asks one server, so a worker that hears another
     /// worker of that process ask it too, or welcomed it itself, refuses the second hello.
@@ -178,6 +188,7 @@ impl BootstrapMessage {
             | BootstrapMessage::Forwarded { from, .. }
             | BootstrapMessage::Drained { from }
             | BootstrapMessage::Released { from }
+            | BootstrapMessage::BuiltAtNotice { from, .. }
             | BootstrapMessage::Serving { from, .. } => Some(*from),
             BootstrapMessage::Welcome(_) | BootstrapMessage::Batches { .. } => None,
         }
@@ -199,6 +210,7 @@ impl BootstrapMessage {
             BootstrapMessage::Forwarded { .. } => "Forwarded",
             BootstrapMessage::Drained { .. } => "Drained",
             BootstrapMessage::Released { .. } => "Released",
+            BootstrapMessage::BuiltAtNotice { .. } => "BuiltAtNotice",
             BootstrapMessage::Serving { .. } => "Serving",
         }
     }

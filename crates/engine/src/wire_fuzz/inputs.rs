@@ -370,7 +370,7 @@ impl InputMaker {
     fn bootstrap_message(&mut self, from: usize) -> BootstrapMessage {
         let channel = [self.channels.progress as usize, self.rng.next() as usize][self.rng.below(2)];
         let worker = self.rng.below(6);
-        match self.rng.below(14) {
+        match self.rng.below(15) {
             0 => BootstrapMessage::Hello { from },
             1 => {
                 let scopes = (0..self.rng.below(3))
@@ -415,6 +415,7 @@ impl InputMaker {
             12 => BootstrapMessage::Forwarded { from, channel, source: worker, bytes: self.junk(64) },
             10 => BootstrapMessage::Drained { from },
             11 => BootstrapMessage::Released { from },
+            13 => BootstrapMessage::BuiltAtNotice { from, dataflows: self.rng.below(4) },
             _ => BootstrapMessage::Sealed { from },
         }
     }

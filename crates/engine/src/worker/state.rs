@@ -252,6 +252,11 @@ impl WorkerState {
     }
 
     /// Per dataflow slot, whether it holds a dataflow that has not completed.
+    /// The number of dataflows this worker has built or started to build.
+    pub(crate) fn dataflows_built(&self) -> usize {
+        self.dataflows.borrow().len()
+    }
+
     pub(crate) fn dataflow_slots(&self) -> Vec<bool> {
         self.dataflows.borrow().iter().map(Option::is_some).collect()
     }
@@ -269,7 +274,10 @@ impl WorkerState {
     pub(super) fn start_dataflow(&self, index: usize) -> Activator {
         assert!(
             !self.rescaling.leaves().has_left(),
-            "this worker left the cluster: it cannot build a dataflow any more"
+            "this worker is leaving the cluster and told the others that it builds no more \
+             dataflows (its leave is complete, its program returned, or it held nothing while a \
+             worker that stays counted it in a dataflow it had not built): it cannot build a \
+             dataflow any more (docs/rescaling.md, \"Dataflows built during a leave\")"
         );
         // The workers that left hold no initial capability of a dataflow they did not build.
         self.rescaling.dataflow_started(index, self.rescaling.leaves().builders(index, self.peers()));

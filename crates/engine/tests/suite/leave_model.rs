@@ -53,7 +53,8 @@
 //!   both dataflows) sends `Left{dataflows}` (1, or 2 if it built the second) to every other
 //!   worker still present with its goodbye, FIFO before it, and builds nothing afterwards (or
 //!   earlier, when its program returns during its leave: `second::SecondAction::Return`, after
-//!   which it builds nothing either);
+//!   which it builds nothing either; the engine's awaited `Left`, sent by a leaver whose program
+//!   steps on once a stayer waits for it, is such a `Return` at a moment the engine picks);
 //!   each receiver takes it in at a moment of its choice before it forgets the leaver
 //!   (`second::SecondAction::HearLeft`) and, if it built the second dataflow and the leaver
 //!   never did, retires the leaver's initial capabilities in its own view only (`-1`s never

@@ -13,7 +13,7 @@ use crate::common;
 use crate::leaving_support::counted::{
     build_parts, check_broadcast, check_counted, check_delivered, Parts, Rng, Seen,
 };
-use crate::leaving_support::{leave_without_building, run_processes};
+use crate::leaving_support::{leave_without_building, leave_without_building_stepping_on, run_processes};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -28,6 +28,8 @@ const LIMIT: Duration = Duration::from_secs(120);
 /// reach every worker (the leaver too) before the leave is asked for; then process `leaver`
 /// leaves without ever building it, and the stayers feed up to `records` records in each of
 /// `rounds - 1` more rounds, stepping a random number of times (up to `steps`) after each.
+/// The leaver's program returns at once, or (`steps_on`) goes on stepping until its leave is
+/// complete, as a program that ignores `is_leaving` does.
 #[derive(Clone, Copy, Debug)]
 struct Plan {
     processes: usize,
@@ -38,12 +40,28 @@ struct Plan {
     records: u64,
     steps: u64,
     seed: u64,
+    steps_on: bool,
 }
 
 impl Plan {
     /// Three processes; process 1 leaves; 40 records per stayer in each of three rounds.
     fn fixed(threads: usize, parts: Parts) -> Self {
-        Plan { processes: 3, threads, leaver: 1, parts, rounds: 3, records: 40, steps: 5, seed: 0 }
+        Plan {
+            processes: 3,
+            threads,
+            leaver: 1,
+            parts,
+            rounds: 3,
+            records: 40,
+            steps: 5,
+            seed: 0,
+            steps_on: false,
+        }
+    }
+
+    /// Like [`Plan::fixed`], but the leaver's program steps on during its leave.
+    fn stepping_on(threads: usize, parts: Parts) -> Self {
+        Plan { steps_on: true, ..Plan::fixed(threads, parts) }
     }
 
     /// A random plan: 2 to 4 processes of 1 or 2 workers, any process leaving, any parts.
@@ -61,6 +79,7 @@ impl Plan {
             records: 10 + rng.below(40),
             steps: rng.below(10),
             seed,
+            steps_on: rng.below(2) == 1,
         }
     }
 
@@ -84,7 +103,11 @@ fn run(plan: Plan) -> Seen {
         move |worker: &mut Worker| {
             let index = worker.index();
             if index / threads == leaver {
-                return leave_without_building(worker, index == leaver * threads, &fed, stayers);
+                let first = index == leaver * threads;
+                return match plan.steps_on {
+                    true => leave_without_building_stepping_on(worker, first, &fed, stayers),
+                    false => leave_without_building(worker, first, &fed, stayers),
+                };
             }
             let (mut input, probe) = build_parts(worker, &seen, plan.parts);
             let state = worker.state().clone();
@@ -159,6 +182,25 @@ fn a_keyed_count_the_leaver_never_built_counts_every_key_once() {
 #[test]
 fn a_keyed_count_a_pair_of_leavers_never_built_counts_every_key_once() {
     check(Plan::fixed(2, KEYED_COUNT));
+}
+
+/// The leaver's program does not return during its leave (it steps on until its worker has
+/// nothing more to do): before, its `Left` waited for its drain, which waited for the
+/// stayers' seals, which waited for the keyed count's time to pass the leaver's initial
+/// capabilities, which only the `Left` retires: the leave never completed.
+#[test]
+fn a_keyed_count_the_leaver_never_built_completes_while_its_program_steps_on() {
+    check(Plan::stepping_on(1, KEYED_COUNT));
+}
+
+#[test]
+fn a_keyed_count_a_pair_of_leavers_never_built_completes_while_their_programs_step_on() {
+    check(Plan::stepping_on(2, KEYED_COUNT));
+}
+
+#[test]
+fn records_sent_to_a_leaver_that_steps_on_without_building_their_dataflow_are_delivered_once() {
+    check(Plan::stepping_on(1, Parts { exchange: true, count: true, broadcast: true }));
 }
 
 #[test]

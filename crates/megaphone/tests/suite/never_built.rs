@@ -10,7 +10,8 @@
 //! error: nothing could take that copy).
 
 use crate::common::{
-    self, build_keyed, counts_reference, leave_without_building, sums_reference, within, Rng,
+    self, build_keyed, counts_reference, leave_without_building, leave_without_building_stepping_on,
+    sums_reference, within, Rng,
 };
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -36,8 +37,9 @@ type Outcome =
 
 /// Three processes of `threads` workers; process 1 leaves once the others built the keyed
 /// dataflow and fed a round, and never builds it. With `early_move`, worker 0 moves a bin in
-/// that first round, before the leave: its command reaches the leaver.
-fn run(threads: usize, seed: u64, early_move: bool) -> Outcome {
+/// that first round, before the leave: its command reaches the leaver. With `steps_on`, the
+/// leaver's program does not return during its leave: it steps on until its leave is complete.
+fn run(threads: usize, seed: u64, early_move: bool, steps_on: bool) -> Outcome {
     let (processes, leaver) = (3, 1);
     let addresses = common::free_addresses(processes);
     let sent: Arc<Mutex<Vec<(u64, u64, u64)>>> = Arc::default();
@@ -50,7 +52,11 @@ fn run(threads: usize, seed: u64, early_move: bool) -> Outcome {
         move |worker: &mut Worker| {
             let index = worker.index();
             if index / threads == leaver {
-                return leave_without_building(worker, index == leaver * threads, &built, stayers);
+                let first = index == leaver * threads;
+                return match steps_on {
+                    true => leave_without_building_stepping_on(worker, first, &built, stayers),
+                    false => leave_without_building(worker, first, &built, stayers),
+                };
             }
             let state = worker.state().clone();
             let leaves = state.rescaling().leaves();
@@ -104,8 +110,8 @@ fn gone_yet(departed: &[usize], leaver: usize, threads: usize) -> bool {
 }
 
 /// Runs and checks both operators against the references.
-fn check(threads: usize, seed: u64, early_move: bool) {
-    let (mut sent, counts, sums, outcomes) = within(LIMIT, move || run(threads, seed, early_move));
+fn check(threads: usize, seed: u64, early_move: bool, steps_on: bool) {
+    let (mut sent, counts, sums, outcomes) = within(LIMIT, move || run(threads, seed, early_move, steps_on));
     for (process, outcome) in outcomes.iter().enumerate() {
         assert!(outcome.is_ok(), "process {process}: {outcome:?}");
     }
@@ -120,12 +126,12 @@ fn check(threads: usize, seed: u64, early_move: bool) {
 
 #[test]
 fn keyed_operators_the_leaver_never_built_complete_exactly() {
-    check(1, 11, false);
+    check(1, 11, false, false);
 }
 
 #[test]
 fn keyed_operators_a_pair_of_leavers_never_built_complete_exactly() {
-    check(2, 12, false);
+    check(2, 12, false, false);
 }
 
 /// A move sent before the leaver left reaches the leaver, which never builds the operator: its
@@ -133,10 +139,24 @@ fn keyed_operators_a_pair_of_leavers_never_built_complete_exactly() {
 /// (before, it stopped with an error naming the dataflow and the leaver).
 #[test]
 fn a_command_sent_to_a_leaver_that_never_built_the_operator_is_retired() {
-    check(1, 13, true);
+    check(1, 13, true, false);
 }
 
 #[test]
 fn a_command_sent_to_a_pair_of_leavers_that_never_built_the_operator_is_retired() {
-    check(2, 14, true);
+    check(2, 14, true, false);
+}
+
+/// The leaver's program does not return during its leave: it steps on until its leave is
+/// complete, never building the keyed operators. Before, the stayers' operators waited for its
+/// `Left` to drop it as absent before they sealed it, and the leaver sent `Left` only once
+/// drained, which waited for their seals: the leave never completed.
+#[test]
+fn keyed_operators_a_leaver_stepping_on_never_built_complete_exactly() {
+    check(1, 15, false, true);
+}
+
+#[test]
+fn keyed_operators_a_pair_of_leavers_stepping_on_never_built_complete_exactly() {
+    check(2, 16, true, true);
 }

@@ -40,3 +40,23 @@ pub fn leave_without_building(worker: &mut Worker, first: bool, ready: &AtomicUs
     // The other worker of the process returns at once, maybe before it hears of the leave:
     // it still takes part in it (`timely_engine::ReturnedWorkers`).
 }
+
+/// Like [`leave_without_building`], but the program does not return during its leave: it goes
+/// on stepping, as a program that ignores `is_leaving` does, until its worker says it has
+/// nothing more to do (its leave is complete), and returns only then.
+pub fn leave_without_building_stepping_on(
+    worker: &mut Worker,
+    first: bool,
+    ready: &AtomicUsize,
+    stayers: usize,
+) {
+    leave_without_building(worker, first, ready, stayers);
+    // The other worker of the process may hear of the leave a few steps later.
+    while !worker.is_leaving() {
+        worker.step();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    while worker.step() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}

@@ -3,7 +3,7 @@
 pub mod counted;
 mod hold;
 
-pub use hold::{hold_leaver, leave_without_building};
+pub use hold::{hold_leaver, leave_without_building, leave_without_building_stepping_on};
 
 use crate::common::loopback_cluster as config;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -225,7 +225,7 @@ pub fn counts_reference(records: &[(u64, u64, u64)]) -> Vec<(u64, (u64, u64))> {
 /// The engine's helper that holds a leaver in its leave.
 #[path = "../../../../engine/tests/suite/leaving_support/hold.rs"]
 mod hold;
-pub use hold::{hold_leaver, leave_without_building};
+pub use hold::{hold_leaver, leave_without_building, leave_without_building_stepping_on};
 
 /// The communication crate's test helpers (free loopback addresses).
 #[path = "../../../../communication/tests/common/mod.rs"]
