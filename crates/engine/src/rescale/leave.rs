@@ -238,13 +238,14 @@ pub(crate) fn announce_left(state: &WorkerState, dataflows: usize) {
 /// # Errors
 ///
 /// `from` said so before.
-pub(crate) fn built_at_notice(rescaling: &Rescaling, from: usize, dataflows: usize) -> Result<(), String> {
+pub(crate) fn built_at_notice(
+    rescaling: &Rescaling,
+    from: usize,
+    dataflows: usize,
+) -> Result<(), ProtocolViolation> {
     match rescaling.leaves.built_at_notice.borrow_mut().insert(from, dataflows) {
         None => Ok(()),
-        Some(_) => Err(format!(
-            "told worker {} twice how many dataflows it had built at its notice",
-            rescaling.index
-        )),
+        Some(_) => Err(ProtocolViolation::BuiltAtNoticeTwice { worker: rescaling.index }),
     }
 }
 

@@ -86,6 +86,8 @@ pub(crate) enum ProtocolViolation {
     NoticeAfterDeparture,
     #[error("sealed worker {worker} twice")]
     SealedTwice { worker: usize },
+    #[error("told worker {worker} twice how many dataflows it had built at its notice")]
+    BuiltAtNoticeTwice { worker: usize },
     #[error("said twice that its leave is complete")]
     LeftTwice,
     #[error("said it is drained, but it is not leaving")]
