@@ -162,7 +162,7 @@ def analyze(
     ``imbalance``, ``slack``. ``kernels`` runs the per-partition kernels natively (``"rust"``) or as the plain-Python
     reference (``"python"``); both give the same tables. ``per_worker``: whether stages 0 to 3
     run as one task per worker over its own files (:mod:`.worker_files`, native kernels only);
-    by default for a trace of :data:`.worker_files.PER_WORKER_EVENTS` events or more.
+    by default for a trace of :data:`.worker_files.PER_WORKER_EVENTS` events or more (every trace).
     Raises ValueError for a path that is not a readable trace, a bad slice length or kernels.
     """
     length = parse_duration(slice)
@@ -195,7 +195,7 @@ def analyze_per_worker(
         threading.Thread(target=plots.preload, name="preload-plots", daemon=True).start()
     out = Path(out)
     built = worker_files.write_tables(spark, trace_dir, out)
-    tables = driver_slices.run_tables(spark, pq.read_table(out / "activities"), length, built["origin"], built["info"].workers)
+    tables = driver_slices.run_tables(pq.read_table(out / "activities"), length, built["origin"], built["info"].workers)
     started = _stage(progress, "activities and waits, slices and critical paths", started)
     written = {"activities": out / "activities", "communications": out / "communications"}
     for name, table in tables.items():
