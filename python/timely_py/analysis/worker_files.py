@@ -46,7 +46,7 @@ import pyarrow.parquet as pq
 from .activities import PIECE_COLUMNS
 from .clocks import corrected_times
 from .driver_communications import MESSAGE_COLUMNS, MESSAGE_KINDS, data_messages, progress_batches
-from .events import ROWS_PER_PART, trace_info_with_events
+from .events import ROWS_PER_PART, count_events, trace_info_with_events
 from .schemas import ACTIVITIES, COMMUNICATIONS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,6 +59,11 @@ if TYPE_CHECKING:  # pragma: no cover
 #: (with two plain Python jobs it is faster than the path through Spark's SQL at every size:
 #: ``docs/benchmarks.md``, "One path for every trace").
 PER_WORKER_EVENTS = 0
+
+#: How many events the trace has per task at least, when it has fewer tasks than workers: a
+#: task's Python worker costs a second or two to start (its interpreter, PySpark's and
+#: pyarrow's imports), against 0.4 s of work per million events (the native kernels).
+EVENTS_PER_TASK = 250_000
 
 #: The event kinds the catalogue reads, besides the endpoints.
 CATALOGUE_KINDS = ("operator_created", "channel_created")
@@ -179,10 +184,12 @@ def worker_activities(
 
 def worker_partitions(spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"]) -> "RDD[Tuple[int, int, str]]":
     """The trace's workers (:func:`worker_directories`) as ``(process, worker, directory)``, a
-    partition each (a task each). An RDD of Python objects, not a DataFrame: its tasks start
-    no Arrow or SQL machinery in the JVM (a second or more of a small trace's analysis)."""
+    partition (a task) each, but workers of fewer than :data:`EVENTS_PER_TASK` events in all
+    share a task. An RDD of Python objects, not a DataFrame: its tasks start no Arrow or SQL
+    machinery in the JVM (a second or more of a small trace's analysis)."""
     rows = [(r["process"], r["worker"], r["directory"]) for r in worker_directories(trace_dir)]
-    return spark.sparkContext.parallelize(rows, max(1, len(rows)))
+    tasks = min(len(rows), -(-count_events(trace_dir) // EVENTS_PER_TASK))
+    return spark.sparkContext.parallelize(rows, max(1, tasks))
 
 
 def activity_table_schema() -> pa.Schema:
