@@ -168,13 +168,13 @@ def analyze(
     length = parse_duration(slice)
     check_kernels(kernels)
     started = time.monotonic()
-    if spark is None:  # a session passed in was made, and timed, by the caller
-        spark = get_session(master=master, conf=conf, events=count_events(trace_dir))
-        started = _stage(progress, "spark session", started)
     if per_worker is None:
         per_worker = kernels == "rust" and count_events(trace_dir) >= worker_files.PER_WORKER_EVENTS
     if per_worker and kernels != "rust":
         raise ValueError("the per-worker path runs the native kernels only (kernels='rust')")
+    if spark is None:  # a session passed in was made, and timed, by the caller
+        spark = get_session(master=master, conf=conf, events=count_events(trace_dir), sql=not per_worker)
+        started = _stage(progress, "spark session", started)
     if per_worker:
         return analyze_per_worker(spark, trace_dir, out, length, progress=progress, views=views, started=started)
     built = build_activities(spark, trace_dir, kernels)
