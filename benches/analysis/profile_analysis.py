@@ -70,6 +70,7 @@ def main():
     parser.add_argument("--views", action="store_true", help="also the plots, viewer and Perfetto trace")
     parser.add_argument("--cprofile", type=int, default=0, help="print this many of the driver's costliest functions")
     parser.add_argument("--kernels", default="rust")
+    parser.add_argument("--through-spark", action="store_true", help="per_worker=False: the path through Spark's SQL")
     parser.add_argument("--conf", action="append", default=[], help="spark.KEY=VALUE for the session")
     parser.add_argument("--jobs", action="store_true", help="list every job")
     parser.add_argument("--no-log", action="store_true", help="time only: no event log, no job figures")
@@ -83,9 +84,11 @@ def main():
     events = count_events(args.trace)
     log = {} if args.no_log else {"spark.eventLog.enabled": "true", "spark.eventLog.dir": logs,
                                   "spark.eventLog.compress": "false"}  # fmt: skip
-    spark = get_session(master=args.master, events=events, conf=dict(parse_conf(args.conf), **log))
+    sql = args.through_spark or args.kernels != "rust"  # else the per-worker path, as the console script
+    spark = get_session(master=args.master, events=events, conf=dict(parse_conf(args.conf), **log), sql=sql)
     session_s = time.monotonic() - started
     analyze(args.trace, out=out, slice=args.slice, spark=spark, views=args.views, kernels=args.kernels,
+            per_worker=False if args.through_spark else None,
             progress=lambda stage, s: stages.__setitem__(stage, s))  # fmt: skip
     stages.pop("spark session", None)
     total = time.monotonic() - started
