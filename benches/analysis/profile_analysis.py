@@ -15,6 +15,7 @@ With `--no-log` it only times the analysis (the session's start included), as
 import argparse
 import cProfile
 import glob
+import inspect
 import json
 import os
 import pstats
@@ -84,8 +85,10 @@ def main():
     events = count_events(args.trace)
     log = {} if args.no_log else {"spark.eventLog.enabled": "true", "spark.eventLog.dir": logs,
                                   "spark.eventLog.compress": "false"}  # fmt: skip
-    sql = args.through_spark or args.kernels != "rust"  # else the per-worker path, as the console script
-    spark = get_session(master=args.master, events=events, conf=dict(parse_conf(args.conf), **log), sql=sql)
+    options = dict(master=args.master, events=events, conf=dict(parse_conf(args.conf), **log))
+    if "sql" in inspect.signature(get_session).parameters:  # as the console script asks (older checkouts: no sql)
+        options["sql"] = args.through_spark or args.kernels != "rust"  # else the per-worker path
+    spark = get_session(**options)
     session_s = time.monotonic() - started
     analyze(args.trace, out=out, slice=args.slice, spark=spark, views=args.views, kernels=args.kernels,
             per_worker=False if args.through_spark else None,
