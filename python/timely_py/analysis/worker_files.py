@@ -36,7 +36,7 @@ import glob
 import os
 import re
 import shutil
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Tuple, Union
 
 import numpy as np
 import pyarrow as pa
@@ -145,12 +145,12 @@ def endpoints(events: pa.Table) -> pa.Table:
 
 def _endpoint_task(
     processes: Mapping[int, Mapping[str, Any]],
-) -> Callable[[Iterator[Tuple[int, int, str]]], Iterator[bytes]]:
+) -> Callable[[Iterable[Tuple[int, int, str]]], Iterator[bytes]]:
     """The task of step 1: worker rows (:func:`worker_partitions`) in, each worker's endpoints
     out as one Arrow IPC stream (bytes: Spark passes them along without reading them)."""
     columns = [name for name in ENDPOINTS.names if name not in ("t", "process")]
 
-    def task(rows: Iterator[Tuple[int, int, str]]) -> Iterator[bytes]:
+    def task(rows: Iterable[Tuple[int, int, str]]) -> Iterator[bytes]:
         for process, worker, directory in rows:
             found = endpoints(read_worker(directory, process, worker, columns, processes))
             sink = pa.BufferOutputStream()
@@ -230,7 +230,7 @@ def communications_of(found: pa.Table, workers_per_process: int) -> pa.Table:
 def _writing_task(
     processes: Mapping[int, Mapping[str, Any]], stage: Callable[[pa.Table, pa.Table], pa.Table],
     names: Dict[int, str], deliveries: Any, directory: str,
-) -> Callable[[Iterator[Tuple[int, int, str]]], Iterator[Tuple[int, int]]]:  # fmt: skip
+) -> Callable[[Iterable[Tuple[int, int, str]]], Iterator[Tuple[int, int]]]:  # fmt: skip
     """The task of step 2: worker rows in; each worker's activities (from its files and its
     ``deliveries``, a broadcast ``worker -> table``), named, written to ``directory`` as one
     file; ``(worker, activities written)`` out."""
@@ -238,7 +238,7 @@ def _writing_task(
 
     schema = activity_table_schema()
 
-    def task(rows: Iterator[Tuple[int, int, str]]) -> Iterator[Tuple[int, int]]:
+    def task(rows: Iterable[Tuple[int, int, str]]) -> Iterator[Tuple[int, int]]:
         for row in rows:
             worker = row[1]
             made = worker_activities(processes, stage, row, deliveries.value.get(worker, deliveries.value[None]))
