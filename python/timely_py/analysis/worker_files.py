@@ -4,8 +4,8 @@ the events and the activities never enter the JVM.
 This module owns the per-worker path of ``kernels="rust"`` (:func:`.pipeline.analyze` takes it
 by default for a trace of any size, :data:`PER_WORKER_EVENTS`; :func:`write_tables`). The trace
 is one directory per worker (``process=P/worker=W``), so Spark gets an RDD of the workers (a
-row and a partition each: :func:`worker_partitions`; plain Python tasks, no Arrow or SQL
-machinery in the JVM) and runs two jobs over it:
+row each, a partition each but for a small trace's: :func:`worker_partitions`; plain Python
+tasks, no Arrow or SQL machinery in the JVM) and runs two jobs over it:
 
 1. :func:`endpoints_table`: each task reads its worker's Parquet files with pyarrow, puts
    their times on process 0's clock (:func:`.clocks.corrected_times`, Spark's arithmetic) and
@@ -163,7 +163,7 @@ def _endpoint_task(
 
 def endpoints_table(workers: "RDD[Tuple[int, int, str]]", processes: Mapping[int, Mapping[str, Any]]) -> pa.Table:
     """Step 1: the endpoints (:data:`ENDPOINTS`) of every worker of ``workers``
-    (:func:`worker_partitions`), read by one Spark task per worker, as one table on the driver."""
+    (:func:`worker_partitions`), read by Spark's tasks, as one table on the driver."""
     tables = [pa.ipc.open_stream(blob).read_all() for blob in workers.mapPartitions(_endpoint_task(processes)).collect()]
     return pa.concat_tables(tables) if tables else ENDPOINTS.empty_table()
 
