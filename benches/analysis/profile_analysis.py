@@ -15,6 +15,7 @@ With `--no-log` it only times the analysis (the session's start included), as
 import argparse
 import cProfile
 import glob
+import inspect
 import json
 import os
 import pstats
@@ -70,6 +71,7 @@ def main():
     parser.add_argument("--views", action="store_true", help="also the plots, viewer and Perfetto trace")
     parser.add_argument("--cprofile", type=int, default=0, help="print this many of the driver's costliest functions")
     parser.add_argument("--kernels", default="rust")
+    parser.add_argument("--through-spark", action="store_true", help="per_worker=False: the path through Spark's SQL")
     parser.add_argument("--conf", action="append", default=[], help="spark.KEY=VALUE for the session")
     parser.add_argument("--jobs", action="store_true", help="list every job")
     parser.add_argument("--no-log", action="store_true", help="time only: no event log, no job figures")
@@ -83,9 +85,13 @@ def main():
     events = count_events(args.trace)
     log = {} if args.no_log else {"spark.eventLog.enabled": "true", "spark.eventLog.dir": logs,
                                   "spark.eventLog.compress": "false"}  # fmt: skip
-    spark = get_session(master=args.master, events=events, conf=dict(parse_conf(args.conf), **log))
+    options = dict(master=args.master, events=events, conf=dict(parse_conf(args.conf), **log))
+    if "sql" in inspect.signature(get_session).parameters:  # as the console script asks (older checkouts: no sql)
+        options["sql"] = args.through_spark or args.kernels != "rust"  # else the per-worker path
+    spark = get_session(**options)
     session_s = time.monotonic() - started
     analyze(args.trace, out=out, slice=args.slice, spark=spark, views=args.views, kernels=args.kernels,
+            per_worker=False if args.through_spark else None,
             progress=lambda stage, s: stages.__setitem__(stage, s))  # fmt: skip
     stages.pop("spark session", None)
     total = time.monotonic() - started

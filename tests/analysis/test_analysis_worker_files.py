@@ -74,8 +74,21 @@ def test_the_console_script_reads_through_spark_when_asked(traces, tmp_path, mon
 
     ready = concurrent.futures.Future()
     ready.set_result(object())
-    monkeypatch.setattr(analysis_cli, "session_soon", lambda **options: ready)
+    sessions = []
+    monkeypatch.setattr(analysis_cli, "session_soon", lambda **options: sessions.append(options) or ready)
     monkeypatch.setattr(pipeline, "analyze", recording_analyze)
     with pytest.raises(_Stop):
         cli.main(["analyze", str(traces["three_workers"]), "--out", str(tmp_path), *flags])
     assert calls[0]["per_worker"] is per_worker
+    assert sessions[0]["sql"] is (per_worker is False)  # the per-worker path runs no SQL query
+
+
+@pytest.mark.timeout(60)
+def test_a_session_without_sql_gets_the_light_jvm_whatever_the_traces_size():
+    from timely_py.analysis.session import SMALL_TRACE_JAVA_OPTIONS, SMALL_TRACE_SETTINGS, session_settings
+
+    large = 10 * 1000 * 1000
+    for settings, light in [(session_settings(events=large), False), (session_settings(events=large, sql=False), True),
+                            (session_settings(events=10), True)]:  # fmt: skip
+        assert (SMALL_TRACE_JAVA_OPTIONS in settings["spark.driver.extraJavaOptions"]) is light
+        assert all((settings[key] == value) is light for key, value in SMALL_TRACE_SETTINGS.items())

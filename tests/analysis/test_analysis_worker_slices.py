@@ -15,6 +15,7 @@ from support.analysis_traces import BUILDERS, assert_same_tables, ordered, write
 from timely_py.analysis import activities as acts
 from timely_py.analysis import analyze, driver_slices, profiles, worker_files
 from timely_py.analysis.events import trace_info
+from timely_py.analysis.schemas import SLACK
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +27,7 @@ def traces(tmp_path_factory):
 def endpoints_of(spark, trace_dir):
     """The endpoints every worker's task hands the driver, as one Arrow table."""
     processes = {int(p): dict(meta) for p, meta in trace_info(trace_dir).processes.items()}
-    found = worker_files.endpoints_table(worker_files.worker_frame(spark, trace_dir), processes)
+    found = worker_files.endpoints_table(worker_files.worker_partitions(spark, trace_dir), processes)
     assert found.schema == worker_files.ENDPOINTS
     return found
 
@@ -37,7 +38,7 @@ def assert_driver_equals_spark(spark, trace_dir):
     frame = spark.createDataFrame(found)
     assert worker_files.catalogue_of(found) == acts.catalogue(frame)
     per_process = trace_info(trace_dir).workers_per_process
-    by_driver = worker_files.communications_of(spark, found, per_process)
+    by_driver = worker_files.communications_of(found, per_process)
     by_spark = acts.communications(frame, per_process).toArrow()
     assert by_driver.schema == by_spark.schema
     assert ordered(by_driver.to_pylist()) == ordered(by_spark.to_pylist())
@@ -90,7 +91,20 @@ def test_the_drivers_slack_summary_equals_sparks(spark, seed):
     marked = pa.table({"contributor": [r[0] for r in rows], "critical": [r[1] for r in rows],
                        "slack_ns": [r[2] for r in rows]})  # fmt: skip
     by_spark = profiles.slack_summary(spark.createDataFrame(marked)).toArrow()
-    by_driver = driver_slices.slack_summary(marked, driver_slices.slack_schema(spark))
+    by_driver = driver_slices.slack_summary(marked, SLACK)
     assert by_driver.schema == by_spark.schema
     assert by_driver.to_pylist() == by_spark.to_pylist()  # in Spark's order
     assert {r["contributor"]: r["median_slack_ns"] for r in by_driver.to_pylist()}["AllCritical"] is None
+
+
+@pytest.mark.timeout(300)
+def test_a_small_trace_takes_the_per_worker_path_by_default(spark, traces, tmp_path):
+    # One activities file per worker (the workers' tasks wrote them), and the same tables as
+    # the path through Spark's SQL.
+    by_default = analyze(traces["three_workers"], out=tmp_path / "default", slice="500ns", spark=spark, views=False)
+    files = sorted(p.name for p in (tmp_path / "default" / "activities").iterdir())
+    assert files == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+    through_spark = analyze(
+        traces["three_workers"], out=tmp_path / "spark", slice="500ns", spark=spark, views=False, per_worker=False
+    )
+    assert_same_tables(through_spark, by_default)

@@ -70,7 +70,8 @@ def _analyze(arguments: argparse.Namespace) -> int:
         from .slicing import parse_duration
 
         parse_duration(arguments.slice)  # a bad slice length is an error before Spark starts
-        session = session_soon(master=arguments.master, conf=conf, events=count_events(arguments.directory))
+        sql = arguments.through_spark or arguments.kernels != "rust"  # else the per-worker path
+        session = session_soon(master=arguments.master, conf=conf, events=count_events(arguments.directory), sql=sql)
     from .pipeline import analyze
 
     def progress(stage: str, seconds: float) -> None:

@@ -8,8 +8,8 @@ mode's last batch (:meth:`.follow_carried.CarriedAnalysis.run_tables`). It cuts 
 into slices (:func:`.follow_slices.sliced`), runs the native critical-path kernel per slice,
 makes the profiles of :mod:`.driver_profiles` and the rows ``slack`` summarises
 (:func:`.follow_slices.slack_rows`) and their summary (:func:`slack_summary`, what
-:func:`.profiles.slack_summary` computes; Spark is asked only for that table's schema, from
-its plan, which runs no job). The tables are what the Spark path
+:func:`.profiles.slack_summary` computes, in Spark's schema :data:`.schemas.SLACK`): no
+Spark job, no Spark plan. The tables are what the Spark path
 computes (``tests/analysis/test_analysis_driver_profiles.py``,
 ``tests/analysis/test_analysis_worker_slices.py``). It must not read traces or write tables.
 """
@@ -17,24 +17,20 @@ computes (``tests/analysis/test_analysis_driver_profiles.py``,
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Dict
+from typing import Dict
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import driver_profiles, follow_slices, profiles
-
-if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import SparkSession
+from .schemas import SLACK
 
 #: Slice numbers below and above every slice of a run (its tables take them all).
 EVERY_SLICE = 1 << 62
 
 
-def run_tables(
-    spark: "SparkSession", activities: pa.Table, length: int, origin: int, workers: int
-) -> Dict[str, pa.Table]:
+def run_tables(activities: pa.Table, length: int, origin: int, workers: int) -> Dict[str, pa.Table]:
     """Every table :func:`.pipeline.analyze` writes but ``activities`` and ``communications``,
     by name, from the run's named ``activities`` sliced by ``length`` ns from ``origin``."""
     cut = follow_slices.sliced(activities, length, origin, -EVERY_SLICE, EVERY_SLICE)
@@ -42,18 +38,9 @@ def run_tables(
     tables = driver_profiles.all_profiles(path, follow_slices.busy(cut), workers)
     leaders = driver_profiles.slack_leaders(path, profiles.TOP_SLACK)
     marked = follow_slices.slack_rows(cut, path, leaders)
-    tables["slack"] = slack_summary(marked, slack_schema(spark))
+    tables["slack"] = slack_summary(marked, SLACK)
     tables["critical_path"] = path
     return tables
-
-
-def slack_schema(spark: "SparkSession") -> pa.Schema:
-    """The schema of :func:`.profiles.slack_summary`'s table (nullability included), from the
-    plan of that query over no rows (no Spark job)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    marked = spark.createDataFrame([], "contributor string, critical boolean, slack_ns long")
-    return to_arrow_schema(profiles.slack_summary(marked).schema)
 
 
 def slack_summary(marked: pa.Table, schema: pa.Schema) -> pa.Table:

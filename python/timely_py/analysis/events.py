@@ -58,10 +58,16 @@ def trace_info(trace_dir: "os.PathLike[str] | str") -> TraceInfo:
 
 def load_events(spark: "SparkSession", trace_dir: "os.PathLike[str] | str") -> Tuple["DataFrame", TraceInfo]:
     """The trace's events as a DataFrame (columns above) and its metadata."""
+    info = trace_info_with_events(trace_dir)
+    return load_files(spark, trace_dir, [_glob(trace_dir)]), info
+
+
+def trace_info_with_events(trace_dir: "os.PathLike[str] | str") -> TraceInfo:
+    """:func:`trace_info`, for a trace that has event files (else ``TraceFormatError``)."""
     info = trace_info(trace_dir)
     if not glob.glob(_glob(trace_dir)):
         raise trace.TraceFormatError(f"the trace at {trace_dir} has no event files")
-    return load_files(spark, trace_dir, [_glob(trace_dir)]), info
+    return info
 
 
 def load_files(spark: "SparkSession", trace_dir: "os.PathLike[str] | str", paths: Sequence[str]) -> "DataFrame":

@@ -135,7 +135,7 @@ class Follower:
         pending = carried.pending.corrected(info.processes)
         communications = carried.pending.communications()
         if run_finished(info):
-            yield from self._finish_carried(session, info, catalogue, communications, new_events)
+            yield from self._finish_carried(info, catalogue, communications, new_events)
             return
         horizon = carried_horizon(carried.workers, pending, communications, info)
         started = self._progress("follow batch: activities and horizon", started)
@@ -158,7 +158,7 @@ class Follower:
         self.batches.append(BatchWork(new_events, kernel_rows, carried.pending_count()))
 
     def _finish_carried(
-        self, session: "SparkSession", info: Any, catalogue: Any, communications: pa.Table, new_events: int
+        self, info: Any, catalogue: Any, communications: pa.Table, new_events: int
     ) -> Iterator[SliceResult]:
         """The last batch of a live follow: the last events analysed with the carried state, the
         run's tables made on the driver from every batch's final activities, then the slices
@@ -168,7 +168,7 @@ class Follower:
         assert carried is not None
         self._origin = catalogue[2] if self._origin is None else self._origin
         current, kernel_rows = carried.activities(catalogue, communications)
-        tables = carried.run_tables(session, current, communications, self._origin, self.length, info.workers)
+        tables = carried.run_tables(current, communications, self._origin, self.length, info.workers)
         self.final = write_driver_tables(tables, info, self.out, self.length, self.trace_dir, self.options["views"])
         self.batches.append(BatchWork(new_events, kernel_rows, carried.pending_count()))
         self._progress("follow: the run's tables written", started)

@@ -142,17 +142,15 @@ class CarriedAnalysis:
         self.pending.retire(communications, restarts, workers)
 
     def run_tables(
-        self, spark: "SparkSession", current: Dict[int, pa.Table], communications: pa.Table, origin: int,
-        length: int, workers: int,
-    ) -> Dict[str, pa.Table]:  # fmt: skip
+        self, current: Dict[int, pa.Table], communications: pa.Table, origin: int, length: int, workers: int
+    ) -> Dict[str, pa.Table]:
         """Every table of :func:`.analyze` for the finished run, from the final activities of every
         batch and the last batch's (``current``), the retired and the last ``communications``:
-        the profiles as :mod:`.driver_slices` makes them, ``slack`` by Spark's query over the
-        activities it reads (its leaders' and the waits)."""
+        the profiles and ``slack`` as :mod:`.driver_slices` makes them."""
         everything = [t for tail in self.workers.tails.values() for t in tail.final] + list(current.values())
         activities = follow_slices.named(pa.concat_tables(everything), self.names())
         activities = activities.select(["operator"] + [c for c in activities.column_names if c != "operator"])
-        tables = driver_slices.run_tables(spark, activities, length, origin, workers)
+        tables = driver_slices.run_tables(activities, length, origin, workers)
         tables["activities"] = activities
         tables["communications"] = pa.concat_tables([*self.pending.retired, communications])
         return tables

@@ -162,19 +162,19 @@ def analyze(
     ``imbalance``, ``slack``. ``kernels`` runs the per-partition kernels natively (``"rust"``) or as the plain-Python
     reference (``"python"``); both give the same tables. ``per_worker``: whether stages 0 to 3
     run as one task per worker over its own files (:mod:`.worker_files`, native kernels only);
-    by default for a trace of :data:`.worker_files.PER_WORKER_EVENTS` events or more.
+    by default for a trace of :data:`.worker_files.PER_WORKER_EVENTS` events or more (every trace).
     Raises ValueError for a path that is not a readable trace, a bad slice length or kernels.
     """
     length = parse_duration(slice)
     check_kernels(kernels)
     started = time.monotonic()
-    if spark is None:  # a session passed in was made, and timed, by the caller
-        spark = get_session(master=master, conf=conf, events=count_events(trace_dir))
-        started = _stage(progress, "spark session", started)
     if per_worker is None:
         per_worker = kernels == "rust" and count_events(trace_dir) >= worker_files.PER_WORKER_EVENTS
     if per_worker and kernels != "rust":
         raise ValueError("the per-worker path runs the native kernels only (kernels='rust')")
+    if spark is None:  # a session passed in was made, and timed, by the caller
+        spark = get_session(master=master, conf=conf, events=count_events(trace_dir), sql=not per_worker)
+        started = _stage(progress, "spark session", started)
     if per_worker:
         return analyze_per_worker(spark, trace_dir, out, length, progress=progress, views=views, started=started)
     built = build_activities(spark, trace_dir, kernels)
@@ -195,7 +195,7 @@ def analyze_per_worker(
         threading.Thread(target=plots.preload, name="preload-plots", daemon=True).start()
     out = Path(out)
     built = worker_files.write_tables(spark, trace_dir, out)
-    tables = driver_slices.run_tables(spark, pq.read_table(out / "activities"), length, built["origin"], built["info"].workers)
+    tables = driver_slices.run_tables(pq.read_table(out / "activities"), length, built["origin"], built["info"].workers)
     started = _stage(progress, "activities and waits, slices and critical paths", started)
     written = {"activities": out / "activities", "communications": out / "communications"}
     for name, table in tables.items():

@@ -112,6 +112,24 @@ IMBALANCE = pa.schema(
 BUSY = pa.schema([("slice", _I64), ("contributor", _STR), ("type", _STR), ("worker", _I64), ("busy_ns", _I64)])
 
 
+#: The ``communications`` table as Spark's query (:func:`.activities.communications`) types it,
+#: nullability included: the driver's joins (:mod:`.worker_files`) make the same without
+#: asking Spark's planner (``tests/analysis/test_analysis_worker_slices.py`` compares the two).
+COMMUNICATIONS = pa.schema(
+    [pa.field("comm_id", _I64, nullable=False), pa.field("type", _STR, nullable=False)]
+    + [(name, _I64) for name in ("channel", "source_worker", "target_worker", "seq", "records", "send",
+                                 "net_send", "net_recv", "arrival", "read")]
+    + [("arrival_known", _BOOL), ("local", _BOOL)]
+    + [(name, _I64) for name in ("send_buffer_ns", "transfer_ns", "recv_buffer_ns")]
+)  # fmt: skip
+
+#: The ``slack`` table as Spark's :func:`.profiles.slack_summary` types it (the median is
+#: ``percentile_disc``'s double); :mod:`.driver_slices` makes the same.
+SLACK = pa.schema(
+    [("contributor", _STR), pa.field("activities", _I64, nullable=False), ("on_critical_path", _I64),
+     ("min_slack_ns", _I64), ("median_slack_ns", _F64)]
+)  # fmt: skip
+
 def spark_types(schema: pa.Schema) -> Dict[str, str]:
     """The Spark SQL type of each column of ``schema``."""
     names = {pa.int64(): "bigint", pa.string(): "string", pa.bool_(): "boolean", pa.list_(pa.int64()): "array<bigint>"}

@@ -110,17 +110,20 @@ def require_java() -> str:
 
 
 def session_settings(
-    master: Optional[str] = None, conf: Optional[Mapping[str, str]] = None, events: Optional[int] = None
+    master: Optional[str] = None, conf: Optional[Mapping[str, str]] = None, events: Optional[int] = None,
+    sql: bool = True,
 ) -> Dict[str, str]:
     """The settings a new session gets: :data:`DEFAULTS`, then ``conf``, then ``master``;
-    for a trace of ``events`` below :data:`SMALL_TRACE_EVENTS`, :data:`SMALL_TRACE_SETTINGS`
+    for a trace of ``events`` below :data:`SMALL_TRACE_EVENTS`, or for a session that will
+    run no SQL query (``sql`` false: the per-worker path of :mod:`.worker_files`, whose two
+    jobs of Python tasks leave the driver's JVM little to compile), :data:`SMALL_TRACE_SETTINGS`
     come before ``conf`` and the driver's JVM gets :data:`SMALL_TRACE_JAVA_OPTIONS` (before
     any of ``conf``'s, which can override them).
 
     >>> session_settings("local[2]", {"spark.driver.memory": "1g"})["spark.master"]
     'local[2]'
     """
-    small = events is not None and events < SMALL_TRACE_EVENTS
+    small = not sql or (events is not None and events < SMALL_TRACE_EVENTS)
     settings = dict(DEFAULTS, **(SMALL_TRACE_SETTINGS if small else {}))
     settings["spark.master"] = DEFAULT_MASTER
     for key, value in (conf or {}).items():
@@ -147,9 +150,10 @@ def get_session(
     master: Optional[str] = None,
     conf: Optional[Mapping[str, str]] = None,
     events: Optional[int] = None,
+    sql: bool = True,
 ) -> "SparkSession":
     """``spark`` itself when given; otherwise a session with :func:`session_settings` (for a
-    trace of ``events``, when known).
+    trace of ``events``, when known, and whether it will run SQL queries).
 
     A running session of this process with another master is reused as Spark does
     (``getOrCreate``); its static settings then stay as they were. A session that starts the
@@ -171,7 +175,7 @@ def get_session(
     # Spark's Python workers run this interpreter, which has timely_py (the kernels) installed,
     # unless the caller chose another with PYSPARK_PYTHON.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    settings = session_settings(master, conf, events)
+    settings = session_settings(master, conf, events, sql)
     starts_jvm = SparkContext._gateway is None
     archive = jvm_archive.archive_path(settings, java) if starts_jvm else None
     mapped = jvm_archive.java_options(archive)
@@ -187,14 +191,15 @@ def get_session(
 
 
 def session_soon(
-    *, master: Optional[str] = None, conf: Optional[Mapping[str, str]] = None, events: Optional[int] = None
+    *, master: Optional[str] = None, conf: Optional[Mapping[str, str]] = None, events: Optional[int] = None,
+    sql: bool = True,
 ) -> "Future[SparkSession]":
     """:func:`get_session` on a thread of its own: the driver's JVM starts (seconds, in another
     process) while the caller goes on importing and reading; ``result()`` gives the session
     or raises what :func:`get_session` raised."""
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spark-session")
     try:
-        return pool.submit(get_session, master=master, conf=conf, events=events)
+        return pool.submit(get_session, master=master, conf=conf, events=events, sql=sql)
     finally:
         pool.shutdown(wait=False)
 

@@ -2,24 +2,25 @@
 the events and the activities never enter the JVM.
 
 This module owns the per-worker path of ``kernels="rust"`` (:func:`.pipeline.analyze` takes it
-for a trace of at least :data:`PER_WORKER_EVENTS` events; :func:`write_tables`). The trace is
-one directory per worker (``process=P/worker=W``), so Spark gets a DataFrame of the workers (a
-row and a partition each) and:
+by default for a trace of any size, :data:`PER_WORKER_EVENTS`; :func:`write_tables`). The trace
+is one directory per worker (``process=P/worker=W``), so Spark gets an RDD of the workers (a
+row each, a partition each but for a small trace's: :func:`worker_partitions`; plain Python
+tasks, no Arrow or SQL machinery in the JVM) and runs two jobs over it:
 
-1. ``mapInArrow`` over it (:func:`endpoints_table`): each task reads its worker's Parquet files
-   with pyarrow, puts their times on process 0's clock (:func:`.clocks.corrected_times`,
-   Spark's arithmetic) and hands the driver only the *endpoints* (as Arrow IPC bytes): the
-   message and network events, the ``operator_created`` and ``channel_created`` events, and
-   the worker's first and last ``t`` as two rows without a kind.
+1. :func:`endpoints_table`: each task reads its worker's Parquet files with pyarrow, puts
+   their times on process 0's clock (:func:`.clocks.corrected_times`, Spark's arithmetic) and
+   hands the driver only the *endpoints* (as Arrow IPC bytes): the message and network
+   events, the ``operator_created`` and ``channel_created`` events, and the worker's first
+   and last ``t`` as two rows without a kind.
 2. The driver makes the catalogue (:func:`catalogue_of`) and the communications
    (:func:`communications_of`: the joins of :mod:`.driver_communications`, timed as
-   :mod:`.follow_communications` times them, Spark's schema) from the endpoints: the one
+   :mod:`.follow_communications` times them, in Spark's schema) from the endpoints: the one
    step across workers. It writes the ``communications`` table and broadcasts each worker's
    deliveries.
-3. ``mapInArrow`` over the workers again: each task reads its worker's files again, with the
-   ``ord`` that :mod:`.events` gives them, runs the native pieces and wait-state kernels on
-   them and its deliveries (:func:`.kernels.native_worker_stage`), names the operators and
-   writes the worker's activities as one file of the ``activities`` table.
+3. The second job: each task reads its worker's files again, with the ``ord`` that
+   :mod:`.events` gives them, runs the native pieces and wait-state kernels on them and its
+   deliveries (:func:`worker_activities`), names the operators and writes the worker's
+   activities as one file of the ``activities`` table.
 
 The driver then reads the activities back for the slices, paths and summaries
 (:mod:`.driver_slices`). The tables are those of the Spark path, row for row
@@ -35,7 +36,7 @@ import glob
 import os
 import re
 import shutil
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Tuple, Union
 
 import numpy as np
 import pyarrow as pa
@@ -45,17 +46,24 @@ import pyarrow.parquet as pq
 from .activities import PIECE_COLUMNS
 from .clocks import corrected_times
 from .driver_communications import MESSAGE_COLUMNS, MESSAGE_KINDS, data_messages, progress_batches
-from .events import ROWS_PER_PART, trace_info
-from .schemas import ACTIVITIES, spark_schema
+from .events import ROWS_PER_PART, count_events, trace_info_with_events
+from .schemas import ACTIVITIES, COMMUNICATIONS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark import RDD
+    from pyspark.sql import SparkSession
 
     from .activities import Catalogue
 
-#: A trace of at least this many events takes this path with the native kernels (below it
-#: the driver's path of a small trace, :mod:`.driver_communications`, is faster).
-PER_WORKER_EVENTS = 1_000_000
+#: A trace of at least this many events takes this path with the native kernels: every trace
+#: (with two plain Python jobs it is faster than the path through Spark's SQL at every size:
+#: ``docs/benchmarks.md``, "One path for every trace").
+PER_WORKER_EVENTS = 0
+
+#: How many events the trace has per task at least, when it has fewer tasks than workers: a
+#: task's Python worker costs a second or two to start (its interpreter, PySpark's and
+#: pyarrow's imports), against 0.4 s of work per million events (the native kernels).
+EVENTS_PER_TASK = 250_000
 
 #: The event kinds the catalogue reads, besides the endpoints.
 CATALOGUE_KINDS = ("operator_created", "channel_created")
@@ -137,79 +145,51 @@ def endpoints(events: pa.Table) -> pa.Table:
 
 def _endpoint_task(
     processes: Mapping[int, Mapping[str, Any]],
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The ``mapInArrow`` function of step 1: worker rows in, their endpoints out."""
+) -> Callable[[Iterable[Tuple[int, int, str]]], Iterator[bytes]]:
+    """The task of step 1: worker rows (:func:`worker_partitions`) in, each worker's endpoints
+    out as one Arrow IPC stream (bytes: Spark passes them along without reading them)."""
     columns = [name for name in ENDPOINTS.names if name not in ("t", "process")]
 
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for row in batch.to_pylist():
-                events = read_worker(row["directory"], row["process"], row["worker"], columns, processes)
-                yield from endpoints(events).to_batches()
-
-    return task
-
-
-#: What step 1's tasks hand the driver: the endpoints as Arrow IPC streams, a row per record
-#: batch, so the JVM passes bytes along instead of converting every endpoint to a row and back.
-PACKED = pa.schema([("endpoints", pa.binary())])
-
-
-def _packed_endpoint_task(
-    processes: Mapping[int, Mapping[str, Any]],
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The ``mapInArrow`` function of step 1: worker rows in, their endpoints out (:data:`PACKED`)."""
-    endpoint_task = _endpoint_task(processes)
-
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in endpoint_task(batches):
+    def task(rows: Iterable[Tuple[int, int, str]]) -> Iterator[bytes]:
+        for process, worker, directory in rows:
+            found = endpoints(read_worker(directory, process, worker, columns, processes))
             sink = pa.BufferOutputStream()
-            with pa.ipc.new_stream(sink, batch.schema) as writer:
-                writer.write_batch(batch)
-            yield pa.RecordBatch.from_arrays([pa.array([sink.getvalue().to_pybytes()], pa.binary())], schema=PACKED)
+            with pa.ipc.new_stream(sink, ENDPOINTS) as writer:
+                writer.write_table(found)
+            yield sink.getvalue().to_pybytes()
 
     return task
 
 
-def endpoints_table(workers: "DataFrame", processes: Mapping[int, Mapping[str, Any]]) -> pa.Table:
+def endpoints_table(workers: "RDD[Tuple[int, int, str]]", processes: Mapping[int, Mapping[str, Any]]) -> pa.Table:
     """Step 1: the endpoints (:data:`ENDPOINTS`) of every worker of ``workers``
-    (:func:`worker_frame`), read by one Spark task per worker, as one table on the driver."""
-    packed = workers.mapInArrow(_packed_endpoint_task(processes), "endpoints binary").toArrow()
-    tables = [pa.ipc.open_stream(blob).read_all() for blob in packed["endpoints"].to_pylist()]
+    (:func:`worker_partitions`), read by Spark's tasks, as one table on the driver."""
+    tables = [pa.ipc.open_stream(blob).read_all() for blob in workers.mapPartitions(_endpoint_task(processes)).collect()]
     return pa.concat_tables(tables) if tables else ENDPOINTS.empty_table()
 
 
-def _activity_task(
-    processes: Mapping[int, Mapping[str, Any]], stage: Callable[[pa.Table, pa.Table], pa.Table]
-) -> Callable[[pa.Table, pa.Table], pa.Table]:
-    """The ``applyInArrow`` function of step 2: a worker's row and its deliveries in, its
-    activities out (``stage``: :func:`.kernels.native_worker_stage`)."""
+def worker_activities(
+    processes: Mapping[int, Mapping[str, Any]], stage: Callable[[pa.Table, pa.Table], pa.Table],
+    row: Tuple[int, int, str], received: pa.Table,
+) -> pa.Table:  # fmt: skip
+    """Stages 2 and 3 of one worker (``row``: ``(process, worker, directory)``): its events read
+    from its files with its deliveries ``received`` through ``stage``
+    (:func:`.kernels.native_worker_stage`), its activities out (unnamed)."""
+    process, worker, directory = row
     columns = [name for name in PIECE_COLUMNS if name not in ("worker", "t", "ord")]
-
-    def task(workers: pa.Table, received: pa.Table) -> pa.Table:
-        rows = workers.to_pylist()
-        tables = [read_worker(r["directory"], r["process"], r["worker"], columns, processes) for r in rows]
-        events = pa.concat_tables(tables) if tables else _no_events()
-        pieces = pa.table({name: events[name].cast(_TRACE_TYPES.get(name, pa.int64())) for name in PIECE_COLUMNS})
-        return stage(pieces, received)
-
-    return task
+    events = read_worker(directory, process, worker, columns, processes)
+    pieces = pa.table({name: events[name].cast(_TRACE_TYPES.get(name, pa.int64())) for name in PIECE_COLUMNS})
+    return stage(pieces, received)
 
 
-def _no_events() -> pa.Table:
-    return pa.table({name: pa.array([], _TRACE_TYPES.get(name, pa.int64())) for name in PIECE_COLUMNS})
-
-
-def worker_frame(spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"]) -> "DataFrame":
-    """The trace's workers as a DataFrame, a row and a partition each (:func:`worker_directories`)."""
+def worker_partitions(spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"]) -> "RDD[Tuple[int, int, str]]":
+    """The trace's workers (:func:`worker_directories`) as ``(process, worker, directory)``, a
+    partition (a task) each, but workers of fewer than :data:`EVENTS_PER_TASK` events in all
+    share a task. An RDD of Python objects, not a DataFrame: its tasks start no Arrow or SQL
+    machinery in the JVM (a second or more of a small trace's analysis)."""
     rows = [(r["process"], r["worker"], r["directory"]) for r in worker_directories(trace_dir)]
-    # A partition per worker: a task each.
-    return spark.createDataFrame(spark.sparkContext.parallelize(rows, max(1, len(rows))),
-                                 "process long, worker long, directory string")  # fmt: skip
-
-
-#: What each worker's task of :func:`write_activities` hands back: how many activities it wrote.
-WRITTEN = pa.schema([("worker", pa.int64()), ("activities", pa.int64())])
+    tasks = min(len(rows), -(-count_events(trace_dir) // EVENTS_PER_TASK))
+    return spark.sparkContext.parallelize(rows, max(1, tasks))
 
 
 def activity_table_schema() -> pa.Schema:
@@ -236,44 +216,36 @@ def catalogue_of(found: pa.Table) -> "Catalogue":
     return Catalogue(operators, input_channels, origin, end)
 
 
-def communications_of(spark: "SparkSession", found: pa.Table, workers_per_process: int) -> pa.Table:
+def communications_of(found: pa.Table, workers_per_process: int) -> pa.Table:
     """:func:`.activities.communications` of the endpoints ``found``, joined and timed in pyarrow
-    (:mod:`.follow_communications`), with the schema Spark gives that table (nullability
-    included: asked of Spark's plan over no rows, which runs no job)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    from . import activities as acts
+    (:mod:`.follow_communications`), in the schema Spark gives that table
+    (:data:`.schemas.COMMUNICATIONS`)."""
     from .follow_communications import timed
 
     data = timed(data_messages(found), "data_message")
     progress = timed(progress_batches(found, workers_per_process), "progress_message")
-    empty = spark.createDataFrame([], spark_schema(ENDPOINTS))
-    schema = to_arrow_schema(acts.communications(empty, workers_per_process).schema)
-    return pa.concat_tables([data, progress]).select(schema.names).cast(schema)
+    return pa.concat_tables([data, progress]).select(COMMUNICATIONS.names).cast(COMMUNICATIONS)
 
 
 def _writing_task(
     processes: Mapping[int, Mapping[str, Any]], stage: Callable[[pa.Table, pa.Table], pa.Table],
     names: Dict[int, str], deliveries: Any, directory: str,
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:  # fmt: skip
-    """The ``mapInArrow`` function of step 2: worker rows in; each worker's activities (from
-    its files and its ``deliveries``, a broadcast ``worker -> table``), named, written to
-    ``directory`` as one file; the counts out (:data:`WRITTEN`)."""
+) -> Callable[[Iterable[Tuple[int, int, str]]], Iterator[Tuple[int, int]]]:  # fmt: skip
+    """The task of step 2: worker rows in; each worker's activities (from its files and its
+    ``deliveries``, a broadcast ``worker -> table``), named, written to ``directory`` as one
+    file; ``(worker, activities written)`` out."""
     from .follow_slices import named
 
-    activity_task = _activity_task(processes, stage)
     schema = activity_table_schema()
 
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for row in batch.to_pylist():
-                worker = int(row["worker"])
-                received = deliveries.value.get(worker, deliveries.value[None])
-                made = activity_task(pa.Table.from_pylist([row]), received)
-                activities = named(made, names).select(schema.names).cast(schema)
-                # One file per worker, named by it: a task run again replaces its own file.
-                pq.write_table(activities, os.path.join(directory, f"part-{worker:05d}.parquet"))
-                yield pa.RecordBatch.from_pylist([{"worker": worker, "activities": activities.num_rows}], schema=WRITTEN)
+    def task(rows: Iterable[Tuple[int, int, str]]) -> Iterator[Tuple[int, int]]:
+        for row in rows:
+            worker = row[1]
+            made = worker_activities(processes, stage, row, deliveries.value.get(worker, deliveries.value[None]))
+            activities = named(made, names).select(schema.names).cast(schema)
+            # One file per worker, named by it: a task run again replaces its own file.
+            pq.write_table(activities, os.path.join(directory, f"part-{worker:05d}.parquet"))
+            yield worker, activities.num_rows
 
     return task
 
@@ -291,12 +263,12 @@ def write_tables(
     from . import worker_stage
     from .kernels import native_worker_stage
 
-    info = trace_info(trace_dir)
+    info = trace_info_with_events(trace_dir)
     processes = {int(p): dict(meta) for p, meta in info.processes.items()}
-    workers = worker_frame(spark, trace_dir)
+    workers = worker_partitions(spark, trace_dir)
     found = endpoints_table(workers, processes)
     known = catalogue_of(found)
-    communications = communications_of(spark, found, info.workers_per_process)
+    communications = communications_of(found, info.workers_per_process)
     stage = native_worker_stage(
         acts.scope_depths(known.operators), dict(known.input_channels), known.origin, known.end,
         worker_stage.delivery_rows,
@@ -315,6 +287,6 @@ def write_tables(
         os.makedirs(directory)
     pq.write_table(communications, os.path.join(directories["communications"], "part-00000.parquet"))
     task = _writing_task(processes, stage, names, deliveries, directories["activities"])
-    workers.mapInArrow(task, spark_schema(WRITTEN)).collect()
+    workers.mapPartitions(task).collect()
     deliveries.unpersist()
     return {"info": info, "communications": communications, "origin": known.origin}
