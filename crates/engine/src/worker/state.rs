@@ -251,12 +251,12 @@ impl WorkerState {
         &self.rescaling
     }
 
-    /// Per dataflow slot, whether it holds a dataflow that has not completed.
     /// The number of dataflows this worker has built or started to build.
     pub(crate) fn dataflows_built(&self) -> usize {
         self.dataflows.borrow().len()
     }
 
+    /// Per dataflow slot, whether it holds a dataflow that has not completed.
     pub(crate) fn dataflow_slots(&self) -> Vec<bool> {
         self.dataflows.borrow().iter().map(Option::is_some).collect()
     }
