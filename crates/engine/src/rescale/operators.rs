@@ -8,6 +8,10 @@
 pub trait HeldTimes {
     /// The encoded times, or `None` when it holds none.
     fn encoded(&self) -> Option<Vec<u8>>;
+
+    /// The operator's name and the times it holds, for a message, or `None` when it holds
+    /// none (`held_report`).
+    fn holding(&self) -> Option<String>;
 }
 
 /// The initial capabilities of an operator being built.

@@ -13,8 +13,10 @@ pub mod keyed;
 pub mod notificator;
 pub mod probe;
 
-pub use builder::{InputPort, OperatorBuilder, OperatorInfo, OutputPort, Session};
-pub use capability::{Capability, CapabilityError, CapabilityRef, CapabilitySet, InputCapability};
+pub use builder::{InputPort, LeaveRelease, OperatorBuilder, OperatorInfo, OutputPort, Session};
+pub use capability::{
+    Capability, CapabilityError, CapabilityLedger, CapabilityRef, CapabilitySet, InputCapability,
+};
 pub use capture::Captured;
 pub use hashing::{hash_of, StableHasher};
 pub use input::{InputError, InputHandle, ToStream};
