@@ -27,6 +27,7 @@ mod leave_model;
 mod leaving;
 mod leaving_at_once;
 mod leaving_dataflows;
+mod leaving_held;
 mod leaving_joined_dataflows;
 mod leaving_sources;
 mod leaving_unbuilt;

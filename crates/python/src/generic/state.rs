@@ -9,7 +9,6 @@ use crate::time::{show, Time};
 use pyo3::exceptions::{PyAttributeError, PyIndexError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::cell::{Cell, RefCell};
-use std::rc::Rc;
 use timely_engine::dataflow::operators::LeaveRelease;
 use timely_engine::scheduling::Activator;
 use timely_engine::MutableAntichain;

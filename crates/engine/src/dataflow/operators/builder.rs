@@ -12,9 +12,8 @@
 //! [`CapabilityLedger`] released, its next report retires what it held, and its output
 //! ports refuse records from then on (`docs/rescaling.md`, "A leaver's sources").
 
-use super::capability::{
-    Capability, CapabilityChanges, CapabilityError, CapabilityLedger, CapabilityRef, InputCapability,
-};
+use super::capability::{Capability, CapabilityChanges, CapabilityLedger, InputCapability};
+use super::output::{OutputBuffer, OutputPort};
 use crate::dataflow::channels::{Data, Message, MessagePuller, Pact, Tee};
 use crate::dataflow::{Scope, Stream};
 use crate::progress::reachability::Summary;
@@ -28,7 +27,6 @@ use crate::scheduling::Activator;
 use std::cell::RefCell;
 use std::rc::Rc;
 use timely_communication::exchangeable::{bincode_decode, bincode_encode};
-use timely_communication::Push;
 
 /// Records per message before an output port sends what it buffered.
 pub const BUFFER_SIZE: usize = 1024;
@@ -151,7 +149,7 @@ impl<T: Timestamp> OperatorBuilder<T> {
     ///   [`Capability::is_released`] is true, and cloning, delaying, downgrading and dropping
     ///   it are harmless;
     /// - its output ports refuse records: [`OutputPort::try_session`] returns
-    ///   [`CapabilityError::Released`], and a session from [`OutputPort::session`] drops
+    ///   [`CapabilityError::Released`](super::capability::CapabilityError::Released), and a session from [`OutputPort::session`] drops
     ///   what it is given (neither sent nor counted), so that a logic that never looks still
     ///   cannot corrupt progress or panic its worker.
     ///
@@ -505,180 +503,5 @@ impl<T: Timestamp, D: Data> InputPort<T, D> {
         while let Some((capability, data)) = self.next() {
             logic(capability, data);
         }
-    }
-}
-
-struct OutputBuffer<T: Timestamp, D> {
-    time: Option<T>,
-    data: Vec<D>,
-    tee: Tee<T, D>,
-    shared: Rc<RefCell<SharedProgress<T>>>,
-    port: usize,
-    worker: usize,
-    /// True once its operator was released by its worker's leave and asked to send: what it
-    /// is given from then on is dropped.
-    refusing: bool,
-}
-
-impl<T: Timestamp, D: Data> OutputBuffer<T, D> {
-    fn set_time(&mut self, time: &T) {
-        if self.time.as_ref() != Some(time) {
-            self.flush();
-            self.time = Some(time.clone());
-        }
-    }
-
-    fn flush(&mut self) {
-        if !self.data.is_empty() {
-            if self.refusing {
-                self.data.clear();
-                return;
-            }
-            let time = self.time.clone().expect("buffered records have a time");
-            let data = std::mem::take(&mut self.data);
-            self.shared.borrow_mut().produceds[self.port].update(time.clone(), data.len() as i64);
-            let mut slot = Some(Message::new(time, data, self.worker));
-            self.tee.push(&mut slot);
-            // A consumer may give an emptied buffer back; otherwise the next record allocates
-            // one (`give`). Not allocating here matters when whole batches pass through
-            // (`give_vec` swaps this buffer out): an eager allocation would be swapped into
-            // the input, given back upstream, and mostly freed, once per batch and hop.
-            self.data = match slot {
-                Some(recycled) if recycled.data.capacity() > 0 => {
-                    let mut data = recycled.data;
-                    data.clear();
-                    data
-                }
-                _ => Vec::new(),
-            };
-        }
-    }
-
-    #[inline]
-    fn give(&mut self, datum: D) {
-        if self.data.capacity() == 0 {
-            self.data.reserve(BUFFER_SIZE);
-        }
-        self.data.push(datum);
-        if self.data.len() >= BUFFER_SIZE {
-            self.flush();
-        }
-    }
-
-    fn give_vec(&mut self, data: &mut Vec<D>) {
-        if self.data.is_empty() && data.len() >= BUFFER_SIZE / 4 {
-            std::mem::swap(&mut self.data, data);
-            self.flush();
-        } else {
-            for datum in data.drain(..) {
-                self.give(datum);
-            }
-        }
-    }
-
-    /// Its operator was released by its worker's leave: sends what it was given before, and
-    /// drops what it is given from now on.
-    #[cold]
-    fn refuse(&mut self) {
-        if !self.refusing {
-            self.flush();
-            self.refusing = true;
-        }
-    }
-
-    /// Sends everything buffered and flushes the channels (end of an operator's run).
-    fn cease(&mut self) {
-        self.flush();
-        self.tee.done();
-    }
-}
-
-/// The sending end of an operator output.
-pub struct OutputPort<T: Timestamp, D> {
-    buffer: Rc<RefCell<OutputBuffer<T, D>>>,
-    changes: CapabilityChanges<T>,
-}
-
-impl<T: Timestamp, D: Data> OutputPort<T, D> {
-    /// A session for sending records at `capability`'s time (a `Capability`, or the
-    /// `InputCapability` of records being processed). Panics if the capability belongs to
-    /// another operator.
-    ///
-    /// Once the worker's leave released the operator's capabilities (a source, or an
-    /// operator built with [`OperatorBuilder::release_on_leave`]), the session drops what it
-    /// is given: the records are refused, neither sent nor counted, and everything given
-    /// before the release is delivered. [`OutputPort::try_session`] says so instead
-    /// ([`CapabilityError::Released`]).
-    pub fn session<'a, C: CapabilityRef<T>>(&'a mut self, capability: &C) -> Session<'a, T, D> {
-        if !capability.belongs_to(&self.changes) {
-            panic!("{}", CapabilityError::WrongOperator);
-        }
-        let mut buffer = self.buffer.borrow_mut();
-        if self.changes.is_released() {
-            buffer.refuse();
-        }
-        buffer.set_time(capability.time());
-        Session { buffer }
-    }
-
-    /// Like `session`, but returns an error for a capability of another operator
-    /// ([`CapabilityError::WrongOperator`]), or of an operator that its worker's leave
-    /// released ([`CapabilityError::Released`]: the operator should stop; nothing given now
-    /// would be sent).
-    pub fn try_session<'a, C: CapabilityRef<T>>(
-        &'a mut self,
-        capability: &C,
-    ) -> Result<Session<'a, T, D>, CapabilityError> {
-        if !capability.belongs_to(&self.changes) {
-            return Err(CapabilityError::WrongOperator);
-        }
-        let mut buffer = self.buffer.borrow_mut();
-        if self.changes.is_released() {
-            buffer.refuse();
-            return Err(CapabilityError::Released);
-        }
-        buffer.set_time(capability.time());
-        Ok(Session { buffer })
-    }
-
-    /// Sends a whole batch at `capability`'s time.
-    pub fn give_vec<C: CapabilityRef<T>>(&mut self, capability: &C, data: &mut Vec<D>) {
-        self.session(capability).give_vec(data);
-    }
-
-    /// True when records given to this output wait in its buffer: the operator has not run
-    /// (which sends them) since the first of them was given.
-    pub(crate) fn has_buffered(&self) -> bool {
-        !self.buffer.borrow().data.is_empty()
-    }
-
-    /// Sends what is buffered now rather than at the end of the operator's run.
-    pub fn flush(&mut self) {
-        self.buffer.borrow_mut().flush();
-    }
-}
-
-/// Sends records at one time.
-pub struct Session<'a, T: Timestamp, D: Data> {
-    buffer: std::cell::RefMut<'a, OutputBuffer<T, D>>,
-}
-
-impl<T: Timestamp, D: Data> Session<'_, T, D> {
-    /// Sends one record.
-    #[inline]
-    pub fn give(&mut self, datum: D) {
-        self.buffer.give(datum);
-    }
-
-    /// Sends every record of `iter`.
-    pub fn give_iterator<I: IntoIterator<Item = D>>(&mut self, iter: I) {
-        for datum in iter {
-            self.buffer.give(datum);
-        }
-    }
-
-    /// Sends every record of `data`, leaving it empty (possibly swapping buffers).
-    pub fn give_vec(&mut self, data: &mut Vec<D>) {
-        self.buffer.give_vec(data);
     }
 }

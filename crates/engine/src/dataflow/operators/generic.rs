@@ -5,9 +5,10 @@
 //! logic its input frontiers; the `_notify` variants give it a `Notificator`. Operators
 //! without frontier access are not scheduled for frontier changes alone.
 
-use super::builder::{InputPort, OperatorBuilder, OperatorInfo, OutputPort};
+use super::builder::{InputPort, OperatorBuilder, OperatorInfo};
 use super::capability::Capability;
 use super::notificator::{FrontierNotificator, Notificator};
+use super::output::OutputPort;
 use crate::dataflow::channels::{Data, Pact};
 use crate::dataflow::{Scope, Stream};
 use crate::progress::{MutableAntichain, Timestamp};

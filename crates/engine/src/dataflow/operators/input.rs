@@ -8,8 +8,9 @@
 //! every handle (`docs/rescaling.md`, "Leaving a running cluster"): the handle then holds
 //! nothing and refuses records.
 
-use super::builder::{OperatorBuilder, OutputPort};
+use super::builder::OperatorBuilder;
 use super::capability::Capability;
+use super::output::OutputPort;
 use crate::dataflow::channels::Data;
 use crate::dataflow::{Scope, Stream};
 use crate::progress::Timestamp;
