@@ -55,10 +55,10 @@ struct Seen {
 /// Runs `processes` processes of `threads` workers; process `leaver` leaves once its first
 /// worker's source gave `leave_at` epochs.
 fn run(processes: usize, threads: usize, leaver: usize, leave_at: u64, giving: Giving) -> Seen {
-    let addresses = common::free_addresses(processes);
     let seen: Arc<Mutex<Seen>> = Arc::default();
+    let shared = seen.clone();
     let program = {
-        let seen = seen.clone();
+        let seen = shared;
         move |worker: &mut Worker| {
             let index = worker.index();
             let leaves = index / threads == leaver;
@@ -118,7 +118,7 @@ fn run(processes: usize, threads: usize, leaver: usize, leave_at: u64, giving: G
                     worker.step();
                     pace();
                 }
-                if index % threads == 0 {
+                if index.is_multiple_of(threads) {
                     worker.leave().expect("nothing refuses the leave");
                 }
                 // The program does not stop at the leave: it steps until its worker is done.
@@ -147,7 +147,7 @@ fn run(processes: usize, threads: usize, leaver: usize, leave_at: u64, giving: G
             worker.step_while(|| !probe.done());
         }
     };
-    run_processes(&addresses, processes, threads, program);
+    run_processes(&common::free_addresses(processes), processes, threads, program);
     let seen = std::mem::take(&mut *seen.lock().unwrap());
     seen
 }
@@ -181,26 +181,28 @@ fn check(seen: &Seen, threads: usize, leaver: usize, leave_at: u64) {
     assert!(stayers_released.is_empty(), "stayers' sources released: {stayers_released:?}");
 }
 
+/// Runs one case within [`LIMIT`] and checks it.
+fn case(processes: usize, threads: usize, leaver: usize, leave_at: u64, giving: Giving) {
+    let seen = common::within(LIMIT, move || run(processes, threads, leaver, leave_at, giving));
+    check(&seen, threads, leaver, leave_at);
+}
+
 #[test]
 fn a_source_giving_forever_through_session_leaves_with_its_process() {
-    let seen = common::within(LIMIT, || run(2, 1, 1, 20, Giving::Session));
-    check(&seen, 1, 1, 20);
+    case(2, 1, 1, 20, Giving::Session);
 }
 
 #[test]
 fn a_source_trying_forever_leaves_with_process_zero() {
-    let seen = common::within(LIMIT, || run(3, 1, 0, 15, Giving::TrySession));
-    check(&seen, 1, 0, 15);
+    case(3, 1, 0, 15, Giving::TrySession);
 }
 
 #[test]
 fn sources_of_two_workers_leave_with_their_process() {
-    let seen = common::within(LIMIT, || run(2, 2, 0, 25, Giving::TrySession));
-    check(&seen, 2, 0, 25);
+    case(2, 2, 0, 25, Giving::TrySession);
 }
 
 #[test]
 fn sources_of_a_middle_process_leave_while_the_others_give() {
-    let seen = common::within(LIMIT, || run(3, 2, 1, 10, Giving::Session));
-    check(&seen, 2, 1, 10);
+    case(3, 2, 1, 10, Giving::Session);
 }
