@@ -10,7 +10,6 @@
 //! stderr, once, and marks the wait on the worker's trace as an activity that ends when the
 //! operator drops them.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crate::logging::Activity;
@@ -22,12 +21,6 @@ pub const REPORT_AFTER: Duration = Duration::from_secs(2);
 
 /// The trace activity of an operator holding a leave up (its name and address follow).
 pub const HELD: &str = "rescale: leave held by operator";
-
-/// Per operator address holding a sealed leaver: since when, and the activity once named.
-#[derive(Default)]
-pub(crate) struct HeldReport {
-    holders: BTreeMap<Vec<usize>, (Instant, Option<Activity>)>,
-}
 
 /// On a leaving worker that every other worker sealed: notes the operators that hold
 /// capabilities, and names those that held them for [`REPORT_AFTER`]. Called at the end of

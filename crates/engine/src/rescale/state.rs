@@ -69,7 +69,7 @@ pub struct Rescaling {
     /// Processes leaving and gone.
     pub(super) leaves: Leaves,
     /// On a leaver: the operators holding its leave up (`held_report`).
-    pub(super) held_report: RefCell<super::held_report::HeldReport>,
+    pub(super) held_report: RefCell<super::operators::HeldReport>,
 }
 
 impl Rescaling {

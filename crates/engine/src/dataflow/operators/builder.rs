@@ -28,8 +28,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use timely_communication::exchangeable::{bincode_decode, bincode_encode};
 
-/// Records per message before an output port sends what it buffered.
-pub const BUFFER_SIZE: usize = 1024;
+pub use super::output::BUFFER_SIZE;
 
 /// Facts about an operator under construction.
 #[derive(Clone)]

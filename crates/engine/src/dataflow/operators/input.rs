@@ -378,7 +378,7 @@ impl<T: Timestamp> Scope<T> {
                     for item in iter.by_ref() {
                         session.give(item);
                         sent += 1;
-                        if sent == super::builder::BUFFER_SIZE * 256 {
+                        if sent == super::output::BUFFER_SIZE * 256 {
                             info.activator.activate();
                             return;
                         }

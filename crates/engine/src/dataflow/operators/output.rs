@@ -3,13 +3,15 @@
 //! time; it sends only with a capability of its own operator, and once its worker's leave
 //! released that operator (a source) it refuses records: they are neither sent nor counted.
 
-use super::builder::BUFFER_SIZE;
 use super::capability::{CapabilityChanges, CapabilityError, CapabilityRef};
 use crate::dataflow::channels::{Data, Message, Tee};
 use crate::progress::{SharedProgress, Timestamp};
 use std::cell::RefCell;
 use std::rc::Rc;
 use timely_communication::Push;
+
+/// Records per message before an output port sends what it buffered.
+pub const BUFFER_SIZE: usize = 1024;
 
 /// What an output port buffers, shared with its operator (which sends it after each run).
 pub(super) struct OutputBuffer<T: Timestamp, D> {
