@@ -14,7 +14,9 @@
 //! any number of workers and processes, and the same on both engines.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
 use std::time::Duration;
+use timely_communication::{FlagError, ProgramFlags};
 
 /// The summary of one worker (or of several, merged): named sums.
 pub type Summary = BTreeMap<&'static str, u64>;
@@ -35,7 +37,7 @@ pub fn mix(x: u64) -> u64 {
 }
 
 /// A program run: its name, its numeric parameters, and the runtime's flags
-/// (`-w`, `-n`, `-p`, `-h`), which go to the engine unread.
+/// (`-w`, `-n`, `-p`, `-h`), which go to the engine as they were given.
 pub struct Run {
     pub program: String,
     pub params: Vec<u64>,
@@ -52,38 +54,100 @@ pub const PROGRAMS: &[(&str, &[(&str, u64)])] = &[
     ("pagerank", &[("nodes", 100_000), ("edges", 400_000), ("rounds", 300), ("changes", 4)]),
 ];
 
-impl Run {
-    /// Reads `PROGRAM [PARAMETER ...] [RUNTIME FLAGS ...]` from the command line: the
-    /// parameters are the numbers before the first flag, defaults for those left out.
-    pub fn from_args() -> Result<Run, String> {
-        let mut args = std::env::args().skip(1).peekable();
-        let program = args.next().ok_or_else(usage)?;
-        let defaults = PROGRAMS
-            .iter()
-            .find(|(name, _)| *name == program)
-            .map(|(_, defaults)| *defaults)
-            .ok_or_else(|| format!("unknown program {program:?}\n{}", usage()))?;
-        let mut params = Vec::new();
-        while let Some(arg) = args.next_if(|arg| !arg.starts_with('-')) {
-            let name = defaults.get(params.len()).map_or("?", |(name, _)| *name);
-            params.push(arg.parse().map_err(|_| format!("{program}: {name} must be a number, not {arg:?}"))?);
-        }
-        if params.len() > defaults.len() {
-            return Err(format!("{program} takes at most {} parameters\n{}", defaults.len(), usage()));
-        }
-        params.extend(defaults[params.len()..].iter().map(|(_, value)| value));
-        Ok(Run { program, params, runtime: args.collect() })
+/// The runtime's flags that both engines read, with what their values are called.
+const RUNTIME_FLAGS: &[(&str, &str, &str)] = &[
+    ("-w", "WORKERS", "worker threads per process (default 1)"),
+    ("-n", "PROCESSES", "processes (default 1)"),
+    ("-p", "PROCESS", "this process's index (default 0)"),
+    ("-h", "HOSTFILE", "one host:port per line, one line per process"),
+];
+
+/// The most parameters a program takes.
+const MOST_PARAMETERS: usize = 4;
+
+/// The parameters' positions, as the usage names them.
+const PARAMETERS: [&str; MOST_PARAMETERS] = ["PARAMETER1", "PARAMETER2", "PARAMETER3", "PARAMETER4"];
+
+/// The command line of `binary` (`compare-ours`, `compare-timely`): a program, its numeric
+/// parameters and the runtime's flags, with a listing of the programs and their defaults.
+pub fn command_line(binary: &'static str) -> ProgramFlags {
+    let mut flags = ProgramFlags::new(binary).positional("PROGRAM", programs_listing());
+    for (index, name) in PARAMETERS.into_iter().enumerate() {
+        flags = flags.positional(
+            name,
+            if index == 0 { "the program's parameters in order (defaults above)" } else { "" },
+        );
     }
+    for (flag, value, help) in RUNTIME_FLAGS {
+        flags = flags.flag(flag, value, help);
+    }
+    flags
 }
 
-fn usage() -> String {
-    let mut text =
-        String::from("usage: PROGRAM [PARAMETERS] [-w WORKERS] [-n PROCESSES -p PROCESS]\nprograms:");
-    for (name, params) in PROGRAMS {
-        let params: Vec<String> = params.iter().map(|(p, v)| format!("{p}={v}")).collect();
-        text.push_str(&format!("\n  {name} {}", params.join(" ")));
+/// One line per program with its parameters and their defaults.
+fn programs_listing() -> &'static str {
+    static LISTING: OnceLock<String> = OnceLock::new();
+    LISTING.get_or_init(|| {
+        let mut text = String::from("one of:");
+        for (name, params) in PROGRAMS {
+            let params: Vec<String> = params.iter().map(|(p, v)| format!("{p}={v}")).collect();
+            text.push_str(&format!("\n      {name} {}", params.join(" ")));
+        }
+        text
+    })
+}
+
+impl Run {
+    /// Reads `PROGRAM [PARAMETER ...] [RUNTIME FLAGS ...]` from `args` (without the binary's
+    /// name), as `command` declares them: defaults for the parameters left out.
+    ///
+    /// # Errors
+    ///
+    /// An unknown flag, program or extra parameter, a flag without its value, a parameter
+    /// that is not a number, or `--help` ([`FlagError::HelpRequested`]).
+    pub fn parse(command: &ProgramFlags, args: Vec<String>) -> Result<Run, FlagError> {
+        let given = command.parse(args)?;
+        let (program, numbers) = given
+            .positionals()
+            .split_first()
+            .ok_or_else(|| FlagError::Combination(format!("name a program, {}", programs_listing())))?;
+        let defaults =
+            PROGRAMS.iter().find(|(name, _)| name == program).map(|(_, defaults)| *defaults).ok_or_else(
+                || {
+                    let names: Vec<&str> = PROGRAMS.iter().map(|(name, _)| *name).collect();
+                    FlagError::bad_value("PROGRAM", program, format!("one of {}", names.join(", ")))
+                },
+            )?;
+        if numbers.len() > defaults.len() {
+            return Err(FlagError::Combination(format!(
+                "{program} takes at most {} parameters ({}), found {numbers:?}",
+                defaults.len(),
+                defaults.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        let params = defaults
+            .iter()
+            .enumerate()
+            .map(|(index, &(name, default))| match numbers.get(index) {
+                Some(text) => text.parse().map_err(|_| FlagError::bad_value(name, text, "u64")),
+                None => Ok(default),
+            })
+            .collect::<Result<_, _>>()?;
+        let runtime = RUNTIME_FLAGS
+            .iter()
+            .filter_map(|(flag, _, _)| given.text(flag).map(|value| [flag.to_string(), value.to_string()]))
+            .flatten()
+            .collect();
+        Ok(Run { program: program.clone(), params, runtime })
     }
-    text
+
+    /// [`Run::parse`] of this process's command line for a `main`: prints the listing and
+    /// exits with status 0 on `--help`, prints the error and the usage and exits with status 2
+    /// on a bad command line.
+    pub fn from_args(binary: &'static str) -> Run {
+        let command = command_line(binary);
+        Run::parse(&command, std::env::args().skip(1).collect()).unwrap_or_else(|error| command.exit(&error))
+    }
 }
 
 /// Prints the summaries of this process's workers, summed, and the slowest one's time.
@@ -337,5 +401,51 @@ impl Ranks {
         add(summary, "rank_change_rounds", (changes.len() * time) as u64);
         add(summary, "sent", sent);
         changes.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Run, FlagError> {
+        Run::parse(&command_line("compare-test"), args.iter().map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn parameters_default_and_runtime_flags_pass_through() {
+        let run = parse(&["pingpong", "50", "-w", "2", "-n=1", "-p0"]).unwrap();
+        assert_eq!((run.program.as_str(), run.params), ("pingpong", vec![50, 1_000_000]));
+        assert_eq!(run.runtime, ["-w", "2", "-n", "1", "-p", "0"]);
+        let run = parse(&["pagerank"]).unwrap();
+        assert_eq!(run.params, [100_000, 400_000, 300, 4]);
+        assert!(run.runtime.is_empty());
+    }
+
+    #[test]
+    fn bad_command_lines_are_refused_by_name() {
+        assert_eq!(
+            parse(&["pingpong", "--workers", "2"]).err(),
+            Some(FlagError::Unknown("--workers".into()))
+        );
+        assert_eq!(parse(&["pingpong", "-x"]).err(), Some(FlagError::Unknown("-x".into())));
+        assert_eq!(parse(&["pingpong", "-w"]).err(), Some(FlagError::MissingValue("-w".into())));
+        assert_eq!(parse(&["pingpong", "ten"]).err(), Some(FlagError::bad_value("iterations", "ten", "u64")));
+        assert_eq!(parse(&["--help"]).err(), Some(FlagError::HelpRequested));
+        let unknown = parse(&["ping"]).err().unwrap().to_string();
+        assert!(unknown.contains("\"ping\"") && unknown.contains("hashjoin"), "{unknown}");
+        let extra = parse(&["barrier", "1", "2"]).err().unwrap().to_string();
+        assert!(extra.contains("barrier takes at most 1 parameters"), "{extra}");
+        assert!(parse(&[]).err().unwrap().to_string().contains("name a program"));
+    }
+
+    #[test]
+    fn the_help_lists_programs_and_runtime_flags() {
+        let help = command_line("compare-test").help();
+        for expected in
+            ["usage: compare-test [PROGRAM]", "pingpong iterations=1000", "-w WORKERS", "-h HOSTFILE"]
+        {
+            assert!(help.contains(expected), "{expected:?} in\n{help}");
+        }
     }
 }

@@ -44,19 +44,48 @@ impl<D: 'static, F: FnMut(&D) -> u64 + 'static> Partition<D> for ByHash<F> {
     fn partition(&mut self, data: &mut Vec<D>, members: &[usize], targets: &mut [Vec<D>]) {
         if let [only] = members {
             // Every record goes to one worker: hand over the whole buffer.
-            let target = &mut targets[*only];
-            if target.is_empty() {
-                std::mem::swap(target, data);
-            } else {
-                target.append(data);
-            }
+            move_all(data, &mut targets[*only]);
             return;
         }
         let count = members.len() as u64;
-        for datum in data.drain(..) {
-            let target = members[((self.0)(&datum) % count) as usize];
-            targets[target].push(datum);
+        if count.is_power_of_two() {
+            // The same choice as `% count`, without a division per record.
+            let mask = count - 1;
+            route_by(data, targets, |datum| members[((self.0)(datum) & mask) as usize]);
+        } else {
+            route_by(data, targets, |datum| members[((self.0)(datum) % count) as usize]);
         }
+    }
+}
+
+/// Moves every record of `data` to `targets[choose(record)]`. A batch whose records all go
+/// to one target moves whole, with no allocation or copy; finding that out stores nothing
+/// per record, and a batch for several targets stops it at its first record for another.
+#[inline]
+fn route_by<D>(data: &mut Vec<D>, targets: &mut [Vec<D>], mut choose: impl FnMut(&D) -> usize) {
+    let Some(first) = data.first().map(&mut choose) else {
+        return;
+    };
+    // How many records, from the first, go where the first goes.
+    let same = 1 + data[1..].iter().take_while(|&datum| choose(datum) == first).count();
+    if same == data.len() {
+        move_all(data, &mut targets[first]);
+        return;
+    }
+    for (index, datum) in data.drain(..).enumerate() {
+        let target = if index < same { first } else { choose(&datum) };
+        targets[target].push(datum);
+    }
+}
+
+/// Moves every record of `data` to the end of `target`: the buffer itself when `target` is
+/// empty.
+#[inline]
+fn move_all<D>(data: &mut Vec<D>, target: &mut Vec<D>) {
+    if target.is_empty() {
+        std::mem::swap(target, data);
+    } else {
+        target.append(data);
     }
 }
 
@@ -81,11 +110,11 @@ fn to_named<D>(
     worker: impl FnMut(&D) -> usize,
 ) {
     let mut worker = worker;
-    for datum in data.drain(..) {
-        let target = worker(&datum);
+    route_by(data, targets, |datum| {
+        let target = worker(datum);
         debug_assert!(members.binary_search(&target).is_ok(), "record for worker {target}, not a member");
-        targets[target].push(datum);
-    }
+        target
+    });
 }
 
 /// Sends each record to the worker its function names, like [`ToWorker`], for records that
@@ -311,5 +340,46 @@ impl<T: Clone, D, M: Members<T>, P: Partition<D>> Push<Message<T, D>> for Exchan
             }
             None => self.pushers.iter_mut().for_each(|p| p.done()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mixed_batches_are_split_in_order() {
+        for members in [vec![0, 1], vec![0, 1, 2], vec![0, 2]] {
+            let data: Vec<u64> = (0..1000).map(|i| (i * 7919) % 1001).collect();
+            let mut targets = vec![Vec::new(); 3];
+            let mut batch = data.clone();
+            ByHash(|x: &u64| *x).partition(&mut batch, &members, &mut targets);
+            assert!(batch.is_empty(), "every record is routed");
+            for (target, received) in targets.iter().enumerate() {
+                let expected: Vec<u64> = data
+                    .iter()
+                    .copied()
+                    .filter(|x| members[(*x % members.len() as u64) as usize] == target)
+                    .collect();
+                assert_eq!(received, &expected, "worker {target} of members {members:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_batch_for_one_target_moves_whole() {
+        let mut targets = vec![Vec::new(), Vec::new()];
+        let mut mixed = vec![1, 1, 3, 2, 3];
+        ByHash(|x: &u64| *x).partition(&mut mixed, &[0, 1], &mut targets);
+        assert_eq!(targets, [vec![2], vec![1, 1, 3, 3]], "a long first run, then others");
+        targets[1].clear();
+        let odd: Vec<u64> = (0..100).map(|i| 2 * i + 1).collect();
+        let mut batch = odd.clone();
+        let buffer_of_batch = batch.as_ptr();
+        ByHash(|x: &u64| *x).partition(&mut batch, &[0, 1], &mut targets);
+        assert_eq!((targets[1].as_ptr(), &targets[1]), (buffer_of_batch, &odd), "the same buffer");
+        let mut even = vec![4, 6];
+        ByHash(|x: &u64| *x).partition(&mut even, &[0, 1], &mut targets);
+        assert_eq!(targets[0], [2, 4, 6], "a target holding records gets the others appended");
     }
 }

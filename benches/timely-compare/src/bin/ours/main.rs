@@ -13,10 +13,7 @@ use timely_compare::{report, Run, Summary};
 use timely_engine::Worker;
 
 fn main() {
-    let run = Run::from_args().unwrap_or_else(|message| {
-        eprintln!("{message}");
-        std::process::exit(2);
-    });
+    let run = Run::from_args("compare-ours");
     let (program, p) = (run.program, run.params);
     let results = timely_engine::execute_from_args(run.runtime, move |worker| {
         let start = Instant::now();

@@ -12,10 +12,7 @@ use std::time::Instant;
 use timely_compare::{report, Run, Summary};
 
 fn main() {
-    let run = Run::from_args().unwrap_or_else(|message| {
-        eprintln!("{message}");
-        std::process::exit(2);
-    });
+    let run = Run::from_args("compare-timely");
     let (program, p) = (run.program, run.params);
     let results = timely::execute_from_args(run.runtime.into_iter(), move |worker| {
         let start = Instant::now();
