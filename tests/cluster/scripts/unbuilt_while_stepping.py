@@ -15,8 +15,10 @@ import time
 from pathlib import Path
 
 import timely_py as timely
-from support.megaphone_programs import count_words
 from timely_py.megaphone import Control
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/, for `support`
+from support.megaphone_programs import count_words  # noqa: E402
 
 DIR = Path(sys.argv[1])
 
