@@ -28,6 +28,10 @@ use joined::JoinedPushers;
 use process::{ProcessAllocator, ProcessBuilder};
 use thread::{ThreadAllocator, ThreadBuilder};
 
+/// How long a worker with nothing to do checks for a push from another worker before it
+/// parks its thread ([`Allocator::await_events`]).
+const SPIN_BEFORE_PARK: Duration = Duration::from_micros(20);
+
 /// Everything needed to build an [`Allocator`] on a worker thread; it is `Send`, the allocator is not.
 pub enum AllocatorBuilder {
     /// Builds the allocator of a single worker.
@@ -319,20 +323,37 @@ impl Allocator {
 
     /// Blocks the thread until an event arrives for this worker or `timeout` passes (`None` = indefinitely).
     ///
-    /// Returns immediately if events are already pending. Any push from another worker to this
+    /// Returns immediately if events are already pending; with other workers, checks for
+    /// [`SPIN_BEFORE_PARK`] before it parks. Any push from another worker to this
     /// worker wakes it. It may also return early, on a spurious wake-up or when something else
     /// unparks this thread, so callers re-check their state and call again.
     pub fn await_events(&self, timeout: Option<Duration>) {
-        let pending = match self {
+        let pending = || match self {
             Allocator::Thread(allocator) => allocator.has_pending(),
             Allocator::Process(allocator) => allocator.has_pending(),
             Allocator::Cluster(allocator) => allocator.has_pending(),
         };
-        if !pending {
-            match timeout {
-                Some(timeout) => std::thread::park_timeout(timeout),
-                None => std::thread::park(),
+        if pending() {
+            return;
+        }
+        // Another worker may push within microseconds (a progress round trip): checking for
+        // a moment before parking spares a park and an unpark, whose wake-up costs more. A
+        // single worker has no one to wait for.
+        let spin = SPIN_BEFORE_PARK.min(timeout.unwrap_or(Duration::MAX));
+        if !matches!(self, Allocator::Thread(_)) && !spin.is_zero() {
+            let start = std::time::Instant::now();
+            while start.elapsed() < spin {
+                for _ in 0..32 {
+                    std::hint::spin_loop();
+                }
+                if pending() {
+                    return;
+                }
             }
+        }
+        match timeout {
+            Some(timeout) => std::thread::park_timeout(timeout),
+            None => std::thread::park(),
         }
     }
 
