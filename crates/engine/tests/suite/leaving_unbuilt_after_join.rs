@@ -10,8 +10,7 @@
 
 use crate::common;
 use crate::leaving_support::counted::{
-    build_counted, build_parts, check_broadcast, check_counted, check_delivered, check_delivered_and_counted,
-    Parts, Rng, Seen,
+    build_counted, build_parts, check_delivered_and_counted, check_parts, Parts, Rng, Seen,
 };
 use crate::leaving_support::{leave_without_building, run_with_join};
 
@@ -175,17 +174,7 @@ fn check(plan: Plan) {
     let fed_by_joined = across.fed.iter().any(|(_, x)| joined.iter().any(|&w| x / 1_000_000 == w as u64));
     assert!(fed_by_joined, "the joined workers fed the dataflow across the join");
     check_delivered_and_counted(&across, "the dataflow across the join");
-    let what = "a dataflow the leaver never built";
-    assert!(!unbuilt.fed.is_empty(), "records were fed");
-    if plan.parts.exchange {
-        check_delivered(&unbuilt, what);
-    }
-    if plan.parts.count {
-        check_counted(&unbuilt, what);
-    }
-    if plan.parts.broadcast {
-        check_broadcast(&unbuilt, &plan.stayers(), what);
-    }
+    check_parts(&unbuilt, plan.parts, &plan.stayers(), "a dataflow the leaver never built");
 }
 
 /// Random plans of a join followed by a leave of a process that never builds a dataflow the

@@ -156,6 +156,22 @@ pub fn check_broadcast(seen: &Seen, workers: &[usize], what: &str) {
     assert!(other.is_none(), "{what}: a copy reached a worker that never built the dataflow: {other:?}");
 }
 
+/// Checks the `parts` of a counted dataflow against a sequential program: records were fed,
+/// each delivered once (exchange), each key counted once per time (count), and one copy of
+/// each record reached every one of `workers` (broadcast).
+pub fn check_parts(seen: &Seen, parts: Parts, workers: &[usize], what: &str) {
+    assert!(!seen.fed.is_empty(), "{what}: records were fed");
+    if parts.exchange {
+        check_delivered(seen, what);
+    }
+    if parts.count {
+        check_counted(seen, what);
+    }
+    if parts.broadcast {
+        check_broadcast(seen, workers, what);
+    }
+}
+
 /// A small deterministic random number generator (xorshift64*).
 pub struct Rng(pub u64);
 
