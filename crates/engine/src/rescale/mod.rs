@@ -25,7 +25,6 @@ pub mod client;
 mod client_state;
 mod dispatch;
 pub(crate) mod forward_inbox;
-pub mod held_report;
 pub mod leave;
 mod leave_state;
 pub mod messages;

@@ -68,8 +68,6 @@ pub struct Rescaling {
     pub(super) join_watchers: RefCell<Vec<Weak<Activator>>>,
     /// Processes leaving and gone.
     pub(super) leaves: Leaves,
-    /// On a leaver: the operators holding its leave up (`held_report`).
-    pub(super) held_report: RefCell<super::operators::HeldReport>,
 }
 
 impl Rescaling {
@@ -95,7 +93,6 @@ impl Rescaling {
             bootstrapping,
             join_watchers: RefCell::default(),
             leaves: Leaves::default(),
-            held_report: Default::default(),
         }
     }
 
