@@ -107,7 +107,8 @@ def test_ctrl_c_stops_a_leaver_that_feeds_on_after_it_went(tmp_path):
 def test_a_leaver_stepping_on_without_building_a_keyed_dataflow_still_leaves(tmp_path):
     """Processes 0 and 2 build a `count_by_key` and a Megaphone state machine before process
     1's leave; process 1 never builds them, asks for its leave and steps on, ignoring
-    `worker.leaving`, until its worker has nothing more to do. Every process exits 0, the
+    `worker.leaving`, until its worker has nothing more to do; a dataflow it builds then is
+refused with `LeavingError`. Every process exits 0, the
     counts per (epoch, key) equal a sequential count, and each key's running count reaches its
     total once (before, the stayers waited for the leaver's `Left`, which waited for its drain,
     which waited for them: the run never ended)."""
@@ -117,6 +118,7 @@ def test_a_leaver_stepping_on_without_building_a_keyed_dataflow_still_leaves(tmp
         results = [json.loads(cluster.stdout(index)) for index in (0, 2)]
         leaver = json.loads(cluster.stdout(1))
     assert leaver["leaving"] and leaver["steps"] > 0, leaver
+    assert "cannot build a dataflow any more" in (leaver["refused"] or ""), leaver
     fed = [tuple(pair) for result in results for pair in result["fed"]]
     counted = sorted(tuple(triple) for result in results for triple in result["counted"])
     expected = Counter((epoch, x % 5) for epoch, x in fed)

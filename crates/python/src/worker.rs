@@ -370,15 +370,8 @@ impl PyWorker {
     #[pyo3(signature = (name="Dataflow"))]
     fn dataflow(&self, name: &str) -> PyResult<PyScope> {
         let mut worker = self.worker()?;
-        if worker.state().rescaling().leaves().has_left() {
-            return Err(LeavingError::new_err(
-                "this worker's process is leaving the cluster and told the others that it builds no \
-                 more dataflows (its leave is complete, or it held nothing while a worker that stays \
-                 counted it in a dataflow it had not built): it cannot build a dataflow any more \
-                 (docs/rescaling.md, \"Dataflows built during a leave\")",
-            ));
-        }
-        let scope = catch_panic(|| worker.new_dataflow::<Time>(name))?;
+        let scope = catch_panic(|| worker.try_new_dataflow::<Time>(name))?
+            .map_err(|refused| LeavingError::new_err(refused.to_string()))?;
         Ok(PyScope::root(scope, self.parts()?.context.clone()))
     }
 

@@ -3,10 +3,11 @@ processes 0 and 2 then build a second one, with the built-in keyed count and a M
 machine keeping a running count per key, feed it a first round and touch `built-I` in DIR.
 Process 1 never builds the second dataflow: once both files exist it asks for its leave
 (`worker.leave()`) and then ignores `worker.leaving`: it goes on stepping until its worker says
-it has nothing more to do (`step()` returns False), and only then returns. The two others wait
+it has nothing more to do (`step()` returns False), tries to build one more dataflow (refused
+with `LeavingError`), and only then returns. The two others wait
 until they see the leave (`worker.members` shrinks), feed a second round, close their inputs
 and print what they counted as a JSON line: `fed`, `counted` [(epoch, key, count), ..] and
-`running` [(key, running count), ..]; the leaver prints how many steps it took.
+`running` [(key, running count), ..]; the leaver prints how many steps it took and the refusal's message.
 Usage: unbuilt_while_stepping.py DIR RUNTIME_FLAGS"""
 
 import json
@@ -33,7 +34,14 @@ def stepping_leaver(worker):
     while worker.step():
         steps += 1
         time.sleep(0.001)
-    print(json.dumps({"steps": steps, "leaving": worker.leaving}), flush=True)
+    # Its leave is complete: it told the others how many dataflows it built, so it builds none.
+    try:
+        with worker.dataflow():
+            pass
+        refused = None
+    except timely.LeavingError as error:
+        refused = str(error)
+    print(json.dumps({"steps": steps, "leaving": worker.leaving, "refused": refused}), flush=True)
 
 
 def main(worker):

@@ -21,7 +21,7 @@ use crate::cluster_failure::stop_for_program;
 use crate::logging::Activity;
 use crate::worker::WorkerState;
 
-pub use super::leave_state::{KeyedRoutes, LeaveRefused, Leaves, ReleaseOnLeave};
+pub use super::leave_state::{DataflowRefused, KeyedRoutes, LeaveRefused, Leaves, ReleaseOnLeave};
 
 /// This worker's process leaves: tells every other worker that has not left (once). Refused,
 /// before anything is sent, when no other process is present to take its work, or while a
@@ -38,7 +38,7 @@ pub(crate) fn leave(state: &WorkerState) -> Result<(), LeaveRefused> {
     let threads = state.allocator().threads();
     let process = state.index() / threads;
     if leaves.members(state.peers()).iter().all(|worker| worker / threads == process) {
-        return Err(LeaveRefused("no other process is present to take its work".to_owned()));
+        return Err(LeaveRefused::LastProcess);
     }
     if leaves.this_leaves.get() {
         return Ok(());
@@ -46,7 +46,7 @@ pub(crate) fn leave(state: &WorkerState) -> Result<(), LeaveRefused> {
     let gate = state.allocator().membership_gate();
     if let Some(gate) = gate {
         gate.begin_leave(process, || joins_in_progress(state))
-            .map_err(|joining| LeaveRefused::join_in_progress(&joining))?;
+            .map_err(|joining| LeaveRefused::JoinInProgress { joining })?;
     }
     leaves.this_leaves.set(true);
     leaves.activity.replace(Some(Activity::begin(state.logger(), phases::LEAVE)));

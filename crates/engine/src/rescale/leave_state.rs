@@ -29,40 +29,46 @@ pub trait ReleaseOnLeave {
     fn release(&self);
 }
 
-/// Why this worker's process cannot leave: it is the last process of the cluster, or (for
-/// now) a join is in progress.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LeaveRefused(pub String);
-
-impl std::fmt::Display for LeaveRefused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "this process cannot leave the cluster: {}", self.0)
-    }
+/// Why this worker's process cannot leave (nothing was sent).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LeaveRefused {
+    /// Every other process has left or is leaving: none would stay to take the work.
+    #[error("this process cannot leave the cluster: no other process is present to take its work")]
+    LastProcess,
+    /// Processes `joining` (indices) are joining the cluster: asking again once the join is
+    /// over can succeed (`docs/rescaling.md`, "Joins and leaves at the same time").
+    #[error(
+        "this process cannot leave the cluster: a join is in progress (process(es) {} not yet \
+         admitted and bootstrapped everywhere); a process can leave only once no process is \
+         joining: ask again after the join",
+        listed(joining)
+    )]
+    JoinInProgress { joining: Vec<usize> },
 }
 
-/// The words of a refusal while processes join (`docs/rescaling.md`, "Joins and leaves at the
-/// same time"); [`LeaveRefused::waits_for_join`] recognises them.
-const JOIN_IN_PROGRESS: &str = "a join is in progress";
-
 impl LeaveRefused {
-    /// The refusal while `joining` (process indices) join the cluster.
-    pub(crate) fn join_in_progress(joining: &[usize]) -> LeaveRefused {
-        let listed: Vec<String> = joining.iter().map(usize::to_string).collect();
-        LeaveRefused(format!(
-            "{JOIN_IN_PROGRESS} (process(es) {} not yet admitted and bootstrapped everywhere); a \
-             process can leave only once no process is joining: ask again after the join",
-            listed.join(", ")
-        ))
-    }
-
     /// True when the leave was refused only because a join is in progress: asking again once
     /// it is over can succeed.
     pub fn waits_for_join(&self) -> bool {
-        self.0.starts_with(JOIN_IN_PROGRESS)
+        matches!(self, LeaveRefused::JoinInProgress { .. })
     }
 }
 
-impl std::error::Error for LeaveRefused {}
+/// Why this worker cannot build a dataflow: it is leaving and told the others how many
+/// dataflows it built (`Left`), so they no longer count it in any later one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "this worker is leaving the cluster and told the others that it builds no more dataflows \
+     (its leave is complete, its program returned, or it held nothing while a worker that stays \
+     counted it in a dataflow it had not built): it cannot build a dataflow any more \
+     (docs/rescaling.md, \"Dataflows built during a leave\")"
+)]
+pub struct DataflowRefused;
+
+/// `0, 1, 2`.
+fn listed(indices: &[usize]) -> String {
+    indices.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
+}
 
 /// A worker's view of leaves.
 #[derive(Default)]

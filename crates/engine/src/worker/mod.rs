@@ -139,16 +139,57 @@ impl Worker {
         result
     }
 
+    /// Builds a dataflow like [`Worker::dataflow_named`], or says why this worker cannot:
+    /// it is leaving and told the others that it builds no more
+    /// ([`DataflowRefused`](rescale::leave::DataflowRefused); nothing is built and `func`
+    /// is not called).
+    ///
+    /// # Errors
+    ///
+    /// [`DataflowRefused`](rescale::leave::DataflowRefused) on such a leaver.
+    pub fn try_dataflow<T: Timestamp, R>(
+        &mut self,
+        name: &str,
+        func: impl FnOnce(&Scope<T>) -> R,
+    ) -> Result<R, rescale::leave::DataflowRefused> {
+        let scope = self.try_new_dataflow(name)?;
+        let result = func(&scope);
+        scope.finish();
+        Ok(result)
+    }
+
     /// Starts describing a dataflow; `Scope::finish` installs it. Prefer `dataflow`; this
     /// form serves callers that cannot pass a closure (the Python layer).
+    ///
+    /// # Panics
+    ///
+    /// On a leaver that builds no more dataflows ([`Worker::try_new_dataflow`] says so
+    /// instead).
     pub fn new_dataflow<T: Timestamp>(&mut self, name: &str) -> Scope<T> {
+        self.try_new_dataflow(name).unwrap_or_else(|refused| panic!("{refused}"))
+    }
+
+    /// Starts describing a dataflow, as [`Worker::new_dataflow`], or says why this worker
+    /// cannot build one any more.
+    ///
+    /// # Errors
+    ///
+    /// [`DataflowRefused`](rescale::leave::DataflowRefused) on a leaver that told the
+    /// others how many dataflows it built.
+    pub fn try_new_dataflow<T: Timestamp>(
+        &mut self,
+        name: &str,
+    ) -> Result<Scope<T>, rescale::leave::DataflowRefused> {
+        if self.state.rescaling.leaves().has_left() {
+            return Err(rescale::leave::DataflowRefused);
+        }
         let index = self.state.new_dataflow_slot();
         // A joining worker builds with what its server's welcome says.
         bootstrap::await_welcome(&self.state);
         let activator = self.state.start_dataflow(index);
         let state = self.state.clone();
         let install = Box::new(move |dataflow: Box<dyn Dataflow>| state.install_dataflow(index, dataflow));
-        Scope::new_root(self.state.clone(), name, index, activator, install)
+        Ok(Scope::new_root(self.state.clone(), name, index, activator, install))
     }
 
     /// Receives arrived data and progress, runs every active dataflow once and flushes.

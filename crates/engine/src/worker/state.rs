@@ -272,13 +272,8 @@ impl WorkerState {
     /// Starts building dataflow `index`, whose slot is reserved; returns the activator that
     /// schedules it.
     pub(super) fn start_dataflow(&self, index: usize) -> Activator {
-        assert!(
-            !self.rescaling.leaves().has_left(),
-            "this worker is leaving the cluster and told the others that it builds no more \
-             dataflows (its leave is complete, its program returned, or it held nothing while a \
-             worker that stays counted it in a dataflow it had not built): it cannot build a \
-             dataflow any more (docs/rescaling.md, \"Dataflows built during a leave\")"
-        );
+        // (`Worker::try_new_dataflow` refuses a leaver that said it builds no more.)
+        debug_assert!(!self.rescaling.leaves().has_left(), "a dataflow built after this worker's Left");
         // The workers that left hold no initial capability of a dataflow they did not build.
         self.rescaling.dataflow_started(index, self.rescaling.leaves().builders(index, self.peers()));
         Activator::new(vec![(self.active_dataflows.clone(), index)])

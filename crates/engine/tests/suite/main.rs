@@ -28,6 +28,7 @@ mod leaving;
 mod leaving_at_once;
 mod leaving_dataflows;
 mod leaving_joined_dataflows;
+mod leaving_refusals;
 mod leaving_unbuilt;
 mod leaving_unbuilt_after_join;
 mod logging;
