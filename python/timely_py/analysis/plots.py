@@ -7,21 +7,13 @@ runs, user activities and scopes' own work; not the program's time between steps
 trace cannot tell apart from sleeping or waiting for the interpreter). It reads only the
 Parquet tables in OUT (``out_tables``) and must not change them; it needs matplotlib (the
 ``analysis`` extra), not Spark. Figures are made without pyplot (rendered by Agg when
-saved), so the caller's matplotlib backend is left alone. :func:`preload` starts a process
-that imports matplotlib while the caller waits for Spark, and :func:`write_plots` then has
-that process draw (on a busy machine the charts take seconds; drawn there, they go on beside
-the viewer and the Perfetto export, which hold this process's interpreter lock).
+saved), so the caller's matplotlib backend is left alone.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import threading
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -45,19 +37,8 @@ DPI = 110
 
 def write_plots(out: PathLike) -> List[Path]:
     """Draws the charts of the analysis in ``out`` into ``out`` and returns their paths:
-    ``profile_per_slice.png``, ``top_contributors.png``, ``worker_utilisation.png``; in the
-    process :func:`preload` started when there is one, else here. ValueError when a table
-    is missing (see :func:`out_tables.read_out_table`)."""
-    drawer = _take_drawer()
-    if drawer is not None:
-        drawn = _draw_in(drawer, out)
-        if drawn is not None:
-            return drawn
-    return draw(out)
-
-
-def draw(out: PathLike) -> List[Path]:
-    """:func:`write_plots` in this process."""
+    ``profile_per_slice.png``, ``top_contributors.png``, ``worker_utilisation.png``.
+    ValueError when a table is missing (see :func:`out_tables.read_out_table`)."""
     charts = [
         ("profile_per_slice.png", _profile_per_slice(out)),
         ("top_contributors.png", _top_contributors(out)),
@@ -70,89 +51,11 @@ def draw(out: PathLike) -> List[Path]:
     return written
 
 
-#: The drawing process :func:`preload` started, until :func:`write_plots` takes it.
-_drawer: "Optional[subprocess.Popen[str]]" = None
-_drawer_lock = threading.Lock()
-
-
 def preload() -> None:
-    """Starts a process that imports what drawing needs (matplotlib's figures and its PNG
-    canvas: seconds on a busy machine) and then draws the charts of the first OUT that
-    :func:`write_plots` sends it; a caller has this done while it waits for something else.
-    Without a process (it could not start) :func:`write_plots` draws here."""
-    global _drawer
-    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    path = os.pathsep.join(p for p in (package, os.environ.get("PYTHONPATH", "")) if p)
-    with _drawer_lock:
-        if _drawer is not None:
-            return
-        try:
-            _drawer = subprocess.Popen(
-                [sys.executable, "-c", "from timely_py.analysis.plots import serve; serve()"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=path),
-            )  # fmt: skip
-        except OSError:
-            _drawer = None
-
-
-def _take_drawer() -> "Optional[subprocess.Popen[str]]":
-    global _drawer
-    with _drawer_lock:
-        drawer, _drawer = _drawer, None
-    return drawer
-
-
-def _draw_in(drawer: "subprocess.Popen[str]", out: PathLike) -> Optional[List[Path]]:
-    """The charts of ``out`` drawn by ``drawer``; None when it failed without an answer (the
-    caller draws them itself); its ValueError (a missing table) raised here."""
-    assert drawer.stdin is not None and drawer.stdout is not None
-    try:
-        drawer.stdin.write(json.dumps({"out": os.path.abspath(str(out))}) + "\n")
-        drawer.stdin.close()
-        answer = json.loads(drawer.stdout.readline() or "null")
-    except (OSError, ValueError):
-        answer = None
-    finally:
-        drawer.wait()
-    if not isinstance(answer, dict):
-        return None
-    if "error" in answer:
-        raise ValueError(answer["error"])
-    return [Path(out) / Path(name).name for name in answer["plots"]]
-
-
-def serve(requests: IO[str] = sys.stdin, answers: IO[str] = sys.stdout) -> None:
-    """The drawing process: imports matplotlib, reads one request (``{"out": OUT}``), draws
-    OUT's charts and answers with their paths (``{"plots": [...]}``) or the ValueError's
-    message (``{"error": ...}``); nothing when no request comes."""
-    _warm_up()
-    line = requests.readline()
-    if not line:
-        return
-    try:
-        answer = {"plots": [str(p) for p in draw(json.loads(line)["out"])]}
-    except ValueError as error:
-        answer = {"error": str(error)}
-    answers.write(json.dumps(answer) + "\n")
-    answers.flush()
-
-
-def _warm_up() -> None:
-    """Imports what reading OUT's tables needs (``pyarrow.dataset``, which imports pandas) and
-    draws a small chart of each kind into memory (matplotlib's first drawing loads fonts and
-    fills caches): seconds of a busy machine's, which the charts then find done."""
-    import io
-
-    import pyarrow.dataset  # noqa: F401
-
-    figure = _figure(3.0, 2.0)
-    bars, image = figure.subplots(1, 2)
-    bars.bar([0, 1], [0.5, 0.25], label="warm")
-    bars.barh(["a", "b"], [1.0, 2.0])
-    bars.set(xlabel="x", ylabel="y", title="t")
-    bars.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
-    figure.colorbar(image.imshow(np.zeros((2, 2)), aspect="auto", cmap="viridis"), ax=image, label="z")
-    figure.savefig(io.BytesIO(), format="png", dpi=DPI)
+    """Imports what drawing needs (matplotlib's figures and its PNG canvas: about a second), so
+    a caller can have it done on another thread while it waits for something else."""
+    import matplotlib.backends.backend_agg  # noqa: F401
+    import matplotlib.figure  # noqa: F401
 
 
 def _figure(width: float, height: float) -> "Figure":
