@@ -3,7 +3,7 @@
 This module owns making the three views of OUT's tables together: the Perfetto trace
 (written natively, without the interpreter's lock) and the viewer on threads of their own
 while this thread draws the plots, so that at 100,000 events the views take about as long
-as the plots alone (``docs/benchmarks.md``, "Views beside each other"). Each view is its
+as the plots alone (``docs/benchmarks.md``, "Views side by side"). Each view is its
 own module's (:mod:`.plots`, :mod:`.viewer`, :mod:`.perfetto_export`); this one must not
 make any of them itself. matplotlib is only ever used on the calling thread.
 """
