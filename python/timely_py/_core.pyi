@@ -563,3 +563,13 @@ class MegaphoneController:
     ) -> int: ...
     def due(self, time: int) -> list[tuple[int, int]]: ...
     def next_step(self) -> list[tuple[int, int]]: ...
+
+def write_perfetto_trace(
+    file: str, head: str, activities: Any, path: Any, origin: int, per_process: int, critical_pid: int
+) -> None:
+    """Writes an analysis's Perfetto trace to `file` natively, as
+    `timely_py.analysis.perfetto_export` writes it in Python: the metadata events `head`
+    (JSON text of events separated by commas), then each activity (a table of that module's
+    `ACTIVITY_COLUMNS`) and each edge of the critical path (`PATH_COLUMNS`, sorted by start
+    and end) with the flows of the messages it crosses. A missing column is a `ValueError`,
+    a column of another type than int64, bool or string a `TypeError`."""

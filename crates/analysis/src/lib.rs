@@ -14,6 +14,9 @@
 //! * [`slice_critical_path`]: one slice's activities (`SLICED`) to its critical path
 //!   (`CRITICAL_PATH`) ([`critical_path`]).
 //!
+//! Besides the kernels, [`perfetto`] writes an analysis's activities and critical path as
+//! Chrome trace-event JSON, as the Python reference writer does.
+//!
 //! Each takes the input's schema and its record batches (several batches are one table) and
 //! returns one record batch. Inputs are read in place; a column that is missing, of the wrong
 //! type or null where the algorithm needs a value is a [`KernelError`], never a panic.
@@ -23,6 +26,7 @@
 pub mod background;
 pub mod columns;
 pub mod critical_path;
+pub mod perfetto;
 pub mod pieces;
 pub mod precedence;
 pub mod schemas;

@@ -62,3 +62,59 @@ pub fn worker_pieces<'py>(
     let known = Catalogue { depths, input_channels, origin, end };
     run(py, "worker_pieces", |schema, batches| timely_analysis::worker_pieces(schema, batches, &known), table)
 }
+
+/// Writes the analysis's Perfetto trace to `file`: the metadata events `head` (JSON text),
+/// then `activities` and the critical `path` (tables of
+/// `timely_py.analysis.perfetto_export`'s columns, the path sorted) as that module's
+/// reference writer writes them, without the GIL (`timely_analysis::perfetto`).
+#[pyfunction]
+#[pyo3(signature = (file, head, activities, path, origin, per_process, critical_pid))]
+#[allow(clippy::too_many_arguments)]
+pub fn write_perfetto_trace<'py>(
+    py: Python<'py>,
+    file: std::path::PathBuf,
+    head: &str,
+    activities: &Bound<'py, PyAny>,
+    path: &Bound<'py, PyAny>,
+    origin: i64,
+    per_process: i64,
+    critical_pid: i64,
+) -> PyResult<()> {
+    if per_process < 1 {
+        return Err(PyValueError::new_err(format!("per_process must be positive, not {per_process}")));
+    }
+    let (activity_schema, activity_batches) = import_table(activities)?;
+    let (path_schema, path_batches) = import_table(path)?;
+    let layout = timely_analysis::perfetto::Layout { origin, per_process, critical_pid };
+    let written = py.detach(|| {
+        let text = timely_analysis::perfetto::trace_events(
+            head,
+            (&activity_schema, &activity_batches),
+            (&path_schema, &path_batches),
+            layout,
+        )?;
+        std::fs::write(&file, text).map_err(WriteError::Io)
+    });
+    drop((activity_batches, path_batches)); // with the GIL, as in `run`
+    match written {
+        Ok(()) => Ok(()),
+        Err(WriteError::Io(error)) => Err(error.into()),
+        Err(WriteError::Kernel(error)) if error.is_type_error() => {
+            Err(PyTypeError::new_err(format!("write_perfetto_trace: {error}")))
+        }
+        Err(WriteError::Kernel(error)) => {
+            Err(PyValueError::new_err(format!("write_perfetto_trace: {error}")))
+        }
+    }
+}
+
+enum WriteError {
+    Kernel(KernelError),
+    Io(std::io::Error),
+}
+
+impl From<KernelError> for WriteError {
+    fn from(error: KernelError) -> Self {
+        WriteError::Kernel(error)
+    }
+}

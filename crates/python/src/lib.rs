@@ -146,6 +146,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernels::worker_activities, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::slice_critical_path, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::worker_pieces, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::write_perfetto_trace, m)?)?;
     m.add_function(wrap_pyfunction!(trace_format::trace_format, m)?)?;
     m.add_class::<worker::PyWorker>()?;
     m.add_class::<tracing::PyActivity>()?;

@@ -66,12 +66,14 @@ def _analyze(arguments: argparse.Namespace) -> int:
     conf = parse_conf(arguments.conf)
     started, session = time.monotonic(), None
     if not arguments.follow:  # the JVM starts while the pipeline's modules are imported
-        from .events import count_events
         from .slicing import parse_duration
 
         parse_duration(arguments.slice)  # a bad slice length is an error before Spark starts
         sql = arguments.through_spark or arguments.kernels != "rust"  # else the per-worker path
-        session = session_soon(master=arguments.master, conf=conf, events=count_events(arguments.directory), sql=sql)
+        # Without SQL the trace's size does not change the session: its JVM starts before the
+        # trace reader's imports (seconds on a busy machine), which counting the events needs.
+        events = _events(arguments.directory) if sql else None
+        session = session_soon(master=arguments.master, conf=conf, events=events, sql=sql)
     from .pipeline import analyze
 
     def progress(stage: str, seconds: float) -> None:
@@ -88,6 +90,12 @@ def _analyze(arguments: argparse.Namespace) -> int:
     )  # fmt: skip
     print(report(result))
     return 0
+
+
+def _events(directory: str) -> int:
+    from .events import count_events
+
+    return count_events(directory)
 
 
 def _follow(arguments: argparse.Namespace, conf: Dict[str, str], progress: Progress) -> int:

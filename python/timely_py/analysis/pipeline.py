@@ -29,13 +29,11 @@ from .critical_path import critical_paths
 from .events import TraceInfo, count_events, load_events
 from .findings import finding
 from .kernels import check_kernels
-from .perfetto_export import write_perfetto
-from .plots import write_plots
 from .profiles import all_profiles
 from .session import SMALL_TRACE_EVENTS, get_session
 from .slicing import parse_duration, slice_activities
 from .together import run_together
-from .viewer import write_viewer
+from .views import write_views
 from .waits import delivery_rows, piece_rows, wait_states
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -270,15 +268,6 @@ def write_driver_tables(
         written[name] = Path(out) / name
     result = _result(Path(out), written, info, length, tables)
     return dataclasses.replace(result, views=write_views(out, trace_dir)) if views else result
-
-
-def write_views(out: Union[str, "os.PathLike[str]"], trace_dir: Union[str, "os.PathLike[str]"]) -> Dict[str, List[Path]]:
-    """Writes the plots, the viewer and the Perfetto trace from the tables in ``out``."""
-    return {
-        "plots": write_plots(out),
-        "viewer": [write_viewer(out)],
-        "perfetto": [write_perfetto(out, trace_dir)],
-    }
 
 
 def _write_tables(

@@ -15,7 +15,7 @@ import os
 import shutil
 import sys
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Dict, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
 from .._core import TimelyError
 from . import jvm_archive
@@ -162,6 +162,12 @@ def get_session(
     """
     if spark is not None:
         return spark
+    return _started(_builder(master, conf, events, sql))
+
+
+def _builder(master: Optional[str], conf: Optional[Mapping[str, str]], events: Optional[int], sql: bool) -> Any:
+    """What a new session needs before its JVM starts (Java found, PySpark imported, the
+    settings and the archive chosen): its builder, and the archive and settings made after."""
     java = require_java()
     try:
         from pyspark.sql import SparkSession
@@ -184,6 +190,12 @@ def get_session(
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
+    return builder, archive, settings
+
+
+def _started(prepared: Any) -> "SparkSession":
+    """The session of a :func:`_builder`'s builder (its JVM started when none runs)."""
+    builder, archive, settings = prepared
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     jvm_archive.create_later(archive, settings)
@@ -194,12 +206,15 @@ def session_soon(
     *, master: Optional[str] = None, conf: Optional[Mapping[str, str]] = None, events: Optional[int] = None,
     sql: bool = True,
 ) -> "Future[SparkSession]":
-    """:func:`get_session` on a thread of its own: the driver's JVM starts (seconds, in another
-    process) while the caller goes on importing and reading; ``result()`` gives the session
-    or raises what :func:`get_session` raised."""
+    """:func:`get_session` with its JVM's start on a thread of its own: the driver's JVM starts
+    (seconds, in another process) while the caller goes on importing and reading;
+    ``result()`` gives the session or raises what starting it raised. What comes before the
+    JVM's start (Java found, PySpark imported: :func:`get_session`'s errors but Spark's) runs
+    in the caller's thread, so that no import of the caller's holds it back."""
+    prepared = _builder(master, conf, events, sql)
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spark-session")
     try:
-        return pool.submit(get_session, master=master, conf=conf, events=events, sql=sql)
+        return pool.submit(_started, prepared)
     finally:
         pool.shutdown(wait=False)
 
