@@ -5,7 +5,7 @@ modules, and turning their errors into a message and an exit status. Each comman
 (``timely_py.trace.cli`` for ``timely-py trace ...``, ``timely_py.analysis.cli`` for
 ``timely-py analyze``) adds its own subcommands through a
 ``register(subparsers)`` function that sets ``run`` (a function of the parsed arguments
-returning the exit status) as a default; a new tool adds its module to ``COMMAND_MODULES``.
+returning the exit status) as a default; a new tool adds its command and module to ``COMMAND_OF``.
 A command line that names a command imports only that command's module (the trace tools'
 imports take seconds on a busy machine, and ``analyze`` starts Spark's JVM as soon as it can).
 
@@ -21,10 +21,8 @@ import importlib
 import sys
 from typing import List, Optional
 
-#: The modules that add subcommands, each with ``register(subparsers)``.
-COMMAND_MODULES = ["timely_py.trace.cli", "timely_py.analysis.cli"]
-
-#: The module of each command (its first word), where only that one needs importing.
+#: The module of each command (its first word), with ``register(subparsers)``: a command line
+#: that names a command imports only its module.
 COMMAND_OF = {"trace": "timely_py.trace.cli", "analyze": "timely_py.analysis.cli"}
 
 #: The exit status of a command that was given bad input (a missing or malformed trace).
@@ -36,7 +34,7 @@ def parser(command: Optional[str] = None) -> argparse.ArgumentParser:
     it names one of :data:`COMMAND_OF`."""
     root = argparse.ArgumentParser(prog="timely-py", description="Tools for timely_py programs and their traces.")
     subparsers = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in [COMMAND_OF[command]] if command in COMMAND_OF else COMMAND_MODULES:
+    for name in [COMMAND_OF[command]] if command in COMMAND_OF else COMMAND_OF.values():
         importlib.import_module(name).register(subparsers)
     return root
 
