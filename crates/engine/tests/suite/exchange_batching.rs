@@ -61,7 +61,7 @@ fn exchange_once() -> Outcome {
     sends.iter().for_each(|&(channel, _, _, length)| *per_channel.entry(channel).or_default() += length);
     let exchange = per_channel.into_iter().max_by_key(|&(_, records)| records).unwrap().0;
     let mut messages: HashMap<(usize, usize), (usize, usize)> = HashMap::new();
-    for &(channel, source, target, length) in sends.iter().filter(|s| s.0 == exchange) {
+    for &(_, source, target, length) in sends.iter().filter(|s| s.0 == exchange) {
         let entry = messages.entry((source, target)).or_default();
         entry.0 += 1;
         entry.1 += length;
