@@ -21,7 +21,6 @@ mod reachability_support;
 mod admission_model;
 mod bootstrap_model;
 mod cluster;
-mod exchange_batching;
 mod hashing;
 mod joining_during_leave;
 mod leave_model;
