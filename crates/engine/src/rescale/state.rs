@@ -38,6 +38,9 @@ pub(super) struct OperatorEntry {
     pub(super) held: Weak<dyn HeldTimes>,
 }
 
+/// The fewest registered scopes at which `register_scope` sweeps out finished ones.
+const SWEEP_AT_LEAST: usize = 64;
+
 /// A worker's rescaling state; lives in the worker's shared state.
 pub struct Rescaling {
     /// This worker's index: the sender named on the envelope of every message it sends.
@@ -48,6 +51,10 @@ pub struct Rescaling {
     /// Where messages that break the bootstrap or leave protocol are reported.
     pub(super) violations: ProtocolViolations,
     pub(super) scopes: RefCell<Vec<LiveScope>>,
+    /// `register_scope` moves finished scopes out of `scopes` once it holds this many (twice
+    /// what the last sweep left): a sweep per scope built would cost time quadratic in the
+    /// number of dataflows. (Everything that reads `scopes` sweeps first.)
+    pub(super) sweep_at: Cell<usize>,
     /// Per scope completed and dropped here: its progress channel and the sequence number
     /// after its last batch (what a joiner expects from this worker for it: nothing more).
     pub(super) finished_scopes: RefCell<Vec<(usize, u64)>>,
@@ -83,6 +90,7 @@ impl Rescaling {
             puller: RefCell::new(puller),
             violations: allocator.violations(),
             scopes: RefCell::default(),
+            sweep_at: Cell::new(SWEEP_AT_LEAST),
             finished_scopes: RefCell::default(),
             retired: RefCell::default(),
             operators: RefCell::default(),
@@ -209,7 +217,10 @@ impl Rescaling {
                 stop_for_violation(&self.violations, server, &format!("worker {server} {reason}"));
             }
         }
-        self.forget_finished_scopes();
+        if self.scopes.borrow().len() >= self.sweep_at.get() {
+            self.forget_finished_scopes();
+            self.sweep_at.set(SWEEP_AT_LEAST.max(2 * self.scopes.borrow().len()));
+        }
         self.scopes.borrow_mut().push(LiveScope { channel, address: address.to_vec(), ledger, activator });
     }
 
