@@ -21,12 +21,6 @@ use crate::worker::WorkerState;
 use std::rc::Rc;
 use timely_communication::{JoinedPushers, Push};
 
-/// How many records for one worker an exchanging edge collects before it sends them (as
-/// many as an operator's output buffer holds): batches split over several workers go on as
-/// batches of about this size, not as their small shares. What is collected for a time goes
-/// when records of another time come and at the end of each run of the sending operator.
-const SEND_AT: usize = crate::dataflow::operators::builder::BUFFER_SIZE;
-
 /// Chooses a worker for each record of a batch.
 pub trait Partition<D>: 'static {
     /// Moves every record of `data` to `targets[members[i]]`, choosing `i` in
@@ -77,11 +71,6 @@ fn route_by<D>(data: &mut Vec<D>, targets: &mut [Vec<D>], mut choose: impl FnMut
     if same == data.len() {
         move_all(data, &mut targets[first]);
         return;
-    }
-    // A target's buffer collects records until it holds `SEND_AT` (`ExchangePusher`): one
-    // allocation of room for more than that, rather than growth by doubling from a few.
-    for target in targets.iter_mut().filter(|target| target.capacity() == 0) {
-        target.reserve(2 * SEND_AT);
     }
     for (index, datum) in data.drain(..).enumerate() {
         let target = if index < same { first } else { choose(&datum) };
@@ -251,8 +240,6 @@ where
         let pusher = ExchangePusher {
             worker: worker.clone(),
             buffers: (0..pushers.len()).map(|_| Vec::new()).collect(),
-            time: None,
-            from: index,
             pushers,
             members: Vec::new(),
             membership: self.members,
@@ -307,12 +294,7 @@ impl<T: Timestamp, D: ExchangeData, F: Fn(&D) -> u64 + 'static> Pact<T, D> for E
 struct ExchangePusher<T, D, M, P> {
     worker: Rc<WorkerState>,
     pushers: Vec<LogPusher<MessagePusher<T, D>>>,
-    /// Per worker, the records collected for it (at `time`), up to [`SEND_AT`].
     buffers: Vec<Vec<D>>,
-    /// The time of the collected records.
-    time: Option<T>,
-    /// The sender the last message named.
-    from: usize,
     /// The members at the time of the last message.
     members: Vec<usize>,
     membership: M,
@@ -337,52 +319,26 @@ impl<T, D, M, P> ExchangePusher<T, D, M, P> {
     }
 }
 
-impl<T: Clone + PartialEq, D, M, P> ExchangePusher<T, D, M, P> {
-    /// Sends the records collected for worker `target`, if any.
-    fn send(&mut self, target: usize) {
-        let buffer = &mut self.buffers[target];
-        if buffer.is_empty() {
-            return;
-        }
-        let time = self.time.clone().expect("collected records have a time");
-        let mut slot = Some(Message::new(time, std::mem::take(buffer), self.from));
-        self.pushers[target].push(&mut slot);
-        if let Some(recycled) = slot {
-            *buffer = recycled.data;
-            buffer.clear();
-        }
-    }
-
-    /// Sends everything collected.
-    fn send_all(&mut self) {
-        (0..self.buffers.len()).for_each(|target| self.send(target));
-    }
-}
-
-impl<T: Clone + PartialEq, D, M: Members<T>, P: Partition<D>> Push<Message<T, D>>
-    for ExchangePusher<T, D, M, P>
-{
+impl<T: Clone, D, M: Members<T>, P: Partition<D>> Push<Message<T, D>> for ExchangePusher<T, D, M, P> {
     fn push(&mut self, element: &mut Option<Message<T, D>>) {
         self.add_joined();
         match element {
             Some(message) => {
-                if self.time.as_ref() != Some(&message.time) {
-                    self.send_all();
-                    self.time = Some(message.time.clone());
-                }
-                self.from = message.from;
                 self.membership.update(&message.time, &self.worker, &mut self.members);
                 self.partition.partition(&mut message.data, &self.members, &mut self.buffers);
-                for target in 0..self.buffers.len() {
-                    if self.buffers[target].len() >= SEND_AT {
-                        self.send(target);
+                for (target, buffer) in self.buffers.iter_mut().enumerate() {
+                    if !buffer.is_empty() {
+                        let data = std::mem::take(buffer);
+                        let mut slot = Some(Message::new(message.time.clone(), data, message.from));
+                        self.pushers[target].push(&mut slot);
+                        if let Some(recycled) = slot {
+                            *buffer = recycled.data;
+                            buffer.clear();
+                        }
                     }
                 }
             }
-            None => {
-                self.send_all();
-                self.pushers.iter_mut().for_each(|p| p.done());
-            }
+            None => self.pushers.iter_mut().for_each(|p| p.done()),
         }
     }
 }

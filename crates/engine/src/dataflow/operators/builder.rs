@@ -502,10 +502,9 @@ impl<T: Timestamp, D: Data> OutputPort<T, D> {
         !self.buffer.borrow().data.is_empty()
     }
 
-    /// Sends what is buffered now rather than at the end of the operator's run, through the
-    /// channels too (an exchanging edge collects records until the end of the run otherwise).
+    /// Sends what is buffered now rather than at the end of the operator's run.
     pub fn flush(&mut self) {
-        self.buffer.borrow_mut().cease();
+        self.buffer.borrow_mut().flush();
     }
 }
 
