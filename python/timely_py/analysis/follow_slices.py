@@ -12,6 +12,8 @@ not decide what is final nor which slices to emit (that is :mod:`.follow`).
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, Sequence
 
 import numpy as np
@@ -51,7 +53,10 @@ def sliced(activities: pa.Table, length: int, origin: int, first: int, last: int
     steps = np.arange(rows.size) - np.repeat(np.cumsum(counts) - counts, counts)
     index = low[rows] + steps
     slice_start = index * length + origin
-    table = activities.take(pa.array(rows, pa.int64()))
+    # Each activity in one slice (the common case at slices longer than its activities): no copy.
+    table = activities if rows.size == activities.num_rows and bool(np.all(counts == 1)) else activities.take(
+        pa.array(rows, pa.int64())
+    )
     clipped = {
         "start": np.maximum(start[rows], slice_start), "end": np.minimum(end[rows], slice_start + length),
         "slice": index, "slice_start": slice_start, "slice_end": slice_start + length,
@@ -70,11 +75,21 @@ def critical_paths(table: pa.Table) -> pa.Table:
     ordered = table.sort_by("slice")
     slices = ordered["slice"].to_numpy(zero_copy_only=False)
     bounds = np.flatnonzero(np.diff(slices)) + 1
-    paths = [
-        _core.slice_critical_path(ordered.slice(start, stop - start)).cast(CRITICAL_PATH)
+    return slice_paths([
+        ordered.slice(start, stop - start)
         for start, stop in zip([0, *bounds.tolist()], [*bounds.tolist(), len(slices)])
         if stop > start
-    ]
+    ])  # fmt: skip
+
+
+def slice_paths(pieces: Sequence[pa.Table]) -> pa.Table:
+    """The native critical-path kernel on each of ``pieces`` (a slice's rows each, in slice
+    order), the slices on as many threads as there are cores (the kernel runs without the GIL)."""
+    if len(pieces) > 1:
+        with ThreadPoolExecutor(max_workers=min(len(pieces), os.cpu_count() or 1)) as pool:
+            paths = [path.cast(CRITICAL_PATH) for path in pool.map(_core.slice_critical_path, pieces)]
+    else:
+        paths = [_core.slice_critical_path(piece).cast(CRITICAL_PATH) for piece in pieces]
     return pa.concat_tables(paths) if paths else CRITICAL_PATH.empty_table()
 
 
@@ -94,7 +109,27 @@ def slack_rows(table: pa.Table, path: pa.Table, leaders: Sequence[str]) -> pa.Ta
     path runs through it in its slice (``critical``) and its ``slack_ns``: the length of the
     first wait after it on its worker in its slice (0 when none), as Spark's window finds it."""
     ordered = table.sort_by([("slice", "ascending"), ("worker", "ascending"), ("start", "ascending")])
-    group = np.stack([ordered[c].to_numpy(zero_copy_only=False) for c in ("slice", "worker")], axis=1)
+    slack_ns = _following_waits(ordered, ("slice", "worker"))
+    return marked_rows(ordered.append_column("slack_ns", pa.array(slack_ns, pa.int64())), path, leaders)
+
+
+def worker_slacks(table: pa.Table) -> pa.Array:
+    """Each row's ``slack_ns`` of :func:`slack_rows` for the sliced activities ``table`` of
+    one worker, in ``table``'s order (its rows ordered by slice and start, stably, as the whole
+    run's rows are ordered by slice, worker and start)."""
+    start, index = (table[name].to_numpy(zero_copy_only=False) for name in ("start", "slice"))
+    if bool(np.all((np.diff(index) > 0) | ((np.diff(index) == 0) & (np.diff(start) >= 0)))):
+        return pa.array(_following_waits(table, ("slice",)), pa.int64())  # in order already
+    order = np.lexsort((start, index))
+    slack_ns = np.empty(table.num_rows, dtype=np.int64)
+    slack_ns[order] = _following_waits(table.take(pa.array(order, pa.int64())), ("slice",))
+    return pa.array(slack_ns, pa.int64())
+
+
+def _following_waits(ordered: pa.Table, keys: Sequence[str]) -> np.ndarray:
+    """For each row of ``ordered``, the length of the first wait after it with the same
+    ``keys`` (0 when none)."""
+    group = np.stack([ordered[c].to_numpy(zero_copy_only=False) for c in keys], axis=1)
     waits = np.flatnonzero(pc.is_in(ordered["type"], pa.array(["waiting", "waiting_for_input"])).to_numpy(zero_copy_only=False))
     rows = np.arange(ordered.num_rows)
     following = np.searchsorted(waits, rows, side="right")
@@ -102,14 +137,23 @@ def slack_rows(table: pa.Table, path: pa.Table, leaders: Sequence[str]) -> pa.Ta
     target = waits[np.minimum(following, max(waits.size - 1, 0))] if waits.size else rows
     same = found & np.all(group[target] == group, axis=1) if waits.size else np.zeros(ordered.num_rows, bool)
     lengths = (ordered["end"].to_numpy(zero_copy_only=False) - ordered["start"].to_numpy(zero_copy_only=False))
-    slack_ns = np.where(same, lengths[target], 0)
-    contributor = pc.coalesce(ordered["name"], ordered["type"])
+    return np.where(same, lengths[target], 0)
+
+
+def marked_rows(table: pa.Table, path: pa.Table, leaders: Sequence[str]) -> pa.Table:
+    """The rows of :func:`slack_rows` from sliced activities with their ``slack_ns`` already
+    found (``table``, in any order) and the critical ``path``."""
+    contributor = pc.coalesce(table["name"], table["type"])
     chosen = pc.is_in(contributor, pa.array(list(leaders), pa.string()))
-    marked = pa.table({"slice": ordered["slice"], "activity_id": ordered["activity_id"], "contributor": contributor,
-                       "slack_ns": pa.array(slack_ns, pa.int64())}).filter(chosen)  # fmt: skip
+    marked = pa.table({"slice": table["slice"], "activity_id": table["activity_id"], "contributor": contributor,
+                       "slack_ns": table["slack_ns"]}).filter(chosen)  # fmt: skip
     on_path = path.filter(pc.is_valid(path["activity_id"])).select(["slice", "activity_id"])
     on_path = on_path.group_by(["slice", "activity_id"], use_threads=False).aggregate([])
-    on_path = on_path.append_column("critical", pa.array([True] * on_path.num_rows, pa.bool_()))
-    joined = marked.join(on_path, ["slice", "activity_id"], join_type="left outer", use_threads=False)
-    critical = pc.fill_null(joined["critical"], False)
-    return pa.table({"contributor": joined["contributor"], "critical": critical, "slack_ns": joined["slack_ns"]})
+    on_path = on_path.append_column("critical", pa.array(np.ones(on_path.num_rows, dtype=bool), pa.bool_()))
+    # The keys and a row number through the join, not the strings: a marked row is critical
+    # when its slice and activity are on the path.
+    keys = marked.select(["slice", "activity_id"]).append_column("row", pa.array(np.arange(marked.num_rows)))
+    joined = keys.join(on_path, ["slice", "activity_id"], join_type="left outer", use_threads=False)
+    critical = np.zeros(marked.num_rows, dtype=bool)
+    critical[joined["row"].to_numpy()] = pc.fill_null(joined["critical"], False).to_numpy(zero_copy_only=False)
+    return pa.table({"contributor": marked["contributor"], "critical": pa.array(critical), "slack_ns": marked["slack_ns"]})

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import activities as acts
-from . import driver_communications, driver_profiles, driver_slices, plots, profiles, worker_files, worker_stage
+from . import driver_communications, driver_profiles, driver_slices, plots, profiles, worker_cuts, worker_files, worker_stage
 from .clocks import correct_clocks
 from .critical_path import critical_paths
 from .events import TraceInfo, count_events, load_events
@@ -185,15 +185,18 @@ def analyze_per_worker(
 ) -> AnalysisResult:  # fmt: skip
     """What :func:`analyze` does for a large trace: Spark's tasks read the workers' files, the
     driver joins the communications and each worker's task writes its activities into ``out``
-    (:func:`.worker_files.write_tables`); the driver reads them back and makes the slices,
-    critical paths and summaries (:func:`.driver_slices.run_tables`) (``docs/benchmarks.md``,
-    "Activities written by the workers' tasks")."""
+    (:func:`.worker_files.write_tables`) and cuts them into slices (:mod:`.worker_cuts`); the
+    driver maps the cuts and makes the critical paths and summaries
+    (:func:`.driver_slices.run_tables_of_cuts`) (``docs/benchmarks.md``, "Activities written
+    by the workers' tasks", "issue 26, eighth step")."""
     started = time.monotonic() if started is None else started
     if views:  # matplotlib's import, while the driver waits for Spark
         threading.Thread(target=plots.preload, name="preload-plots", daemon=True).start()
     out = Path(out)
-    built = worker_files.write_tables(spark, trace_dir, out)
-    tables = driver_slices.run_tables(pq.read_table(out / "activities"), length, built["origin"], built["info"].workers)
+    built = worker_files.write_tables(spark, trace_dir, out, length)
+    tables = driver_slices.run_tables_of_cuts(built["cuts"], built["slices"], built["busy"], built["info"].workers)
+    del built["cuts"]  # the memory maps, before their files go
+    shutil.rmtree(out / worker_cuts.CUTS, ignore_errors=True)
     started = _stage(progress, "activities and waits, slices and critical paths", started)
     written = {"activities": out / "activities", "communications": out / "communications"}
     for name, table in tables.items():

@@ -9,22 +9,28 @@ tasks, no Arrow or SQL machinery in the JVM) and runs two jobs over it:
 
 1. :func:`endpoints_table`: each task reads its worker's Parquet files with pyarrow, puts
    their times on process 0's clock (:func:`.clocks.corrected_times`, Spark's arithmetic) and
-   hands the driver only the *endpoints* (as Arrow IPC bytes): the message and network
-   events, the ``operator_created`` and ``channel_created`` events, and the worker's first
-   and last ``t`` as two rows without a kind.
+   hands the driver only the *endpoints*: the message and network events, the
+   ``operator_created`` and ``channel_created`` events, and the worker's first and last ``t``
+   as two rows without a kind, as an Arrow IPC file under the output directory that the
+   driver maps (nothing through the JVM). It also keeps the columns the kernels read in an
+   Arrow IPC file on its executor (:func:`keep_events`) for the second job.
 2. The driver makes the catalogue (:func:`catalogue_of`) and the communications
    (:func:`communications_of`: the joins of :mod:`.driver_communications`, timed as
    :mod:`.follow_communications` times them, in Spark's schema) from the endpoints: the one
    step across workers. It writes the ``communications`` table and broadcasts each worker's
    deliveries.
-3. The second job: each task reads its worker's files again, with the ``ord`` that
-   :mod:`.events` gives them, runs the native pieces and wait-state kernels on them and its
-   deliveries (:func:`worker_activities`), names the operators and writes the worker's
-   activities as one file of the ``activities`` table.
+3. The second job: each task maps the events the first job kept (or, on an executor that
+   does not have them, reads its worker's files again, with the ``ord`` that :mod:`.events`
+   gives them), runs the native pieces and wait-state kernels on them and its deliveries
+   (:func:`worker_activities`), names the operators, writes the worker's activities as one
+   file of the ``activities`` table, and cuts them into slices (:mod:`.worker_cuts`: the cut
+   left for the driver to map, the busy rows in the task's result).
 
-The driver then reads the activities back for the slices, paths and summaries
-(:mod:`.driver_slices`). The tables are those of the Spark path, row for row
-(``tests/analysis/test_analysis_driver_profiles.py``, ``test_analysis_worker_slices.py``).
+The driver then makes the critical paths and summaries from the cuts
+(:func:`.driver_slices.run_tables_of_cuts`); it never reads the activities back.
+The tables are those of the Spark path, row for row
+(``tests/analysis/test_analysis_driver_profiles.py``, ``test_analysis_worker_slices.py``,
+``test_analysis_worker_cuts.py``).
 The executors must see the trace directory and the output directory at the paths the driver
 was given (a local master, or a file system shared by the cluster). It must not implement a
 kernel, decide what a communication is, or interpret events beyond choosing the endpoints.
@@ -36,13 +42,16 @@ import glob
 import os
 import re
 import shutil
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Tuple, Union
+import tempfile
+import uuid
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from . import worker_cuts
 from .activities import PIECE_COLUMNS
 from .clocks import corrected_times
 from .driver_communications import MESSAGE_COLUMNS, MESSAGE_KINDS, data_messages, progress_batches
@@ -107,7 +116,9 @@ def read_worker(directory: str, process: int, worker: int, columns: List[str],
         match = _PART.search(os.path.basename(path))
         if match is None:
             continue
-        table = pq.read_table(path, columns=sorted(set(columns) | {"time_ns"}))
+        # One file, not a dataset: pyarrow.dataset imports pandas, a second or more of a
+        # task's Python worker's start.
+        table = pq.ParquetFile(path).read(columns=sorted(set(columns) | {"time_ns"}))
         first = int(match.group(1)) * ROWS_PER_PART
         table = table.append_column("ord", pa.array(np.arange(first, first + table.num_rows, dtype=np.int64)))
         tables.append(_plain_strings(table))
@@ -144,15 +155,27 @@ def endpoints(events: pa.Table) -> pa.Table:
 
 
 def _endpoint_task(
-    processes: Mapping[int, Mapping[str, Any]],
-) -> Callable[[Iterable[Tuple[int, int, str]]], Iterator[bytes]]:
+    processes: Mapping[int, Mapping[str, Any]], kept: Optional[str] = None, handover: Optional[str] = None,
+) -> Callable[[Iterable[Tuple[int, int, str]]], Iterator[bytes]]:  # fmt: skip
     """The task of step 1: worker rows (:func:`worker_partitions`) in, each worker's endpoints
-    out as one Arrow IPC stream (bytes: Spark passes them along without reading them)."""
-    columns = [name for name in ENDPOINTS.names if name not in ("t", "process")]
+    out as one Arrow IPC stream (bytes: Spark passes them along without reading them), or,
+    with ``handover`` (a directory the driver sees), as an Arrow IPC file there, its path
+    out (a large trace's endpoints are hundreds of megabytes the JVM would copy twice). With
+    ``kept`` (an analysis's token), the task also keeps the worker's pieces' columns in a
+    file on its executor (:func:`kept_events_path`) for the second job to map, not re-read."""
+    columns = _endpoint_columns() if kept is None else sorted(set(_endpoint_columns()) | set(_piece_columns()))
 
     def task(rows: Iterable[Tuple[int, int, str]]) -> Iterator[bytes]:
         for process, worker, directory in rows:
-            found = endpoints(read_worker(directory, process, worker, columns, processes))
+            events = read_worker(directory, process, worker, columns, processes)
+            found = endpoints(events)
+            if kept is not None:
+                keep_events(pieces_of(events), kept_events_path(kept, worker))
+            if handover is not None:  # a file the driver maps: nothing through the JVM
+                path = os.path.join(handover, f"endpoints-{worker:05d}.arrow")
+                keep_events(found, path)
+                yield path.encode()
+                continue
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, ENDPOINTS) as writer:
                 writer.write_table(found)
@@ -161,24 +184,84 @@ def _endpoint_task(
     return task
 
 
-def endpoints_table(workers: "RDD[Tuple[int, int, str]]", processes: Mapping[int, Mapping[str, Any]]) -> pa.Table:
+def _endpoint_columns() -> List[str]:
+    return [name for name in ENDPOINTS.names if name not in ("t", "process")]
+
+
+def _piece_columns() -> List[str]:
+    return [name for name in PIECE_COLUMNS if name not in ("worker", "t", "ord")]
+
+
+def pieces_of(events: pa.Table) -> pa.Table:
+    """The columns of ``events`` (:func:`read_worker`) the pieces kernel reads, typed."""
+    return pa.table({name: events[name].cast(_TRACE_TYPES.get(name, pa.int64())) for name in PIECE_COLUMNS})
+
+
+def kept_events_path(token: str, worker: int) -> str:
+    """Where a task of the analysis ``token`` keeps ``worker``'s pieces between the two jobs:
+    Spark's scratch directory of the executor running it (removed when the session stops)."""
+    from pyspark import SparkFiles
+
+    root = SparkFiles.getRootDirectory() if SparkFiles._is_running_on_worker else tempfile.gettempdir()
+    return os.path.join(root, f"timely-pieces-{token}-{worker}.arrow")
+
+
+def keep_events(pieces: pa.Table, path: str) -> None:
+    """Writes ``pieces`` as an uncompressed Arrow IPC file at ``path`` (whole or not at all)."""
+    partial = f"{path}.partial"
+    with pa.OSFile(partial, "wb") as sink, pa.ipc.new_file(sink, pieces.schema) as writer:
+        writer.write_table(pieces)
+    os.replace(partial, path)
+
+
+def kept_events(path: str) -> Optional[pa.Table]:
+    """The pieces :func:`keep_events` wrote at ``path`` (memory-mapped, then the file unlinked:
+    the map keeps its pages), or None when this executor has no such file."""
+    try:
+        source = pa.memory_map(path)
+    except (FileNotFoundError, OSError):
+        return None
+    try:
+        return pa.ipc.open_file(source).read_all()
+    finally:
+        os.unlink(path)
+
+
+def endpoints_table(
+    workers: "RDD[Tuple[int, int, str]]", processes: Mapping[int, Mapping[str, Any]], kept: Optional[str] = None,
+    handover: Optional[str] = None,
+) -> pa.Table:  # fmt: skip
     """Step 1: the endpoints (:data:`ENDPOINTS`) of every worker of ``workers``
-    (:func:`worker_partitions`), read by Spark's tasks, as one table on the driver."""
-    tables = [pa.ipc.open_stream(blob).read_all() for blob in workers.mapPartitions(_endpoint_task(processes)).collect()]
+    (:func:`worker_partitions`), read by Spark's tasks, as one table on the driver (``kept``,
+    ``handover``: :func:`_endpoint_task`)."""
+    blobs = workers.mapPartitions(_endpoint_task(processes, kept, handover)).collect()
+    if handover is not None:
+        tables = [_handed_over(blob.decode()) for blob in blobs]
+    else:
+        tables = [pa.ipc.open_stream(blob).read_all() for blob in blobs]
     return pa.concat_tables(tables) if tables else ENDPOINTS.empty_table()
+
+
+def _handed_over(path: str) -> pa.Table:
+    """The endpoints a task left at ``path``; RuntimeError when the driver cannot see it."""
+    found = kept_events(path)
+    if found is None:
+        raise RuntimeError(f"the driver cannot see {path}: the output directory must be shared with the executors")
+    return found
 
 
 def worker_activities(
     processes: Mapping[int, Mapping[str, Any]], stage: Callable[[pa.Table, pa.Table], pa.Table],
-    row: Tuple[int, int, str], received: pa.Table,
+    row: Tuple[int, int, str], received: pa.Table, kept: Optional[str] = None,
 ) -> pa.Table:  # fmt: skip
-    """Stages 2 and 3 of one worker (``row``: ``(process, worker, directory)``): its events read
-    from its files with its deliveries ``received`` through ``stage``
+    """Stages 2 and 3 of one worker (``row``: ``(process, worker, directory)``): its events
+    (those the first job kept for the analysis ``kept`` on this executor, else read from its
+    files) with its deliveries ``received`` through ``stage``
     (:func:`.kernels.native_worker_stage`), its activities out (unnamed)."""
     process, worker, directory = row
-    columns = [name for name in PIECE_COLUMNS if name not in ("worker", "t", "ord")]
-    events = read_worker(directory, process, worker, columns, processes)
-    pieces = pa.table({name: events[name].cast(_TRACE_TYPES.get(name, pa.int64())) for name in PIECE_COLUMNS})
+    pieces = kept_events(kept_events_path(kept, worker)) if kept is not None else None
+    if pieces is None:
+        pieces = pieces_of(read_worker(directory, process, worker, _piece_columns(), processes))
     return stage(pieces, received)
 
 
@@ -229,36 +312,56 @@ def communications_of(found: pa.Table, workers_per_process: int) -> pa.Table:
 
 def _writing_task(
     processes: Mapping[int, Mapping[str, Any]], stage: Callable[[pa.Table, pa.Table], pa.Table],
-    names: Dict[int, str], deliveries: Any, directory: str,
-) -> Callable[[Iterable[Tuple[int, int, str]]], Iterator[Tuple[int, int]]]:  # fmt: skip
-    """The task of step 2: worker rows in; each worker's activities (from its files and its
+    names: Dict[int, str], deliveries: Any, directory: str, kept: Optional[str] = None,
+    slicing: Optional[Tuple[int, int]] = None,
+) -> Callable[[Iterable[Tuple[int, int, str]]], Iterator[Tuple[int, int, Any, Any]]]:  # fmt: skip
+    """The task of step 3: worker rows in; each worker's activities (from its files and its
     ``deliveries``, a broadcast ``worker -> table``), named, written to ``directory`` as one
-    file; ``(worker, activities written)`` out."""
+    file; with ``slicing`` (``(length, origin)``), also cut into slices next to it
+    (:func:`.worker_cuts.worker_cut`, the cut in :data:`.worker_cuts.CUTS`); ``(worker,
+    activities written, the cut's slices, the busy rows as bytes)`` out (None, None without)."""
     from .follow_slices import named
 
     schema = activity_table_schema()
 
-    def task(rows: Iterable[Tuple[int, int, str]]) -> Iterator[Tuple[int, int]]:
+    def task(rows: Iterable[Tuple[int, int, str]]) -> Iterator[Tuple[int, int, Any, Any]]:
         for row in rows:
             worker = row[1]
-            made = worker_activities(processes, stage, row, deliveries.value.get(worker, deliveries.value[None]))
+            received = deliveries.value.get(worker, deliveries.value[None])
+            made = worker_activities(processes, stage, row, received, kept)
             activities = named(made, names).select(schema.names).cast(schema)
             # One file per worker, named by it: a task run again replaces its own file.
             pq.write_table(activities, os.path.join(directory, f"part-{worker:05d}.parquet"))
-            yield worker, activities.num_rows
+            if slicing is None:
+                yield worker, activities.num_rows, None, None
+                continue
+            cut, slices, busy = worker_cuts.worker_cut(activities, *slicing)
+            worker_cuts.write_cut(cut, worker_cuts.cut_path(os.path.dirname(directory), worker))
+            yield worker, activities.num_rows, slices, worker_cuts.busy_bytes(busy)
 
     return task
 
 
+def write_activities_job(
+    workers: "RDD[Tuple[int, int, str]]", task: Callable[[Iterable[Tuple[int, int, str]]], Iterator[Tuple[int, int, Any, Any]]]
+) -> List[Tuple[int, int, Any, Any]]:
+    """Step 3: the job whose ``task`` (:func:`_writing_task`) writes each worker's activities."""
+    return workers.mapPartitions(task).collect()
+
+
 def write_tables(
-    spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"], out: Union[str, "os.PathLike[str]"]
+    spark: "SparkSession", trace_dir: Union[str, "os.PathLike[str]"], out: Union[str, "os.PathLike[str]"],
+    length: Optional[int] = None,
 ) -> Dict[str, Any]:
     """Stages 0 to 3 of a large trace, the events never in the JVM: one Spark job's tasks read
     the workers' files and hand the driver their endpoints; the driver makes the catalogue and
     the communications (written to ``out/communications``); a second job's task per worker
     writes its activities into ``out/activities`` (named, :func:`activity_table_schema`).
     The executors must see the trace and ``out`` at the paths the driver was given. Returns
-    the trace's ``info``, the ``communications`` and the catalogue's ``origin``."""
+    the trace's ``info``, the ``communications`` and the catalogue's ``origin``; with a slice
+    ``length``, the tasks also cut their activities into slices (:mod:`.worker_cuts`) and it
+    returns their ``cuts`` (memory-mapped, in worker order), their ``slices`` and ``busy``.
+    The caller removes ``out/.cuts`` (:data:`.worker_cuts.CUTS`) when done with them."""
     from . import activities as acts
     from . import worker_stage
     from .kernels import native_worker_stage
@@ -266,7 +369,11 @@ def write_tables(
     info = trace_info_with_events(trace_dir)
     processes = {int(p): dict(meta) for p, meta in info.processes.items()}
     workers = worker_partitions(spark, trace_dir)
-    found = endpoints_table(workers, processes)
+    kept = uuid.uuid4().hex
+    handover = os.path.join(os.path.abspath(str(out)), worker_cuts.CUTS)
+    shutil.rmtree(handover, ignore_errors=True)
+    os.makedirs(handover)
+    found = endpoints_table(workers, processes, kept, handover)
     known = catalogue_of(found)
     communications = communications_of(found, info.workers_per_process)
     stage = native_worker_stage(
@@ -286,7 +393,13 @@ def write_tables(
             shutil.rmtree(directory)
         os.makedirs(directory)
     pq.write_table(communications, os.path.join(directories["communications"], "part-00000.parquet"))
-    task = _writing_task(processes, stage, names, deliveries, directories["activities"])
-    workers.mapPartitions(task).collect()
+    slicing = None if length is None else (length, known.origin)
+    task = _writing_task(processes, stage, names, deliveries, directories["activities"], kept, slicing)
+    done = sorted(write_activities_job(workers, task), key=lambda result: result[0])
     deliveries.unpersist()
-    return {"info": info, "communications": communications, "origin": known.origin}
+    built = {"info": info, "communications": communications, "origin": known.origin}
+    if length is not None:
+        built["cuts"] = [worker_cuts.read_cut(worker_cuts.cut_path(str(os.path.abspath(str(out))), w)) for w, *_ in done]
+        built["slices"] = [slices for _, _, slices, _ in done]
+        built["busy"] = worker_cuts.busy_of([blob for *_, blob in done])
+    return built

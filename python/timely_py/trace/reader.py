@@ -23,7 +23,6 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Un
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
 # Absolute, unlike the package's other imports: a copy of this package imported on its own
 # (benches/python/bench_trace_compare.py) reads the format from the installed module.
@@ -164,6 +163,8 @@ def scan(
     names = _columns(columns)
     if not chosen:
         return SCHEMA.empty_table().select(names)
+    import pyarrow.dataset as ds  # here, not at the top: it imports pandas (a second or more)
+
     dataset = ds.dataset(
         [str(f.path) for f in chosen],
         schema=SCHEMA,
@@ -178,8 +179,11 @@ def scan(
     return table.unify_dictionaries()  # one dictionary of kinds for every file
 
 
-def _filter(kinds: Optional[Iterable[str]], start_ns: Optional[int], end_ns: Optional[int]) -> Optional[ds.Expression]:
-    """The dataset expression selecting ``kinds`` and the time range (none: everything)."""
+def _filter(kinds: Optional[Iterable[str]], start_ns: Optional[int], end_ns: Optional[int]) -> Optional[Any]:
+    """The dataset expression (``pyarrow.dataset.Expression``) selecting ``kinds`` and the
+    time range (none: everything)."""
+    import pyarrow.dataset as ds
+
     conditions = []
     if kinds is not None:
         conditions.append(ds.field("kind").isin(pa.array(_kinds(kinds), pa.string())))
