@@ -5,7 +5,10 @@
 //! released) or keep trying `output.try_session` (which then says `Released`), and its
 //! program does not return at the leave: it steps until its worker is done. The leave must
 //! complete (before, the source's capability held it forever), and every record a source gave
-//! (as it reports it) must reach exactly one worker, once.
+//! (as it reports it) must reach exactly one worker, once. A process of two workers leaves as
+//! a whole, so the leave that one of them asks for releases the other's source wherever it
+//! is, even before it gave anything (`Others::Late`): a released source gives no more epochs,
+//! so the program of that other worker must not wait for them.
 
 use crate::common;
 use crate::leaving_support::run_processes;
@@ -13,6 +16,7 @@ use crate::leaving_support::run_processes;
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use timely_engine::dataflow::operators::CapabilityError;
@@ -38,6 +42,16 @@ enum Giving {
     TrySession,
 }
 
+/// When the leaving process's workers other than the one that asks for the leave start.
+#[derive(Clone, Copy, Debug)]
+enum Others {
+    /// With the one that asks: their sources give epochs alongside its source's.
+    Together,
+    /// Only once the leave was asked for (and sent): their sources are released at their first
+    /// run, before they gave anything, while the one that asked goes on to its leave.
+    Late,
+}
+
 /// A record: the worker whose source gave it, its epoch, its number in the epoch.
 type Record = (usize, u64, u64);
 
@@ -54,8 +68,16 @@ struct Seen {
 
 /// Runs `processes` processes of `threads` workers; process `leaver` leaves once its first
 /// worker's source gave `leave_at` epochs.
-fn run(processes: usize, threads: usize, leaver: usize, leave_at: u64, giving: Giving) -> Seen {
+fn run(
+    processes: usize,
+    threads: usize,
+    leaver: usize,
+    leave_at: u64,
+    giving: Giving,
+    others: Others,
+) -> Seen {
     let seen: Arc<Mutex<Seen>> = Arc::default();
+    let asked = Arc::new(AtomicBool::new(false));
     let shared = seen.clone();
     let program = {
         let seen = shared;
@@ -113,18 +135,37 @@ fn run(processes: usize, threads: usize, leaver: usize, leave_at: u64, giving: G
             });
             // Paces the sources (one epoch a run, one run a step).
             let pace = || std::thread::sleep(Duration::from_micros(200));
+            let asks = index.is_multiple_of(threads);
+            if leaves && !asks && matches!(others, Others::Late) {
+                let deadline = Instant::now() + LEAVE_LIMIT;
+                while !asked.load(Ordering::SeqCst) {
+                    assert!(Instant::now() < deadline, "worker {index}: the leave was never asked for");
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
             if leaves {
-                while epochs.get() < leave_at {
+                // Until its source gave `leave_at` epochs, or its process's leave (which
+                // another worker of it may start first) released the source: a released source
+                // gives no more epochs, so waiting for them would never return and the process
+                // would never say goodbye.
+                let deadline = Instant::now() + LEAVE_LIMIT;
+                while epochs.get() < leave_at && !worker.is_leaving() {
+                    assert!(
+                        Instant::now() < deadline,
+                        "worker {index}: its source did not reach epoch {leave_at}"
+                    );
                     worker.step();
                     pace();
                 }
-                if index.is_multiple_of(threads) {
+                if asks {
                     worker.leave().expect("nothing refuses the leave");
                 }
                 // The program does not stop at the leave: it steps until its worker is done.
                 let deadline = Instant::now() + LEAVE_LIMIT;
                 while worker.step() {
                     assert!(Instant::now() < deadline, "worker {index}: the leave did not complete");
+                    // The notice has left with this step: late workers may start.
+                    asked.store(true, Ordering::SeqCst);
                     pace();
                 }
                 assert!(worker.state().rescaling().leaves().is_drained());
@@ -182,27 +223,32 @@ fn check(seen: &Seen, threads: usize, leaver: usize, leave_at: u64) {
 }
 
 /// Runs one case within [`LIMIT`] and checks it.
-fn case(processes: usize, threads: usize, leaver: usize, leave_at: u64, giving: Giving) {
-    let seen = common::within(LIMIT, move || run(processes, threads, leaver, leave_at, giving));
+fn case(processes: usize, threads: usize, leaver: usize, leave_at: u64, giving: Giving, others: Others) {
+    let seen = common::within(LIMIT, move || run(processes, threads, leaver, leave_at, giving, others));
     check(&seen, threads, leaver, leave_at);
 }
 
 #[test]
 fn a_source_giving_forever_through_session_leaves_with_its_process() {
-    case(2, 1, 1, 20, Giving::Session);
+    case(2, 1, 1, 20, Giving::Session, Others::Together);
 }
 
 #[test]
 fn a_source_trying_forever_leaves_with_process_zero() {
-    case(3, 1, 0, 15, Giving::TrySession);
+    case(3, 1, 0, 15, Giving::TrySession, Others::Together);
 }
 
 #[test]
 fn sources_of_two_workers_leave_with_their_process() {
-    case(2, 2, 0, 25, Giving::TrySession);
+    case(2, 2, 0, 25, Giving::TrySession, Others::Together);
 }
 
 #[test]
 fn sources_of_a_middle_process_leave_while_the_others_give() {
-    case(3, 2, 1, 10, Giving::Session);
+    case(3, 2, 1, 10, Giving::Session, Others::Together);
+}
+
+#[test]
+fn sources_released_before_they_gave_leave_with_their_process() {
+    case(3, 2, 1, 10, Giving::TrySession, Others::Late);
 }
