@@ -7,9 +7,10 @@
 //! the worker's [`Leaves`] (in `leave_state`, re-exported here), which also keeps the
 //! membership every exchange routes over. Keyed exchanges register as [`KeyedRoutes`]: a
 //! worker seals a leaver only once none of them may still release records to it. Input
-//! handles (and the Python bindings' sources) register as [`ReleaseOnLeave`]: when this
-//! worker starts leaving they deliver what they accepted and let go of their capabilities, so
-//! that a program that goes on feeding does not hold the leave up.
+//! handles and sources (operators built with `release_on_leave`, Rust's and Python's)
+//! register as [`ReleaseOnLeave`]: when this worker starts leaving they deliver what they
+//! accepted and let go of their capabilities, so that a program that goes on feeding does not
+//! hold the leave up.
 
 use std::rc::Weak;
 

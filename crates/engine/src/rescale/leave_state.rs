@@ -22,7 +22,8 @@ pub trait KeyedRoutes {
 
 /// Something that holds capabilities no input justifies, which only the program would release:
 /// an input handle the program feeds through, or a source operator whose logic decides when
-/// it ends (the Python bindings' generic sources).
+/// it ends (every operator built with `OperatorBuilder::release_on_leave`: the engine's
+/// `source`, the Python bindings' sources).
 pub trait ReleaseOnLeave {
     /// This worker is leaving: hand on what was accepted (or given), hold no capability from
     /// now on and accept nothing more.

@@ -25,6 +25,7 @@ pub mod client;
 mod client_state;
 mod dispatch;
 pub(crate) mod forward_inbox;
+pub mod held_report;
 pub mod leave;
 mod leave_state;
 pub mod messages;

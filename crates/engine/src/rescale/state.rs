@@ -75,6 +75,8 @@ pub struct Rescaling {
     pub(super) join_watchers: RefCell<Vec<Weak<Activator>>>,
     /// Processes leaving and gone.
     pub(super) leaves: Leaves,
+    /// On a leaver: the operators holding its leave up (`held_report`).
+    pub(super) held_report: RefCell<super::operators::HeldReport>,
 }
 
 impl Rescaling {
@@ -101,6 +103,7 @@ impl Rescaling {
             bootstrapping,
             join_watchers: RefCell::default(),
             leaves: Leaves::default(),
+            held_report: Default::default(),
         }
     }
 

@@ -275,8 +275,11 @@ impl Worker {
                 && self.state.allocator.borrow().events().borrow().is_empty()
         };
         let gone = || self.state.rescaling.leaves().is_drained();
-        if leaving && !gone() && idle() {
-            rescale::leave::announce_left_if_awaited(&self.state);
+        if leaving && !gone() {
+            rescale::held_report::check(&self.state);
+            if idle() {
+                rescale::leave::announce_left_if_awaited(&self.state);
+            }
         }
         if leaving && !gone() && idle() && rescale::leave::drained(&self.state) {
             // Everything it sent is flushed and nothing can reach it any more: it goes.

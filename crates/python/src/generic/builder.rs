@@ -5,7 +5,6 @@
 use crate::errors::{add_note, catch_panic, WorkerContext};
 use crate::generic::capability::{Held, PyCapability};
 use crate::generic::info::PyOperatorInfo;
-use crate::generic::leave::SourceLeave;
 use crate::generic::local::Attached;
 use crate::generic::notificator::{NotifyCell, PyNotificator};
 use crate::generic::ports::{InputCell, OutputCell, PyInputPort, PyOutputPort};
@@ -17,10 +16,9 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use std::cell::{Cell, OnceCell, RefCell};
-use std::rc::{Rc, Weak};
+use std::rc::Rc;
 use timely_engine::dataflow::operators::{keyed_pact, Capability, OperatorBuilder, OperatorInfo};
 use timely_engine::dataflow::{Pipeline, Scope, SharedMembership, Stream};
-use timely_engine::rescale::leave::ReleaseOnLeave;
 use timely_engine::MutableAntichain;
 
 /// An operator input's stream: as is (pipeline), or settled for a keyed exchange by a key
@@ -72,12 +70,9 @@ fn parts(scope: &Scope<Time>, depth: usize, name: &str, kind: Kind, feeds: Vec<F
         builder.set_notify(false);
     }
     let info = builder.info().clone();
-    // A source (no inputs) lets go of its capabilities when its worker leaves.
-    let leave = feeds.is_empty().then(|| Rc::new(SourceLeave::default()));
-    if let Some(leave) = &leave {
-        let leaves = scope.worker().rescaling().leaves();
-        leaves.release_on_leave(Rc::downgrade(leave) as Weak<dyn ReleaseOnLeave>);
-    }
+    // A source (no inputs) lets go of its capabilities when its worker leaves, as the
+    // engine's own sources do.
+    let leave = feeds.is_empty().then(|| builder.release_on_leave());
     let op = Rc::new(OpState {
         name: name.to_owned(),
         depth,
@@ -152,9 +147,7 @@ fn install(
                 let ran = context.run(&op.name, |py| match logic.bind(py).call1(args.bind(py).clone()) {
                     Ok(_) => Ok(()),
                     // A source whose capabilities its worker's leave released used one.
-                    Err(error) if op.leave.as_ref().is_some_and(|leave| leave.ends_quietly(py, &error)) => {
-                        Ok(())
-                    }
+                    Err(error) if op.ends_quietly(py, &error) => Ok(()),
                     Err(error) => Err(error),
                 });
                 op.end();

@@ -5,10 +5,10 @@
 //! reported. An `InputCapability` is valid only during the run that received its records.
 //! Ports and notificators resolve a Python capability argument here, to the engine's
 //! capability of the right operator. A source's capabilities are also released when its
-//! worker's process leaves the cluster (`leave`): using one then raises `LeavingError`.
+//! worker's process leaves the cluster (the engine releases its operator's capabilities,
+//! `OperatorBuilder::release_on_leave`): using one then raises `LeavingError`.
 
 use crate::errors::LeavingError;
-use crate::generic::leave::LeaveSlot;
 use crate::generic::local::Local;
 use crate::generic::state::OpState;
 use crate::time::{from_py, show, to_py, Time};
@@ -16,7 +16,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use std::cell::RefCell;
-use std::rc::{Rc, Weak};
+use std::rc::Rc;
 use timely_engine::dataflow::operators::{Capability, InputCapability};
 
 /// An engine capability with the state of the operator it belongs to.
@@ -51,7 +51,8 @@ enum Gone {
     Leaving(String),
 }
 
-/// A capability's state: held, or released (and why).
+/// A capability's state: held, or released (and why). A held capability of a source that
+/// its worker's leave released (the engine's operator-wide release) counts as released.
 struct CapSlot {
     held: Option<Held>,
     gone: Gone,
@@ -59,22 +60,40 @@ struct CapSlot {
 
 type CapCell = Rc<RefCell<CapSlot>>;
 
+/// The error for using a capability of source `source` that its worker's leave released.
+fn leaving(source: &str) -> PyErr {
+    LeavingError::new_err(format!(
+        "the capability of source '{}' was released because this worker's process is leaving \
+         the cluster: the source should stop (return from its logic, or stop once \
+         worker.leaving is True); what it gave before is delivered",
+        source
+    ))
+}
+
 impl CapSlot {
     fn held(&self) -> PyResult<&Held> {
-        self.held.as_ref().ok_or_else(|| match &self.gone {
-            Gone::Released(why) => PyValueError::new_err(format!("capability was released{}", why)),
-            Gone::Leaving(source) => LeavingError::new_err(format!(
-                "the capability of source '{}' was released because this worker's process is leaving \
-                 the cluster: the source should stop (return from its logic, or stop once \
-                 worker.leaving is True); what it gave before is delivered",
-                source
-            )),
-        })
+        match (&self.held, &self.gone) {
+            (Some(held), _) if held.capability.is_released() => Err(leaving(&held.op.name)),
+            (Some(held), _) => Ok(held),
+            (None, Gone::Released(why)) => {
+                Err(PyValueError::new_err(format!("capability was released{}", why)))
+            }
+            (None, Gone::Leaving(source)) => Err(leaving(source)),
+        }
     }
 
-    /// Gives the capability up, activating its operator if that is not running.
+    /// True when no capability is held: released by Python, or by the worker's leave.
+    fn is_released(&self) -> bool {
+        self.held.as_ref().is_none_or(|held| held.capability.is_released())
+    }
+
+    /// Gives the capability up, activating its operator if that is not running. One the
+    /// worker's leave released keeps that reason.
     fn release(&mut self) {
         if let Some(held) = self.held.take() {
+            if held.capability.is_released() {
+                self.gone = Gone::Leaving(held.op.name.clone());
+            }
             held.op.changed();
         }
     }
@@ -83,18 +102,6 @@ impl CapSlot {
 impl Drop for CapSlot {
     fn drop(&mut self) {
         self.release();
-    }
-}
-
-impl LeaveSlot for RefCell<CapSlot> {
-    /// Gives the capability up; one released before keeps its reason.
-    fn release_for_leave(&self) -> bool {
-        let Ok(mut slot) = self.try_borrow_mut() else { return false };
-        if let Some(held) = slot.held.take() {
-            slot.gone = Gone::Leaving(held.op.name.clone());
-            held.op.changed();
-        }
-        true
     }
 }
 
@@ -118,12 +125,7 @@ pub struct PyCapability {
 impl PyCapability {
     /// Hands `held` to Python.
     pub fn new(held: Held) -> Self {
-        let leave = held.op.leave.clone();
         let slot = Rc::new(RefCell::new(CapSlot { held: Some(held), gone: Gone::Released("") }));
-        if let Some(leave) = leave {
-            let tracked: Weak<RefCell<CapSlot>> = Rc::downgrade(&slot);
-            leave.track(tracked);
-        }
         PyCapability { slot: Local::new("this Capability", slot) }
     }
 
@@ -164,7 +166,7 @@ impl PyCapability {
     /// True once released.
     #[getter]
     fn released(&self) -> PyResult<bool> {
-        Ok(self.slot.get()?.try_borrow().map_err(|_| busy("the capability"))?.held.is_none())
+        Ok(self.slot.get()?.try_borrow().map_err(|_| busy("the capability"))?.is_released())
     }
 
     /// A new capability for `time`, which must be at or after this capability's time.
@@ -199,7 +201,7 @@ impl PyCapability {
     }
 
     fn __repr__(&self) -> String {
-        let describe = |slot: &CapSlot| slot.held.as_ref().map(|h| show(h.capability.time(), h.op.depth));
+        let describe = |slot: &CapSlot| slot.held().ok().map(|h| show(h.capability.time(), h.op.depth));
         match self.slot.get().ok().and_then(|cell| cell.try_borrow().ok().map(|slot| describe(&slot))) {
             Some(Some(time)) => format!("Capability(time={})", time),
             Some(None) => "Capability(released)".to_owned(),

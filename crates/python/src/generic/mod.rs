@@ -9,7 +9,8 @@
 //! handed to the logic at every run; they work only while the operator's logic runs and
 //! raise `RuntimeError` otherwise, so a wrapper kept past its call fails clearly instead of
 //! touching the engine at the wrong moment. Capabilities are `capability`'s; a source's
-//! capabilities are released when its worker's process leaves the cluster (`leave`).
+//! capabilities are released when its worker's process leaves the cluster (the engine's
+//! `OperatorBuilder::release_on_leave`; using one then raises `LeavingError`).
 //!
 //! The wrappers' engine state stays on its worker's thread (`local`): the Python objects
 //! themselves are sendable shells, which raise when used on another thread and, when an
@@ -21,7 +22,6 @@ mod builder;
 mod capability;
 mod frontier;
 mod info;
-mod leave;
 mod local;
 mod notificator;
 mod operators;

@@ -209,7 +209,7 @@ impl PyScope {
     /// capability is finished, and one that holds a capability must be activated again.
     ///
     /// When the worker's process leaves the cluster (`worker.leaving`), every capability of
-    /// the source is released (`generic::leave`): what it gave before is delivered, and using
+    /// the source is released (`OperatorBuilder::release_on_leave`): what it gave before is delivered, and using
     /// a capability afterwards (`give` with it, `delayed`, `downgrade`, `time`) raises
     /// `LeavingError`; the source should stop. Letting that error out of the logic ends the
     /// run quietly, so a source that never stops still lets its process leave; any other

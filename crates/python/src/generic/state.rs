@@ -1,15 +1,15 @@
 //! What a generic operator is (`Spec`, `Kind`) and the state its closure shares with its
 //! Python wrappers (`OpState`): whether the logic is running, which run it is, the
 //! activator, the snapshot of the input frontiers taken at the start of each run, and, for a
-//! source, its part in its worker's leave.
+//! source, whether its worker's leave released it.
 
+use crate::errors::LeavingError;
 use crate::generic::frontier::PyFrontier;
-use crate::generic::leave::SourceLeave;
 use crate::time::{show, Time};
 use pyo3::exceptions::{PyAttributeError, PyIndexError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::cell::{Cell, RefCell};
-use std::rc::Rc;
+use timely_engine::dataflow::operators::LeaveRelease;
 use timely_engine::scheduling::Activator;
 use timely_engine::MutableAntichain;
 
@@ -54,8 +54,9 @@ pub struct OpState {
     pub watch: bool,
     /// The input frontiers at the start of the current run (if `watch`).
     pub frontiers: RefCell<Vec<MutableAntichain<Time>>>,
-    /// A source's capabilities, released when its worker leaves (None with inputs).
-    pub leave: Option<Rc<SourceLeave>>,
+    /// For a source: whether its worker's leave released its capabilities (the engine's
+    /// `release_on_leave`; None with inputs, which are not released).
+    pub leave: Option<LeaveRelease<Time>>,
 }
 
 impl OpState {
@@ -82,15 +83,16 @@ impl OpState {
         self.live.set(true);
     }
 
-    /// The run ended. On a leaving worker, a source's capabilities that were in use when the
-    /// leave began (or were made since) are released now, while the run still counts as live
-    /// (the engine reports the change after it, with no activation needed).
+    /// The run ended.
     pub fn end(&self) {
-        if let Some(leave) = self.leave.as_ref().filter(|leave| leave.is_released()) {
-            leave.sweep();
-        }
         self.live.set(false);
         self.generation.set(self.generation.get() + 1);
+    }
+
+    /// True if `error`, raised by the logic, ends its run quietly: a `LeavingError` from a
+    /// source whose capabilities its worker's leave released (it used one).
+    pub fn ends_quietly(&self, py: Python<'_>, error: &PyErr) -> bool {
+        self.leave.as_ref().is_some_and(LeaveRelease::is_released) && error.is_instance_of::<LeavingError>(py)
     }
 
     /// A capability changed: outside the operator's run, schedule the operator so that

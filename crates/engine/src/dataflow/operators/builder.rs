@@ -6,8 +6,14 @@
 //! do the progress accounting: `InputPort` counts consumed records, `OutputPort` counts
 //! produced ones, capabilities count themselves; the operator hands all of it to its scope
 //! after each run. Every other operator in this crate is built with this builder.
+//!
+//! An operator built with [`OperatorBuilder::release_on_leave`] (every `source`) lets go of
+//! its capabilities when its worker leaves the cluster: the leave marks its
+//! [`CapabilityLedger`] released, its next report retires what it held, and its output
+//! ports refuse records from then on (`docs/rescaling.md`, "A leaver's sources").
 
-use super::capability::{Capability, CapabilityChanges, CapabilityError, CapabilityRef, InputCapability};
+use super::capability::{Capability, CapabilityChanges, CapabilityLedger, InputCapability};
+use super::output::{OutputBuffer, OutputPort};
 use crate::dataflow::channels::{Data, Message, MessagePuller, Pact, Tee};
 use crate::dataflow::{Scope, Stream};
 use crate::progress::reachability::Summary;
@@ -15,15 +21,14 @@ use crate::progress::{
     Antichain, ChangeBatch, MutableAntichain, Operate, SharedProgress, Source, Target, Timestamp,
 };
 use crate::rescale::forward_inbox::RETIRED_SENDER;
+use crate::rescale::leave::ReleaseOnLeave;
 use crate::rescale::{HeldTimes, Initial};
 use crate::scheduling::Activator;
 use std::cell::RefCell;
 use std::rc::Rc;
 use timely_communication::exchangeable::{bincode_decode, bincode_encode};
-use timely_communication::Push;
 
-/// Records per message before an output port sends what it buffered.
-pub const BUFFER_SIZE: usize = 1024;
+pub use super::output::BUFFER_SIZE;
 
 /// Facts about an operator under construction.
 #[derive(Clone)]
@@ -52,6 +57,7 @@ pub struct OperatorBuilder<T: Timestamp> {
     flushes: Vec<Box<dyn FnMut()>>,
     notify: bool,
     initial: InitialCapabilities<T>,
+    release_on_leave: bool,
 }
 
 /// The initial capabilities of an operator: how many workers' the tracker counts, and the
@@ -113,6 +119,7 @@ impl<T: Timestamp> OperatorBuilder<T> {
             outputs: 0,
             flushes: Vec::new(),
             notify: true,
+            release_on_leave: false,
         }
     }
 
@@ -124,6 +131,31 @@ impl<T: Timestamp> OperatorBuilder<T> {
     /// Whether frontier changes schedule the operator (default true).
     pub fn set_notify(&mut self, notify: bool) {
         self.notify = notify;
+    }
+
+    /// Releases the operator's capabilities when its worker starts leaving the cluster, as
+    /// the worker's input handles are released (`docs/rescaling.md`, "A leaver's sources").
+    /// Every `source` is built so: nothing but its own logic would ever finish it, and one
+    /// that emits every epoch forever would keep its process from leaving. Only an operator
+    /// without inputs can be released (`build` panics otherwise): one with inputs may hold
+    /// capabilities for output it owes for records it received, up to the moment nothing
+    /// more reaches the leaver, and releasing them would lose that output.
+    ///
+    /// From the release on (at the start of the step that handles the leave, or in
+    /// `Worker::leave`), the operator is scheduled once more, its logic's last run, and:
+    /// - every record it gave before is sent and delivered, exactly once;
+    /// - every capability it holds, or makes or changes afterwards, counts nothing:
+    ///   [`Capability::is_released`] is true, and cloning, delaying, downgrading and dropping
+    ///   it are harmless;
+    /// - its output ports refuse records: [`OutputPort::try_session`] returns
+    ///   [`CapabilityError::Released`](super::capability::CapabilityError::Released), and a session from [`OutputPort::session`] drops
+    ///   what it is given (neither sent nor counted), so that a logic that never looks still
+    ///   cannot corrupt progress or panic its worker.
+    ///
+    /// The returned [`LeaveRelease`] tells whether the release happened.
+    pub fn release_on_leave(&mut self) -> LeaveRelease<T> {
+        self.release_on_leave = true;
+        LeaveRelease(self.changes.clone())
     }
 
     /// Adds an input connected to `stream` through `pact`; records reach every output
@@ -193,6 +225,7 @@ impl<T: Timestamp> OperatorBuilder<T> {
             shared: self.shared.clone(),
             port,
             worker: self.info.worker,
+            refusing: false,
         }));
         let flushed = buffer.clone();
         self.flushes.push(Box::new(move || flushed.borrow_mut().cease()));
@@ -223,7 +256,7 @@ impl<T: Timestamp> OperatorBuilder<T> {
         L: FnMut(&[MutableAntichain<T>]) -> bool + 'static,
     {
         if let Some(time) = &self.initial.own {
-            self.changes.borrow_mut().update(time.clone(), -1);
+            self.changes.update(time.clone(), -1);
         }
         self.install(logic);
     }
@@ -239,12 +272,25 @@ impl<T: Timestamp> OperatorBuilder<T> {
                 internal.update(T::minimum(), self.initial.counted);
             }
         }
-        let held = Rc::new(HeldCapabilities(RefCell::new(ChangeBatch::new())));
+        let held = Rc::new(HeldCapabilities(RefCell::new(ChangeBatch::new()), self.name.clone()));
         if let Some(time) = &self.initial.own {
             held.0.borrow_mut().update(time.clone(), 1);
         }
         let rescaling = self.scope.worker().rescaling();
         rescaling.register_operator(&self.info.address, self.outputs, held.clone());
+        assert!(
+            !self.release_on_leave || self.summary.is_empty(),
+            "operator {}: only an operator without inputs can be released when its worker leaves",
+            self.name
+        );
+        let leave = self.release_on_leave.then(|| {
+            let leave: Rc<dyn ReleaseOnLeave> = Rc::new(ReleaseOperator {
+                ledger: self.changes.clone(),
+                activator: self.info.activator.clone(),
+            });
+            rescaling.leaves().release_on_leave(Rc::downgrade(&leave));
+            leave
+        });
         let inputs = self.summary.len();
         let operator = GenericOperator {
             name: self.name,
@@ -258,6 +304,8 @@ impl<T: Timestamp> OperatorBuilder<T> {
             flushes: self.flushes,
             notify: self.notify,
             held,
+            _leave: leave,
+            retired: false,
         };
         self.scope.add_operator(self.info.index, Box::new(operator));
     }
@@ -276,12 +324,50 @@ struct GenericOperator<T: Timestamp, L> {
     notify: bool,
     /// The capabilities this instance holds (for handing capabilities to joining workers).
     held: Rc<HeldCapabilities<T>>,
+    /// Its registration with the worker's leave, if it is released then (kept alive here).
+    _leave: Option<Rc<dyn ReleaseOnLeave>>,
+    /// True once the worker's leave released its capabilities and it reported their end:
+    /// capability changes count nothing from then on.
+    retired: bool,
 }
 
-/// The capabilities one operator instance holds: its own initial one plus its changes.
-struct HeldCapabilities<T: Timestamp>(RefCell<ChangeBatch<T>>);
+/// Whether the worker's leave released an operator built with
+/// [`OperatorBuilder::release_on_leave`].
+#[derive(Clone)]
+pub struct LeaveRelease<T: Timestamp>(CapabilityChanges<T>);
+
+impl<T: Timestamp> LeaveRelease<T> {
+    /// True once the operator's worker started leaving and released its capabilities.
+    pub fn is_released(&self) -> bool {
+        self.0.is_released()
+    }
+}
+
+/// An operator's part in its worker's leave: marks its capabilities released and schedules
+/// it, so that its next report retires them.
+struct ReleaseOperator<T: Timestamp> {
+    ledger: Rc<CapabilityLedger<T>>,
+    activator: Activator,
+}
+
+impl<T: Timestamp> ReleaseOnLeave for ReleaseOperator<T> {
+    fn release(&self) {
+        self.ledger.release();
+        self.activator.activate();
+    }
+}
+
+/// The capabilities one operator instance holds: its own initial one plus its changes; and
+/// the operator's name.
+struct HeldCapabilities<T: Timestamp>(RefCell<ChangeBatch<T>>, String);
 
 impl<T: Timestamp> HeldTimes for HeldCapabilities<T> {
+    fn holding(&self) -> Option<String> {
+        let mut held = self.0.borrow_mut();
+        let times: Vec<&T> = held.iter().filter(|(_, count)| *count > 0).map(|(time, _)| time).collect();
+        (!times.is_empty()).then(|| format!("'{}' at times {:?}", self.1, times))
+    }
+
     fn encoded(&self) -> Option<Vec<u8>> {
         let mut held = self.0.borrow_mut();
         let times =
@@ -296,10 +382,17 @@ impl<T: Timestamp> HeldTimes for HeldCapabilities<T> {
 }
 
 impl<T: Timestamp, L: FnMut(&[MutableAntichain<T>]) -> bool> GenericOperator<T, L> {
-    /// Hands the capability changes of this run to every output.
+    /// Hands the capability changes of this run to every output. Once the worker's leave
+    /// released the operator, the first report also retires everything it holds, and later
+    /// changes count nothing.
     fn report_capabilities(&mut self) {
-        let mut changes = self.changes.borrow_mut();
-        if changes.is_empty() {
+        let mut changes = self.changes.changes();
+        let released = self.changes.is_released();
+        if changes.is_empty() && !released {
+            return;
+        }
+        if self.retired {
+            changes.clear();
             return;
         }
         let mut shared = self.shared.borrow_mut();
@@ -309,6 +402,16 @@ impl<T: Timestamp, L: FnMut(&[MutableAntichain<T>]) -> bool> GenericOperator<T, 
             for internal in shared.internals.iter_mut() {
                 internal.update(time.clone(), delta);
             }
+        }
+        if released {
+            // Reported with what it gave in this run: records sent at a time are counted in
+            // the same batch as the end of the capability that let them be sent.
+            for (time, count) in held.drain() {
+                for internal in shared.internals.iter_mut() {
+                    internal.update(time.clone(), -count);
+                }
+            }
+            self.retired = true;
         }
     }
 }
@@ -338,6 +441,12 @@ impl<T: Timestamp, L: FnMut(&[MutableAntichain<T>]) -> bool> Operate<T> for Gene
     }
 
     fn schedule(&mut self) -> bool {
+        if self.retired {
+            // A source its worker's leave released, whose logic ran after the release: it is
+            // not called again (what it could give would be refused).
+            self.changes.changes().clear();
+            return false;
+        }
         {
             let mut shared = self.shared.borrow_mut();
             for (frontier, changes) in self.frontiers.iter_mut().zip(shared.frontiers.iter_mut()) {
@@ -393,142 +502,5 @@ impl<T: Timestamp, D: Data> InputPort<T, D> {
         while let Some((capability, data)) = self.next() {
             logic(capability, data);
         }
-    }
-}
-
-struct OutputBuffer<T: Timestamp, D> {
-    time: Option<T>,
-    data: Vec<D>,
-    tee: Tee<T, D>,
-    shared: Rc<RefCell<SharedProgress<T>>>,
-    port: usize,
-    worker: usize,
-}
-
-impl<T: Timestamp, D: Data> OutputBuffer<T, D> {
-    fn set_time(&mut self, time: &T) {
-        if self.time.as_ref() != Some(time) {
-            self.flush();
-            self.time = Some(time.clone());
-        }
-    }
-
-    fn flush(&mut self) {
-        if !self.data.is_empty() {
-            let time = self.time.clone().expect("buffered records have a time");
-            let data = std::mem::take(&mut self.data);
-            self.shared.borrow_mut().produceds[self.port].update(time.clone(), data.len() as i64);
-            let mut slot = Some(Message::new(time, data, self.worker));
-            self.tee.push(&mut slot);
-            // A consumer may give an emptied buffer back; otherwise the next record allocates
-            // one (`give`). Not allocating here matters when whole batches pass through
-            // (`give_vec` swaps this buffer out): an eager allocation would be swapped into
-            // the input, given back upstream, and mostly freed, once per batch and hop.
-            self.data = match slot {
-                Some(recycled) if recycled.data.capacity() > 0 => {
-                    let mut data = recycled.data;
-                    data.clear();
-                    data
-                }
-                _ => Vec::new(),
-            };
-        }
-    }
-
-    #[inline]
-    fn give(&mut self, datum: D) {
-        if self.data.capacity() == 0 {
-            self.data.reserve(BUFFER_SIZE);
-        }
-        self.data.push(datum);
-        if self.data.len() >= BUFFER_SIZE {
-            self.flush();
-        }
-    }
-
-    fn give_vec(&mut self, data: &mut Vec<D>) {
-        if self.data.is_empty() && data.len() >= BUFFER_SIZE / 4 {
-            std::mem::swap(&mut self.data, data);
-            self.flush();
-        } else {
-            for datum in data.drain(..) {
-                self.give(datum);
-            }
-        }
-    }
-
-    /// Sends everything buffered and flushes the channels (end of an operator's run).
-    fn cease(&mut self) {
-        self.flush();
-        self.tee.done();
-    }
-}
-
-/// The sending end of an operator output.
-pub struct OutputPort<T: Timestamp, D> {
-    buffer: Rc<RefCell<OutputBuffer<T, D>>>,
-    changes: CapabilityChanges<T>,
-}
-
-impl<T: Timestamp, D: Data> OutputPort<T, D> {
-    /// A session for sending records at `capability`'s time (a `Capability`, or the
-    /// `InputCapability` of records being processed). Panics if the capability belongs to
-    /// another operator.
-    pub fn session<'a, C: CapabilityRef<T>>(&'a mut self, capability: &C) -> Session<'a, T, D> {
-        self.try_session(capability).unwrap_or_else(|e| panic!("{}", e))
-    }
-
-    /// Like `session`, but returns an error for a capability of another operator.
-    pub fn try_session<'a, C: CapabilityRef<T>>(
-        &'a mut self,
-        capability: &C,
-    ) -> Result<Session<'a, T, D>, CapabilityError> {
-        if !capability.belongs_to(&self.changes) {
-            return Err(CapabilityError::WrongOperator);
-        }
-        let mut buffer = self.buffer.borrow_mut();
-        buffer.set_time(capability.time());
-        Ok(Session { buffer })
-    }
-
-    /// Sends a whole batch at `capability`'s time.
-    pub fn give_vec<C: CapabilityRef<T>>(&mut self, capability: &C, data: &mut Vec<D>) {
-        self.session(capability).give_vec(data);
-    }
-
-    /// True when records given to this output wait in its buffer: the operator has not run
-    /// (which sends them) since the first of them was given.
-    pub(crate) fn has_buffered(&self) -> bool {
-        !self.buffer.borrow().data.is_empty()
-    }
-
-    /// Sends what is buffered now rather than at the end of the operator's run.
-    pub fn flush(&mut self) {
-        self.buffer.borrow_mut().flush();
-    }
-}
-
-/// Sends records at one time.
-pub struct Session<'a, T: Timestamp, D: Data> {
-    buffer: std::cell::RefMut<'a, OutputBuffer<T, D>>,
-}
-
-impl<T: Timestamp, D: Data> Session<'_, T, D> {
-    /// Sends one record.
-    #[inline]
-    pub fn give(&mut self, datum: D) {
-        self.buffer.give(datum);
-    }
-
-    /// Sends every record of `iter`.
-    pub fn give_iterator<I: IntoIterator<Item = D>>(&mut self, iter: I) {
-        for datum in iter {
-            self.buffer.give(datum);
-        }
-    }
-
-    /// Sends every record of `data`, leaving it empty (possibly swapping buffers).
-    pub fn give_vec(&mut self, data: &mut Vec<D>) {
-        self.buffer.give_vec(data);
     }
 }

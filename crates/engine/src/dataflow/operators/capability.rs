@@ -8,14 +8,59 @@
 //!
 //! A `Capability` compares equal to a time and is a map key (`Eq`, `Hash` by time): an
 //! operator can stash records by the capability that lets it send them.
+//!
+//! The capabilities of an operator built to be released when its worker leaves the cluster
+//! (every `source`; `OperatorBuilder::release_on_leave`) share a [`CapabilityLedger`] that
+//! the leave marks released: from then on they count nothing, `is_released` says so, and
+//! sending with them is refused (`CapabilityError::Released`; `docs/rescaling.md`, "A
+//! leaver's sources").
 
 use crate::progress::{Antichain, ChangeBatch, Timestamp};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell, RefMut};
 use std::fmt;
 use std::rc::Rc;
 
+/// The capability changes of one operator, and whether its worker's leave released its
+/// capabilities.
+pub struct CapabilityLedger<T: Timestamp> {
+    changes: RefCell<ChangeBatch<T>>,
+    released: Cell<bool>,
+}
+
+impl<T: Timestamp> Default for CapabilityLedger<T> {
+    fn default() -> Self {
+        CapabilityLedger { changes: RefCell::new(ChangeBatch::new()), released: Cell::new(false) }
+    }
+}
+
+impl<T: Timestamp> CapabilityLedger<T> {
+    /// The changes not yet reported by the operator.
+    #[inline]
+    pub(crate) fn changes(&self) -> RefMut<'_, ChangeBatch<T>> {
+        self.changes.borrow_mut()
+    }
+
+    /// Records that `delta` capabilities at `time` were made (or dropped, negative).
+    #[inline]
+    pub(crate) fn update(&self, time: T, delta: i64) {
+        self.changes.borrow_mut().update(time, delta);
+    }
+
+    /// True once the worker's leave released the operator's capabilities.
+    #[inline]
+    pub fn is_released(&self) -> bool {
+        self.released.get()
+    }
+
+    /// The worker is leaving: the operator's capabilities are released (its next report
+    /// retires them; see `OperatorBuilder::release_on_leave`).
+    pub(crate) fn release(&self) {
+        self.released.set(true);
+    }
+}
+
 /// The capability changes of one operator.
-pub type CapabilityChanges<T> = Rc<RefCell<ChangeBatch<T>>>;
+pub type CapabilityChanges<T> = Rc<CapabilityLedger<T>>;
 
 /// Misuse of a capability.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,6 +74,10 @@ pub enum CapabilityError {
     },
     /// A capability of another operator was used.
     WrongOperator,
+    /// The capability was released because its worker is leaving the cluster (its operator
+    /// is a source, or was built with `OperatorBuilder::release_on_leave`): records given
+    /// with it are refused, neither sent nor counted. The operator should stop.
+    Released,
 }
 
 impl fmt::Display for CapabilityError {
@@ -38,6 +87,11 @@ impl fmt::Display for CapabilityError {
                 write!(f, "a capability for time {} cannot produce one for earlier time {}", held, requested)
             }
             CapabilityError::WrongOperator => write!(f, "the capability belongs to another operator"),
+            CapabilityError::Released => write!(
+                f,
+                "the capability was released because this worker is leaving the cluster: records \
+                 given with it are refused, and the operator should stop"
+            ),
         }
     }
 }
@@ -81,7 +135,7 @@ pub struct Capability<T: Timestamp> {
 impl<T: Timestamp> Capability<T> {
     /// A new capability, recorded in `changes`.
     pub(crate) fn new(time: T, changes: CapabilityChanges<T>) -> Self {
-        changes.borrow_mut().update(time.clone(), 1);
+        changes.update(time.clone(), 1);
         Capability { time, changes }
     }
 
@@ -94,7 +148,7 @@ impl<T: Timestamp> Capability<T> {
     /// held none: it belongs to no operator, so sending or requesting notifications with it
     /// fails with [`CapabilityError::WrongOperator`]; dropping it changes nothing.
     pub(crate) fn detached(time: T) -> Self {
-        Capability { time, changes: Rc::new(RefCell::new(ChangeBatch::new())) }
+        Capability { time, changes: Rc::default() }
     }
 
     /// True for a capability that belongs to no operator: the initial capability of an
@@ -108,6 +162,16 @@ impl<T: Timestamp> Capability<T> {
     #[inline]
     pub fn time(&self) -> &T {
         &self.time
+    }
+
+    /// True once this worker's leave released the capabilities of its operator (a source, or
+    /// an operator built with `OperatorBuilder::release_on_leave`): sending with it is
+    /// refused (`OutputPort::try_session` returns [`CapabilityError::Released`]), and it and
+    /// every capability made from it count nothing. The operator's logic should stop: drop
+    /// its capabilities and ask for no more runs.
+    #[inline]
+    pub fn is_released(&self) -> bool {
+        self.changes.is_released()
     }
 
     /// A new capability for `time`, which must be greater or equal.
@@ -157,7 +221,7 @@ impl<T: Timestamp> Clone for Capability<T> {
 
 impl<T: Timestamp> Drop for Capability<T> {
     fn drop(&mut self) {
-        self.changes.borrow_mut().update(self.time.clone(), -1);
+        self.changes.update(self.time.clone(), -1);
     }
 }
 

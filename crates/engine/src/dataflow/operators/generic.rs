@@ -5,9 +5,10 @@
 //! logic its input frontiers; the `_notify` variants give it a `Notificator`. Operators
 //! without frontier access are not scheduled for frontier changes alone.
 
-use super::builder::{InputPort, OperatorBuilder, OperatorInfo, OutputPort};
+use super::builder::{InputPort, OperatorBuilder, OperatorInfo};
 use super::capability::Capability;
 use super::notificator::{FrontierNotificator, Notificator};
+use super::output::OutputPort;
 use crate::dataflow::channels::{Data, Pact};
 use crate::dataflow::{Scope, Stream};
 use crate::progress::{MutableAntichain, Timestamp};
@@ -15,6 +16,35 @@ use crate::progress::{MutableAntichain, Timestamp};
 impl<T: Timestamp> Scope<T> {
     /// An operator with no inputs and one output. Its logic runs when activated (see
     /// `OperatorInfo::activator`) and once at start; it holds the output capability.
+    ///
+    /// # When its worker leaves the cluster
+    ///
+    /// Nothing but its own logic would ever finish a source, so its capabilities are released
+    /// when its worker starts leaving, as the worker's input handles are
+    /// ([`OperatorBuilder::release_on_leave`]; `docs/rescaling.md`, "A leaver's sources"):
+    /// what it gave before is delivered, exactly once, and it runs once more. From then on
+    /// [`Capability::is_released`] is true for every capability it holds (which now count
+    /// nothing, whatever it does with them), [`OutputPort::try_session`] returns
+    /// [`CapabilityError::Released`](super::CapabilityError::Released), and a session from
+    /// [`OutputPort::session`] drops the records it is given. So a source that emits every
+    /// epoch forever does not keep its process from leaving, and one that looks stops:
+    ///
+    /// ```ignore
+    /// scope.source("Ticks", |capability, info| {
+    ///     let mut held = Some(capability);
+    ///     move |output| {
+    ///         let Some(capability) = held.as_mut() else { return };
+    ///         if capability.is_released() {
+    ///             held = None; // the worker is leaving: stop
+    ///             return;
+    ///         }
+    ///         output.session(capability).give(*capability.time());
+    ///         let next = *capability.time() + 1;
+    ///         capability.downgrade(&next);
+    ///         info.activator.activate();
+    ///     }
+    /// })
+    /// ```
     pub fn source<D, B, L>(&self, name: &str, constructor: B) -> Stream<T, D>
     where
         D: Data,
@@ -22,6 +52,7 @@ impl<T: Timestamp> Scope<T> {
         L: FnMut(&mut OutputPort<T, D>) + 'static,
     {
         let mut builder = OperatorBuilder::new(name, self);
+        builder.release_on_leave();
         let (mut output, stream) = builder.new_output();
         let info = builder.info().clone();
         builder.build(move |capability| {

@@ -8,8 +8,9 @@
 //! every handle (`docs/rescaling.md`, "Leaving a running cluster"): the handle then holds
 //! nothing and refuses records.
 
-use super::builder::{OperatorBuilder, OutputPort};
+use super::builder::OperatorBuilder;
 use super::capability::Capability;
+use super::output::OutputPort;
 use crate::dataflow::channels::Data;
 use crate::dataflow::{Scope, Stream};
 use crate::progress::Timestamp;
@@ -355,7 +356,9 @@ impl<T: Timestamp> Scope<T> {
     }
 
     /// A stream of the items of `iter`, all at the minimum time, produced by every worker
-    /// (SPMD: each worker sends its own copy; filter by worker index to split work).
+    /// (SPMD: each worker sends its own copy; filter by worker index to split work). It is a
+    /// `source`: on a worker that leaves the cluster before it gave every item, it stops
+    /// there (what it gave is delivered, the rest is not given).
     pub fn to_stream<D: Data, I>(&self, iter: I) -> Stream<T, D>
     where
         I: IntoIterator<Item = D> + 'static,
@@ -365,12 +368,17 @@ impl<T: Timestamp> Scope<T> {
             let mut capability = Some(capability);
             move |output| {
                 if let (Some(iter), Some(cap)) = (items.as_mut(), capability.as_ref()) {
-                    let mut session = output.session(cap);
+                    let Ok(mut session) = output.try_session(cap) else {
+                        // Released by this worker's leave: it stops.
+                        items = None;
+                        capability = None;
+                        return;
+                    };
                     let mut sent = 0;
                     for item in iter.by_ref() {
                         session.give(item);
                         sent += 1;
-                        if sent == super::builder::BUFFER_SIZE * 256 {
+                        if sent == super::output::BUFFER_SIZE * 256 {
                             info.activator.activate();
                             return;
                         }

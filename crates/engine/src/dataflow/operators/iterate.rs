@@ -8,7 +8,8 @@
 //! a `feedback` operator, whose output is available at once and whose input is connected
 //! later with `connect_loop`; its summary must strictly advance timestamps.
 
-use super::builder::{OperatorBuilder, OutputPort};
+use super::builder::OperatorBuilder;
+use super::output::OutputPort;
 use crate::dataflow::channels::{Data, Message, Pipeline, Tee};
 use crate::dataflow::{Scope, Stream};
 use crate::progress::{

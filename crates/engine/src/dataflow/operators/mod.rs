@@ -11,14 +11,18 @@ pub mod input;
 pub mod iterate;
 pub mod keyed;
 pub mod notificator;
+pub mod output;
 pub mod probe;
 
-pub use builder::{InputPort, OperatorBuilder, OperatorInfo, OutputPort, Session};
-pub use capability::{Capability, CapabilityError, CapabilityRef, CapabilitySet, InputCapability};
+pub use builder::{InputPort, LeaveRelease, OperatorBuilder, OperatorInfo};
+pub use capability::{
+    Capability, CapabilityError, CapabilityLedger, CapabilityRef, CapabilitySet, InputCapability,
+};
 pub use capture::Captured;
 pub use hashing::{hash_of, StableHasher};
 pub use input::{InputError, InputHandle, ToStream};
 pub use iterate::LoopHandle;
 pub use keyed::keyed_pact;
 pub use notificator::{FrontierNotificator, Notificator};
+pub use output::{OutputPort, Session};
 pub use probe::ProbeHandle;

@@ -6,21 +6,28 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use timely_engine::dataflow::operators::OperatorBuilder;
 use timely_engine::Worker;
 
-/// Builds a dataflow whose source holds its capability on a worker that will leave
-/// (`leaver`) until `built` reaches `builders`; elsewhere it lets it go at once.
+/// Builds a dataflow whose operator holds its capability on a worker that will leave
+/// (`leaver`) until `built` reaches `builders`; elsewhere it lets it go at once. It is built
+/// with the `OperatorBuilder`, not as a `source`: a source is released when its worker
+/// leaves, and this one must keep the leaver in its leave.
 pub fn hold_leaver(worker: &mut Worker, leaver: bool, built: &Arc<AtomicUsize>, builders: usize) {
     let built = built.clone();
     worker.dataflow::<u64, _>(|scope| {
-        scope.source::<u64, _, _>("Hold", move |capability, info| {
+        let mut builder = OperatorBuilder::new("Hold", scope);
+        let (_output, _stream) = builder.new_output::<u64>();
+        let activator = builder.info().activator.clone();
+        builder.build(move |capability| {
             let mut held = Some(capability);
-            move |_output| {
+            move |_frontiers| {
                 if !leaver || built.load(Ordering::SeqCst) == builders {
                     held = None;
                 } else if held.is_some() {
-                    info.activator.activate();
+                    activator.activate();
                 }
+                false
             }
         });
     });
