@@ -12,7 +12,8 @@ exactly once (and no refused one); and the keyed operators give one result per (
 equal to a sequential count or sum over the accepted records. And a leaver that feeds on
 forever, no longer stepping once it went, still stops on Ctrl-C. And a leaver that never
 builds a keyed dataflow the others built before its leave, and steps on instead of returning,
-still leaves, and the others' results there are exact."""
+still leaves, and the others' results there are exact. And a leaver whose program steps on
+after its leave is complete is named on stderr."""
 
 import json
 import signal
@@ -126,3 +127,20 @@ refused with `LeavingError`. Every process exits 0, the
     totals = Counter(x % 5 for _, x in fed)
     running = sorted(tuple(pair) for result in results for pair in result["running"])
     assert running == sorted((key, n) for key, total in totals.items() for n in range(1, total + 1))
+
+
+@pytest.mark.timeout(120)
+def test_a_leaver_whose_program_does_not_return_after_its_leave_is_named(tmp_path):
+    """Process 1 leaves and its program steps on for 4 s after the leave is complete instead of
+    returning: process 0 sees it gone and, 2 s after the leave, its worker says once on stderr
+    that the process waits for its program to return (a loop waiting for its own dataflows
+    would wait forever); once the program returns, the process exits 0."""
+    with Cluster(tmp_path, processes=2) as cluster:
+        cluster.start_all([CLUSTER_SCRIPTS / "wait_after_leave.py", "4"])
+        assert cluster.wait_all(timeout=90) == [0, 0], cluster.report(0) + cluster.report(1)
+        stayer, leaver = (json.loads(cluster.stdout(index)) for index in (0, 1))
+        said = cluster.stderr(1)
+    assert stayer == {"members": [0]}
+    assert leaver["after_done"] >= 4, leaver
+    assert said.count("its program has not returned") == 1, said
+    assert "`worker.leaving`" in said, said

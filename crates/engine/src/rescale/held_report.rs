@@ -8,7 +8,9 @@
 //! other worker sealed the leaver (nothing more reaches it) and an operator of it still holds
 //! capabilities [`REPORT_AFTER`] later, it names the operator, its address and held times on
 //! stderr, once, and marks the wait on the worker's trace as an activity that ends when the
-//! operator drops them.
+//! operator drops them. It also names, once, a leaver whose leave is complete while its
+//! program has not returned [`REPORT_AFTER`] later: its process goes only once the program
+//! returns, and a program that waits for its own dataflows' progress then waits forever.
 
 use std::time::{Duration, Instant};
 
@@ -58,5 +60,30 @@ pub(crate) fn check(state: &WorkerState) {
             );
             *named = Some(Activity::begin(state.logger(), &format!("{HELD} {holding} {address:?}")));
         }
+    }
+}
+
+/// On a drained leaver (its leave is complete, its dataflows dropped): if its program has not
+/// returned [`REPORT_AFTER`] after the drain, says on stderr, once, that the process waits for
+/// it. Called at the end of each of its steps.
+pub(crate) fn check_returned(state: &WorkerState) {
+    let rescaling = state.rescaling();
+    if rescaling.leaves.program_returned.get() {
+        return;
+    }
+    let mut report = rescaling.held_report.borrow_mut();
+    let now = Instant::now();
+    let (since, named) = report.unreturned.get_or_insert((now, false));
+    if !*named && now.duration_since(*since) >= REPORT_AFTER {
+        *named = true;
+        eprintln!(
+            "timely: worker {} has completed its leave (nothing reaches it and its dataflows are \
+             dropped), but its program has not returned: its process leaves the cluster once the \
+             program returns on every worker of it. A loop that waits for progress of its own \
+             dataflows (a released source's epochs, a probe's times) never ends now: stop waiting \
+             when `worker.leaving` (`Worker::is_leaving`) says so (docs/rescaling.md, \"A \
+             leaver's sources\")",
+            state.index()
+        );
     }
 }

@@ -13,6 +13,9 @@ use crate::logging::Activity;
 #[derive(Default)]
 pub(crate) struct HeldReport {
     pub(super) holders: BTreeMap<Vec<usize>, (Instant, Option<Activity>)>,
+    /// Since when this leaver has been drained while its program had not returned, and
+    /// whether that was named.
+    pub(super) unreturned: Option<(Instant, bool)>,
 }
 
 /// The times at which an operator instance holds capabilities, encoded as `Vec<T>` (its

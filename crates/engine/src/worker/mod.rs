@@ -281,6 +281,9 @@ impl Worker {
                 rescale::leave::announce_left_if_awaited(&self.state);
             }
         }
+        if leaving && gone() {
+            rescale::held_report::check_returned(&self.state);
+        }
         if leaving && !gone() && idle() && rescale::leave::drained(&self.state) {
             // Everything it sent is flushed and nothing can reach it any more: it goes.
             let built = self.state.dataflows.borrow().len();
